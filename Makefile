@@ -1,0 +1,29 @@
+# The book's two commands: `make book` builds the HTML book, `make test` runs every test.
+# Both create .venv, install the pinned requirements and physai into it, and use nothing else.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+# Offline copy of MuJoCo Menagerie beside the repository, when there is one.
+ifneq ($(wildcard ../shared/menagerie),)
+export MENAGERIE_ROOT ?= $(abspath ../shared/menagerie)
+endif
+
+.PHONY: book test clean
+
+$(STAMP): requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build --all -W -n --keep-going .
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest --nbval notebooks
+
+clean:
+	rm -rf _build $(VENV)

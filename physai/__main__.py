@@ -1,0 +1,46 @@
+"""The book's experiments on the command line.
+
+    python -m physai list              every experiment, one line each
+    python -m physai NAME [ARG]        its table, fixed precision
+    python -m physai NAME [ARG] --json the same rows as a JSON list of objects
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from physai import registry
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog='python -m physai', description='Run one of the book\'s experiments and print its table.')
+    parser.add_argument('name', help='an experiment name, or "list" to see them all')
+    parser.add_argument('arg', nargs='?', default=None, help='the argument some experiments take')
+    parser.add_argument('--json', action='store_true', help='print the rows as a JSON list of objects')
+    args = parser.parse_args(argv)
+
+    if args.name == 'list':
+        for name in registry.names():
+            exp = registry.get(name)
+            usage = f'{name} {{{",".join(exp.choices)}}}' if exp.choices else name
+            print(f'{usage:40s} {exp.summary}')
+        return 0
+    try:
+        exp = registry.get(args.name)
+    except ValueError as err:
+        print(f'error: {err}', file=sys.stderr)
+        print('run "python -m physai list" to see them with what they compute', file=sys.stderr)
+        return 2
+    try:
+        rows = exp.run(args.arg)
+    except ValueError as err:
+        print(f'error: {err}', file=sys.stderr)
+        return 2
+    print(registry.to_json(rows) if args.json else exp.table(rows))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""Chapter 1's experiments: each is a table in the book and a ``python -m physai NAME`` command."""
+
+from __future__ import annotations
+
+import math
+
+import mujoco
+import numpy as np
+
+from physai import servo
+from physai.registry import experiment
+from physai.servo import LINK_INERTIA, TAU_G, ServoParams
+from physai.sim import (actuator_force, kv_from_dampratio, semi_implicit_euler, servo_sag,
+                        step_growth)
+
+KP_SWEEP = (1, 3, 10, 30, 100, 300, 1000)
+
+# Menagerie's SO-101 servo (class sts3215 in so101.xml)
+SO101_KP = 998.22
+SO101_KV = 2.731
+SO101_DAMPING = 0.6
+SO101_FRICTIONLOSS = 0.052
+SO101_FORCERANGE = (-2.94, 2.94)
+SO101_ARMATURE = 0.028
+ARMATURE_SWEEP = (0.028, 0.010, 0.005, 0.002, 0.001, 0.0)
+GROWTH_ARMATURES = (0.028, 0.010, 0.005, 0.002, 0.0)
+KP_LIMIT = (998.22, 3000, 10000, 30000)
+
+ACTUATOR_LAWS_XML = """
+<mujoco model="actuator-laws">
+  <worldbody>
+    <body name="a"><joint name="motor_joint" type="hinge" axis="0 1 0"/>
+      <geom type="sphere" size="0.05" mass="1"/></body>
+    <body name="b" pos="1 0 0"><joint name="position_joint" type="hinge" axis="0 1 0"/>
+      <geom type="sphere" size="0.05" mass="1"/></body>
+    <body name="c" pos="2 0 0"><joint name="velocity_joint" type="hinge" axis="0 1 0"/>
+      <geom type="sphere" size="0.05" mass="1"/></body>
+  </worldbody>
+  <actuator>
+    <motor name="motor" joint="motor_joint" gear="3"/>
+    <position name="position" joint="position_joint" kp="40" kv="2" forcerange="-5 5"/>
+    <velocity name="velocity" joint="velocity_joint" kv="0.7"/>
+  </actuator>
+</mujoco>
+"""
+
+
+def so101_servo(armature: float = SO101_ARMATURE, *, kp: float = SO101_KP,
+                integrator: str = 'implicitfast', frictionloss: float = SO101_FRICTIONLOSS,
+                forcerange: tuple[float, float] | None = None) -> ServoParams:
+    """Menagerie's SO-101 servo gains on the book's link (dt 5 ms)."""
+    return ServoParams(kp=kp, kv=SO101_KV, armature=armature, damping=SO101_DAMPING,
+                       frictionloss=frictionloss, integrator=integrator, forcerange=forcerange)
+
+
+def _verdict(response: servo.StepResponse) -> str:
+    return 'diverged' if response.diverged else 'stable'
+
+
+@experiment('actuator-laws', summary='one affine force law for motor, position and velocity vs qfrc_actuator',
+            columns=(('actuator', 's'), ('gainprm0', '.3f'), ('biasprm', '.3f'), ('max_error', '.1e')))
+def actuator_laws(n: int = 100, seed: int = 0) -> list[dict]:
+    m = mujoco.MjModel.from_xml_string(ACTUATOR_LAWS_XML)
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(seed)
+    errors = np.zeros(m.nu)
+    for _ in range(n):
+        d.qpos[:] = rng.uniform(-3, 3, m.nq)
+        d.qvel[:] = rng.uniform(-10, 10, m.nv)
+        d.ctrl[:] = rng.uniform(-3, 3, m.nu)
+        mujoco.mj_forward(m, d)
+        for i in range(m.nu):
+            dof = m.jnt_dofadr[m.actuator_trnid[i, 0]]
+            gear = m.actuator_gear[i, 0]
+            forcerange = m.actuator_forcerange[i] if m.actuator_forcelimited[i] else None
+            force = actuator_force(d.ctrl[i], gear * d.qpos[dof], gear * d.qvel[dof],
+                                   m.actuator_gainprm[i], m.actuator_biasprm[i], forcerange)
+            errors[i] = max(errors[i], abs(gear * force - d.qfrc_actuator[dof]))
+    return [{'actuator': mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, i),
+             'gainprm0': float(m.actuator_gainprm[i, 0]),
+             'biasprm': [float(x) for x in m.actuator_biasprm[i, :3]],
+             'max_error': float(errors[i])} for i in range(m.nu)]
+
+
+@experiment('link', summary="the link's inertia, gravity torque and kv from dampratio vs MuJoCo",
+            columns=(('quantity', 's'), ('ours', '.9f'), ('mujoco', '.9f')))
+def link(q: float = 0.3) -> list[dict]:
+    m = servo.link_model(ServoParams(kp=1.0))
+    d = mujoco.MjData(m)
+    d.qpos[0] = q
+    mujoco.mj_forward(m, d)
+    full = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, full)
+    rows = [
+        {'quantity': 'inertia about hinge (kg m^2)', 'ours': LINK_INERTIA,
+         'mujoco': float(full[0, 0] - m.dof_armature[0])},
+        {'quantity': f'gravity torque at q={q} (N m)', 'ours': -TAU_G * math.cos(q),
+         'mujoco': float(-d.qfrc_bias[0])},
+    ]
+    for kp in (1, 10, 100, 1000):
+        xml = servo.LINK_XML.replace('kp="1" kv="0"', f'kp="{kp}" dampratio="1"')
+        compiled = mujoco.MjModel.from_xml_string(xml)
+        rows.append({'quantity': f'kv for kp={kp}, dampratio=1 (N m s/rad)',
+                     'ours': float(kv_from_dampratio(kp, 1.0, LINK_INERTIA + compiled.dof_armature[0])),
+                     'mujoco': float(-compiled.actuator_biasprm[0, 2])})
+    return rows
+
+
+def servo_loop(params: ServoParams, *, q0: float = -0.5, duration: float = 3.0) -> np.ndarray:
+    """The link and its servo stepped by hand with :func:`physai.sim.semi_implicit_euler`.
+
+    ``I*a = kp*(u - q) - (kv + damping)*v - tau_g*cos(q)`` with u = 0, the damping taken implicitly
+    (``c_implicit = (kv + damping)/I``), which is MuJoCo's implicitfast. Returns q, (nstep + 1,).
+    """
+    inertia, kv = params.inertia, params.kv_effective
+    c = (kv + params.damping) / inertia
+
+    def accel(q, v):
+        return (-params.kp * q - (kv + params.damping) * v - TAU_G * math.cos(q)) / inertia
+
+    nstep = round(duration / params.timestep)
+    q = np.empty(nstep + 1)
+    q[0], v = q0, 0.0
+    for k in range(nstep):
+        q[k + 1], v = semi_implicit_euler(q[k], v, accel, params.timestep, c_implicit=c)
+    return q
+
+
+@experiment('servo-loop', summary='our semi-implicit Euler servo loop vs mj_step (implicitfast)',
+            columns=(('kp', '.0f'), ('max_abs_diff_rad', '.1e'), ('sag_deg', '.4f'),
+                     ('servo_sag_deg', '.4f'), ('rise_ms', '.2f')))
+def servo_loop_check() -> list[dict]:
+    params = [ServoParams(kp=kp) for kp in KP_SWEEP]
+    responses = servo.step_responses(params)
+    rows = []
+    for p, r in zip(params, responses):
+        ours = servo_loop(p)
+        rows.append({'kp': p.kp, 'max_abs_diff_rad': float(np.max(np.abs(ours - r.q))),
+                     'sag_deg': r.sag_deg, 'servo_sag_deg': math.degrees(servo_sag(p.kp, TAU_G)),
+                     'rise_ms': r.rise_ms})
+    return rows
+
+
+def growth_pair(params: ServoParams) -> tuple[float, float]:
+    """Growth per step of the linearized servo under Euler and under implicitfast.
+
+    ω² = kp/I, c = (kv + damping)/I. Euler treats only the joint damping implicitly, implicitfast
+    treats kv and the damping implicitly.
+    """
+    inertia = params.inertia
+    w2, c = params.kp / inertia, (params.kv_effective + params.damping) / inertia
+    h = params.timestep
+    euler = step_growth(semi_implicit_euler, h, w2, c, c_implicit=params.damping / inertia)
+    implicitfast = step_growth(semi_implicit_euler, h, w2, c, c_implicit=c)
+    return euler, implicitfast
+
+
+@experiment('growth', summary='growth per step predicts which SO-101 servo settings MuJoCo diverges on',
+            columns=(('kp', '.2f'), ('armature', '.3f'), ('h_omega', '.3f'), ('euler_growth', '.4f'),
+                     ('implicitfast_growth', '.4f'), ('mujoco_euler', 's'),
+                     ('mujoco_implicitfast', 's')))
+def growth() -> list[dict]:
+    cases = [(SO101_KP, a) for a in GROWTH_ARMATURES] + [(kp, SO101_ARMATURE) for kp in KP_LIMIT[1:]]
+    params = [so101_servo(a, kp=kp, integrator=i, frictionloss=0.0)
+              for kp, a in cases for i in ('Euler', 'implicitfast')]
+    responses = servo.step_responses(params)
+    rows = []
+    for k, (kp, a) in enumerate(cases):
+        euler, implicitfast = growth_pair(params[2 * k])
+        rows.append({'kp': kp, 'armature': a, 'h_omega': params[2 * k].h_omega,
+                     'euler_growth': euler, 'implicitfast_growth': implicitfast,
+                     'mujoco_euler': _verdict(responses[2 * k]),
+                     'mujoco_implicitfast': _verdict(responses[2 * k + 1])})
+    return rows
+
+
+@experiment('kp-sweep', summary='sag and rise time against kp at dampratio 1',
+            columns=(('kp', '.0f'), ('kv', '.4f'), ('sag_deg', '.4f'), ('sag_linear_deg', '.4f'),
+                     ('sag_exact_deg', '.4f'), ('rise_ms', '.2f')))
+def kp_sweep() -> list[dict]:
+    params = [ServoParams(kp=kp, dampratio=1.0) for kp in KP_SWEEP]
+    return [{'kp': p.kp, 'kv': p.kv_effective, 'sag_deg': r.sag_deg,
+             'sag_linear_deg': math.degrees(TAU_G / p.kp),
+             'sag_exact_deg': math.degrees(servo_sag(p.kp, TAU_G)), 'rise_ms': r.rise_ms}
+            for p, r in zip(params, servo.step_responses(params))]
+
+
+@experiment('armature-sweep', summary='SO-101 servo with less and less armature under three integrators',
+            columns=(('armature', '.3f'), ('inertia', '.5f'), ('h_omega', '.3f'), ('euler', 's'),
+                     ('implicitfast', 's'), ('discrete', 's'), ('euler_clamped_p2p_deg', '.4f')))
+def armature_sweep() -> list[dict]:
+    integrators = ('Euler', 'implicitfast', 'discrete')
+    params = []
+    for a in ARMATURE_SWEEP:
+        params += [so101_servo(a, integrator=i) for i in integrators]
+        params.append(so101_servo(a, integrator='Euler', forcerange=SO101_FORCERANGE))
+    responses = servo.step_responses(params)
+    rows = []
+    for k, a in enumerate(ARMATURE_SWEEP):
+        euler, implicitfast, discrete, clamped = responses[4 * k:4 * k + 4]
+        rows.append({'armature': a, 'inertia': params[4 * k].inertia,
+                     'h_omega': params[4 * k].h_omega, 'euler': _verdict(euler),
+                     'implicitfast': _verdict(implicitfast), 'discrete': _verdict(discrete),
+                     'euler_clamped_p2p_deg': clamped.p2p_deg})
+    return rows
+
+
+@experiment('kp-limit', summary='raising kp on the SO-101 servo at armature 0.028',
+            columns=(('kp', '.2f'), ('h_omega', '.3f'), ('implicitfast', 's'), ('discrete', 's')))
+def kp_limit() -> list[dict]:
+    params = [so101_servo(kp=kp, integrator=i) for kp in KP_LIMIT for i in ('implicitfast', 'discrete')]
+    responses = servo.step_responses(params)
+    return [{'kp': kp, 'h_omega': params[2 * k].h_omega,
+             'implicitfast': _verdict(responses[2 * k]), 'discrete': _verdict(responses[2 * k + 1])}
+            for k, kp in enumerate(KP_LIMIT)]

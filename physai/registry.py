@@ -1,0 +1,139 @@
+"""The book's experiments by name: one function per table, shared by the notebooks and the command line.
+
+Each experiment is a function returning rows (a list of dicts, one key per column). A chapter prints
+``format_table(rows, columns)``; ``python -m physai NAME`` prints the same table; ``--json`` prints the rows.
+Because both call the same function, the book and the command line cannot disagree.
+
+Register an experiment with the decorator::
+
+        @experiment('kp-sweep', summary='sag and rise time against kp',
+                                columns=(('kp', '.0f'), ('sag_deg', '.4f')))
+        def kp_sweep() -> list[dict]: ...
+
+An experiment that takes one argument lists its allowed values in ``choices``
+(``python -m physai actuator-sweep stiffness``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+# Modules that register experiments, imported on first look-up so that `import physai` stays light.
+PROVIDERS = (
+        'physai.experiments',
+)
+
+_REGISTRY: dict[str, 'Experiment'] = {}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Experiment:
+    """A named table of the book."""
+
+    name: str
+    """The command-line name, e.g. ``kp-sweep``."""
+    summary: str
+    """One line for ``python -m physai list``."""
+    columns: tuple[tuple[str, str], ...]
+    """(key, format) per column; format is a format spec such as ``.3f``, or ``s`` for text."""
+    func: Callable[..., list[dict]]
+    """Computes the rows."""
+    choices: tuple[str, ...] = ()
+    """Allowed values of the one positional argument, or () when there is none."""
+
+    def run(self, arg: str | None = None) -> list[dict]:
+        """Compute the rows; ``arg`` must be one of ``choices`` when there are choices."""
+        if self.choices:
+            if arg not in self.choices:
+                raise ValueError(
+                        f'{self.name} needs one of {", ".join(self.choices)}, got {arg!r}')
+            return self.func(arg)
+        if arg is not None:
+            raise ValueError(f'{self.name} takes no argument, got {arg!r}')
+        return self.func()
+
+    def table(self, rows: Sequence[dict]) -> str:
+        """The rows as a fixed-precision text table."""
+        return format_table(rows, self.columns)
+
+
+def experiment(name: str, *, summary: str, columns: Sequence[tuple[str, str]],
+                              choices: Sequence[str] = ()) -> Callable[[Callable], Callable]:
+    """Register the decorated function as experiment ``name``."""
+
+    def register(func: Callable) -> Callable:
+        if name in _REGISTRY and _REGISTRY[name].func.__qualname__ != func.__qualname__:
+            raise ValueError(f'experiment {name!r} is registered twice')
+        _REGISTRY[name] = Experiment(name=name, summary=summary, columns=tuple(columns),
+                                                                  func=func, choices=tuple(choices))
+        return func
+
+    return register
+
+
+def _load_providers() -> None:
+    for module in PROVIDERS:
+        importlib.import_module(module)
+
+
+def names() -> list[str]:
+    """Every experiment's name, sorted."""
+    _load_providers()
+    return sorted(_REGISTRY)
+
+
+def get(name: str) -> Experiment:
+    """The experiment called ``name``; ValueError listing the valid names otherwise."""
+    _load_providers()
+    if name not in _REGISTRY:
+        raise ValueError(f'unknown experiment {name!r}; valid names: {", ".join(sorted(_REGISTRY))}')
+    return _REGISTRY[name]
+
+
+def run(name: str, arg: str | None = None) -> list[dict]:
+    """The rows of experiment ``name``."""
+    return get(name).run(arg)
+
+
+def _cell(value: Any, fmt: str) -> str:
+    if isinstance(value, (list, tuple)):
+        return ' '.join(_cell(v, fmt) for v in value)
+    if value is None:
+        return '-'
+    if isinstance(value, str) or fmt == 's':
+        return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return format(value, fmt)
+
+
+def format_table(rows: Sequence[dict], columns: Sequence[tuple[str, str]]) -> str:
+    """Rows as a right-aligned text table with one header line; each cell uses its column's format."""
+    keys = [key for key, _ in columns]
+    cells = [[_cell(row[key], fmt) for key, fmt in columns] for row in rows]
+    widths = [max([len(key)] + [len(line[i]) for line in cells]) for i, key in enumerate(keys)]
+    lines = ['  '.join(key.rjust(w) for key, w in zip(keys, widths))]
+    lines += ['  '.join(cell.rjust(w) for cell, w in zip(line, widths)) for line in cells]
+    return '\n'.join(lines)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, 'item'):  # numpy scalars
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN or infinity
+    return value
+
+
+def to_json(rows: Sequence[dict]) -> str:
+    """Rows as a JSON list of objects; NaN and infinities become null."""
+    return json.dumps(_jsonable(list(rows)), indent=1)

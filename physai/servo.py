@@ -1,0 +1,340 @@
+"""The Experiment's link: one capsule on a hinge, driven by a MuJoCo ``<position>`` servo.
+
+The link is a 20 cm, 0.3 kg capsule of radius 1 cm on a hinge at the origin with axis ``0 -1 0``; it is
+horizontal at q = 0 and positive q lifts it, so gravity pulls it down with torque ``tau_g*cos(q)``,
+``tau_g = 0.3*9.81*0.1`` N·m. A step response starts at rest at ``q0`` with the command ``u = 0``.
+
+Every run goes through :func:`step_responses`, which simulates any number of parameter sets at once on
+``mujoco.batch.Batch`` (one model per simulation, so integrators and timesteps may differ) and reads
+MuJoCo's bad-acceleration warning, so a diverged run is a result, never an exception.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import math
+from collections.abc import Sequence
+
+import mujoco
+import mujoco.batch
+import numpy as np
+
+from physai.sim import kv_from_dampratio
+
+LINK_MASS = 0.3  # kg
+LINK_LENGTH = 0.2  # m, the capsule's axis from the hinge to its far end
+LINK_RADIUS = 0.01  # m
+GRAVITY = 9.81  # m/s²
+TAU_G = LINK_MASS * GRAVITY * LINK_LENGTH / 2  # N·m, gravity torque of the horizontal link
+
+INTEGRATORS = ('Euler', 'RK4', 'implicit', 'implicitfast', 'discrete')
+_INTEGRATOR_ENUM = {
+    'Euler': mujoco.mjtIntegrator.mjINT_EULER,
+    'RK4': mujoco.mjtIntegrator.mjINT_RK4,
+    'implicit': mujoco.mjtIntegrator.mjINT_IMPLICIT,
+    'implicitfast': mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
+    'discrete': mujoco.mjtIntegrator.mjINT_DISCRETE,
+}
+
+SETTLE_WINDOW = 0.5  # s, the tail over which sag and peak-to-peak are measured
+DIVERGED_BOUND = 20 * math.pi  # rad, |q| beyond this counts as diverged
+
+# MuJoCo prints a warning when it resets a diverged simulation. Here a diverged run is a result that
+# step_responses reads from the warning counters, so the text is kept (the latest few) instead of printed.
+WARNINGS: list[str] = []
+
+
+def _keep_warning(message: str) -> None:
+    WARNINGS.append(message)
+    del WARNINGS[:-20]
+
+
+mujoco.set_mju_user_warning(_keep_warning)
+
+LINK_XML = f"""
+<mujoco model="servo-link">
+  <option timestep="0.005" integrator="implicitfast" gravity="0 0 -{GRAVITY}"/>
+  <worldbody>
+    <body name="link">
+      <joint name="hinge" type="hinge" axis="0 -1 0" armature="0.028"/>
+      <geom name="rod" type="capsule" fromto="0 0 0 {LINK_LENGTH} 0 0" size="{LINK_RADIUS}"
+            mass="{LINK_MASS}"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <position name="servo" joint="hinge" kp="1" kv="0"/>
+  </actuator>
+</mujoco>
+"""
+
+
+def capsule_inertia_about_hinge(mass: float = LINK_MASS, length: float = LINK_LENGTH,
+                                radius: float = LINK_RADIUS) -> float:
+    """Moment of inertia of a uniform capsule about a hinge through one end of its axis, kg·m².
+
+    The capsule is a cylinder of length L and two hemispherical caps of radius r, all of one density.
+    About the centre, perpendicular to the axis (caps by the parallel-axis theorem from their flat faces):
+    ``I_c = m_cyl*(3r² + L²)/12 + m_caps*(2r²/5 + L²/4 + 3Lr/8)``; about the hinge at the cylinder's end,
+    ``I = I_c + m*(L/2)²``.
+    """
+    v_cyl = math.pi * radius**2 * length
+    v_caps = 4.0 / 3.0 * math.pi * radius**3
+    m_cyl = mass * v_cyl / (v_cyl + v_caps)
+    m_caps = mass - m_cyl
+    i_centre = (m_cyl * (3 * radius**2 + length**2) / 12
+                + m_caps * (2 * radius**2 / 5 + length**2 / 4 + 3 * length * radius / 8))
+    return i_centre + mass * (length / 2) ** 2
+
+
+LINK_INERTIA = capsule_inertia_about_hinge()  # kg·m², without armature
+
+
+def _positive_finite(name: str, value: float, unit: str) -> None:
+    if not (isinstance(value, (int, float, np.floating, np.integer)) and math.isfinite(value)
+            and value > 0):
+        raise ValueError(f'{name} must be a finite number > 0 {unit}, got {value!r}')
+
+
+def _nonnegative(name: str, value: float, unit: str) -> None:
+    if not (isinstance(value, (int, float, np.floating, np.integer)) and math.isfinite(value)
+            and value >= 0):
+        raise ValueError(f'{name} must be a finite number >= 0 {unit}, got {value!r}')
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ServoParams:
+    """One configuration of the link and its ``<position>`` servo (MuJoCo's names)."""
+
+    kp: float
+    """Stiffness, N·m/rad; ``<position kp>``, ``actuator_gainprm[0]`` and ``-actuator_biasprm[1]``."""
+    kv: float | None = None
+    """Damping gain, N·m·s/rad; ``<position kv>``, ``-actuator_biasprm[2]``. None: from ``dampratio``."""
+    dampratio: float = 1.0
+    """Damping ratio used when ``kv`` is None; ``<position dampratio>``, resolved with the current armature."""
+    armature: float = 0.028
+    """Reflected rotor inertia added to the joint, kg·m²; ``<joint armature>``, ``dof_armature``."""
+    timestep: float = 0.005
+    """Physics step h, s, in (0, 0.1]; ``<option timestep>``."""
+    integrator: str = 'implicitfast'
+    """One of ``INTEGRATORS``; ``<option integrator>``."""
+    damping: float = 0.0
+    """Joint viscous damping, N·m·s/rad; ``<joint damping>``, ``dof_damping``."""
+    frictionloss: float = 0.0
+    """Joint dry friction, N·m; ``<joint frictionloss>``, ``dof_frictionloss``."""
+    forcerange: tuple[float, float] | None = None
+    """Actuator force clamp (low, high), N·m; ``<position forcerange>``. None: unclamped."""
+
+    def __post_init__(self):
+        _positive_finite('kp', self.kp, 'N·m/rad')
+        if self.kv is not None:
+            _nonnegative('kv', self.kv, 'N·m·s/rad')
+        _nonnegative('dampratio', self.dampratio, '')
+        _nonnegative('armature', self.armature, 'kg·m²')
+        _positive_finite('timestep', self.timestep, 's')
+        if self.timestep > 0.1:
+            raise ValueError(f'timestep must be in (0, 0.1] s, got {self.timestep!r}')
+        if self.integrator not in INTEGRATORS:
+            raise ValueError(
+                f'integrator must be one of {", ".join(INTEGRATORS)}, got {self.integrator!r}')
+        _nonnegative('damping', self.damping, 'N·m·s/rad')
+        _nonnegative('frictionloss', self.frictionloss, 'N·m')
+        if self.forcerange is not None:
+            if len(self.forcerange) != 2 or not all(math.isfinite(f) for f in self.forcerange):
+                raise ValueError(f'forcerange must be two finite numbers (low, high) N·m, '
+                                 f'got {self.forcerange!r}')
+            low, high = self.forcerange
+            if low > high:
+                raise ValueError(
+                    f'forcerange low must not exceed high, got ({low}, {high}) N·m')
+
+    @property
+    def inertia(self) -> float:
+        """I = link inertia about the hinge + armature, kg·m²."""
+        return LINK_INERTIA + self.armature
+
+    @property
+    def kv_effective(self) -> float:
+        """kv as given, or ``2*dampratio*sqrt(kp*I)`` with the current armature."""
+        if self.kv is not None:
+            return float(self.kv)
+        return float(kv_from_dampratio(self.kp, self.dampratio, self.inertia))
+
+    @property
+    def h_omega(self) -> float:
+        """h·ω with ω = sqrt(kp / I): the explicit limit is about 2."""
+        return self.timestep * math.sqrt(self.kp / self.inertia)
+
+
+@functools.cache
+def _base_model() -> mujoco.MjModel:
+    return mujoco.MjModel.from_xml_string(LINK_XML)
+
+
+def link_model(params: ServoParams) -> mujoco.MjModel:
+    """A compiled link model with ``params`` written into its fields (no recompilation).
+
+    kv is resolved here from ``dampratio`` and the current armature, since MuJoCo resolves
+    ``dampratio`` only when a model compiles.
+    """
+    m = copy.copy(_base_model())
+    kv = params.kv_effective
+    m.actuator_gainprm[0, 0] = params.kp
+    m.actuator_biasprm[0, :3] = (0.0, -params.kp, -kv)
+    m.dof_armature[0] = params.armature
+    m.dof_damping[0] = params.damping
+    m.dof_frictionloss[0] = params.frictionloss
+    m.actuator_forcelimited[0] = params.forcerange is not None
+    if params.forcerange is not None:
+        m.actuator_forcerange[0] = params.forcerange
+    m.opt.timestep = params.timestep
+    m.opt.integrator = _INTEGRATOR_ENUM[params.integrator]
+    # constants that depend on armature (dof_invweight0 for the friction-loss constraint)
+    mujoco.mj_setConst(m, mujoco.MjData(m))
+    return m
+
+
+@dataclasses.dataclass(frozen=True)
+class StepResponse:
+    """A step response of the link and the figures the book reads off it."""
+
+    params: ServoParams
+    t: np.ndarray
+    """(n,) time, s; starts at 0. A diverged run ends where MuJoCo flagged it."""
+    q: np.ndarray
+    """(n,) joint angle, rad."""
+    sag_deg: float
+    """Mean error u - q over the last 0.5 s, degrees (NaN if diverged)."""
+    rise_ms: float
+    """10 % to 90 % rise time towards the settled value, ms (NaN if diverged or never reached)."""
+    p2p_deg: float
+    """Peak-to-peak of q over the last 0.5 s, degrees (NaN if diverged)."""
+    diverged: bool
+    """Non-finite state, MuJoCo's bad-acceleration warning, or |q| beyond ``DIVERGED_BOUND``."""
+
+
+def _crossing_time(t: np.ndarray, x: np.ndarray, level: float) -> float:
+    """First time x reaches level, interpolating linearly between samples; NaN if never."""
+    above = np.nonzero(x >= level)[0]
+    if above.size == 0:
+        return math.nan
+    k = above[0]
+    if k == 0:
+        return float(t[0])
+    frac = (level - x[k - 1]) / (x[k] - x[k - 1])
+    return float(t[k - 1] + frac * (t[k] - t[k - 1]))
+
+
+def rise_time(t: np.ndarray, q: np.ndarray, q_final: float) -> float:
+    """Time from 10 % to 90 % of the way from q[0] to q_final, s (linear interpolation)."""
+    span = q_final - q[0]
+    if span == 0 or not math.isfinite(span):
+        return math.nan
+    progress = (q - q[0]) / span
+    return _crossing_time(t, progress, 0.9) - _crossing_time(t, progress, 0.1)
+
+
+def summarize(params: ServoParams, t: np.ndarray, q: np.ndarray, bad_qacc: bool,
+              u: float = 0.0) -> StepResponse:
+    """Sag, rise time, peak-to-peak and divergence of one trajectory."""
+    diverged = bool(bad_qacc or not np.all(np.isfinite(q)) or np.any(np.abs(q) > DIVERGED_BOUND))
+    if diverged:
+        return StepResponse(params, t, q, math.nan, math.nan, math.nan, True)
+    tail = q[t >= t[-1] - SETTLE_WINDOW + 1e-12]
+    q_final = float(np.mean(tail))
+    return StepResponse(
+        params, t, q,
+        sag_deg=math.degrees(u - q_final),
+        rise_ms=1e3 * rise_time(t, q, q_final),
+        p2p_deg=math.degrees(float(np.ptp(tail))),
+        diverged=False)
+
+
+def _valid_length(q: np.ndarray) -> int:
+    """Length of a diverged record before MuJoCo's reset: batch rollouts repeat the reset state."""
+    same = q == q[-1]
+    k = len(q)
+    while k > 0 and same[k - 1]:
+        k -= 1
+    return max(k, 1)
+
+
+def step_responses(params: Sequence[ServoParams], *, q0: float = -0.5, duration: float = 3.0,
+                   nthread: int = 0) -> list[StepResponse]:
+    """Step responses for many parameter sets, simulated together on ``mujoco.batch.Batch``.
+
+    Args:
+      params: the configurations, (nsim,).
+      q0: start angle, rad, at rest; the command is 0.
+      duration: simulated time, s.
+      nthread: Batch threads (0: all CPUs).
+
+    Returns:
+      One :class:`StepResponse` per configuration, in order.
+    """
+    if not math.isfinite(q0):
+        raise ValueError(f'q0 must be a finite angle in rad, got {q0!r}')
+    _positive_finite('duration', duration, 's')
+    params = list(params)
+    if not params:
+        return []
+    models = [link_model(p) for p in params]
+    batch = mujoco.batch.Batch(models[0], len(models), nthread=nthread)
+    batch.set_models(models)
+    batch.reset()
+    batch.qpos[:, 0] = q0
+    batch.forward()
+    nsteps = np.array([max(1, round(duration / p.timestep)) for p in params])
+    records: dict[int, np.ndarray] = {}
+    for nstep in np.unique(nsteps):
+        ids = np.nonzero(nsteps == nstep)[0]
+        out = batch.rollout(int(nstep), record=('qpos',), ids=ids)
+        for i, row in zip(ids, out['qpos'][:, :, 0]):
+            records[int(i)] = row
+    bad = batch.warning[:, mujoco.mjtWarning.mjWARN_BADQACC, 1] > 0
+    results = []
+    for i, p in enumerate(params):
+        q = np.concatenate([[q0], records[i]])
+        if bad[i]:
+            q = q[:_valid_length(q)]
+        t = p.timestep * np.arange(len(q))
+        results.append(summarize(p, t, q, bool(bad[i])))
+    return results
+
+
+def step_response(kp: float, *, kv: float | None = None, dampratio: float = 1.0,
+                  armature: float = 0.028, timestep: float = 0.005,
+                  integrator: str = 'implicitfast', damping: float = 0.0,
+                  frictionloss: float = 0.0, forcerange: tuple[float, float] | None = None,
+                  q0: float = -0.5, duration: float = 3.0) -> StepResponse:
+    """Step response of the link from rest at ``q0`` to the command ``u = 0``.
+
+    Returns the trajectory (``t``, ``q``) and ``sag_deg``, ``rise_ms``, ``p2p_deg``, ``diverged``
+    (see :class:`StepResponse`). Bad parameters raise ValueError naming the parameter.
+    """
+    params = ServoParams(kp=kp, kv=kv, dampratio=dampratio, armature=armature,
+                         timestep=timestep, integrator=integrator, damping=damping,
+                         frictionloss=frictionloss, forcerange=forcerange)
+    return step_responses([params], q0=q0, duration=duration, nthread=1)[0]
+
+
+def step_response_by_loop(params: ServoParams, *, q0: float = -0.5,
+                          duration: float = 3.0) -> StepResponse:
+    """The same step response with a plain Python loop over ``mj_step``: the slow, obvious reference."""
+    m = link_model(params)
+    d = mujoco.MjData(m)
+    d.qpos[0] = q0
+    mujoco.mj_forward(m, d)
+    nstep = max(1, round(duration / params.timestep))
+    q = np.empty(nstep + 1)
+    q[0] = q0
+    k = 0
+    for k in range(1, nstep + 1):
+        mujoco.mj_step(m, d)
+        q[k] = d.qpos[0]
+        if d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0:
+            break
+    bad = d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0
+    q = q[:k] if bad else q  # drop the reset state MuJoCo restarts from
+    return summarize(params, params.timestep * np.arange(len(q)), q, bad)

@@ -1,0 +1,145 @@
+"""The functions the reader writes in chapter 1's "Build it", each checked against MuJoCo in tests/test_sim.py.
+
+Symbols and their MuJoCo fields:
+
+=========  ==========================================  ======
+symbol     MuJoCo                                      unit
+=========  ==========================================  ======
+u          ``d.ctrl``                                  rad (position) / N·m (motor)
+l, l̇       ``d.actuator_length``, ``d.actuator_velocity``  rad, rad/s
+gainprm    ``m.actuator_gainprm`` (first entry used)   -
+biasprm    ``m.actuator_biasprm`` (first three used)   -
+kp, kv     ``gainprm[0]``, ``-biasprm[2]``             N·m/rad, N·m·s/rad
+I          ``d.M`` on the joint's diagonal, incl. ``m.dof_armature``  kg·m²
+h          ``m.opt.timestep``                          s
+=========  ==========================================  ======
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+
+def actuator_force(ctrl, length, velocity, gainprm: Sequence[float], biasprm: Sequence[float],
+                   forcerange: Sequence[float] | None = None):
+    """MuJoCo's affine actuator force.
+
+    ``force = gainprm[0]*ctrl + biasprm[0] + biasprm[1]*length + biasprm[2]*velocity``,
+    then clipped to ``forcerange`` when given. The shortcuts are choices of the numbers:
+    ``<motor>`` gain 1 and no bias; ``<position kp kv>`` gain kp, bias (0, -kp, -kv);
+    ``<velocity kv>`` gain kv, bias (0, 0, -kv). The joint torque is ``gear * force`` and
+    ``length``, ``velocity`` are ``gear`` times the joint's.
+
+    Args:
+      ctrl: control ``u``, scalar or array.
+      length: actuator length ``l`` (rad for a hinge with gear 1), broadcastable with ``ctrl``.
+      velocity: actuator velocity (rad/s), broadcastable with ``ctrl``.
+      gainprm: at least one number, ``m.actuator_gainprm``.
+      biasprm: at least three numbers, ``m.actuator_biasprm``.
+      forcerange: ``(low, high)``, ``m.actuator_forcerange``, or None for no clamp.
+
+    Returns:
+      The actuator force, the broadcast shape of the inputs.
+    """
+    force = (gainprm[0] * np.asarray(ctrl, dtype=float) + biasprm[0]
+             + biasprm[1] * np.asarray(length, dtype=float)
+             + biasprm[2] * np.asarray(velocity, dtype=float))
+    if forcerange is not None:
+        low, high = forcerange
+        if low > high:
+            raise ValueError(f'forcerange low must not exceed high, got ({low}, {high})')
+        force = np.clip(force, low, high)
+    return force
+
+
+def kv_from_dampratio(kp, dampratio, inertia):
+    """Damping gain for a damping ratio: ``kv = 2 * dampratio * sqrt(kp * inertia)``.
+
+    This is what MuJoCo's ``<position dampratio=...>`` resolves to when the model compiles, with
+    ``inertia`` the joint's diagonal of the mass matrix at ``qpos0`` (armature included).
+
+    Args:
+      kp: stiffness, N·m/rad (> 0).
+      dampratio: damping ratio ζ (1 is critical).
+      inertia: I, kg·m² (> 0).
+
+    Returns:
+      kv in N·m·s/rad.
+    """
+    return 2.0 * dampratio * np.sqrt(kp * inertia)
+
+
+def servo_sag(kp: float, tau_g: float, *, tol: float = 1e-14, max_iter: int = 50) -> float:
+    """Steady error ``e`` of a PD servo holding a horizontal link against gravity.
+
+    At rest the spring balances gravity: ``kp * e = tau_g * cos(e)``, solved by Newton's method from
+    ``e = tau_g / kp`` (the small-angle answer).
+
+    Args:
+      kp: stiffness, N·m/rad (> 0).
+      tau_g: gravity torque of the horizontal link, N·m.
+
+    Returns:
+      e in rad (positive: the link hangs below the command).
+    """
+    if not (np.isfinite(kp) and kp > 0):
+        raise ValueError(f'kp must be a finite number > 0 N·m/rad, got {kp}')
+    e = tau_g / kp
+    for _ in range(max_iter):
+        residual = kp * e - tau_g * np.cos(e)
+        step = residual / (kp + tau_g * np.sin(e))
+        e -= step
+        if abs(step) < tol:
+            break
+    return float(e)
+
+
+def semi_implicit_euler(q, v, accel: Callable, h: float, c_implicit: float = 0.0):
+    """One semi-implicit Euler step.
+
+    ``v' = v + h * accel(q, v) / (1 + h * c_implicit)``, then ``q' = q + h * v'``.
+
+    ``c_implicit`` is the velocity damping (per unit inertia, 1/s) that the step treats implicitly.
+    With ``c_implicit = (kv + damping) / I`` this is MuJoCo's ``implicitfast`` step for a link driven
+    by a ``<position>`` servo; with ``c_implicit = damping / I`` it is MuJoCo's ``Euler`` (which
+    integrates only the joint damping implicitly).
+
+    Args:
+      q: position, rad.
+      v: velocity, rad/s.
+      accel: ``accel(q, v)``, the acceleration with every force explicit, rad/s².
+      h: timestep, s.
+      c_implicit: implicit damping per unit inertia, 1/s.
+
+    Returns:
+      ``(q', v')``.
+    """
+    v_next = v + h * accel(q, v) / (1.0 + h * c_implicit)
+    return q + h * v_next, v_next
+
+
+def step_growth(step: Callable, h: float, w2: float, c: float, **step_kwargs) -> float:
+    """Growth per step of ``step`` on the linear oscillator ``a = -w2*q - c*v``.
+
+    The step is linear in (q, v) for this acceleration, so it is a 2×2 matrix ``A`` whose columns are
+    the images of (1, 0) and (0, 1); the growth is its spectral radius ``max |eig(A)|``. Above 1 the
+    discrete motion grows without bound.
+
+    Args:
+      step: a step like :func:`semi_implicit_euler`, called as ``step(q, v, accel, h, **step_kwargs)``.
+      h: timestep, s.
+      w2: ω² = kp / I, 1/s².
+      c: damping per unit inertia, (kv + damping) / I, 1/s.
+      **step_kwargs: passed on to ``step`` (e.g. ``c_implicit``).
+
+    Returns:
+      The spectral radius.
+    """
+    def accel(q, v):
+        return -w2 * q - c * v
+
+    columns = [step(1.0, 0.0, accel, h, **step_kwargs), step(0.0, 1.0, accel, h, **step_kwargs)]
+    matrix = np.array(columns, dtype=float).T
+    return float(np.max(np.abs(np.linalg.eigvals(matrix))))
