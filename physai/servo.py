@@ -5,7 +5,7 @@ horizontal at q = 0 and positive q lifts it, so gravity pulls it down with torqu
 ``tau_g = 0.3*9.81*0.1`` N·m. A step response starts at rest at ``q0`` with the command ``u = 0``.
 
 Every run goes through :func:`step_responses`, which simulates any number of parameter sets at once on
-``mujoco.batch.Batch`` (one model per simulation, so integrators and timesteps may differ) and reads
+``mujoco.batch.Batch`` (per-simulation model fields, so gains, integrators and timesteps may differ) and reads
 MuJoCo's bad-acceleration warning, so a diverged run is a result, never an exception.
 """
 
@@ -172,6 +172,11 @@ def _base_model() -> mujoco.MjModel:
     return mujoco.MjModel.from_xml_string(LINK_XML)
 
 
+@functools.cache
+def _scratch_data() -> mujoco.MjData:
+    return mujoco.MjData(_base_model())
+
+
 def link_model(params: ServoParams) -> mujoco.MjModel:
     """A compiled link model with ``params`` written into its fields (no recompilation).
 
@@ -191,7 +196,7 @@ def link_model(params: ServoParams) -> mujoco.MjModel:
     m.opt.timestep = params.timestep
     m.opt.integrator = _INTEGRATOR_ENUM[params.integrator]
     # constants that depend on armature (dof_invweight0 for the friction-loss constraint)
-    mujoco.mj_setConst(m, mujoco.MjData(m))
+    mujoco.mj_setConst(m, _scratch_data())
     return m
 
 
@@ -279,9 +284,20 @@ def step_responses(params: Sequence[ServoParams], *, q0: float = -0.5, duration:
     params = list(params)
     if not params:
         return []
-    models = [link_model(p) for p in params]
-    batch = mujoco.batch.Batch(models[0], len(models), nthread=nthread)
-    batch.set_models(models)
+    batch = mujoco.batch.Batch(_base_model(), len(params), nthread=nthread)
+    # Per-simulation model fields instead of one model copy each: the parameters are plain fields.
+    batch.expand('actuator_gainprm')[:, 0, 0] = [p.kp for p in params]
+    biasprm = batch.expand('actuator_biasprm')
+    biasprm[:, 0, 1] = [-p.kp for p in params]
+    biasprm[:, 0, 2] = [-p.kv_effective for p in params]
+    batch.expand('dof_armature')[:, 0] = [p.armature for p in params]
+    batch.expand('dof_damping')[:, 0] = [p.damping for p in params]
+    batch.expand('dof_frictionloss')[:, 0] = [p.frictionloss for p in params]
+    batch.expand('actuator_forcelimited')[:, 0] = [p.forcerange is not None for p in params]
+    batch.expand('actuator_forcerange')[:, 0] = [p.forcerange or (0.0, 0.0) for p in params]
+    batch.expand('opt.timestep')[:] = [p.timestep for p in params]
+    batch.expand('opt.integrator')[:] = [_INTEGRATOR_ENUM[p.integrator] for p in params]
+    batch.set_const()  # armature changes dof_invweight0, which the friction-loss constraint reads
     batch.reset()
     batch.qpos[:, 0] = q0
     batch.forward()
@@ -317,24 +333,3 @@ def step_response(kp: float, *, kv: float | None = None, dampratio: float = 1.0,
                          timestep=timestep, integrator=integrator, damping=damping,
                          frictionloss=frictionloss, forcerange=forcerange)
     return step_responses([params], q0=q0, duration=duration, nthread=1)[0]
-
-
-def step_response_by_loop(params: ServoParams, *, q0: float = -0.5,
-                          duration: float = 3.0) -> StepResponse:
-    """The same step response with a plain Python loop over ``mj_step``: the slow, obvious reference."""
-    m = link_model(params)
-    d = mujoco.MjData(m)
-    d.qpos[0] = q0
-    mujoco.mj_forward(m, d)
-    nstep = max(1, round(duration / params.timestep))
-    q = np.empty(nstep + 1)
-    q[0] = q0
-    k = 0
-    for k in range(1, nstep + 1):
-        mujoco.mj_step(m, d)
-        q[k] = d.qpos[0]
-        if d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0:
-            break
-    bad = d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0
-    q = q[:k] if bad else q  # drop the reset state MuJoCo restarts from
-    return summarize(params, params.timestep * np.arange(len(q)), q, bad)

@@ -1,0 +1,121 @@
+"""The servo runner: batched step responses against a plain mj_step loop, and its figures."""
+
+import math
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai import servo
+from physai.servo import LINK_XML, ServoParams, step_response, step_responses
+from physai.sim import servo_sag
+
+
+def _by_loop(params: ServoParams, q0: float = -0.5, duration: float = 3.0) -> servo.StepResponse:
+    """The slow, obviously correct reference: one MjData, one mj_step at a time."""
+    m = servo.link_model(params)
+    d = mujoco.MjData(m)
+    d.qpos[0] = q0
+    mujoco.mj_forward(m, d)
+    q = [q0]
+    for _ in range(round(duration / params.timestep)):
+        mujoco.mj_step(m, d)
+        if d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0:
+            return servo.summarize(params, params.timestep * np.arange(len(q)), np.array(q), True)
+        q.append(d.qpos[0])
+    return servo.summarize(params, params.timestep * np.arange(len(q)), np.array(q), False)
+
+
+GRID = [ServoParams(kp=kp, armature=a, integrator=i, kv=2.731, damping=0.6, timestep=h)
+        for kp in (30, 998.22, 30000) for a in (0.028, 0.0) for i in servo.INTEGRATORS
+        for h in (0.002, 0.005)]
+
+
+def test_batched_step_responses_are_bit_identical_to_a_loop():
+    """mujoco.batch runs the same arithmetic as mj_step, so every sample agrees exactly."""
+    batched = step_responses(GRID)
+    for params, ours in zip(GRID, batched):
+        ref = _by_loop(params)
+        assert ours.diverged == ref.diverged, params
+        np.testing.assert_array_equal(ours.q, ref.q)
+        np.testing.assert_array_equal(ours.t, ref.t)
+
+
+def test_link_model_matches_a_freshly_compiled_model():
+    """Editing fields in place gives the model MuJoCo would compile from the same attributes."""
+    params = ServoParams(kp=250.0, dampratio=0.5, armature=0.01, damping=0.3, frictionloss=0.02,
+                         forcerange=(-1.5, 2.0), timestep=0.002, integrator='Euler')
+    xml = (LINK_XML.replace('kp="1" kv="0"', 'kp="250" dampratio="0.5" forcerange="-1.5 2"')
+           .replace('armature="0.028"', 'armature="0.01" damping="0.3" frictionloss="0.02"')
+           .replace('timestep="0.005" integrator="implicitfast"', 'timestep="0.002" integrator="Euler"'))
+    compiled = mujoco.MjModel.from_xml_string(xml)
+    ours = servo.link_model(params)
+    for field in ('actuator_gainprm', 'actuator_biasprm', 'actuator_forcerange', 'actuator_forcelimited',
+                  'dof_armature', 'dof_damping', 'dof_frictionloss', 'dof_invweight0'):
+        np.testing.assert_allclose(getattr(ours, field), getattr(compiled, field), rtol=1e-12,
+                                   err_msg=field)
+    assert ours.opt.timestep == compiled.opt.timestep
+    assert ours.opt.integrator == compiled.opt.integrator
+
+
+@pytest.mark.parametrize('armature', [0.0, 0.028, 0.1])
+def test_kv_follows_armature_when_dampratio_is_given(armature):
+    """dampratio is resolved at compile time; changing armature at run time must recompute kv."""
+    kv = servo.link_model(ServoParams(kp=100.0, dampratio=1.0, armature=armature)).actuator_biasprm[0, 2]
+    xml = LINK_XML.replace('kp="1" kv="0"', 'kp="100" dampratio="1"').replace(
+        'armature="0.028"', f'armature="{armature}"')
+    assert kv == pytest.approx(mujoco.MjModel.from_xml_string(xml).actuator_biasprm[0, 2], rel=1e-12)
+
+
+@pytest.mark.parametrize('kp', [1, 10, 100, 1000])
+def test_sag_matches_static_balance(kp):
+    """Once settled, the link rests where kp*e = tau_g*cos(e)."""
+    r = step_response(kp)
+    assert not r.diverged
+    assert r.sag_deg == pytest.approx(math.degrees(servo_sag(kp, servo.TAU_G)), abs=1e-3)
+
+
+def test_rise_time_of_a_linear_ramp_is_interpolated():
+    """10 % to 90 % of a straight line from 0 to 1 over 1 s takes 0.8 s, between samples too."""
+    t = np.linspace(0, 1, 7)
+    assert servo.rise_time(t, t.copy(), 1.0) == pytest.approx(0.8)
+
+
+def test_divergence_is_a_result_and_the_record_stops_before_the_reset():
+    """Euler without armature blows up: flagged, no exception, and no post-reset samples kept."""
+    r = step_response(998.22, kv=2.731, damping=0.6, armature=0.0, integrator='Euler')
+    assert r.diverged
+    assert math.isnan(r.sag_deg) and math.isnan(r.rise_ms) and math.isnan(r.p2p_deg)
+    assert len(r.q) < 600
+    assert np.all(np.abs(np.diff(r.q)) > 0)  # every kept sample is a real step, not a repeated reset state
+
+
+def test_force_clamp_turns_the_explosion_into_chatter():
+    """With the ±2.94 N·m clamp, Euler at armature 0 stays bounded but oscillates."""
+    r = step_response(998.22, kv=2.731, damping=0.6, frictionloss=0.052, armature=0.0,
+                      integrator='Euler', forcerange=(-2.94, 2.94))
+    assert not r.diverged
+    assert r.p2p_deg > 0.1
+
+
+BAD_INPUT = [
+    (dict(kp=0), 'kp must be a finite number > 0 N·m/rad, got 0'),
+    (dict(kp=-5), 'kp must be a finite number > 0 N·m/rad, got -5'),
+    (dict(kp=math.nan), 'kp must be a finite number > 0 N·m/rad, got nan'),
+    (dict(kp=math.inf), 'kp must be a finite number > 0 N·m/rad, got inf'),
+    (dict(kp=1, armature=-0.1), 'armature must be a finite number >= 0 kg·m², got -0.1'),
+    (dict(kp=1, timestep=0), 'timestep must be a finite number > 0 s, got 0'),
+    (dict(kp=1, timestep=0.2), r'timestep must be in \(0, 0.1\] s, got 0.2'),
+    (dict(kp=1, integrator='rk4'),
+     "integrator must be one of Euler, RK4, implicit, implicitfast, discrete, got 'rk4'"),
+    (dict(kp=1, damping=-1), 'damping must be a finite number >= 0 N·m·s/rad, got -1'),
+    (dict(kp=1, frictionloss=-0.1), 'frictionloss must be a finite number >= 0 N·m, got -0.1'),
+    (dict(kp=1, forcerange=(2, -2)), r'forcerange low must not exceed high, got \(2, -2\) N·m'),
+]
+
+
+@pytest.mark.parametrize('kwargs, message', BAD_INPUT)
+def test_bad_input_names_the_parameter_and_what_is_allowed(kwargs, message):
+    kp = kwargs.pop('kp')
+    with pytest.raises(ValueError, match=message):
+        step_response(kp, **kwargs)

@@ -1,0 +1,137 @@
+"""physai.sim against MuJoCo: each hand-written law or step is compared with what mj_step computes."""
+
+import math
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai import sim
+from physai.servo import LINK_INERTIA, LINK_XML, TAU_G, ServoParams, link_model
+
+SHORTCUTS = {
+    'motor': '<motor joint="j" gear="3"/>',
+    'position': '<position joint="j" kp="40" kv="2" forcerange="-5 5"/>',
+    'position-gear': '<position joint="j" kp="25" kv="1.5" gear="2"/>',
+    'velocity': '<velocity joint="j" kv="0.7"/>',
+}
+
+
+def _one_hinge(actuator: str) -> mujoco.MjModel:
+    return mujoco.MjModel.from_xml_string(f"""
+    <mujoco><worldbody><body><joint name="j" type="hinge" axis="0 1 0"/>
+      <geom type="sphere" size="0.05" mass="1"/></body></worldbody>
+      <actuator>{actuator}</actuator></mujoco>""")
+
+
+@pytest.mark.parametrize('shortcut', SHORTCUTS)
+def test_affine_force_law_matches_qfrc_actuator(shortcut):
+    """Every shortcut is the same affine law; the joint feels gear × force at gear × the joint's length."""
+    m = _one_hinge(SHORTCUTS[shortcut])
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(1)
+    gear = m.actuator_gear[0, 0]
+    forcerange = m.actuator_forcerange[0] if m.actuator_forcelimited[0] else None
+    for _ in range(100):
+        d.qpos[0], d.qvel[0], d.ctrl[0] = rng.uniform(-3, 3), rng.uniform(-10, 10), rng.uniform(-3, 3)
+        mujoco.mj_forward(m, d)
+        force = sim.actuator_force(d.ctrl[0], gear * d.qpos[0], gear * d.qvel[0],
+                                   m.actuator_gainprm[0], m.actuator_biasprm[0], forcerange)
+        assert abs(force - d.actuator_force[0]) < 1e-12
+        assert abs(gear * force - d.qfrc_actuator[0]) < 1e-12
+
+
+def test_forcerange_clips_and_rejects_inverted_range():
+    """The clamp bounds the force; a range whose low exceeds its high is an error."""
+    assert sim.actuator_force(10.0, 0.0, 0.0, [1.0], [0, 0, 0], (-2, 2)) == 2.0
+    with pytest.raises(ValueError, match=r'forcerange low must not exceed high, got \(3, -3\)'):
+        sim.actuator_force(1.0, 0.0, 0.0, [1.0], [0, 0, 0], (3, -3))
+
+
+@pytest.mark.parametrize('kp', [1, 30, 998.22])
+@pytest.mark.parametrize('armature', [0.0, 0.028, 0.1])
+def test_kv_from_dampratio_matches_compiled_position(kp, armature):
+    """MuJoCo resolves dampratio at compile time from the joint's inertia, armature included."""
+    xml = LINK_XML.replace('kp="1" kv="0"', f'kp="{kp}" dampratio="0.7"').replace(
+        'armature="0.028"', f'armature="{armature}"')
+    compiled = mujoco.MjModel.from_xml_string(xml)
+    ours = sim.kv_from_dampratio(kp, 0.7, LINK_INERTIA + armature)
+    assert ours == pytest.approx(-compiled.actuator_biasprm[0, 2], rel=1e-12)
+
+
+@pytest.mark.parametrize('kp', [0.5, 1, 10, 1000, 1e6])
+def test_servo_sag_balances_spring_and_gravity(kp):
+    """At the returned error the spring torque equals the gravity torque, kp*e = tau_g*cos(e)."""
+    e = sim.servo_sag(kp, TAU_G)
+    assert kp * e == pytest.approx(TAU_G * math.cos(e), rel=1e-12, abs=1e-15)
+    assert 0 < e <= TAU_G / kp  # cos(e) <= 1 makes the exact sag the smaller one
+
+
+@pytest.mark.parametrize('kp', [0, -1, math.nan, math.inf])
+def test_servo_sag_rejects_bad_kp(kp):
+    with pytest.raises(ValueError, match='kp must be a finite number > 0'):
+        sim.servo_sag(kp, TAU_G)
+
+
+def _mujoco_trajectory(params: ServoParams, q0: float, nstep: int) -> np.ndarray:
+    """The obviously correct reference: a plain mj_step loop."""
+    m = link_model(params)
+    d = mujoco.MjData(m)
+    d.qpos[0] = q0
+    q = [q0]
+    for _ in range(nstep):
+        mujoco.mj_step(m, d)
+        q.append(d.qpos[0])
+    return np.array(q)
+
+
+def _hand_trajectory(params: ServoParams, q0: float, nstep: int, c_implicit: float) -> np.ndarray:
+    kv, inertia = params.kv_effective, params.inertia
+
+    def accel(q, v):
+        return (-params.kp * q - (kv + params.damping) * v - TAU_G * math.cos(q)) / inertia
+
+    q, v, out = q0, 0.0, [q0]
+    for _ in range(nstep):
+        q, v = sim.semi_implicit_euler(q, v, accel, params.timestep, c_implicit=c_implicit)
+        out.append(q)
+    return np.array(out)
+
+
+@pytest.mark.parametrize('kp', [1, 30, 1000])
+@pytest.mark.parametrize('damping', [0.0, 0.6])
+def test_semi_implicit_euler_is_mujoco_implicitfast(kp, damping):
+    """With kv and damping implicit, the hand step is MuJoCo's implicitfast step to 1e-12 rad over 3 s."""
+    params = ServoParams(kp=kp, damping=damping, integrator='implicitfast')
+    c = (params.kv_effective + damping) / params.inertia
+    ours = _hand_trajectory(params, -0.5, 600, c)
+    assert np.max(np.abs(ours - _mujoco_trajectory(params, -0.5, 600))) < 1e-12
+
+
+@pytest.mark.parametrize('kp', [1, 30, 300])
+def test_semi_implicit_euler_with_only_damping_implicit_is_mujoco_euler(kp):
+    """MuJoCo's Euler integrates the joint damping implicitly but the actuator's kv explicitly.
+
+    (At kp 1000 with dampratio 1 the explicit kv alone makes Euler diverge; both blow up alike.)
+    """
+    params = ServoParams(kp=kp, damping=0.6, integrator='Euler')
+    ours = _hand_trajectory(params, -0.5, 600, params.damping / params.inertia)
+    assert np.max(np.abs(ours - _mujoco_trajectory(params, -0.5, 600))) < 1e-12
+
+
+@pytest.mark.parametrize('h_omega', [0.5, 1.5, 1.9, 2.1, 3.0])
+@pytest.mark.parametrize('hc', [0.0, 0.2, 1.0])
+def test_step_growth_bounds(h_omega, hc):
+    """Growth exceeds 1 exactly beyond h²ω² = 4 + 2hc (damping implicit) or 4 − 2hc (explicit)."""
+    h = 0.005
+    w2, c = (h_omega / h) ** 2, hc / h
+    implicit = sim.step_growth(sim.semi_implicit_euler, h, w2, c, c_implicit=c)
+    explicit = sim.step_growth(sim.semi_implicit_euler, h, w2, c)
+    tol = 1e-9  # undamped and below the limit the growth is exactly 1, up to rounding
+    assert (implicit > 1 + tol) == (h_omega**2 > 4 + 2 * hc)
+    assert (explicit > 1 + tol) == (h_omega**2 > 4 - 2 * hc)
+
+
+def test_step_growth_is_one_without_damping_below_the_limit():
+    """An undamped oscillator stepped semi-implicitly neither grows nor decays while hω < 2."""
+    assert sim.step_growth(sim.semi_implicit_euler, 0.01, 100.0**2, 0.0) == pytest.approx(1.0, abs=1e-12)
