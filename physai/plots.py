@@ -1,0 +1,291 @@
+"""The book's matplotlib look and a few helpers every chapter's figures share.
+
+One style for every figure (white, non-transparent background so a figure reads in light and dark
+themes; a light grid; readable font sizes), log axes with plain decade labels, and the marks the book
+puts on a step response: the settled value and its sag below the command, the 10 % and 90 % levels and
+the rise time between them, and a red "diverged" flag when MuJoCo blew up.
+
+Usage in a notebook::
+
+    import matplotlib.pyplot as plt
+    from physai import plots, servo
+
+    plots.use_book_style()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2))
+    response = servo.step_response(100.0)
+    plots.mark_step_response(ax1, response)        # trajectory, sag, 10-90 % rise, diverged flag
+    plots.log_axis(ax2, 'both')                    # decades labelled 1, 10, 100, 1000
+    plots.label(ax2, 'kp (N·m/rad)', 'sag (deg)')
+
+The same marks can be moved in place, which is what the live panel does on every slider change::
+
+    marks = plots.StepResponseMarks(ax1)
+    marks.update(response)                          # set_data on existing artists, nothing rebuilt
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+
+import matplotlib as mpl
+import matplotlib.ticker as mticker
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+BOOK_STYLE = {
+    'figure.facecolor': 'white',
+    'axes.facecolor': 'white',
+    'savefig.facecolor': 'white',
+    'savefig.transparent': False,
+    'axes.edgecolor': '#333333',
+    'axes.labelcolor': '#222222',
+    'text.color': '#222222',
+    'xtick.color': '#333333',
+    'ytick.color': '#333333',
+    'axes.grid': True,
+    'axes.grid.which': 'major',
+    'grid.color': '#dddddd',
+    'grid.linewidth': 0.8,
+    'font.size': 10,
+    'axes.titlesize': 11,
+    'axes.labelsize': 10,
+    'xtick.labelsize': 9,
+    'ytick.labelsize': 9,
+    'legend.fontsize': 8.5,
+    'legend.framealpha': 0.9,
+    'lines.linewidth': 1.6,
+    'axes.spines.top': False,
+    'axes.spines.right': False,
+}
+"""rcParams of the book's figures."""
+
+COLORS = {
+    'response': '#1f6fb4',
+    'command': '#555555',
+    'sag': '#d08b00',
+    'rise': '#2a9d4b',
+    'diverged': '#d62728',
+    'bound': '#222222',
+    'current': '#d62728',
+    'sag_curve': '#d08b00',
+    'rise_curve': '#2a9d4b',
+}
+"""The book's colors by meaning, shared by the figures, the live panels and the static twins."""
+
+INTEGRATOR_COLORS = {
+    'Euler': '#d62728',
+    'RK4': '#9467bd',
+    'implicit': '#8c564b',
+    'implicitfast': '#1f6fb4',
+    'discrete': '#2a9d4b',
+}
+"""One color per MuJoCo integrator, so a chapter's plots agree on which curve is which."""
+
+
+def use_book_style() -> None:
+    """Apply :data:`BOOK_STYLE` to matplotlib's global rcParams (call once per notebook)."""
+    mpl.rcParams.update(BOOK_STYLE)
+
+
+@contextlib.contextmanager
+def book_style() -> Iterator[None]:
+    """Context manager: the book's style inside the ``with`` block only."""
+    with mpl.rc_context(BOOK_STYLE):
+        yield
+
+
+def detached_figure(figsize: tuple[float, float] = (12.0, 3.6), *, dpi: float = 80) -> Figure:
+    """A figure with the book's style that pyplot does not know about.
+
+    Jupyter's inline backend shows every pyplot figure at the end of a cell; a live panel must not
+    add such an output, so it draws into a figure made here and renders it itself.
+
+    Args:
+      figsize: (width, height), inches.
+      dpi: dots per inch of the rendered image.
+    """
+    with book_style():
+        fig = Figure(figsize=figsize, dpi=dpi, facecolor='white')
+        FigureCanvasAgg(fig)
+    return fig
+
+
+def label(ax: Axes, xlabel: str, ylabel: str, title: str | None = None) -> None:
+    """Axis labels (with units, e.g. ``'time (s)'``) and an optional title."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title is not None:
+        ax.set_title(title)
+
+
+def _plain_decade(value: float, _pos=None) -> str:
+    if value <= 0 or not math.isfinite(value):
+        return ''
+    exponent = math.log10(value)
+    if abs(exponent - round(exponent)) > 1e-9:
+        return ''
+    return f'{value:g}' if 1e-3 <= value < 1e5 else f'1e{round(exponent)}'
+
+
+def log_axis(ax: Axes, which: str = 'x') -> None:
+    """Log scale with plain decade labels (0.1, 1, 10, 100, 1000, 10000) and unlabelled minor ticks.
+
+    Args:
+      ax: the axes.
+      which: ``'x'``, ``'y'`` or ``'both'``.
+    """
+    if which not in ('x', 'y', 'both'):
+        raise ValueError(f"which must be one of x, y, both, got {which!r}")
+    for name in (('x', 'y') if which == 'both' else (which,)):
+        axis = ax.xaxis if name == 'x' else ax.yaxis
+        (ax.set_xscale if name == 'x' else ax.set_yscale)('log')
+        axis.set_major_locator(mticker.LogLocator(base=10, numticks=12))
+        axis.set_major_formatter(mticker.FuncFormatter(_plain_decade))
+        axis.set_minor_locator(mticker.LogLocator(base=10, subs=np.arange(2, 10), numticks=12))
+        axis.set_minor_formatter(mticker.NullFormatter())
+
+
+def first_crossing(t: np.ndarray, x: np.ndarray, level: float) -> float:
+    """First time ``x`` reaches ``level`` (from below), linear interpolation between samples; NaN if never.
+
+    Args:
+      t: (n,) times, s.
+      x: (n,) values.
+      level: the level to reach.
+    """
+    above = np.nonzero(np.asarray(x) >= level)[0]
+    if above.size == 0:
+        return math.nan
+    k = int(above[0])
+    if k == 0:
+        return float(t[0])
+    frac = (level - x[k - 1]) / (x[k] - x[k - 1])
+    return float(t[k - 1] + frac * (t[k] - t[k - 1]))
+
+
+def rise_marks(response) -> tuple[float, float, float, float, float]:
+    """Where the 10-90 % rise of a step response starts and ends.
+
+    Args:
+      response: a :class:`physai.servo.StepResponse` (uses ``t``, ``q``, ``sag_deg``, ``diverged``).
+
+    Returns:
+      ``(t10, t90, q10, q90, q_final)``: the times (s) the response crosses 10 % and 90 % of the way
+      from ``q[0]`` to the settled value, those two angles and the settled value (rad). All NaN when
+      the run diverged.
+    """
+    if response.diverged or not math.isfinite(response.sag_deg):
+        return (math.nan,) * 5
+    q_final = -math.radians(response.sag_deg)  # the command is 0, sag = u - q_final
+    q0 = float(response.q[0])
+    span = q_final - q0
+    if span == 0:
+        return (math.nan,) * 5
+    progress = (np.asarray(response.q) - q0) / span
+    t10 = first_crossing(response.t, progress, 0.1)
+    t90 = first_crossing(response.t, progress, 0.9)
+    return t10, t90, q0 + 0.1 * span, q0 + 0.9 * span, q_final
+
+
+class StepResponseMarks:
+    """The artists of one step-response plot, created once and moved in place by :meth:`update`.
+
+    Draws the trajectory q(t) in degrees, the command (0°), the settled value with the sag written
+    next to it, the 10 % and 90 % levels with the rise time between them, and a red "diverged" flag.
+
+    Args:
+      ax: the axes to draw on; labels (time in s, angle in degrees) are set here.
+      color: color of the trajectory.
+      ylim: fixed angle limits, degrees. A diverged run is clipped to them, so the flag, not the
+        scale, tells the story.
+      duration: length of the time axis, s (the run's duration; a diverged run ends early).
+      animated: mark the moving artists animated (a live panel then redraws only them; a figure
+        saved normally must leave this False, or they would not be drawn).
+    """
+
+    def __init__(self, ax: Axes, *, color: str = COLORS['response'],
+                 ylim: tuple[float, float] = (-40.0, 15.0), duration: float = 3.0,
+                 animated: bool = False):
+        self.ax = ax
+        self.ylim = ylim
+        self.duration = duration
+        (self.command,) = ax.plot([0, duration], [0, 0], color=COLORS['command'], lw=1, ls='--',
+                                  label='command u = 0')
+        (self.trajectory,) = ax.plot([], [], color=color, label='q(t)')
+        (self.settled,) = ax.plot([], [], color=COLORS['sag'], lw=1, ls=':', label='settled')
+        (self.levels,) = ax.plot([], [], color=COLORS['rise'], lw=0.8, ls=':')
+        (self.rise,) = ax.plot([], [], color=COLORS['rise'], lw=3, solid_capstyle='butt',
+                               label='10-90 % rise')
+        self.readout = ax.text(0.98, 0.06, '', transform=ax.transAxes, ha='right', va='bottom',
+                               fontsize=9, bbox=dict(facecolor='white', edgecolor='none',
+                                                     alpha=0.85, pad=1.5))
+        self.flag = ax.text(0.5, 0.55, 'diverged', transform=ax.transAxes, ha='center',
+                            va='center', color=COLORS['diverged'], fontsize=16,
+                            fontweight='bold', visible=False,
+                            bbox=dict(facecolor='white', edgecolor=COLORS['diverged'], pad=3))
+        label(ax, 'time (s)', 'joint angle q (deg)')
+        ax.set_xlim(0, duration)
+        ax.set_ylim(*ylim)
+        for artist in (self.trajectory, self.settled, self.levels, self.rise, self.readout,
+                       self.flag):
+            artist.set_animated(animated)
+        ax.legend(loc='upper right', ncols=2, fontsize=7.5)
+
+    def update(self, response) -> None:
+        """Show ``response`` (a :class:`physai.servo.StepResponse`) on the existing artists."""
+        t = np.asarray(response.t, dtype=float)
+        q_deg = np.degrees(np.asarray(response.q, dtype=float))
+        lo, hi = self.ylim
+        q_deg = np.clip(np.nan_to_num(q_deg, nan=hi, posinf=hi, neginf=lo), lo - 1, hi + 1)
+        t_end = self.duration
+        self.trajectory.set_data(t, q_deg)
+        t10, t90, q10, q90, q_final = rise_marks(response)
+        if response.diverged:
+            self.settled.set_data([], [])
+            self.levels.set_data([], [])
+            self.rise.set_data([], [])
+            self.readout.set_text(f'diverged after {float(t[-1]):.3f} s')
+            self.readout.set_color(COLORS['diverged'])
+            self.flag.set_visible(True)
+            return
+        self.flag.set_visible(False)
+        self.readout.set_color('#222222')
+        qf = math.degrees(q_final)
+        self.settled.set_data([0, t_end], [qf, qf])
+        if math.isfinite(t10) and math.isfinite(t90):
+            q10d, q90d = math.degrees(q10), math.degrees(q90)
+            self.levels.set_data([0, t_end, np.nan, 0, t_end], [q10d, q10d, np.nan, q90d, q90d])
+            self.rise.set_data([t10, t90], [q90d, q90d])
+        else:
+            self.levels.set_data([], [])
+            self.rise.set_data([], [])
+        rise = f'{response.rise_ms:.1f} ms' if math.isfinite(response.rise_ms) else 'n/a'
+        self.readout.set_text(f'sag {response.sag_deg:.3f}°   rise {rise}')
+
+
+def mark_step_response(ax: Axes, response, **kwargs) -> StepResponseMarks:
+    """Plot a step response with its sag and 10-90 % rise marked (and a red flag if it diverged).
+
+    Args:
+      ax: the axes.
+      response: a :class:`physai.servo.StepResponse`.
+      **kwargs: passed to :class:`StepResponseMarks` (``color``, ``ylim``).
+
+    Returns:
+      The marks; call ``.update(other_response)`` to move them in place.
+    """
+    marks = StepResponseMarks(ax, **kwargs)
+    marks.update(response)
+    return marks
+
+
+def mark_point(ax: Axes, x: float, y: float, *, color: str = COLORS['current'],
+               label: str | None = 'current', animated: bool = False) -> mpl.lines.Line2D:
+    """A hollow circle marking the current setting; move it later with ``.set_data([x], [y])``."""
+    (point,) = ax.plot([x], [y], 'o', ms=9, mfc='none', mec=color, mew=2, label=label, zorder=5,
+                       animated=animated)
+    return point

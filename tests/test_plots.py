@@ -1,0 +1,90 @@
+"""physai.plots: the book's figure style and the marks on a step response."""
+
+import math
+
+import matplotlib
+
+matplotlib.use('agg')
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from physai import plots, servo  # noqa: E402
+
+
+def test_rise_marks_span_exactly_the_reported_rise_time():
+    """The 10 % and 90 % crossings drawn on the plot are the ones step_response measured."""
+    response = servo.step_response(30.0)
+    t10, t90, q10, q90, q_final = plots.rise_marks(response)
+    assert 1e3 * (t90 - t10) == pytest.approx(response.rise_ms, abs=1e-9)
+    assert math.degrees(-q_final) == pytest.approx(response.sag_deg, abs=1e-12)
+    span = q_final - response.q[0]
+    assert q10 == pytest.approx(response.q[0] + 0.1 * span)
+    assert q90 == pytest.approx(response.q[0] + 0.9 * span)
+
+
+def test_rise_marks_of_a_diverged_run_are_nan():
+    """A diverged run has no settled value, so nothing is marked."""
+    response = servo.step_response(30000.0, armature=0.0, integrator='Euler')
+    assert response.diverged
+    assert all(math.isnan(v) for v in plots.rise_marks(response))
+
+
+def test_first_crossing_interpolates_linearly_between_samples():
+    t = np.array([0.0, 1.0, 2.0])
+    x = np.array([0.0, 0.4, 1.0])
+    assert plots.first_crossing(t, x, 0.7) == pytest.approx(1.5)
+    assert plots.first_crossing(t, x, 0.0) == 0.0
+    assert math.isnan(plots.first_crossing(t, x, 2.0))
+
+
+def test_step_response_marks_show_sag_and_flag_divergence():
+    """The readout carries the sag and rise; a diverged run hides them and raises the red flag."""
+    fig, ax = plt.subplots()
+    stable = servo.step_response(100.0)
+    marks = plots.mark_step_response(ax, stable)
+    assert f'sag {stable.sag_deg:.3f}°' in marks.readout.get_text()
+    assert not marks.flag.get_visible()
+    assert len(marks.rise.get_xdata()) == 2
+    marks.update(servo.step_response(30000.0, armature=0.0, integrator='Euler'))
+    assert marks.flag.get_visible()
+    assert marks.flag.get_color() == plots.COLORS['diverged']
+    assert 'diverged' in marks.readout.get_text()
+    assert len(marks.rise.get_xdata()) == 0
+    plt.close(fig)
+
+
+def test_diverged_trajectory_is_clipped_to_the_fixed_angle_range():
+    fig, ax = plt.subplots()
+    marks = plots.mark_step_response(ax, servo.step_response(3000.0, armature=0.0,
+                                                             integrator='Euler'), ylim=(-40, 15))
+    y = marks.trajectory.get_ydata()
+    assert np.all(np.isfinite(y)) and y.min() >= -41 and y.max() <= 16
+    plt.close(fig)
+
+
+def test_log_axis_labels_decades_plainly():
+    fig, ax = plt.subplots()
+    ax.plot([1, 30000], [1e-3, 10])
+    plots.log_axis(ax, 'both')
+    assert ax.get_xscale() == 'log' and ax.get_yscale() == 'log'
+    formatter = ax.xaxis.get_major_formatter()
+    assert [formatter(v) for v in (0.1, 1, 100, 10000, 3)] == ['0.1', '1', '100', '10000', '']
+    with pytest.raises(ValueError, match='which must be one of x, y, both'):
+        plots.log_axis(ax, 'z')
+    plt.close(fig)
+
+
+def test_detached_figure_is_white_and_unknown_to_pyplot():
+    """A live panel's figure must never be shown by the inline backend at the end of a cell."""
+    before = plt.get_fignums()
+    fig = plots.detached_figure((4, 3))
+    assert plt.get_fignums() == before
+    assert matplotlib.colors.to_hex(fig.get_facecolor()) == '#ffffff'
+
+
+def test_book_style_has_white_background_and_grid():
+    with plots.book_style():
+        assert matplotlib.rcParams['figure.facecolor'] == 'white'
+        assert matplotlib.rcParams['axes.grid']
+        assert not matplotlib.rcParams['savefig.transparent']
