@@ -1,0 +1,191 @@
+"""When does a stiff servo blow up? The linear stability of one semi-implicit Euler step.
+
+Linearize the servo-driven joint around its rest point: ``a = -w2*q - c*v`` with ``w2 = ω² = kp/I`` and
+``c = (kv + damping)/I``, ``I = M_ii`` (armature included). One step of
+:func:`physai.sim.semi_implicit_euler` that treats the part ``c_implicit`` of the damping implicitly is the
+linear map
+
+    v' = α v - (h ω²/β) q,   q' = q + h v',   β = 1 + h c_implicit,   α = 1 - h c/β.
+
+Its trace is ``1 + α - h²ω²/β`` and its determinant ``α``. The map is stable (growth per step below 1,
+Jury's test) exactly when
+
+    h²ω² < 4 + 4 h c_implicit - 2 h c        (the oscillation bound)
+    h c  < 2 (1 + h c_implicit)              (the damping bound).
+
+Which damping is implicit depends on MuJoCo's integrator:
+
+============  =================  ============================
+integrator    c_implicit         oscillation bound
+============  =================  ============================
+implicitfast  (kv + damping)/I   h²ω² < 4 + 2hc
+implicit      (kv + damping)/I   h²ω² < 4 + 2hc
+Euler         damping/I          h²ω² < 4 + 2h(damping - kv)/I
+fully explicit 0                 h²ω² < 4 - 2hc
+============  =================  ============================
+
+Without damping both reduce to the rule of thumb hω < 2. (``RK4`` and ``discrete`` are other schemes:
+RK4 is explicit with a larger region, and ``discrete`` also treats the stiffness kp implicitly.)
+
+Symbols: h ``m.opt.timestep`` (s); kp ``actuator_gainprm[0]`` (N·m/rad); kv ``-actuator_biasprm[2]``
+(N·m·s/rad); damping ``dof_damping`` (N·m·s/rad); I the joint's ``M_ii`` incl. ``dof_armature`` (kg·m²).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from physai.registry import experiment
+from physai.servo import LINK_INERTIA, ServoParams, step_responses
+
+IMPLICIT_DAMPING = ('Euler', 'implicit', 'implicitfast')
+
+
+def c_implicit_for(integrator: str, kv: float, damping: float, inertia: float) -> float:
+    """The damping per unit inertia (1/s) that MuJoCo's ``integrator`` treats implicitly.
+
+    Euler integrates only the joint's ``damping`` implicitly; implicit and implicitfast also the
+    actuator's kv (its velocity derivative). Other integrators do not fit the one-step model.
+    """
+    if inertia <= 0:
+        raise ValueError(f'inertia must be > 0 kg·m², got {inertia!r}')
+    if integrator == 'Euler':
+        return damping / inertia
+    if integrator in ('implicit', 'implicitfast'):
+        return (kv + damping) / inertia
+    raise ValueError(f'integrator must be one of {", ".join(IMPLICIT_DAMPING)}, got {integrator!r}')
+
+
+def oscillation_bound(h: float, c: float, c_implicit: float = 0.0) -> float:
+    """The largest stable h²ω²: ``4 + 4*h*c_implicit - 2*h*c`` (dimensionless).
+
+    Args:
+      h: timestep, s.
+      c: total damping per unit inertia, (kv + damping)/I, 1/s.
+      c_implicit: the part of ``c`` the step treats implicitly, 1/s.
+    """
+    return 4.0 + 4.0 * h * c_implicit - 2.0 * h * c
+
+
+def is_stable_linear(h: float, w2: float, c: float, c_implicit: float = 0.0) -> bool:
+    """True when both bounds hold: ``h²ω² < 4 + 4h·c_implicit - 2hc`` and ``hc < 2(1 + h·c_implicit)``."""
+    return bool(h * h * w2 < oscillation_bound(h, c, c_implicit)
+                and h * c < 2.0 * (1.0 + h * c_implicit))
+
+
+def critical_inertia(kp: float, *, kv: float, damping: float, timestep: float,
+                     integrator: str = 'Euler') -> float:
+    """The joint inertia (kg·m²) below which the linearized servo step is unstable.
+
+    With ``c = (kv + damping)/I`` and ``c_implicit = e_i/I`` both bounds are linear in I:
+    ``I > (h²kp - 4h·e_i + 2h(kv + damping))/4`` and ``I > h((kv + damping) - 2e_i)/2``.
+    """
+    e = kv + damping
+    e_i = c_implicit_for(integrator, kv, damping, 1.0)
+    h = timestep
+    return max((h * h * kp - 4.0 * h * e_i + 2.0 * h * e) / 4.0, h * (e - 2.0 * e_i) / 2.0, 0.0)
+
+
+def critical_armature(kp: float, *, kv: float, damping: float, timestep: float,
+                      integrator: str = 'Euler', link_inertia: float = LINK_INERTIA) -> float:
+    """The armature (kg·m²) below which the step is unstable: critical inertia minus the link's part."""
+    return critical_inertia(kp, kv=kv, damping=damping, timestep=timestep,
+                            integrator=integrator) - link_inertia
+
+
+def armature_at_h_omega(h_omega: float, kp: float, timestep: float,
+                        link_inertia: float = LINK_INERTIA) -> float:
+    """The armature (kg·m²) at which ``h*sqrt(kp/(link_inertia + armature))`` equals ``h_omega``."""
+    return timestep**2 * kp / h_omega**2 - link_inertia
+
+
+# The hard exercise: Euler, kv = 0, joint damping 0.6, SO-101 kp, dt 5 ms.
+LIMIT_KP = 998.22
+LIMIT_DAMPING = 0.6
+LIMIT_TIMESTEP = 0.005
+LIMIT_ARMATURES = tuple(round(0.0001 * k, 4) for k in range(0, 31))  # 0 ... 0.003 kg·m²
+LIMIT_DURATION = 10.0  # s: near the bound the growth is slow, so run longer than a step response
+
+
+def armature_limit_runs(armatures=LIMIT_ARMATURES, *, kp: float = LIMIT_KP, kv: float = 0.0,
+                        damping: float = LIMIT_DAMPING, timestep: float = LIMIT_TIMESTEP,
+                        integrator: str = 'Euler', duration: float = LIMIT_DURATION) -> list[dict]:
+    """MuJoCo runs of the link over an armature grid: which diverge, and the linear prediction.
+
+    Returns:
+      One row per armature: ``armature`` (kg·m²), ``h_omega``, ``growth`` (spectral radius of the
+      linear step), ``bound_stable`` (bool) and ``mujoco`` (``stable`` / ``diverged``).
+    """
+    from physai.sim import semi_implicit_euler, step_growth
+
+    params = [ServoParams(kp=kp, kv=kv, armature=a, damping=damping, timestep=timestep,
+                          integrator=integrator) for a in armatures]
+    responses = step_responses(params, duration=duration)
+    rows = []
+    for p, r in zip(params, responses):
+        inertia = p.inertia
+        w2, c = kp / inertia, (kv + damping) / inertia
+        ci = c_implicit_for(integrator, kv, damping, inertia)
+        rows.append({'armature': p.armature, 'h_omega': p.h_omega,
+                     'growth': step_growth(semi_implicit_euler, timestep, w2, c, c_implicit=ci),
+                     'bound_stable': is_stable_linear(timestep, w2, c, ci),
+                     'mujoco': 'diverged' if r.diverged else 'stable'})
+    return rows
+
+
+@experiment('armature-limit',
+            summary='Euler, kv 0, damping 0.6: the smallest stable armature, MuJoCo vs the bound vs h*omega=2',
+            columns=(('quantity', 's'), ('armature', '.6f')))
+def armature_limit() -> list[dict]:
+    """The hard exercise's answer: three estimates of where Euler stops diverging."""
+    runs = armature_limit_runs()
+    diverged = [r['armature'] for r in runs if r['mujoco'] == 'diverged']
+    stable = [r['armature'] for r in runs if r['mujoco'] == 'stable']
+    return [
+        {'quantity': 'largest diverging armature on the grid (MuJoCo)',
+         'armature': max(diverged) if diverged else math.nan},
+        {'quantity': 'smallest stable armature on the grid (MuJoCo)',
+         'armature': min(stable) if stable else math.nan},
+        {'quantity': 'bound h^2 w^2 = 4 + 2 h damping / I',
+         'armature': critical_armature(LIMIT_KP, kv=0.0, damping=LIMIT_DAMPING,
+                                       timestep=LIMIT_TIMESTEP)},
+        {'quantity': 'rule of thumb h w = 2',
+         'armature': armature_at_h_omega(2.0, LIMIT_KP, LIMIT_TIMESTEP)},
+    ]
+
+
+def loglog_slope(x, y) -> float:
+    """Least-squares slope of log(y) against log(x): the exponent p of a power law y ∝ x^p.
+
+    Args:
+      x, y: positive numbers, (n,) each, n >= 2.
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.size < 2 or np.any(x <= 0) or np.any(y <= 0):
+        raise ValueError(f'x and y must be positive arrays of one shape (n >= 2), got {x.shape}, {y.shape}')
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+def _critical_progress_time(level: float) -> float:
+    """ωt at which a critically damped step ``1 - (1 + ωt) e^(-ωt)`` reaches ``level`` (Newton)."""
+    x = 1.0
+    for _ in range(60):
+        f = 1.0 - (1.0 + x) * math.exp(-x) - level
+        x -= f / (x * math.exp(-x))
+    return x
+
+
+def critical_rise_time(kp, inertia):
+    """10-90 % rise time (s) of a critically damped servo: ``(x90 - x10)/ω``, ω = sqrt(kp/I).
+
+    x10 ≈ 0.532 and x90 ≈ 3.890 solve ``1 - (1 + x)e^(-x) = 0.1, 0.9``. The continuous-time answer,
+    without gravity's cos(q) or the integrator's lag: a guide ∝ 1/sqrt(kp).
+
+    Args:
+      kp: stiffness, N·m/rad, scalar or array.
+      inertia: I = link inertia + armature, kg·m².
+    """
+    span = _critical_progress_time(0.9) - _critical_progress_time(0.1)
+    return span / np.sqrt(np.asarray(kp, dtype=float) / inertia)

@@ -1,0 +1,218 @@
+"""Chapter 1's physical claims, asserted on the same experiments the notebook prints.
+
+Each test says the physics it expects; MuJoCo runs (through the registered experiments) are the oracle.
+"""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from physai import exercises, registry, servo, stability
+from physai.experiments import SO101_FORCERANGE, growth_pair, so101_servo
+from physai.servo import LINK_INERTIA, TAU_G
+from physai.sim import semi_implicit_euler, step_growth
+
+
+@pytest.fixture(scope='module')
+def kp_sweep():
+    return registry.run('kp-sweep')
+
+
+@pytest.fixture(scope='module')
+def so101_rows():
+    return registry.run('so101')
+
+
+def test_sag_equals_servo_sag_to_a_thousandth_of_a_degree(kp_sweep):
+    """At rest the spring balances gravity, kp*e = tau_g*cos(e): MuJoCo's sag is that root."""
+    for row in kp_sweep:
+        assert abs(row['sag_deg'] - row['sag_exact_deg']) < 1e-3, row
+
+
+def test_sag_falls_as_one_over_kp(kp_sweep):
+    """Once the sag is small, cos(e) ≈ 1 and e = tau_g/kp: ten times kp, a tenth of the sag."""
+    stiff = [r for r in kp_sweep if r['kp'] >= 10]
+    for row in stiff:
+        assert row['sag_deg'] * row['kp'] == pytest.approx(math.degrees(TAU_G), rel=1e-3)
+    slope = stability.loglog_slope([r['kp'] for r in stiff], [r['sag_deg'] for r in stiff])
+    assert slope == pytest.approx(-1.0, abs=1e-3)
+
+
+def test_rise_time_falls_as_one_over_sqrt_kp(kp_sweep):
+    """At a fixed damping ratio the time scale is 1/ω = sqrt(I/kp): the log-log slope is -1/2."""
+    slope = stability.loglog_slope([r['kp'] for r in kp_sweep], [r['rise_ms'] for r in kp_sweep])
+    assert slope == pytest.approx(-0.5, abs=0.05)
+    guide = 1e3 * stability.critical_rise_time(np.array([r['kp'] for r in kp_sweep]),
+                                               LINK_INERTIA + 0.028)
+    ratio = np.array([r['rise_ms'] for r in kp_sweep]) / guide
+    assert np.all((ratio > 0.8) & (ratio < 1.0))  # the discrete step and gravity make it a bit faster
+
+
+def test_growth_above_one_exactly_where_mujoco_diverges():
+    """The spectral radius of one linearized step predicts every Euler and implicitfast run."""
+    for row in registry.run('growth'):
+        assert (row['euler_growth'] > 1) == (row['mujoco_euler'] == 'diverged'), row
+        assert (row['implicitfast_growth'] > 1) == (row['mujoco_implicitfast'] == 'diverged'), row
+
+
+def test_armature_sweep_euler_diverges_below_the_bound_implicit_schemes_hold():
+    """Dropping armature raises ω; explicit kv under Euler fails first, implicitfast and discrete hold."""
+    rows = registry.run('armature-sweep')
+    verdicts = {r['armature']: (r['euler'], r['implicitfast'], r['discrete']) for r in rows}
+    for armature, (euler, implicitfast, discrete) in verdicts.items():
+        predicted, _ = growth_pair(so101_servo(armature, integrator='Euler'))
+        assert (euler == 'diverged') == (predicted > 1), armature
+        assert (euler == 'diverged') == (armature <= 0.005), armature
+        assert implicitfast == 'stable' and discrete == 'stable', armature
+
+
+def test_kp_limit_implicitfast_diverges_at_high_kp_discrete_never():
+    """Implicit damping does not save a too-stiff spring; discrete treats kp implicitly too."""
+    rows = registry.run('kp-limit')
+    for row in rows:
+        params = so101_servo(kp=row['kp'])
+        _, implicitfast = growth_pair(params)
+        assert (row['implicitfast'] == 'diverged') == (implicitfast > 1), row
+        assert (row['implicitfast'] == 'diverged') == (row['kp'] >= 10000), row
+        assert row['discrete'] == 'stable', row
+
+
+def test_clamped_euler_chatters_instead_of_exploding():
+    """With forcerange ±2.94 N·m the unstable Euler servo cannot run away: it stays bounded.
+
+    In the table (friction loss 0.052 N·m) it chatters at armature 0.001 and 0; at 0.005 and 0.002 the
+    friction loss catches it after a short burst. The stable armatures settle exactly.
+    """
+    rows = registry.run('armature-sweep')
+    for row in rows:
+        assert math.isfinite(row['euler_clamped_p2p_deg']), row
+        if row['euler'] == 'stable':
+            assert row['euler_clamped_p2p_deg'] < 1e-6, row
+        if row['armature'] <= 0.001:
+            assert row['euler'] == 'diverged'
+            assert row['euler_clamped_p2p_deg'] > 0.3, row
+
+
+def test_clamped_euler_without_friction_chatters_wherever_unclamped_explodes():
+    """Without friction loss to catch it, every clamped run whose unclamped twin explodes keeps chattering."""
+    armatures = (0.028, 0.010, 0.005, 0.002, 0.001, 0.0)
+    params = []
+    for a in armatures:
+        params.append(so101_servo(a, integrator='Euler', frictionloss=0.0))
+        params.append(so101_servo(a, integrator='Euler', frictionloss=0.0,
+                                  forcerange=SO101_FORCERANGE))
+    responses = servo.step_responses(params)
+    for k, a in enumerate(armatures):
+        free, clamped = responses[2 * k], responses[2 * k + 1]
+        assert not clamped.diverged, a
+        if free.diverged:
+            assert clamped.p2p_deg > 0.1, a
+        else:
+            assert clamped.p2p_deg < 1e-6, a
+
+
+@pytest.mark.parametrize('integrator', ['Euler', 'implicitfast'])
+def test_stability_bound_agrees_with_growth_per_step(integrator):
+    """h²ω² < 4 + 4h·c_implicit − 2hc (with hc < 2(1 + h·c_implicit)) is exactly growth < 1."""
+    rng = np.random.default_rng(3)
+    for _ in range(400):
+        kp, kv, damping = 10 ** rng.uniform(0, 4.5), rng.uniform(0, 5), rng.uniform(0, 1)
+        inertia, h = 10 ** rng.uniform(-3.5, -1), rng.uniform(0.0005, 0.02)
+        w2, c = kp / inertia, (kv + damping) / inertia
+        ci = stability.c_implicit_for(integrator, kv, damping, inertia)
+        growth = step_growth(semi_implicit_euler, h, w2, c, c_implicit=ci)
+        if abs(growth - 1) > 1e-9:
+            assert stability.is_stable_linear(h, w2, c, ci) == (growth < 1)
+
+
+def test_critical_armature_separates_mujoco_runs():
+    """Euler with kv 0 and damping 0.6: the bound sits between the last diverging and first stable grid point,
+    well below the armature that the damping-free rule hω = 2 asks for."""
+    runs = stability.armature_limit_runs()
+    for row in runs:
+        assert (row['mujoco'] == 'diverged') == (not row['bound_stable']), row
+        assert (row['mujoco'] == 'diverged') == (row['growth'] > 1), row
+    table = {r['quantity']: r['armature'] for r in registry.run('armature-limit')}
+    last_diverged, first_stable, bound, rule = table.values()
+    assert last_diverged < bound < first_stable < rule
+
+
+def test_so101_armature_is_most_of_the_wrist_and_gripper_inertia(so101_rows):
+    """Beyond the wrist little link is left, so armature dominates M_ii there: it is what keeps hω < 2."""
+    share = {r['joint']: r['armature'] / r['M_ii'] for r in so101_rows}
+    ranked = sorted(share, key=share.get, reverse=True)
+    assert set(ranked[:2]) == {'wrist_roll', 'gripper'}
+    assert ranked[2] == 'wrist_flex'
+    assert min(share['wrist_roll'], share['gripper']) > 0.99
+    for row in so101_rows:
+        assert row['h_omega'] < 1.0, row
+        assert (row['h_omega_no_armature'] > 2) == (row['joint'] in ('wrist_flex', 'wrist_roll',
+                                                                     'gripper')), row
+
+
+def test_so101_table_matches_mujoco_fields(so101_rows):
+    """link_inertia + armature = M_ii and hω = h·sqrt(kp/M_ii) at 5 ms, with Menagerie's sts3215 gains."""
+    for row in so101_rows:
+        assert row['link_inertia'] + row['armature'] == pytest.approx(row['M_ii'], rel=1e-12)
+        assert row['h_omega'] == pytest.approx(0.005 * math.sqrt(row['kp'] / row['M_ii']), rel=1e-12)
+        assert (row['kp'], row['kv'], row['forcerange'], row['armature']) == (
+            pytest.approx(998.22), pytest.approx(2.731), [-2.94, 2.94], pytest.approx(0.028))
+
+
+def test_so101_json_has_exactly_its_keys():
+    """The command line's --json rows carry the documented keys and nothing else."""
+    rows = json.loads(registry.to_json(registry.run('so101')))
+    assert [r['joint'] for r in rows] == ['shoulder_pan', 'shoulder_lift', 'elbow_flex',
+                                          'wrist_flex', 'wrist_roll', 'gripper']
+    for row in rows:
+        assert set(row) == {'joint', 'kp', 'kv', 'forcerange', 'armature', 'M_ii', 'link_inertia',
+                            'h_omega', 'h_omega_no_armature'}
+        assert len(row['forcerange']) == 2
+
+
+def test_motor_needs_ctrl_equal_to_gravity_torque():
+    """A motor has no spring: holding the link takes ctrl = tau_g/gear, and 1 % less lets it fall."""
+    for gear in (1.0, 2.0):
+        rows = {r['quantity'].split(' (')[0]: r['value'] for r in exercises.motor_hold(gear)}
+        assert rows['ctrl that holds q = 0'] * gear == pytest.approx(TAU_G, rel=1e-12)
+        assert rows['drift after 1 s with that ctrl'] < 1e-9
+        assert rows['drop after 1 s with 1 % less ctrl'] > 1.0
+
+
+def test_gear_two_quarters_the_sag():
+    """Gear g makes the joint stiffness g²·kp: gear 2 divides the sag by four, not two."""
+    rows = registry.run('gear-sag')
+    assert rows[1]['sag_ratio'] == pytest.approx(4.0, rel=1e-3)
+    for row in rows:
+        assert abs(row['sag_deg'] - row['servo_sag_deg']) < 1e-3
+
+
+def test_bad_timestep_for_so101_table_is_rejected():
+    """The table's timestep must be a physics step MuJoCo accepts."""
+    from physai.so101 import so101_servos
+    with pytest.raises(ValueError, match=r'timestep must be in \(0, 0.1\] s, got 0'):
+        so101_servos(0)
+
+
+def test_so101_without_armature_chatters_because_of_the_clamp():
+    """Menagerie's SO-101 settles as shipped; with armature 0 it chatters by degrees under implicitfast,
+    because a saturated force takes kv out of the implicit damping. Unclamped, or at 1 ms, it settles."""
+    rows = registry.run('so101-no-armature')
+    chatter = {r['joint']: r['no_armature_p2p_deg'] for r in rows}
+    assert max(chatter, key=chatter.get) == 'wrist_flex'
+    for row in rows:
+        assert row['p2p_deg'] < 1e-6, row
+        assert row['no_armature_unclamped_p2p_deg'] < 1e-6, row
+        assert row['no_armature_1ms_p2p_deg'] < 1e-6, row
+    for joint in ('shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll', 'gripper'):
+        assert chatter[joint] > 1.0, joint
+
+
+def test_so101_sag_on_the_link_is_below_one_encoder_step():
+    """At Menagerie's kp the link sags less than one 12-bit step of the STS3215's sensor: stiff enough."""
+    from physai.experiments import SO101_KP
+    from physai.sim import servo_sag
+    from physai.so101 import STS3215_STEPS_PER_TURN
+    assert math.degrees(servo_sag(SO101_KP, TAU_G)) < 360 / STS3215_STEPS_PER_TURN
