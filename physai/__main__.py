@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         print(f'error: {err}', file=sys.stderr)
         return 2
-    print(registry.to_json(rows) if args.json else exp.table(rows))
+    print(registry.to_json(rows) if args.json else exp.table(rows, args.arg))
     return 0
 
 

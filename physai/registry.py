@@ -25,7 +25,13 @@ from typing import Any
 
 # Modules that register experiments, imported on first look-up so that `import physai` stays light.
 PROVIDERS = (
-        'physai.experiments',
+    'physai.experiments',
+    'physai.so101',
+    'physai.stability',
+    'physai.exercises',
+    'physai.actuators',
+    'physai.control',
+    'physai.sysid',
 )
 
 _REGISTRY: dict[str, 'Experiment'] = {}
@@ -39,8 +45,9 @@ class Experiment:
     """The command-line name, e.g. ``kp-sweep``."""
     summary: str
     """One line for ``python -m physai list``."""
-    columns: tuple[tuple[str, str], ...]
-    """(key, format) per column; format is a format spec such as ``.3f``, or ``s`` for text."""
+    columns: tuple[tuple[str, str], ...] | dict[str, tuple[tuple[str, str], ...]]
+    """(key, format) per column; format is a format spec such as ``.3f``, or ``s`` for text.
+    An experiment with choices may give a dict from each choice to its own columns."""
     func: Callable[..., list[dict]]
     """Computes the rows."""
     choices: tuple[str, ...] = ()
@@ -57,9 +64,21 @@ class Experiment:
             raise ValueError(f'{self.name} takes no argument, got {arg!r}')
         return self.func()
 
-    def table(self, rows: Sequence[dict]) -> str:
+    def columns_for(self, rows: Sequence[dict], arg: str | None = None) -> tuple[tuple[str, str], ...]:
+        """The columns of the table for ``arg``, or, without it, those whose keys the rows carry."""
+        if not isinstance(self.columns, dict):
+            return self.columns
+        if arg is not None:
+            return self.columns[arg]
+        keys = list(rows[0]) if rows else []
+        for columns in self.columns.values():
+            if [key for key, _ in columns] == keys:
+                return columns
+        raise ValueError(f'{self.name}: no column set matches the row keys {keys}')
+
+    def table(self, rows: Sequence[dict], arg: str | None = None) -> str:
         """The rows as a fixed-precision text table."""
-        return format_table(rows, self.columns)
+        return format_table(rows, self.columns_for(rows, arg))
 
 
 def experiment(name: str, *, summary: str, columns: Sequence[tuple[str, str]],
@@ -69,7 +88,13 @@ def experiment(name: str, *, summary: str, columns: Sequence[tuple[str, str]],
     def register(func: Callable) -> Callable:
         if name in _REGISTRY and _REGISTRY[name].func.__qualname__ != func.__qualname__:
             raise ValueError(f'experiment {name!r} is registered twice')
-        _REGISTRY[name] = Experiment(name=name, summary=summary, columns=tuple(columns),
+        if isinstance(columns, dict):
+            if set(columns) != set(choices):
+                raise ValueError(f'experiment {name!r}: columns per choice must name exactly {choices}')
+            cols = {choice: tuple(c) for choice, c in columns.items()}
+        else:
+            cols = tuple(columns)
+        _REGISTRY[name] = Experiment(name=name, summary=summary, columns=cols,
                                                                   func=func, choices=tuple(choices))
         return func
 
