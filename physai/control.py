@@ -1,0 +1,850 @@
+"""Where the PD runs: in the control loop or in the physics step (chapter 3).
+
+A joint command in the "MIT" form that hobby and quadruped motor drivers accept,
+:class:`JointCommand` (position, velocity, stiffness, damping, effort, max effort), asks for the torque
+
+    tau = stiffness * (position - q) + damping * (velocity - qd) + effort,   |tau| <= max_effort
+
+with q, qd the joint's ``d.qpos`` / ``d.qvel`` (rad, rad/s) and tau the generalized force on its dof (N·m).
+:class:`PDController` applies it to a MuJoCo model in one of two places (``BACKENDS``):
+
+``'in-loop'`` (backend A, PD in the controller)
+    At every controller tick compute tau from the state, clamp it, write it to ``d.qfrc_applied`` and let it
+    stand for every physics step until the next tick (a zero-order hold). The joint's own actuator is
+    silenced. The PD is then integrated *explicitly* with the controller period as its step: between ticks
+    the torque does not see the joint move.
+
+``'in-step'`` (backend B, PD in the physics step)
+    At start-up turn the joint's actuator into a position servo: ``actuator_gaintype`` fixed,
+    ``actuator_biastype`` affine, so that ``force = gainprm[0]*ctrl + biasprm[1]*length + biasprm[2]*velocity``
+    with ``gainprm[0] = kp``, ``biasprm = (0, -kp, -kv)``: exactly ``<position kp kv>``. At every tick write
+    kp, kv from the command's stiffness and damping and ``ctrl`` from its position. MuJoCo then evaluates the
+    PD at every physics step, with kv inside the implicit integrators. The terms that are constant over a
+    tick, ``damping * velocity + effort``, go to ``d.qfrc_applied`` (``feedforward='applied'``) or into the
+    servo's constant bias ``biasprm[0]`` (``feedforward='in-clamp'``, the default). The clamp is the
+    actuator's ``forcerange`` (narrowed to the command's max effort when that is smaller). A joint without an
+    actuator falls back to ``'in-loop'`` with a warning.
+
+    Why the default differs from the plain recipe: ``qfrc_applied`` is outside the actuator's clamp. While
+    the arm moves, the servo's ``-kv*qd`` saturates at the forcerange but the applied ``+kv*velocity``
+    does not, so the joint gets up to ``kv*|velocity|`` more torque than the motor could give and
+    overshoots. A real motor clamps the whole MIT torque; ``biasprm[0]`` is constant over the tick as well,
+    so MuJoCo clamps it with the PD and the two backends agree while moving too.
+
+Either way the effort read back is ``qfrc_actuator + qfrc_applied`` at the joint's dof (N·m).
+
+The rest of the module is the chapter's experiment on Menagerie's SO-101: hold a standby pose after a move,
+physics at 1 kHz, a controller at 50 ... 1000 Hz, both backends (:func:`hold_responses`, batched on
+``mujoco.batch.Batch``), and the stability bound that explains it (:func:`tick_growth`, built on
+:func:`physai.sim.step_growth`: the controller tick is the step that integrates the PD explicitly).
+
+Symbols and their MuJoCo fields:
+
+======  ========================================================  =========
+symbol  MuJoCo                                                    unit
+======  ========================================================  =========
+q, qd   ``d.qpos[jnt_qposadr]``, ``d.qvel[jnt_dofadr]``           rad, rad/s
+kp      ``actuator_gainprm[0]`` = ``-actuator_biasprm[1]``        N·m/rad
+kv      ``-actuator_biasprm[2]``                                  N·m·s/rad
+I       the joint's diagonal of ``d.M`` (with ``dof_armature``)   kg·m²
+h       ``m.opt.timestep``, the physics step                      s
+T       1 / rate_hz, the controller tick                          s
+======  ========================================================  =========
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import math
+import warnings
+from collections.abc import Sequence
+from fractions import Fraction
+
+import mujoco
+import mujoco.batch
+import numpy as np
+
+from physai import servo as _servo  # noqa: F401  (installs the book's quiet MuJoCo warning handler)
+from physai.registry import experiment
+from physai.servo import INTEGRATORS, _INTEGRATOR_ENUM
+from physai.sim import semi_implicit_euler, step_growth
+
+BACKENDS = ('in-loop', 'in-step')
+"""Where the PD runs: ``'in-loop'`` (A, in the controller) or ``'in-step'`` (B, in MuJoCo's step)."""
+
+FEEDFORWARD = ('in-clamp', 'applied')
+"""Where in-step puts ``damping*velocity + effort``: the servo's ``biasprm[0]`` or ``qfrc_applied``."""
+
+
+def _finite(name: str, value, unit: str) -> float:
+    if not (isinstance(value, (int, float, np.floating, np.integer)) and math.isfinite(value)):
+        raise ValueError(f'{name} must be a finite number {unit}, got {value!r}')
+    return float(value)
+
+
+def _nonnegative(name: str, value, unit: str) -> float:
+    if not (isinstance(value, (int, float, np.floating, np.integer)) and math.isfinite(value)
+            and value >= 0):
+        raise ValueError(f'{name} must be a finite number >= 0 {unit}, got {value!r}')
+    return float(value)
+
+
+def _positive(name: str, value, unit: str, *, allow_inf: bool = False) -> float:
+    ok = isinstance(value, (int, float, np.floating, np.integer)) and value > 0 and (
+        math.isfinite(value) or (allow_inf and value == math.inf))
+    if not ok:
+        bound = '> 0 (inf allowed)' if allow_inf else 'finite and > 0'
+        raise ValueError(f'{name} must be {bound} {unit}, got {value!r}')
+    return float(value)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The command and the PD law
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class JointCommand:
+    """One joint's command in the MIT form: a PD target plus a feed-forward torque."""
+
+    position: float = 0.0
+    """Position target, rad (``ctrl`` of the in-step servo)."""
+    velocity: float = 0.0
+    """Velocity target, rad/s."""
+    stiffness: float = 0.0
+    """Stiffness, N·m/rad, >= 0 (kp, ``actuator_gainprm[0]`` in-step)."""
+    damping: float = 0.0
+    """Damping, N·m·s/rad, >= 0 (kv, ``-actuator_biasprm[2]`` in-step). Not the joint's ``dof_damping``."""
+    effort: float = 0.0
+    """Feed-forward torque, N·m (``qfrc_applied`` in both backends)."""
+    max_effort: float = math.inf
+    """Largest |tau|, N·m, > 0; in-step it can only narrow the actuator's ``forcerange``."""
+
+    def __post_init__(self):
+        _finite('position', self.position, 'rad')
+        _finite('velocity', self.velocity, 'rad/s')
+        _nonnegative('stiffness', self.stiffness, 'N·m/rad')
+        _nonnegative('damping', self.damping, 'N·m·s/rad')
+        _finite('effort', self.effort, 'N·m')
+        _positive('max_effort', self.max_effort, 'N·m', allow_inf=True)
+
+
+def pd_torque(command: JointCommand, q, qd):
+    """The MIT-form torque of backend A.
+
+    ``tau = clip(stiffness*(position - q) + damping*(velocity - qd) + effort, -max_effort, max_effort)``
+
+    Args:
+      command: the joint's command.
+      q: joint angle, rad (``d.qpos``), scalar or array.
+      qd: joint velocity, rad/s (``d.qvel``), broadcastable with ``q``.
+
+    Returns:
+      tau, N·m, the broadcast shape of ``q`` and ``qd``.
+    """
+    tau = (command.stiffness * (command.position - np.asarray(q, dtype=float))
+           + command.damping * (command.velocity - np.asarray(qd, dtype=float)) + command.effort)
+    return np.clip(tau, -command.max_effort, command.max_effort)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The two backends
+
+
+def _joint_id(model: mujoco.MjModel, joint) -> int:
+    if isinstance(joint, str):
+        jid = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, joint)
+        if jid < 0:
+            raise ValueError(f'joint must name a joint of the model, got {joint!r}')
+    else:
+        jid = int(joint)
+        if not 0 <= jid < model.njnt:
+            raise ValueError(f'joint id must be in [0, {model.njnt}), got {joint!r}')
+    if int(model.jnt_type[jid]) not in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+        raise ValueError(f'joint must be a hinge or a slide, got type {model.jnt_type[jid]} for {joint!r}')
+    return jid
+
+
+def joint_actuator(model: mujoco.MjModel, jid: int) -> int:
+    """The first actuator that drives joint ``jid`` directly (``actuator_trntype`` joint), or -1."""
+    for i in range(model.nu):
+        if (int(model.actuator_trntype[i]) == int(mujoco.mjtTrn.mjTRN_JOINT)
+                and model.actuator_trnid[i, 0] == jid):
+            return i
+    return -1
+
+
+class PDController:
+    """A joint PD in the MIT form, run in the controller (``'in-loop'``) or in MuJoCo's step (``'in-step'``).
+
+    Construction edits ``model`` in place, as a simulator plugin does at start-up: in-loop joints get their
+    actuator silenced (gain and bias 0), in-step joints get theirs turned into a position servo (gain type
+    fixed, bias type affine, ``ctrllimited`` off, since the position target is the controller's business).
+    Call :meth:`write` at every controller tick and ``mj_step`` in between; whatever :meth:`write` puts in
+    ``d.qfrc_applied`` and ``d.ctrl`` stays there until the next tick.
+
+    With an actuator of gear g (``actuator_gear[0]``) the in-step servo gets ``kp = stiffness/g²``,
+    ``kv = damping/g²`` and ``ctrl = g*position``, so the joint torque is the same as in-loop.
+
+    Args:
+      model: the model to drive; edited in place.
+      joints: joint names or ids (hinge or slide), (njoint,).
+      backend: one of ``BACKENDS``.
+      feedforward: where in-step puts ``damping*velocity + effort``: ``'in-clamp'`` (``biasprm[0]``, clamped
+        with the PD by ``forcerange``) or ``'applied'`` (``qfrc_applied``, unclamped).
+
+    Attributes:
+      backend: as given.
+      in_step: (njoint,) bool, whether each joint's PD runs in the step (False: fell back to in-loop).
+      dofs: (njoint,) dof addresses; ``qposadr``: their ``qpos`` addresses.
+      actuators: (njoint,) actuator ids, -1 for none.
+    """
+
+    def __init__(self, model: mujoco.MjModel, joints: Sequence, *, backend: str = 'in-step',
+                 feedforward: str = 'in-clamp'):
+        if backend not in BACKENDS:
+            raise ValueError(f'backend must be one of {", ".join(BACKENDS)}, got {backend!r}')
+        if feedforward not in FEEDFORWARD:
+            raise ValueError(f'feedforward must be one of {", ".join(FEEDFORWARD)}, got {feedforward!r}')
+        self.feedforward = feedforward
+        joints = list(joints)
+        if not joints:
+            raise ValueError('joints must name at least one joint, got none')
+        self.model = model
+        self.backend = backend
+        ids = [_joint_id(model, j) for j in joints]
+        self.joints = tuple(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or str(j) for j in ids)
+        self.dofs = np.array([model.jnt_dofadr[j] for j in ids])
+        self.qposadr = np.array([model.jnt_qposadr[j] for j in ids])
+        self.actuators = np.array([joint_actuator(model, j) for j in ids])
+        self.in_step = np.array([backend == 'in-step' and a >= 0 for a in self.actuators])
+        missing = [name for name, a in zip(self.joints, self.actuators) if backend == 'in-step' and a < 0]
+        if missing:
+            warnings.warn(f'no actuator on joint(s) {", ".join(missing)}: their PD runs in-loop '
+                          '(qfrc_applied, held between ticks)', stacklevel=2)
+        self.gear = np.array([model.actuator_gear[a, 0] if a >= 0 else 1.0 for a in self.actuators])
+        # the actuator's own clamp, as joint torque: the in-step servo may narrow it, never widen it
+        self.forcerange = np.array([
+            abs(g) * model.actuator_forcerange[a] if a >= 0 and model.actuator_forcelimited[a]
+            else (-math.inf, math.inf) for a, g in zip(self.actuators, self.gear)])
+        for k, a in enumerate(self.actuators):
+            if a < 0:
+                continue
+            model.actuator_gaintype[a] = mujoco.mjtGain.mjGAIN_FIXED
+            model.actuator_biastype[a] = mujoco.mjtBias.mjBIAS_AFFINE
+            model.actuator_gainprm[a, :] = 0.0
+            model.actuator_biasprm[a, :] = 0.0
+            if self.in_step[k]:
+                model.actuator_ctrllimited[a] = 0
+
+    def write(self, data: mujoco.MjData, commands: Sequence[JointCommand]) -> None:
+        """One controller tick: turn the commands into ``qfrc_applied`` (and ``ctrl``, gains in-step).
+
+        Args:
+          data: the simulation's data, at the state the controller reads.
+          commands: one :class:`JointCommand` per joint, (njoint,).
+        """
+        commands = list(commands)
+        if len(commands) != len(self.joints):
+            raise ValueError(f'commands must hold one JointCommand per joint ({len(self.joints)}), '
+                             f'got {len(commands)}')
+        m = self.model
+        for k, cmd in enumerate(commands):
+            if not isinstance(cmd, JointCommand):
+                raise ValueError(f'commands[{k}] must be a JointCommand, got {type(cmd).__name__}')
+            dof = self.dofs[k]
+            if not self.in_step[k]:
+                tau = pd_torque(cmd, data.qpos[self.qposadr[k]], data.qvel[dof])
+                data.qfrc_applied[dof] = float(tau)
+                continue
+            a, g = self.actuators[k], self.gear[k]
+            kp, kv = cmd.stiffness / g**2, cmd.damping / g**2
+            feedforward = cmd.damping * cmd.velocity + cmd.effort  # N·m, constant over the tick
+            in_clamp = self.feedforward == 'in-clamp'
+            m.actuator_gainprm[a, 0] = kp
+            m.actuator_biasprm[a, :3] = (feedforward / g if in_clamp else 0.0, -kp, -kv)
+            low, high = self.forcerange[k]
+            low, high = max(low, -cmd.max_effort), min(high, cmd.max_effort)
+            m.actuator_forcelimited[a] = math.isfinite(low) or math.isfinite(high)
+            m.actuator_forcerange[a] = (low / abs(g), high / abs(g))
+            data.ctrl[a] = g * cmd.position
+            data.qfrc_applied[dof] = 0.0 if in_clamp else feedforward
+
+    def effort(self, data: mujoco.MjData) -> np.ndarray:
+        """The torque each joint received, ``qfrc_actuator + qfrc_applied`` at its dof, (njoint,) N·m.
+
+        ``qfrc_actuator`` is the one MuJoCo computed in its last step (or ``mj_forward``).
+        """
+        return data.qfrc_actuator[self.dofs] + data.qfrc_applied[self.dofs]
+
+
+def tick_mask(rate_hz: float, timestep: float, nstep: int) -> np.ndarray:
+    """Which physics steps start with a controller tick, (nstep,) bool.
+
+    Step k (time ``k*timestep``) starts a tick when ``floor(k*timestep*rate_hz)`` moves on, so a 400 Hz
+    controller on 1 kHz physics ticks every 3, 2, 3, 2, ... steps; step 0 always ticks. A rate at or above
+    the physics rate ticks at every step.
+    """
+    _positive('rate_hz', rate_hz, 'Hz')
+    _positive('timestep', timestep, 's')
+    counts = np.floor(np.arange(nstep) * (timestep * rate_hz) + 1e-9)
+    mask = np.ones(nstep, dtype=bool)
+    mask[1:] = counts[1:] > counts[:-1]
+    return mask
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Stability: chapter 1's growth per step, with the controller tick as the step
+
+
+def zoh_step(q, v, accel, h, *, substeps: Sequence[int] = (1,), c_joint: float = 0.0):
+    """Backend A over one or more controller ticks, as a linear step for :func:`physai.sim.step_growth`.
+
+    At the start of each tick the PD acceleration ``a = accel(q, v)`` is computed once and held
+    (zero-order hold); the physics then takes the tick's ``n`` steps of length ``h``, each MuJoCo's
+    semi-implicit Euler with only the joint damping implicit (an applied force is explicit):
+    ``v' = v + h*(a - c_joint*v)/(1 + h*c_joint)``, ``q' = q + h*v'``. Without joint damping one tick is
+    ``v' = v + T*a``, ``q' = q + T*v + beta*T²*a`` with ``T = n*h`` and ``beta = (n + 1)/(2n)``.
+
+    Args:
+      q, v: state, rad and rad/s.
+      accel: the PD's acceleration ``-w2*q - c*v``, 1/s² and 1/s per unit inertia.
+      h: the physics timestep, s.
+      substeps: physics steps per tick, one entry per tick (a 400 Hz controller on 1 kHz physics: (3, 2)).
+      c_joint: joint damping per unit inertia, ``dof_damping / I``, 1/s.
+
+    Returns:
+      ``(q', v')`` after ``len(substeps)`` ticks.
+    """
+    for n in substeps:
+        a_held = accel(q, v)
+        for _ in range(n):
+            q, v = semi_implicit_euler(q, v, lambda _q, _v: a_held - c_joint * _v, h, c_implicit=c_joint)
+    return q, v
+
+
+def tick_pattern(rate_hz: float, timestep: float) -> tuple[int, ...]:
+    """Physics steps per controller tick over one repeating pattern (400 Hz on 1 kHz: (3, 2))."""
+    per_tick = Fraction(1.0 / (timestep * rate_hz)).limit_denominator(50)
+    if per_tick <= 1:
+        return (1,)
+    nticks = per_tick.denominator
+    starts = np.flatnonzero(tick_mask(rate_hz, timestep, int(per_tick * nticks) * 2 + 2))
+    return tuple(int(g) for g in np.diff(starts)[:nticks])
+
+
+def tick_growth(*, rate_hz: float, kp: float, kv: float, inertia: float, timestep: float = 0.001,
+                damping: float = 0.0, backend: str = 'in-loop', integrator: str = 'implicitfast') -> float:
+    """Growth per controller tick of one linearized joint held by the PD (above 1: it cannot settle).
+
+    The joint is ``I*qdd = -kp*q - kv*qd - damping*qd`` (gravity and friction loss left out), ``w² = kp/I``,
+    ``c = kv/I``. In-loop the PD torque is held over each tick of ``n`` physics steps (:func:`zoh_step`),
+    so the tick ``T = n*h`` is the step that integrates the PD explicitly. Without joint damping it is
+    stable when ``(1 - beta)*(T*w)² < c*T`` (the hold's half-tick delay against kv) and
+    ``(2*beta - 1)*(T*w)² < 4 - 2*c*T`` (chapter 1's explicit bound), ``beta = (n + 1)/(2n)``.
+    In-step the growth is the physics step's under ``integrator``
+    (:func:`physai.widgets.integrator_growth`) to the power of the steps per tick.
+
+    Args:
+      rate_hz: controller rate, Hz.
+      kp, kv: PD gains, N·m/rad and N·m·s/rad.
+      inertia: I, the joint's diagonal of the mass matrix, kg·m² (armature included).
+      timestep: physics step h, s.
+      damping: joint damping ``dof_damping``, N·m·s/rad.
+      backend: one of ``BACKENDS``.
+      integrator: one of ``INTEGRATORS`` (in-loop: the joint damping is implicit under every one).
+
+    Returns:
+      The spectral radius per tick (the average per tick over an uneven pattern such as 400 Hz on 1 kHz).
+    """
+    from physai.widgets import integrator_growth
+
+    if backend not in BACKENDS:
+        raise ValueError(f'backend must be one of {", ".join(BACKENDS)}, got {backend!r}')
+    if integrator not in INTEGRATORS:
+        raise ValueError(f'integrator must be one of {", ".join(INTEGRATORS)}, got {integrator!r}')
+    _positive('inertia', inertia, 'kg·m²')
+    pattern = tick_pattern(rate_hz, timestep)
+    w2, c_pd, c_joint = kp / inertia, kv / inertia, damping / inertia
+    if backend == 'in-loop':
+        growth = step_growth(zoh_step, timestep, w2, c_pd, substeps=pattern, c_joint=c_joint)
+        return growth ** (1.0 / len(pattern))
+    growth = integrator_growth(integrator, timestep, w2, c_pd + c_joint, c_joint=c_joint)
+    return growth ** (sum(pattern) / len(pattern))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The experiment: the SO-101 holding a standby pose after a move
+
+# Menagerie's servo (class sts3215 in so101.xml), the gains the chapter keeps
+SO101_KP = 998.22  # N·m/rad
+SO101_KV = 2.731  # N·m·s/rad
+SO101_ARMATURE = 0.028  # kg·m²
+SO101_MAX_EFFORT = 2.94  # N·m, the actuators' forcerange
+
+RATES_HZ = (50, 100, 200, 400, 1000)
+PHYSICS_TIMESTEP = 0.001  # s: physics at 1 kHz
+
+STANDBY = (0.0, -1.0, 1.0, 0.5, 0.0, 0.0)
+"""Standby pose, rad per joint (shoulder_pan ... gripper): upper arm raised, forearm forward, wrist tilted."""
+MOVE_TIME = 0.5  # s, the move from the home pose (qpos0) to STANDBY
+DURATION = 3.0  # s simulated
+SETTLE_WINDOW = 1.0  # s, the last second, where the hold is judged
+QUIET_P2P = 1e-4  # rad: below this peak-to-peak a joint counts as still and has no chatter frequency
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HoldParams:
+    """One run of the hold experiment: the SO-101, its PD gains, where the PD runs and how often."""
+
+    rate_hz: float = 100.0
+    """Controller rate, Hz, > 0 (ticks at most once per physics step)."""
+    backend: str = 'in-step'
+    """One of ``BACKENDS``."""
+    kp: float = SO101_KP
+    """Stiffness command for every joint, N·m/rad, > 0."""
+    kv: float = SO101_KV
+    """Damping command for every joint, N·m·s/rad, >= 0 (the MIT command's damping, not ``dof_damping``)."""
+    armature: float = SO101_ARMATURE
+    """``dof_armature`` of every joint, kg·m², >= 0 (Menagerie: 0.028)."""
+    timestep: float = PHYSICS_TIMESTEP
+    """Physics step, s, in (0, 0.1]; ``<option timestep>``."""
+    integrator: str = 'implicitfast'
+    """One of ``INTEGRATORS``; ``<option integrator>``."""
+    max_effort: float = SO101_MAX_EFFORT
+    """Clamp on |tau|, N·m, > 0: the in-loop clamp and the in-step actuator's forcerange."""
+    feedforward: str = 'in-clamp'
+    """In-step only: the velocity target's ``kv*velocity`` inside the clamp or as ``qfrc_applied``."""
+
+    def __post_init__(self):
+        _positive('rate_hz', self.rate_hz, 'Hz')
+        if self.backend not in BACKENDS:
+            raise ValueError(f'backend must be one of {", ".join(BACKENDS)}, got {self.backend!r}')
+        _positive('kp', self.kp, 'N·m/rad')
+        _nonnegative('kv', self.kv, 'N·m·s/rad')
+        _nonnegative('armature', self.armature, 'kg·m²')
+        _positive('timestep', self.timestep, 's')
+        if self.timestep > 0.1:
+            raise ValueError(f'timestep must be in (0, 0.1] s, got {self.timestep!r}')
+        if self.integrator not in INTEGRATORS:
+            raise ValueError(
+                f'integrator must be one of {", ".join(INTEGRATORS)}, got {self.integrator!r}')
+        _positive('max_effort', self.max_effort, 'N·m')
+        if self.feedforward not in FEEDFORWARD:
+            raise ValueError(
+                f'feedforward must be one of {", ".join(FEEDFORWARD)}, got {self.feedforward!r}')
+
+
+@dataclasses.dataclass(frozen=True)
+class HoldResponse:
+    """One hold run and what the chapter reads off it."""
+
+    params: HoldParams
+    t: np.ndarray
+    """(n,) time, s, one sample per physics step (a diverged run ends where MuJoCo flagged it)."""
+    q: np.ndarray
+    """(n, 6) joint angles, rad."""
+    target: np.ndarray
+    """(n, 6) position command in force at each sample, rad."""
+    p2p_rad: np.ndarray
+    """(6,) peak-to-peak of each joint over the last ``SETTLE_WINDOW`` s, rad (NaN if diverged)."""
+    worst: int
+    """Index of the joint with the largest peak-to-peak (all still: the largest tracking error)."""
+    chatter_hz: float | None
+    """Dominant frequency of the worst joint's motion in the window (FFT), Hz; None when it is still."""
+    diverged: bool
+    """MuJoCo's bad-acceleration warning or a non-finite state."""
+
+    @property
+    def worst_p2p_rad(self) -> float:
+        """Peak-to-peak of the worst joint, rad."""
+        return float(self.p2p_rad[self.worst])
+
+
+@functools.cache
+def _so101_base() -> mujoco.MjModel:
+    from physai.so101 import load_so101
+
+    return load_so101()
+
+
+def so101_joints() -> tuple[str, ...]:
+    """The SO-101's joint names in dof order."""
+    m = _so101_base()
+    return tuple(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(m.njnt))
+
+
+def hold_model(params: HoldParams) -> mujoco.MjModel:
+    """The SO-101 set up for one hold run: timestep, integrator, armature, and each actuator per backend.
+
+    In-step the actuators are Menagerie's ``<position>`` servos with kp, kv from ``params`` and forcerange
+    ±max_effort; in-loop they are silenced (the PD writes ``qfrc_applied``). Contacts stay on: no contact
+    occurs during the move or the hold (see ``tests/test_control.py``), so they do not touch the result.
+    Returns a fresh copy the caller may edit.
+    """
+    return copy.copy(_hold_model(params.backend, params.kp, params.kv, params.armature, params.timestep,
+                                 params.integrator, params.max_effort))
+
+
+@functools.lru_cache(maxsize=16)
+def _hold_model(backend: str, kp: float, kv: float, armature: float, timestep: float, integrator: str,
+                max_effort: float) -> mujoco.MjModel:
+    """:func:`hold_model`'s model, shared (never edit it): copying the SO-101's meshes costs ~50 ms."""
+    params = HoldParams(backend=backend, kp=kp, kv=kv, armature=armature, timestep=timestep,
+                        integrator=integrator, max_effort=max_effort)
+    m = copy.copy(_so101_base())
+    m.opt.timestep = params.timestep
+    m.opt.integrator = _INTEGRATOR_ENUM[params.integrator]
+    m.dof_armature[:] = params.armature
+    controller = PDController(m, range(m.njnt), backend=params.backend)
+    if params.backend == 'in-step':
+        # the commands are constant gains, so the servo is set once; ctrl follows the target per tick
+        for k, a in enumerate(controller.actuators):
+            m.actuator_gainprm[a, 0] = params.kp
+            m.actuator_biasprm[a, :3] = (0.0, -params.kp, -params.kv)
+            m.actuator_forcelimited[a] = 1
+            m.actuator_forcerange[a] = (-params.max_effort, params.max_effort)
+    mujoco.mj_setConst(m, mujoco.MjData(m))  # armature enters dof_invweight0 (friction loss)
+    return m
+
+
+def reference(t) -> tuple[np.ndarray, np.ndarray]:
+    """The move and hold: a minimum-jerk move from qpos0 = 0 to ``STANDBY`` over ``MOVE_TIME``, then hold.
+
+    Args:
+      t: times, s, (n,).
+
+    Returns:
+      ``(position, velocity)``, each (n, 6), rad and rad/s.
+    """
+    s = np.clip(np.asarray(t, dtype=float) / MOVE_TIME, 0.0, 1.0)[:, None]
+    goal = np.asarray(STANDBY)[None, :]
+    position = goal * (10 * s**3 - 15 * s**4 + 6 * s**5)
+    velocity = goal * (30 * s**2 - 60 * s**3 + 30 * s**4) / MOVE_TIME
+    return position, velocity
+
+
+def chatter_frequency(t: np.ndarray, x: np.ndarray) -> float:
+    """Dominant frequency of x(t), Hz: the largest bin of the FFT of x minus its mean (uniform samples)."""
+    spectrum = np.abs(np.fft.rfft(x - np.mean(x)))
+    freqs = np.fft.rfftfreq(len(x), d=float(t[1] - t[0]))
+    return round(float(freqs[1 + np.argmax(spectrum[1:])]), 6)  # bins are exact; drop float dust
+
+
+def _summarize(params: HoldParams, t, q, target, diverged: bool) -> HoldResponse:
+    if diverged or not np.all(np.isfinite(q)):
+        p2p = np.full(q.shape[1], math.nan)
+        return HoldResponse(params, t, q, target, p2p, 0, None, True)
+    window = t >= t[-1] - SETTLE_WINDOW + 0.5 * params.timestep
+    p2p = np.ptp(q[window], axis=0)
+    worst = int(np.argmax(p2p))
+    if p2p[worst] < QUIET_P2P:  # all still: show the joint that strayed furthest from its command
+        worst = int(np.argmax(np.max(np.abs(q - target), axis=0)))
+    chatter = (chatter_frequency(t[window], q[window, worst]) if p2p[worst] >= QUIET_P2P else None)
+    return HoldResponse(params, t, q, target, p2p, worst, chatter, False)
+
+
+def hold_responses(params: Sequence[HoldParams], *, duration: float = DURATION,
+                   nthread: int = 0) -> list[HoldResponse]:
+    """Run many hold experiments together on ``mujoco.batch.Batch``, one model per simulation.
+
+    All runs share one physics clock per timestep: the batch steps to the next step at which any run's
+    controller ticks (``Batch.rollout``, recording ``qpos``), then the ticking runs read their state and
+    write ``ctrl`` (in-step) or the clamped PD torque (in-loop) to ``qfrc_applied``, which holds until
+    their next tick. In-step with ``feedforward='in-clamp'`` the velocity target's ``kv*velocity`` rides in
+    ``ctrl`` as ``position + kv*velocity/kp`` (the same force as :class:`PDController`'s ``biasprm[0]``,
+    without editing the batch's models every tick).
+
+    Args:
+      params: the runs, (nsim,).
+      duration: simulated time, s.
+      nthread: Batch threads (0: all CPUs).
+
+    Returns:
+      One :class:`HoldResponse` per run, in order.
+    """
+    _positive('duration', duration, 's')
+    params = list(params)
+    results: dict[int, HoldResponse] = {}
+    for timestep in sorted({p.timestep for p in params}):
+        ids = [i for i, p in enumerate(params) if p.timestep == timestep]
+        for i, r in zip(ids, _hold_batch([params[i] for i in ids], duration, nthread)):
+            results[i] = r
+    return [results[i] for i in range(len(params))]
+
+
+@functools.lru_cache(maxsize=4)
+def _batch(nsim: int, nthread: int) -> mujoco.batch.Batch:
+    """A reusable batch of ``nsim`` SO-101 simulations (building one copies the model, ~50 ms)."""
+    return mujoco.batch.Batch(_so101_base(), nsim, nthread=nthread)
+
+
+def _hold_batch(params: list[HoldParams], duration: float, nthread: int) -> list[HoldResponse]:
+    timestep = params[0].timestep
+    nstep = max(2, round(duration / timestep))
+    models = [_hold_model(p.backend, p.kp, p.kv, p.armature, p.timestep, p.integrator, p.max_effort)
+              for p in params]
+    nsim, nq, nu = len(models), models[0].nq, models[0].nu
+    batch = _batch(nsim, nthread)
+    batch.set_models(models)
+    batch.reset()
+    t = timestep * np.arange(nstep)
+    pos_ref, vel_ref = reference(t)
+    masks = np.array([tick_mask(p.rate_hz, timestep, nstep) for p in params])
+    # held[i, k]: the step of run i's latest tick at or before step k (its command is held until the next)
+    held = np.maximum.accumulate(np.where(masks, np.arange(nstep)[None, :], 0), axis=1)
+    kp = np.array([p.kp for p in params])[:, None]
+    kv = np.array([p.kv for p in params])[:, None]
+    limit = np.array([p.max_effort for p in params])[:, None]
+    q = np.empty((nsim, nstep, nq))
+
+    # In-step: what a tick writes does not depend on the state, so the whole schedule of ctrl and
+    # qfrc_applied is known ahead and runs as one rollout with those inputs.
+    step_ids = np.array([i for i, p in enumerate(params) if p.backend == 'in-step'], dtype=int)
+    if step_ids.size:
+        spec = mujoco.mjtState.mjSTATE_CTRL | mujoco.mjtState.mjSTATE_QFRC_APPLIED
+        control = np.zeros((step_ids.size, nstep, nu + models[0].nv))
+        for row, i in enumerate(step_ids):
+            pos, vel = pos_ref[held[i]], vel_ref[held[i]]
+            feedforward = kv[i] * vel
+            if params[i].feedforward == 'in-clamp':
+                control[row, :, :nu] = pos + feedforward / kp[i]  # kp*ctrl carries kv*velocity
+            else:
+                control[row, :, :nu] = pos
+                control[row, :, nu:] = feedforward
+        out = batch.rollout(nstep, control=control, control_spec=int(spec), record=('qpos',),
+                            ids=step_ids)
+        q[step_ids] = out['qpos']
+
+    # In-loop: the torque depends on the state at each tick; step to the next tick of any run.
+    loop_ids = np.array([i for i, p in enumerate(params) if p.backend == 'in-loop'], dtype=int)
+    if loop_ids.size:
+        ticks = np.flatnonzero(masks[loop_ids].any(axis=0))
+        ends = np.append(ticks[1:], nstep)
+        for k, end in zip(ticks, ends):
+            now = loop_ids[masks[loop_ids, k]]
+            qpos, qvel = batch.qpos[now], batch.qvel[now]
+            tau = kp[now] * (pos_ref[k] - qpos) + kv[now] * (vel_ref[k] - qvel)
+            batch.qfrc_applied[now] = np.clip(tau, -limit[now], limit[now])
+            q[loop_ids, k:end] = batch.rollout(int(end - k), record=('qpos',), ids=loop_ids)['qpos']
+    bad = batch.warning[:, mujoco.mjtWarning.mjWARN_BADQACC, 1] > 0
+    # sample k is the state after step k, i.e. at time (k+1)*timestep
+    t_out = timestep * np.arange(1, nstep + 1)
+    return [_summarize(p, t_out, q[i], pos_ref[held[i]], bool(bad[i])) for i, p in enumerate(params)]
+
+
+def rate_sweep(*, rates_hz: Sequence[float] = RATES_HZ, **overrides) -> list[HoldResponse]:
+    """Both backends at every rate (rate-major: rate 1 in-loop, rate 1 in-step, ...), one batch.
+
+    The runs are deterministic, so the latest few sweeps are kept and shared (treat them as read-only).
+    """
+    return list(_rate_sweep(tuple(rates_hz), tuple(sorted(overrides.items()))))
+
+
+@functools.lru_cache(maxsize=4)
+def _rate_sweep(rates_hz: tuple, overrides: tuple) -> tuple[HoldResponse, ...]:
+    params = [HoldParams(rate_hz=r, backend=b, **dict(overrides)) for r in rates_hz for b in BACKENDS]
+    return tuple(hold_responses(params))
+
+
+def rate_rows(responses: Sequence[HoldResponse]) -> list[dict]:
+    """The pd-rate table's rows from hold runs."""
+    # p2p below a nanoradian is rounding dust of a joint held still by its friction loss: shown as 0
+    return [{'rate_hz': r.params.rate_hz, 'backend': r.params.backend,
+             'p2p_rad': round(r.worst_p2p_rad, 9), 'chatter_hz': r.chatter_hz} for r in responses]
+
+
+@experiment('pd-rate', summary='SO-101 hold: worst joint p2p and chatter vs controller rate, PD in-loop or in-step',
+            columns=(('rate_hz', '.0f'), ('backend', 's'), ('p2p_rad', '.2e'), ('chatter_hz', '.0f')))
+def pd_rate() -> list[dict]:
+    return rate_rows(rate_sweep())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The chapter's live panel and its static twin (built on physai.widgets)
+
+PANEL_RATES_HZ = tuple(float(r) for r in np.geomspace(10.0, 1000.0, 41))
+"""Controller rates (Hz) at which the panel draws the growth per tick of both backends."""
+
+
+def standby_inertia(armature: float = SO101_ARMATURE) -> np.ndarray:
+    """Each SO-101 joint's diagonal of the mass matrix at ``STANDBY``, (6,) kg·m² (armature included)."""
+    return _standby_link_inertia() + armature  # armature adds to the diagonal only
+
+
+@functools.cache
+def _standby_link_inertia() -> np.ndarray:
+    m = copy.copy(_hold_model('in-step', SO101_KP, SO101_KV, 0.0, PHYSICS_TIMESTEP, 'implicitfast',
+                              SO101_MAX_EFFORT))
+    d = mujoco.MjData(m)
+    d.qpos[:] = STANDBY
+    mujoco.mj_forward(m, d)
+    full = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, full)
+    return np.diag(full)
+
+
+def worst_growth(*, rate_hz: float, backend: str, kp: float = SO101_KP, kv: float = SO101_KV,
+                 armature: float = SO101_ARMATURE, timestep: float = PHYSICS_TIMESTEP,
+                 integrator: str = 'implicitfast', damping: float | None = None) -> float:
+    """The largest :func:`tick_growth` over the SO-101's joints at ``STANDBY`` (joint damping from the model)."""
+    if damping is None:
+        damping = float(_so101_base().dof_damping[0])
+    return max(tick_growth(rate_hz=rate_hz, kp=kp, kv=kv, inertia=float(i), timestep=timestep,
+                           damping=damping, backend=backend, integrator=integrator)
+               for i in standby_inertia(armature))
+
+
+def _verdict(response: HoldResponse, growth: float) -> str:
+    if response.diverged:
+        return 'diverged'
+    state = 'chatters' if response.chatter_hz is not None else 'quiet'
+    return f'{state}, growth per tick {growth:.3f}'
+
+
+def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO101_KP,
+             kv: float = SO101_KV, armature: float = SO101_ARMATURE, timestep: float = PHYSICS_TIMESTEP,
+             integrator: str = 'implicitfast'):
+    """Chapter 3's live panel: the common four plus controller rate, damping kv and backend.
+
+    Every change reruns the SO-101 hold (:func:`hold_responses`) and redraws (1) the worst joint's
+    trajectory and its command, with its peak-to-peak over the last second and whether it chatters, and
+    (2) the growth per controller tick of both backends against the controller rate, the current one marked.
+
+    Returns:
+      A :class:`physai.widgets.Panel`; show it as the last expression of a cell.
+    """
+    from physai import plots
+    from physai import widgets as W
+
+    joint_names = so101_joints()
+
+    @W.cached(maxsize=16)
+    def run(rate_hz, backend, kp, kv, armature, timestep, integrator):
+        params = HoldParams(rate_hz=rate_hz, backend=backend, kp=kp, kv=kv, armature=armature,
+                            timestep=timestep, integrator=integrator)
+        return hold_responses([params], nthread=1)[0]
+
+    @W.cached(maxsize=16)
+    def curves(kp, kv, armature, timestep, integrator):
+        return {b: np.array([worst_growth(rate_hz=r, backend=b, kp=kp, kv=kv, armature=armature,
+                                          timestep=timestep, integrator=integrator)
+                             for r in PANEL_RATES_HZ]) for b in BACKENDS}
+
+    def compute(values):
+        response = run(**values)
+        growth = worst_growth(**values)
+        return {'response': response, 'curves': curves(**values), 'growth': growth}
+
+    def setup(fig):
+        ax1, ax2 = fig.subplots(1, 2, gridspec_kw={'width_ratios': [1.5, 1]})
+        (target,) = ax1.plot([], [], color=plots.COLORS['command'], lw=1, ls='--', label='command',
+                             animated=True)
+        (q_line,) = ax1.plot([], [], color=plots.COLORS['response'], lw=1.2, label='joint angle q',
+                             animated=True)
+        ax1.axvspan(DURATION - SETTLE_WINDOW, DURATION, color='#eeeeee', zorder=0, label='last second')
+        ax1.set_xlim(0, DURATION)
+        note = ax1.text(0.02, 0.04, '', transform=ax1.transAxes, fontsize=8.5, animated=True,
+                        bbox=dict(facecolor='white', edgecolor='none', alpha=0.85, pad=1.5))
+        ax1.legend(loc='upper right', fontsize=7.5)
+        plots.label(ax1, 'time (s)', 'joint angle (deg)')
+        colors = {'in-loop': plots.COLORS['diverged'], 'in-step': plots.COLORS['response']}
+        lines = {b: ax2.plot([], [], color=colors[b], label=f'{b}', animated=True)[0] for b in BACKENDS}
+        ax2.axhline(1.0, color=plots.COLORS['bound'], lw=1, ls='--')
+        point = plots.mark_point(ax2, rate_hz, 1.0, label='current', animated=True)
+        ax2.set_xscale('log')
+        ax2.set_xlim(PANEL_RATES_HZ[0], PANEL_RATES_HZ[-1])
+        ax2.set_ylim(0, 2)
+        ax2.legend(loc='upper right', fontsize=7.5)
+        plots.label(ax2, 'controller rate (Hz)', 'growth per tick (worst joint)', 'stability')
+        fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.9, wspace=0.28)
+        return {'ax1': ax1, 'target': target, 'q': q_line, 'note': note, 'lines': lines,
+                'point': point, 'title': None, 'ylim': None}
+
+    def draw(state, results, values):
+        r, growth = results['response'], results['growth']
+        j = r.worst
+        state['q'].set_data(r.t, np.degrees(r.q[:, j]))
+        state['target'].set_data(r.t, np.degrees(r.target[:, j]))
+        finite = np.degrees(r.q[:, j][np.isfinite(r.q[:, j])])
+        goal = math.degrees(STANDBY[j])
+        low = min(0.0, goal, float(np.min(finite)) if finite.size else 0.0)
+        high = max(0.0, goal, float(np.max(finite)) if finite.size else 0.0)
+        span = high - low + 1.0
+        # leave room for the note on the side the move leaves free (above a move down, below a move up)
+        down = goal < 0
+        ylim = (round(low - (0.1 if down else 0.5) * span, 0), round(high + (0.5 if down else 0.1) * span, 0))
+        title = (f"worst joint: {joint_names[j]}, {values['backend']} at {values['rate_hz']:.0f} Hz")
+        if title != state['title'] or ylim != state['ylim']:  # static artists only when they change
+            state['ax1'].set_title(title)
+            state['ax1'].set_ylim(*ylim)
+            state['ax1'].legend(loc='upper right' if down else 'lower right', fontsize=7.5)
+            state['title'], state['ylim'] = title, ylim
+        state['note'].set_position((0.02, 0.96 if down else 0.04))
+        state['note'].set_verticalalignment('top' if down else 'bottom')
+        p2p = r.worst_p2p_rad
+        chatter = '' if r.chatter_hz is None else f', chatter {r.chatter_hz:.0f} Hz'
+        state['note'].set_text(f'p2p over the last second {p2p:.2e} rad{chatter}\n{_verdict(r, growth)}')
+        for b, line in state['lines'].items():
+            line.set_data(PANEL_RATES_HZ, np.minimum(results['curves'][b], 2.0))
+        state['point'].set_data([values['rate_hz']], [min(growth, 2.0)])
+
+    controls = W.common_controls(kp=kp, armature=armature, timestep=timestep, integrator=integrator) + [
+        W.LogSlider('rate_hz', 'controller rate', 10.0, 1000.0, rate_hz, unit='Hz', readout_format='.0f'),
+        W.Slider('kv', 'damping kv', 0.0, 10.0, kv, step=0.01, unit='N·m·s/rad', readout_format='.3f'),
+        W.Choice('backend', 'PD runs', BACKENDS, backend),
+    ]
+    return W.Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(12.0, 3.8), dpi=80)
+
+
+TWIN_ARMATURES = (SO101_ARMATURE, 0.0)
+
+
+def pd_twin():
+    """The panel's static twin: controller rate × backend × armature (0.028 or 0), precomputed.
+
+    Returns:
+      ``IPython.display.HTML`` (see :func:`physai.widgets.static_twin`).
+    """
+    from physai import plots
+    from physai import widgets as W
+
+    joint_names = so101_joints()
+    runs = {}
+    for armature in TWIN_ARMATURES:
+        for r in rate_sweep(armature=armature):
+            runs[r.params.rate_hz, r.params.backend, armature] = r
+    growth = {(b, a): np.array([worst_growth(rate_hz=r, backend=b, armature=a) for r in PANEL_RATES_HZ])
+              for b in BACKENDS for a in TWIN_ARMATURES}
+    colors = {'in-loop': plots.COLORS['diverged'], 'in-step': plots.COLORS['response']}
+
+    def frame(rate_hz, backend, armature):
+        r = runs[rate_hz, backend, armature]
+        j = r.worst
+        items = [W.twin_line(r.t, np.degrees(r.target[:, j]), label='command', color=plots.COLORS['command'],
+                             width=1.0, dash='4 3'),
+                 W.twin_line(r.t, np.degrees(r.q[:, j]), label=f'q ({joint_names[j]})', width=1.2)]
+        chatter = 'still' if r.chatter_hz is None else f'chatters at {r.chatter_hz:.0f} Hz'
+        p2p = round(r.worst_p2p_rad, 9)  # below a nanoradian: rounding dust, shown as 0
+        items.append(W.twin_text(f'p2p {p2p:.1e} rad, {chatter}', x=0.03, y=0.06, size=11,
+                                 anchor='start'))
+        current = worst_growth(rate_hz=rate_hz, backend=backend, armature=armature)
+        stab = [W.twin_line(PANEL_RATES_HZ, np.minimum(growth[b, armature], 2.0), label=b, color=colors[b])
+                for b in BACKENDS]
+        stab.append(W.twin_line([PANEL_RATES_HZ[0], PANEL_RATES_HZ[-1]], [1.0, 1.0], color='#222222',
+                                width=1.0, dash='4 3'))
+        stab.append(W.twin_markers([rate_hz], [min(current, 2.0)], label='current'))
+        return [items, stab]
+
+    sliders = [W.TwinSlider('rate_hz', 'controller rate (Hz)', RATES_HZ, default=0),
+               W.TwinSlider('backend', 'PD runs', BACKENDS, kind='select'),
+               W.TwinSlider('armature', 'armature (kg·m²)', TWIN_ARMATURES, kind='select')]
+    axes = [W.TwinAxes(title='worst joint during the move and hold', xlabel='time (s)',
+                       ylabel='joint angle (deg)', xlim=(0, DURATION), legend='ur'),
+            W.TwinAxes(title='growth per controller tick', xlabel='controller rate (Hz)',
+                       ylabel='growth per tick', xlim=(PANEL_RATES_HZ[0], PANEL_RATES_HZ[-1]),
+                       ylim=(0, 2), xlog=True, legend='ur')]
+    return W.static_twin('ch3-pd-rate', sliders, axes, frame, digits=4, width=460, height=300,
+                         caption=f'Physics at {1 / PHYSICS_TIMESTEP:.0f} Hz; Menagerie servo kp {SO101_KP:.2f}, '
+                                 f'kv {SO101_KV:.3f}. Growth above 1 (dashed): the PD cannot hold still.')
