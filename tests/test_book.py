@@ -1,0 +1,69 @@
+"""The book's table of contents and configuration agree with the files (no browser needed)."""
+
+import json
+import pathlib
+
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / 'notebooks').glob('*.ipynb'))
+
+
+def toc_files(node=None) -> list[str]:
+    """Every ``file`` entry of _toc.yml, root first, in reading order (paths without suffix)."""
+    if node is None:
+        node = yaml.safe_load((ROOT / '_toc.yml').read_text(encoding='utf-8'))
+        return [node['root']] + toc_files(node.get('parts', []) + node.get('chapters', []))
+    files = []
+    for entry in node:
+        if 'file' in entry:
+            files.append(entry['file'])
+        files += toc_files(entry.get('chapters', []) + entry.get('sections', []))
+    return files
+
+
+def config() -> dict:
+    return yaml.safe_load((ROOT / '_config.yml').read_text(encoding='utf-8'))
+
+
+def test_every_toc_entry_is_a_file():
+    for entry in toc_files():
+        matches = [ROOT / (entry + suffix) for suffix in ('.md', '.ipynb') if (ROOT / (entry + suffix)).is_file()]
+        assert len(matches) == 1, f'_toc.yml lists {entry!r}: expected exactly one of {entry}.md / {entry}.ipynb'
+
+
+def test_every_notebook_is_a_chapter_in_the_toc():
+    listed = set(toc_files())
+    missing = [path.name for path in NOTEBOOKS if f'notebooks/{path.stem}' not in listed]
+    assert not missing, f'notebooks not in _toc.yml (add them under the "Chapters" part): {missing}'
+
+
+def test_chapters_are_listed_in_file_order():
+    chapters = [entry for entry in toc_files() if entry.startswith('notebooks/')]
+    assert chapters == sorted(chapters)
+
+
+def test_toc_is_a_jb_book_with_parts():
+    toc = yaml.safe_load((ROOT / '_toc.yml').read_text(encoding='utf-8'))
+    assert toc['format'] == 'jb-book'
+    assert toc['parts'] and all(part.get('caption') and part.get('chapters') for part in toc['parts'])
+
+
+def test_build_shows_the_stored_outputs_and_executes_nothing():
+    assert config()['execute']['execute_notebooks'] == 'off'
+
+
+def test_chapters_have_a_launch_button_setting_and_a_repository():
+    cfg = config()
+    assert cfg['launch_buttons']['colab_url'] == 'https://colab.research.google.com'
+    assert cfg['repository']['url'].startswith('https://github.com/')
+
+
+@pytest.mark.parametrize('path', NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_chapter_starts_with_a_title_and_uses_the_python3_kernel(path):
+    notebook = json.loads(path.read_text(encoding='utf-8'))
+    assert notebook['metadata']['kernelspec']['name'] == 'python3'
+    first = notebook['cells'][0]
+    source = first['source'] if isinstance(first['source'], str) else ''.join(first['source'])
+    assert first['cell_type'] == 'markdown' and source.startswith('# '), f'{path.name} must open with a # title'
