@@ -1,0 +1,281 @@
+"""Recorded robot episodes in the LeRobot dataset format (v3.0 and v2.1), read into numpy arrays.
+
+A LeRobot dataset is a folder::
+
+    meta/info.json                          fps, codebase_version, features (with joint names)
+    data/chunk-000/file-000.parquet         v3.0: many episodes per file, told apart by ``episode_index``
+    data/chunk-000/episode_000000.parquet   v2.1: one file per episode
+
+Each row is one frame. Chapter 4 reads two features per frame: ``action`` (the command sent to the
+follower: for a teleoperated SO-101, the leader arm's joints) and ``observation.state`` (the follower's
+measured joints). Their names in ``info.json`` (``shoulder_pan.pos`` ...) say which column is which joint.
+
+:func:`load_lerobot` reads a local folder; given a Hugging Face Hub dataset id instead, it downloads the
+``meta/`` and ``data/`` files, but only when asked to (``download=True``), with a progress bar. Videos are
+never downloaded. Every problem with the data is a clear error: FileNotFoundError for a missing folder or
+file, ValueError for a missing feature, a wrong width, a non-finite frame or a joint name it does not know.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from physai.so101 import JOINTS
+
+ACTION = 'action'
+STATE = 'observation.state'
+VERSIONS = ('v2.0', 'v2.1', 'v3.0')
+
+
+@dataclasses.dataclass(frozen=True)
+class Episode:
+    """One recorded episode, in the dataset's own units (SO-101: degrees, gripper 0..100)."""
+
+    index: int
+    """``episode_index`` in the dataset."""
+    fps: float
+    """Frames per second of the recording."""
+    joints: tuple[str, ...]
+    """Joint name of each column of ``action`` and ``state``, e.g. ``('shoulder_pan', ...)``."""
+    action: np.ndarray
+    """(nframe, njoint) commanded joint targets, float64."""
+    state: np.ndarray
+    """(nframe, njoint) measured joints, float64."""
+    timestamp: np.ndarray
+    """(nframe,) time since the episode started, s."""
+
+    @property
+    def nframe(self) -> int:
+        """Number of frames."""
+        return len(self.state)
+
+    @property
+    def duration(self) -> float:
+        """Length in seconds, nframe / fps."""
+        return self.nframe / self.fps
+
+
+@dataclasses.dataclass(frozen=True)
+class LeRobotDataset:
+    """The episodes of a LeRobot dataset and what ``meta/info.json`` says about them."""
+
+    root: pathlib.Path
+    """The dataset folder."""
+    version: str
+    """``codebase_version`` from info.json, one of ``VERSIONS``."""
+    fps: float
+    """Frames per second."""
+    robot_type: str | None
+    """``robot_type`` from info.json (e.g. ``so101_follower``), None if absent."""
+    joints: tuple[str, ...]
+    """The joint of each column of every episode's ``action`` and ``state``."""
+    episodes: tuple[Episode, ...]
+    """In ``episode_index`` order."""
+
+    def __len__(self) -> int:
+        return len(self.episodes)
+
+    def __getitem__(self, i: int) -> Episode:
+        return self.episodes[i]
+
+
+def _joint_names(feature: str, spec: dict) -> list[str]:
+    """The joint names of a feature in info.json, without the ``.pos`` suffix."""
+    names = spec.get('names')
+    if isinstance(names, dict):  # older datasets: {"motors": [...]}
+        names = next(iter(names.values()), None)
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ValueError(f'{feature} in meta/info.json must list its joint names, got {names!r}')
+    return [n[:-len('.pos')] if n.endswith('.pos') else n for n in names]
+
+
+def _read_info(root: pathlib.Path) -> dict:
+    path = root / 'meta' / 'info.json'
+    if not path.is_file():
+        raise FileNotFoundError(f'no meta/info.json in {root}: not a LeRobot dataset folder')
+    with open(path) as f:
+        info = json.load(f)
+    version = info.get('codebase_version')
+    if version not in VERSIONS:
+        raise ValueError(
+            f'codebase_version must be one of {", ".join(VERSIONS)}, got {version!r} in {path}')
+    fps = info.get('fps')
+    if not isinstance(fps, (int, float)) or not np.isfinite(fps) or fps <= 0:
+        raise ValueError(f'fps in {path} must be a number > 0, got {fps!r}')
+    features = info.get('features', {})
+    for feature in (ACTION, STATE):
+        if feature not in features:
+            raise ValueError(f'meta/info.json has no {feature!r} feature; features: '
+                             f'{", ".join(features) or "none"}')
+    return info
+
+
+def _data_files(root: pathlib.Path, version: str) -> list[pathlib.Path]:
+    pattern = 'file-*.parquet' if version == 'v3.0' else 'episode_*.parquet'
+    files = sorted((root / 'data').glob(f'chunk-*/{pattern}'))
+    if not files:
+        raise FileNotFoundError(
+            f'no data/chunk-*/{pattern} in {root} (LeRobot {version} keeps its frames there)')
+    return files
+
+
+def _stack(column, feature: str, width: int, where: str) -> np.ndarray:
+    """A parquet column of per-frame lists as a (nframe, width) float64 array."""
+    try:
+        values = np.array([np.asarray(v, dtype=np.float64) for v in column])
+    except (TypeError, ValueError) as err:  # ragged rows
+        raise ValueError(f'{feature} in {where} must have {width} numbers per frame: {err}') from None
+    if values.ndim != 2 or values.shape[1] != width:
+        raise ValueError(f'{feature} in {where} must have {width} numbers per frame '
+                         f'(one per joint name), got shape {values.shape}')
+    return values
+
+
+def _check_finite(values: np.ndarray, feature: str, episode: int, frames: np.ndarray) -> None:
+    bad = ~np.all(np.isfinite(values), axis=1)
+    if np.any(bad):
+        k = int(np.argmax(bad))
+        raise ValueError(f'{feature} must be finite, got {values[k].tolist()} in episode {episode} '
+                         f'frame {int(frames[k])} ({int(bad.sum())} non-finite frames)')
+
+
+def read_lerobot(root: str | pathlib.Path, *, joints: Sequence[str] | None = None,
+                 known_joints: Sequence[str] = JOINTS) -> LeRobotDataset:
+    """Read a LeRobot v3.0 or v2.1 dataset folder.
+
+    Args:
+      root: the folder that holds ``meta/info.json`` and ``data/``.
+      joints: the joints to keep, in this column order; None keeps the dataset's own order.
+      known_joints: the joint names the robot has (the SO-101's by default); a dataset naming any
+        other joint is rejected, since its columns could not be matched to the model.
+
+    Returns:
+      The dataset, each episode's ``action`` and ``state`` of shape (nframe, len(joints)).
+
+    Raises:
+      FileNotFoundError: no folder, no meta/info.json, or no data files.
+      ValueError: an unsupported version, a missing ``action`` / ``observation.state``, joint names
+        that differ between the two or are unknown, a row of the wrong width, a non-finite frame.
+    """
+    import pandas as pd
+
+    root = pathlib.Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f'no dataset folder at {root}')
+    info = _read_info(root)
+    version = info['codebase_version']
+    features = info['features']
+    names = _joint_names(ACTION, features[ACTION])
+    state_names = _joint_names(STATE, features[STATE])
+    if state_names != names:
+        raise ValueError(f'{STATE} must name the same joints as {ACTION}, got {state_names} '
+                         f'and {names}')
+    unknown = [n for n in names if n not in known_joints]
+    if unknown:
+        raise ValueError(f'unknown joint names {unknown}; known joints: {", ".join(known_joints)}')
+    for feature in (ACTION, STATE):
+        shape = features[feature].get('shape', [len(names)])
+        if list(shape) != [len(names)]:
+            raise ValueError(f'{feature} shape in meta/info.json must be [{len(names)}] (one per '
+                             f'joint name), got {shape}')
+    if joints is None:
+        joints = names
+    missing = [j for j in joints if j not in names]
+    if missing:
+        raise ValueError(f'joints {missing} are not in the dataset; it has {", ".join(names)}')
+    columns = [names.index(j) for j in joints]
+
+    frames = []
+    for path in _data_files(root, version):
+        table = pd.read_parquet(path)
+        where = str(path.relative_to(root))
+        for column in (ACTION, STATE, 'episode_index'):
+            if column not in table.columns:
+                raise ValueError(f'{where} has no {column!r} column; columns: '
+                                 f'{", ".join(map(str, table.columns))}')
+        table = table.assign(**{ACTION: list(_stack(table[ACTION], ACTION, len(names), where)),
+                                STATE: list(_stack(table[STATE], STATE, len(names), where))})
+        frames.append(table)
+    table = pd.concat(frames, ignore_index=True)
+    if 'frame_index' not in table.columns:
+        table['frame_index'] = table.groupby('episode_index').cumcount()
+    fps = float(info['fps'])
+
+    episodes = []
+    for index, rows in table.groupby('episode_index', sort=True):
+        rows = rows.sort_values('frame_index', kind='stable')
+        action = np.stack(rows[ACTION].to_numpy())[:, columns]
+        state = np.stack(rows[STATE].to_numpy())[:, columns]
+        frame = rows['frame_index'].to_numpy()
+        _check_finite(action, ACTION, int(index), frame)
+        _check_finite(state, STATE, int(index), frame)
+        if 'timestamp' in rows.columns:
+            timestamp = rows['timestamp'].to_numpy(dtype=np.float64)
+        else:
+            timestamp = frame / fps
+        episodes.append(Episode(index=int(index), fps=fps, joints=tuple(joints),
+                                action=action, state=state, timestamp=timestamp))
+    return LeRobotDataset(root=root, version=version, fps=fps, robot_type=info.get('robot_type'),
+                          joints=tuple(joints), episodes=tuple(episodes))
+
+
+_HUB_ID = re.compile(r'^[A-Za-z0-9][\w.-]*/[\w.-]+$')
+
+
+def download_lerobot(repo_id: str, *, local_dir: str | pathlib.Path | None = None,
+                     revision: str | None = None) -> pathlib.Path:
+    """Download a LeRobot dataset's ``meta/`` and ``data/`` from the Hugging Face Hub (no videos).
+
+    Needs the ``huggingface_hub`` package and a network connection; shows a progress bar per file.
+
+    Args:
+      repo_id: ``owner/name`` of a public dataset on the Hub.
+      local_dir: where to put it; None uses the Hub's cache.
+      revision: a branch, tag or commit; None is the default branch.
+
+    Returns:
+      The local dataset folder.
+    """
+    if not _HUB_ID.match(repo_id):
+        raise ValueError(f'repo_id must look like owner/name, got {repo_id!r}')
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        raise ImportError('downloading a dataset needs the huggingface_hub package: '
+                          'pip install huggingface_hub') from None
+    path = snapshot_download(repo_id=repo_id, repo_type='dataset', revision=revision,
+                             local_dir=None if local_dir is None else str(local_dir),
+                             allow_patterns=['meta/*', 'meta/**', 'data/**'])
+    return pathlib.Path(path)
+
+
+def load_lerobot(source: str | pathlib.Path, *, download: bool = False,
+                 joints: Sequence[str] | None = None, revision: str | None = None,
+                 local_dir: str | pathlib.Path | None = None) -> LeRobotDataset:
+    """A LeRobot dataset from a local folder, or from the Hugging Face Hub when ``download`` is True.
+
+    Args:
+      source: a dataset folder, or a Hub dataset id ``owner/name``.
+      download: allow downloading ``source`` from the Hub when it is not a local folder.
+        False (the default) never touches the network.
+      joints: see :func:`read_lerobot`.
+      revision, local_dir: see :func:`download_lerobot`.
+
+    Raises:
+      FileNotFoundError: ``source`` is no local folder and ``download`` is False.
+    """
+    path = pathlib.Path(source)
+    if path.is_dir():
+        return read_lerobot(path, joints=joints)
+    if not download:
+        hint = (f'; to fetch the Hub dataset {source!r} pass download=True'
+                if _HUB_ID.match(str(source)) else '')
+        raise FileNotFoundError(f'no dataset folder at {source}{hint}')
+    return read_lerobot(download_lerobot(str(source), local_dir=local_dir, revision=revision),
+                        joints=joints)

@@ -1,0 +1,888 @@
+"""Servo system identification: replay recorded SO-101 episodes open loop and fit the servo model.
+
+Open-loop replay
+    Reset the simulated arm (``physai.so101.load_so101()``) to an episode's first ``observation.state``,
+    then feed the recorded ``action`` stream tick for tick: each frame's target is held in ``d.ctrl`` for
+    the physics steps of one frame (``substeps = round(1 / (fps * timestep))``, and the timestep is
+    adjusted to ``1 / (fps * substeps)`` so a whole number of steps fills a frame). The simulated joints
+    at the end of frame t are compared with ``observation.state[t+1]``.
+
+    Contacts are off: Menagerie's simple collision boxes overlap each other in the folded rest pose the
+    recordings start and end in (:func:`overlap_depth`), so with contacts on the arm starts inside itself
+    and is pushed apart by contact forces the real arm never feels. Joint limits and the actuators'
+    ctrlrange stay as the model ships them (``ReplayConfig.limits``); note that the model's elbow range,
+    ±1.69 rad (±96.8°), is a few degrees narrower than the ≈99.6° this real elbow reaches when folded.
+
+Joint convention
+    radians = deg2rad(degrees), sign +1, offset 0 for the five arm joints: the gripper tip then comes
+    down to the table plane and never far below it (:func:`tip_height`; a flipped shoulder lift sends it
+    through the table, a flipped elbow or wrist flex never lets it reach the table). The gripper's 0..100
+    is mapped linearly onto its joint range; it is simulated but never scored.
+
+Score
+    Mean absolute error in degrees of ``sim[t] - state[t]`` over frames 1..n-1 and the five arm joints
+    (``mae_deg``), and per joint.
+
+The servo model
+    Every one of the six joints gets the same :class:`ArmServo`: MuJoCo's ``<position>`` actuator,
+    ``force = clip(kp*(u - q) - kv*q̇, -forcerange, forcerange)`` (``actuator_gainprm[0] = kp``,
+    ``actuator_biasprm[:3] = (0, -kp, -kv)``, ``actuator_forcerange``), on a joint with ``dof_damping``,
+    ``dof_frictionloss`` and ``dof_armature``.
+
+The fit
+    Six shared parameters in log10 space with bounds, fitted with MuJoCo's bounded Levenberg-Marquardt
+    least squares (``mujoco.minimize.least_squares``) on per-frame residuals (sim - real, degrees) of the
+    fit episodes. ``least_squares`` asks for the residuals of several candidates at once (all six
+    finite-difference probes of a Jacobian in one call); :func:`replay` runs them, every candidate on every
+    episode, as one ``mujoco.batch.Batch`` with one model per simulation. The models are copies of the
+    arm without its meshes (:func:`_base_arm`), since copying the mesh data cost more than simulating.
+
+Also here: the teleport scale (:func:`teleport_errors`, :func:`best_shift`), the sag in held poses,
+the kp × damping map, leave-one-out, a synthetic stand-in recording for when no real one is at hand
+(:func:`find_dataset`), the ``sysid`` experiment (``python -m physai sysid``), and chapter 4's live panel
+and static twin (:func:`sysid_panel`, :func:`sysid_twin`).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import math
+import os
+import pathlib
+import sys
+import time
+from collections.abc import Sequence
+
+import mujoco
+import mujoco.batch
+import mujoco.minimize
+import numpy as np
+
+from physai import servo as _servo  # installs the quiet MuJoCo warning handler
+from physai.datasets import Episode, LeRobotDataset, load_lerobot
+from physai.registry import experiment
+from physai.so101 import ARM_JOINTS, JOINTS, load_so101
+
+SHARED_DATASET = pathlib.Path(__file__).resolve().parents[2] / 'shared' / 'datasets' / 'so101_record_test'
+FIT_EPISODES = (0, 1, 2)
+HELDOUT_EPISODE = 3
+TIP_SITE = 'gripperframe'
+
+
+# --------------------------------------------------------------------------------------------------
+# The servo model
+# --------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ArmServo:
+    """One servo model shared by all SO-101 joints (MuJoCo's names and units)."""
+
+    kp: float
+    """Stiffness, N·m/rad; ``<position kp>``, ``actuator_gainprm[0]``, ``-actuator_biasprm[1]``."""
+    kv: float
+    """Actuator damping, N·m·s/rad; ``<position kv>``, ``-actuator_biasprm[2]``."""
+    forcerange: float
+    """Symmetric torque clamp ±forcerange, N·m; ``<position forcerange>``, ``actuator_forcerange``."""
+    damping: float
+    """Joint viscous damping, N·m·s/rad; ``<joint damping>``, ``dof_damping``."""
+    frictionloss: float
+    """Joint dry friction, N·m; ``<joint frictionloss>``, ``dof_frictionloss``."""
+    armature: float
+    """Reflected rotor inertia, kg·m²; ``<joint armature>``, ``dof_armature``."""
+
+    def __post_init__(self):
+        _servo._positive_finite('kp', self.kp, 'N·m/rad')
+        _servo._nonnegative('kv', self.kv, 'N·m·s/rad')
+        _servo._positive_finite('forcerange', self.forcerange, 'N·m')
+        _servo._nonnegative('damping', self.damping, 'N·m·s/rad')
+        _servo._nonnegative('frictionloss', self.frictionloss, 'N·m')
+        _servo._nonnegative('armature', self.armature, 'kg·m²')
+
+    @property
+    def lag_ms(self) -> float:
+        """Effective lag of servo and loop, (kv + damping) / kp, ms.
+
+        For a stiff, overdamped servo (armature small against the damping), ``I q̈ ≈ 0`` leaves
+        ``(kv + damping) q̇ = kp (u - q)``: a first-order lag with this time constant.
+        """
+        return 1e3 * (self.kv + self.damping) / self.kp
+
+    @property
+    def saturation_deg(self) -> float:
+        """The error at which the spring alone reaches the clamp, forcerange / kp, degrees."""
+        return math.degrees(self.forcerange / self.kp)
+
+    def as_dict(self) -> dict[str, float]:
+        """The six parameters by name."""
+        return {name: float(getattr(self, name)) for name in PARAMS}
+
+
+PARAMS = ('kp', 'kv', 'forcerange', 'damping', 'frictionloss', 'armature')
+UNITS = {'kp': 'N·m/rad', 'kv': 'N·m·s/rad', 'forcerange': 'N·m', 'damping': 'N·m·s/rad',
+         'frictionloss': 'N·m', 'armature': 'kg·m²'}
+
+MENAGERIE = ArmServo(kp=998.22, kv=2.731, forcerange=2.94, damping=0.6, frictionloss=0.052,
+                     armature=0.028)
+"""MuJoCo Menagerie's ``sts3215`` class in ``robotstudio_so101/so101.xml``."""
+THEROBOTSTUDIO = ArmServo(kp=17.8, kv=0.0, forcerange=3.35, damping=0.6, frictionloss=0.052,
+                          armature=0.028)
+"""TheRobotStudio's own ``sts3215`` class (its joints carry the same damping, frictionloss, armature)."""
+PUBLISHED_FIT = ArmServo(kp=108.18, kv=13.377, forcerange=3.478, damping=0.722, frictionloss=0.0183,
+                         armature=0.2045)
+"""A fit from another SO-101 rig."""
+BASELINES = {'menagerie': MENAGERIE, 'therobotstudio': THEROBOTSTUDIO, 'published-fit': PUBLISHED_FIT}
+
+# log10 bounds of the fit, in PARAMS order: wide enough to hold every baseline but kv = 0
+LOG_BOUNDS = (np.array([0.0, -3.0, -0.5, -3.0, -4.0, -3.0]),
+              np.array([3.5, 1.5, 1.0, 1.0, 0.0, 0.0]))
+
+
+def to_log(servo: ArmServo) -> np.ndarray:
+    """(6,) log10 of the parameters in ``PARAMS`` order, clipped into ``LOG_BOUNDS``."""
+    values = np.array([getattr(servo, name) for name in PARAMS], dtype=float)
+    with np.errstate(divide='ignore'):
+        return np.clip(np.log10(values), *LOG_BOUNDS)
+
+
+def from_log(x: np.ndarray) -> ArmServo:
+    """The servo whose log10 parameters (``PARAMS`` order) are ``x``, shape (6,)."""
+    return ArmServo(**{name: float(10.0 ** v) for name, v in zip(PARAMS, np.ravel(x))})
+
+
+# --------------------------------------------------------------------------------------------------
+# The replay
+# --------------------------------------------------------------------------------------------------
+
+INTEGRATORS = _servo.INTEGRATORS
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ReplayConfig:
+    """How the arm is simulated during a replay."""
+
+    timestep: float = 0.005
+    """Requested physics step, s, in (0, 0.1]; rounded so a whole number of steps fills a frame."""
+    integrator: str = 'implicitfast'
+    """One of ``INTEGRATORS``; ``<option integrator>``."""
+    contacts: bool = False
+    """Collisions (off: the collision boxes overlap in the folded rest pose)."""
+    limits: bool = True
+    """Joint limits and ctrlrange clamping as in the model (False turns both off)."""
+
+    def __post_init__(self):
+        _servo._positive_finite('timestep', self.timestep, 's')
+        if self.timestep > 0.1:
+            raise ValueError(f'timestep must be in (0, 0.1] s, got {self.timestep!r}')
+        if self.integrator not in INTEGRATORS:
+            raise ValueError(
+                f'integrator must be one of {", ".join(INTEGRATORS)}, got {self.integrator!r}')
+
+    def substeps(self, fps: float) -> int:
+        """Physics steps per frame, round(1 / (fps * timestep)), at least 1."""
+        return max(1, round(1.0 / (fps * self.timestep)))
+
+
+@functools.cache
+def _base_arm() -> mujoco.MjModel:
+    """``load_so101()`` without its meshes: the same dynamics at a fraction of the copy cost.
+
+    The mesh data make up most of the compiled model, so copying it (once per candidate) and handing it
+    to a Batch would dominate the fit. Every body's mass and inertia are frozen from the full model
+    first (a visual mesh gives the camera mount its mass), then the mesh geoms and meshes are dropped;
+    contacts are off in the replay, so the remaining primitive geoms only serve to keep the layout.
+    ``tests/test_sysid.py`` checks the mass matrix and gravity against ``load_so101()``.
+    """
+    import mujoco_menagerie
+
+    full = load_so101()  # also points mujoco_menagerie at the offline copy when there is one
+    spec = mujoco_menagerie.get('robotstudio_so101').spec('so101')
+    for body in spec.bodies:
+        if body.name == 'world':
+            continue
+        i = full.body(body.name).id
+        body.explicitinertial = True
+        body.mass = full.body_mass[i]
+        body.ipos = full.body_ipos[i]
+        body.iquat = full.body_iquat[i]
+        body.inertia = full.body_inertia[i]
+        body.fullinertia = [math.nan] * 6
+    for geom in list(spec.geoms):
+        if geom.type == mujoco.mjtGeom.mjGEOM_MESH:
+            spec.delete(geom)
+    for mesh in list(spec.meshes):
+        spec.delete(mesh)
+    return spec.compile()
+
+
+def arm_model(servo: ArmServo, config: ReplayConfig = ReplayConfig(), *, fps: float = 30.0
+              ) -> mujoco.MjModel:
+    """The SO-101 with ``servo`` on every joint, set up for replay at ``fps`` frames per second."""
+    m = copy.copy(_base_arm())
+    m.actuator_gainprm[:, 0] = servo.kp
+    m.actuator_biasprm[:, :3] = (0.0, -servo.kp, -servo.kv)
+    m.actuator_forcelimited[:] = 1
+    m.actuator_forcerange[:] = (-servo.forcerange, servo.forcerange)
+    m.dof_damping[:] = servo.damping
+    m.dof_frictionloss[:] = servo.frictionloss
+    m.dof_armature[:] = servo.armature
+    m.opt.timestep = 1.0 / (fps * config.substeps(fps))
+    m.opt.integrator = _servo._INTEGRATOR_ENUM[config.integrator]
+    if not config.contacts:
+        m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+    if not config.limits:
+        m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_LIMIT
+        m.actuator_ctrllimited[:] = 0
+    mujoco.mj_setConst(m, mujoco.MjData(m))  # dof_invweight0 for frictionloss depends on armature
+    return m
+
+
+def arm_columns(joints: Sequence[str]) -> list[int]:
+    """The column of each of the five arm joints (``ARM_JOINTS`` order) in a dataset's ``joints``."""
+    return [list(joints).index(j) for j in ARM_JOINTS]
+
+
+def to_radians(values: np.ndarray, joints: Sequence[str]) -> np.ndarray:
+    """Dataset joint values as model qpos, (nframe, 6) in ``JOINTS`` order.
+
+    Arm joints: ``deg2rad(degrees)``, sign +1, offset 0. Gripper: 0..100 mapped linearly onto the model's
+    gripper range; held at the bottom of the range if the dataset has no gripper column.
+    """
+    values = np.atleast_2d(np.asarray(values, dtype=float))
+    missing = [j for j in ARM_JOINTS if j not in joints]
+    if missing:
+        raise ValueError(f'the episode lacks the arm joints {missing}; it has {", ".join(joints)}')
+    lo, hi = _base_arm().jnt_range[JOINTS.index('gripper')]
+    q = np.full((len(values), len(JOINTS)), lo)
+    for i, name in enumerate(JOINTS):
+        if name in joints:
+            column = values[:, list(joints).index(name)]
+            q[:, i] = np.deg2rad(column) if name != 'gripper' else lo + column / 100.0 * (hi - lo)
+    return q
+
+
+@dataclasses.dataclass(frozen=True)
+class Replay:
+    """One episode replayed open loop with one servo model; angles in degrees."""
+
+    servo: ArmServo
+    episode: int
+    """``episode_index`` of the recording."""
+    t: np.ndarray
+    """(nframe,) time, s."""
+    real_deg: np.ndarray
+    """(nframe, 5) measured arm joints, ``observation.state``."""
+    sim_deg: np.ndarray
+    """(nframe, 5) simulated arm joints; frame 0 is the shared start."""
+    action_deg: np.ndarray
+    """(nframe, 5) the commands fed to the servo."""
+    diverged: bool
+    """MuJoCo raised a warning (bad acceleration) and stopped the simulation."""
+
+    @property
+    def error_deg(self) -> np.ndarray:
+        """(nframe - 1, 5) |sim - real| over frames 1..n-1."""
+        return np.abs(self.sim_deg[1:] - self.real_deg[1:])
+
+    @property
+    def mae_deg(self) -> float:
+        """Mean absolute error over frames 1..n-1 and the five arm joints, degrees."""
+        return float(self.error_deg.mean())
+
+    @property
+    def joint_mae_deg(self) -> np.ndarray:
+        """(5,) mean absolute error per arm joint, degrees."""
+        return self.error_deg.mean(axis=0)
+
+
+def replay(servos: Sequence[ArmServo], episodes: Sequence[Episode], *,
+           config: ReplayConfig = ReplayConfig(), nthread: int = 0) -> list[list[Replay]]:
+    """Replay every episode with every servo model, all at once on ``mujoco.batch.Batch``.
+
+    Episodes of different lengths share one rollout: the shorter ones hold their last action, and the
+    extra frames are dropped.
+
+    Args:
+      servos: the servo models, (nservo,).
+      episodes: the recordings, (nepisode,); all at one fps.
+      config: timestep, integrator, contacts, limits.
+      nthread: Batch threads (0: all CPUs).
+
+    Returns:
+      ``result[i][j]``: servo i on episode j.
+    """
+    servos, episodes = list(servos), list(episodes)
+    if not servos or not episodes:
+        return [[] for _ in servos]
+    short = [e.index for e in episodes if e.nframe < 2]
+    if short:
+        raise ValueError(f'episodes must have at least 2 frames to replay, got episodes {short}')
+    fps = episodes[0].fps
+    if any(e.fps != fps for e in episodes):
+        raise ValueError(f'episodes must share one fps, got {sorted({e.fps for e in episodes})}')
+    sub = config.substeps(fps)
+    models = [arm_model(s, config, fps=fps) for s in servos]
+    nframe = max(e.nframe for e in episodes)
+    actions = []
+    for e in episodes:
+        u = to_radians(e.action, e.joints)
+        actions.append(np.concatenate([u, np.repeat(u[-1:], nframe - e.nframe, axis=0)]))
+    nsim = len(servos) * len(episodes)
+    batch = mujoco.batch.Batch(models[0], nsim, nthread=nthread)
+    batch.set_models([m for m in models for _ in episodes])
+    batch.reset()
+    starts = np.tile(np.stack([to_radians(e.state[:1], e.joints)[0] for e in episodes]),
+                     (len(servos), 1))
+    batch.qpos[:] = starts
+    batch.forward()
+    # frame t's action is held for the sub physics steps that lead to frame t+1
+    control = np.repeat(np.stack(actions)[:, :nframe - 1], sub, axis=1)
+    control = np.tile(control, (len(servos), 1, 1))
+    out = batch.rollout((nframe - 1) * sub, control=control, record=('qpos',))
+    qpos = np.concatenate([starts[:, None], out['qpos'][:, sub - 1::sub]], axis=1)
+    warned = np.any(batch.warning[:, :, 1] > 0, axis=1)
+    arm = [JOINTS.index(j) for j in ARM_JOINTS]
+    cols = [arm_columns(e.joints) for e in episodes]
+    result = []
+    for i, s in enumerate(servos):
+        row = []
+        for j, e in enumerate(episodes):
+            k = i * len(episodes) + j
+            row.append(Replay(servo=s, episode=e.index, t=np.arange(e.nframe) / fps,
+                              real_deg=e.state[:, cols[j]],
+                              sim_deg=np.rad2deg(qpos[k, :e.nframe][:, arm]),
+                              action_deg=e.action[:, cols[j]], diverged=bool(warned[k])))
+        result.append(row)
+    return result
+
+
+def held_frames(action_deg: np.ndarray, *, window: int = 6, tol_deg: float = 1.0) -> np.ndarray:
+    """(nframe,) True where every arm command has stayed within ``tol_deg`` for ``window`` frames.
+
+    In such a held pose the servo has (nearly) settled, so joint minus command is the sag: the steady
+    error it needs to hold the arm against gravity and friction.
+    """
+    a = np.asarray(action_deg, dtype=float)
+    held = np.zeros(len(a), dtype=bool)
+    for t in range(window, len(a)):
+        held[t] = np.all(np.abs(a[t - window:t + 1] - a[t]) <= tol_deg)
+    return held
+
+
+def sag_frames(rep: Replay, **kwargs) -> np.ndarray:
+    """(nframe,) held frames whose commands all lie inside the model's ctrlrange.
+
+    Outside the ctrlrange the simulated joint stops at its limit, which would be measured instead of
+    the sag (the folded rest pose commands the elbow past the model's range).
+
+    Args:
+      rep: a replay.
+      **kwargs: ``window`` and ``tol_deg`` of :func:`held_frames`.
+    """
+    low, high = np.degrees(_base_arm().actuator_ctrlrange[:len(ARM_JOINTS)]).T
+    inside = np.all((rep.action_deg >= low) & (rep.action_deg <= high), axis=1)
+    return held_frames(rep.action_deg, **kwargs) & inside
+
+
+def hold_sag_deg(rep: Replay, **kwargs) -> tuple[np.ndarray, np.ndarray]:
+    """Mean command minus joint over :func:`sag_frames`, simulated and real, degrees.
+
+    Returns:
+      ``(sim, real)``, each (5,) per arm joint; NaN when the episode holds no such pose.
+    """
+    held = sag_frames(rep, **kwargs)
+    if not held.any():
+        return np.full(len(ARM_JOINTS), np.nan), np.full(len(ARM_JOINTS), np.nan)
+    return ((rep.action_deg[held] - rep.sim_deg[held]).mean(axis=0),
+            (rep.action_deg[held] - rep.real_deg[held]).mean(axis=0))
+
+
+def mae_deg(replays: Sequence[Replay]) -> float:
+    """Mean absolute error over several replays, every frame weighted alike, degrees."""
+    return float(np.concatenate([r.error_deg for r in replays]).mean())
+
+
+def joint_mae_deg(replays: Sequence[Replay]) -> np.ndarray:
+    """(5,) per-joint mean absolute error over several replays, degrees."""
+    return np.concatenate([r.error_deg for r in replays]).mean(axis=0)
+
+
+# --------------------------------------------------------------------------------------------------
+# The teleport scale
+# --------------------------------------------------------------------------------------------------
+
+def teleport_errors(episodes: Sequence[Episode], shift: int = 1) -> np.ndarray:
+    """(nframe_total, 5) |action[t] - state[t + shift]| over the arm joints, degrees.
+
+    ``shift = 1`` is a servo that reaches each target within one frame: the "teleport" scale every
+    simulated servo is measured against.
+    """
+    if not isinstance(shift, (int, np.integer)) or shift < 0:
+        raise ValueError(f'shift must be an integer >= 0 frames, got {shift!r}')
+    rows = []
+    for e in episodes:
+        cols = arm_columns(e.joints)
+        a, s = e.action[:, cols], e.state[:, cols]
+        rows.append(np.abs(a[:e.nframe - shift] - s[shift:]))
+    return np.concatenate(rows)
+
+
+def best_shift(episodes: Sequence[Episode], shifts: Sequence[int] = range(11)) -> int:
+    """The frame shift that minimises the teleport error on ``episodes``."""
+    errors = [teleport_errors(episodes, s).mean() for s in shifts]
+    return int(list(shifts)[int(np.argmin(errors))])
+
+
+# --------------------------------------------------------------------------------------------------
+# The fit
+# --------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class FitStart:
+    """One start of the fit and where it ended."""
+
+    name: str
+    start: ArmServo
+    servo: ArmServo
+    """The fitted servo."""
+    cost: float
+    """Final ½·mean squared residual, deg²."""
+    iterations: int
+    objectives: np.ndarray
+    """(iterations + 1,) the cost at each iterate."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FitResult:
+    """The outcome of :func:`fit_servo`."""
+
+    servo: ArmServo
+    """The best start's fitted servo."""
+    starts: tuple[FitStart, ...]
+    evaluations: int
+    """Candidate replays run (each candidate on every fit episode)."""
+    seconds: float
+    """Wall time of the fit, s (varies from run to run; never printed in checked outputs)."""
+
+
+def residuals(x: np.ndarray, episodes: Sequence[Episode], *, config: ReplayConfig = ReplayConfig(),
+              decimate: int = 1) -> np.ndarray:
+    """Per-frame residuals of candidates, the function ``least_squares`` minimises.
+
+    Args:
+      x: (6,) or (6, ncand) log10 parameters in ``PARAMS`` order.
+      episodes: the fit episodes.
+      config: replay settings.
+      decimate: use every ``decimate``-th frame (1: all).
+
+    Returns:
+      (nres, ncand) ``(sim - real) / sqrt(nres)`` in degrees over frames 1, 1 + decimate, ... and the
+      five arm joints, so ``0.5 * sum(r**2)`` is half the mean squared error.
+    """
+    x = np.asarray(x, dtype=float)
+    x = x.reshape(len(PARAMS), -1)
+    runs = replay([from_log(c) for c in x.T], episodes, config=config)
+    cols = []
+    for row in runs:
+        r = np.concatenate([(rep.sim_deg[1::decimate] - rep.real_deg[1::decimate]).ravel()
+                            for rep in row])
+        cols.append(r)
+    r = np.stack(cols, axis=1)
+    return r / math.sqrt(r.shape[0])
+
+
+def _progress(total: int, desc: str, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+    return tqdm(total=total, desc=desc, file=sys.stderr, leave=True, ncols=80)
+
+
+def fit_servo(episodes: Sequence[Episode], *, starts: dict[str, ArmServo] | None = None,
+              config: ReplayConfig = ReplayConfig(), max_iter: int = 10, decimate: int = 1,
+              eps: float = 1e-3, progress: bool = True) -> FitResult:
+    """Fit one :class:`ArmServo` to recorded episodes with ``mujoco.minimize.least_squares``.
+
+    The six parameters are fitted as log10 values inside ``LOG_BOUNDS``. Each start runs a fixed number
+    of Levenberg-Marquardt iterations, so the fit is deterministic and its cost known in advance.
+
+    Args:
+      episodes: the fit episodes.
+      starts: named initial servos; default the two disputed models, Menagerie's and TheRobotStudio's
+        gains, a factor 56 apart in kp (kv = 0 starts at the lower bound of kv).
+      config: replay settings.
+      max_iter: iterations per start.
+      decimate: residuals at every ``decimate``-th frame. The simulation still runs every step (the
+        replay is open loop), so this only shrinks the least-squares algebra, which is cheap anyway.
+      eps: finite-difference step in log10 units (0.1 % of a decade); far above the constraint
+        solver's tolerance, which MuJoCo's default (√machine-ε) is not.
+      progress: a tqdm bar on stderr.
+
+    Returns:
+      The best start's servo and every start's outcome.
+    """
+    if starts is None:
+        starts = {'menagerie': MENAGERIE, 'therobotstudio': THEROBOTSTUDIO}
+    if not isinstance(max_iter, int) or max_iter < 1:
+        raise ValueError(f'max_iter must be an integer >= 1, got {max_iter!r}')
+    evaluations = 0
+
+    def residual(x):
+        nonlocal evaluations
+        evaluations += x.reshape(len(PARAMS), -1).shape[1]
+        return residuals(x, episodes, config=config, decimate=decimate)
+
+    t0 = time.perf_counter()
+    bar = _progress(len(starts) * max_iter, 'fitting', progress)
+    results = []
+    for name, start in starts.items():
+        if bar is not None:
+            bar.set_postfix_str(f'start {name}')
+
+        def on_iter(trace, bar=bar):
+            if bar is not None and len(trace) <= max_iter:
+                bar.update(1)
+
+        x, trace = mujoco.minimize.least_squares(
+            to_log(start), residual, bounds=LOG_BOUNDS, eps=eps, max_iter=max_iter,
+            verbose=mujoco.minimize.Verbosity.SILENT, iter_callback=on_iter)
+        if bar is not None:  # a start that stopped early still fills its share of the bar
+            bar.n = (len(results) + 1) * max_iter
+            bar.refresh()
+        objectives = np.array([float(log.objective) for log in trace])
+        results.append(FitStart(name=name, start=start, servo=from_log(x), cost=float(objectives[-1]),
+                                iterations=len(trace) - 1, objectives=objectives))
+    if bar is not None:
+        bar.close()
+    best = min(results, key=lambda s: s.cost)
+    return FitResult(servo=best.servo, starts=tuple(results), evaluations=evaluations,
+                     seconds=time.perf_counter() - t0)
+
+
+# --------------------------------------------------------------------------------------------------
+# Evidence for the joint convention, and the book's tables
+# --------------------------------------------------------------------------------------------------
+
+def tip_height(episode: Episode, *, signs: Sequence[float] = (1, 1, 1, 1, 1)) -> np.ndarray:
+    """(nframe,) height of the gripper tip (site ``gripperframe``) over the recording, m.
+
+    The measured joints are put through the model's kinematics with radians = sign * deg2rad(degrees);
+    the arm's base sits on the table at z = 0, so a right convention keeps the tip at z >= 0 and brings
+    it down to about 0 where the arm picks from the table.
+    """
+    m = _base_arm()
+    d = mujoco.MjData(m)
+    q = to_radians(episode.state, episode.joints)
+    q[:, :len(ARM_JOINTS)] *= np.asarray(signs, dtype=float)
+    site = m.site(TIP_SITE).id
+    z = np.empty(len(q))
+    for k, qk in enumerate(q):
+        d.qpos[:] = qk
+        mujoco.mj_kinematics(m, d)
+        z[k] = d.site_xpos[site, 2]
+    return z
+
+
+def overlap_depth(episode: Episode) -> np.ndarray:
+    """(nframe,) deepest overlap of the arm's own collision geoms at each measured pose, m (0: none).
+
+    This is why the replay turns contacts off: Menagerie's collision boxes of the lower arm, wrist and
+    gripper reach into the shoulder's box when the arm is folded, so a replay with contacts would push
+    the arm apart with forces the real one never feels.
+    """
+    m = load_so101()
+    d = mujoco.MjData(m)
+    q = to_radians(episode.state, episode.joints)
+    depth = np.zeros(len(q))
+    for k, qk in enumerate(q):
+        d.qpos[:] = qk
+        mujoco.mj_forward(m, d)
+        if d.ncon:
+            depth[k] = max(0.0, -float(d.contact.dist[:d.ncon].min()))
+    return depth
+
+
+HIDDEN_SERVO = ArmServo(kp=12.0, kv=0.5, forcerange=2.5, damping=0.6, frictionloss=0.25, armature=0.05)
+"""The servo behind :func:`synthetic_dataset` (a stand-in when no recording is at hand)."""
+REST_DEG = np.array([0.0, -98.0, 98.0, 75.0, -60.0, 2.0])
+"""A folded rest pose like the recording's, degrees (gripper 0..100)."""
+_POSE_LOW = np.array([-35.0, -95.0, 10.0, 30.0, -75.0, 0.0])
+_POSE_HIGH = np.array([5.0, 10.0, 95.0, 85.0, -45.0, 40.0])
+RESOLUTION_DEG = 360.0 / 4096
+"""An STS3215 encoder count, degrees: the synthetic states are rounded to it."""
+
+
+def synthetic_dataset(*, nepisode: int = 4, seconds: float = 12.0, fps: float = 30.0, seed: int = 0,
+                      servo: ArmServo = HIDDEN_SERVO) -> LeRobotDataset:
+    """A stand-in recording made by the simulated arm itself, for when no real one is at hand.
+
+    Each episode starts folded at ``REST_DEG``, visits four random poses along minimum-jerk paths and
+    folds up again; ``observation.state`` is the replay of those commands with ``servo``, rounded to
+    encoder counts. A fit on it should find ``servo``'s lag again.
+    """
+    rng = np.random.default_rng(seed)
+    n = round(seconds * fps)
+    episodes = []
+    for index in range(nepisode):
+        poses = [REST_DEG] + [rng.uniform(_POSE_LOW, _POSE_HIGH) for _ in range(4)] + [REST_DEG]
+        knots = np.linspace(0.0, 0.85, len(poses)) * n
+        t = np.arange(n)
+        action = np.empty((n, len(JOINTS)))
+        for k in range(n):
+            i = min(int(np.searchsorted(knots, t[k], side='right')) - 1, len(poses) - 2)
+            s = np.clip((t[k] - knots[i]) / (knots[i + 1] - knots[i]), 0.0, 1.0)
+            blend = 10 * s**3 - 15 * s**4 + 6 * s**5  # minimum jerk
+            action[k] = poses[i] + blend * (poses[i + 1] - poses[i])
+        episode = Episode(index=index, fps=fps, joints=JOINTS, action=action, state=action.copy(),
+                          timestamp=t / fps)
+        sim = replay([servo], [episode])[0][0].sim_deg
+        state = action.copy()
+        state[:, :len(ARM_JOINTS)] = np.round(sim / RESOLUTION_DEG) * RESOLUTION_DEG
+        episodes.append(dataclasses.replace(episode, state=state))
+    return LeRobotDataset(root=pathlib.Path('synthetic'), version='v3.0', fps=fps,
+                          robot_type='so101_follower (simulated)', joints=JOINTS,
+                          episodes=tuple(episodes))
+
+
+def find_dataset(source: str | os.PathLike | None = None, *, download: bool = False
+                 ) -> tuple[LeRobotDataset, str]:
+    """The chapter's recording, and a sentence saying where it came from.
+
+    Looks in this order: ``source`` (a folder, or a Hub dataset id fetched when ``download`` is True),
+    ``PHYSAI_DATASET``, ``../shared/datasets/so101_record_test``. When none is there it returns
+    :func:`synthetic_dataset` and says so, instead of failing.
+    """
+    if source is not None:
+        return load_lerobot(source, download=download), f'recording {source}'
+    path = dataset_path()
+    if (path / 'meta' / 'info.json').is_file():
+        return load_lerobot(path), f'recording {path.name}'
+    return synthetic_dataset(), ('no recording found, so this page uses a synthetic stand-in made by the '
+                                 'simulated arm itself')
+
+
+def dataset_path() -> pathlib.Path:
+    """The recording the book uses: ``PHYSAI_DATASET`` if set, else ``../shared/datasets/...``."""
+    return pathlib.Path(os.environ.get('PHYSAI_DATASET', SHARED_DATASET))
+
+
+def load_book_dataset(source: str | os.PathLike | None = None, *, download: bool = False
+                      ) -> LeRobotDataset:
+    """The SO-101 recording of chapter 4 (see :func:`dataset_path`), or ``source`` when given."""
+    return load_lerobot(dataset_path() if source is None else source, download=download)
+
+
+def split(dataset: LeRobotDataset) -> tuple[list[Episode], list[Episode]]:
+    """The book's split: fit on the first three episodes (0-2), hold out the next one (3).
+
+    A dataset with fewer episodes fits on all but its last and holds out the last.
+    """
+    if len(dataset) < 2:
+        raise ValueError(f'the dataset needs at least 2 episodes (fit and held out), got {len(dataset)}')
+    n_fit = min(len(FIT_EPISODES), len(dataset) - 1)
+    return list(dataset.episodes[:n_fit]), [dataset.episodes[n_fit]]
+
+
+MODELS = ('teleport', 'teleport-best-shift', 'menagerie', 'therobotstudio', 'published-fit', 'fitted')
+
+
+def sysid_rows(fit_eps: Sequence[Episode], heldout: Sequence[Episode], fitted: ArmServo, *,
+               config: ReplayConfig = ReplayConfig()) -> list[dict]:
+    """One row per model (``MODELS``): mean absolute error on the fit and held-out episodes, degrees.
+
+    Keys: ``model``, ``fit_mae_deg``, ``heldout_mae_deg``, and ``fit_<joint>_deg``,
+    ``heldout_<joint>_deg`` per arm joint.
+    """
+    def row(name, fit_err, held_err):
+        return dict(model=name, fit_mae_deg=float(fit_err.mean()),
+                    heldout_mae_deg=float(held_err.mean()),
+                    **{f'fit_{j}_deg': float(v) for j, v in zip(ARM_JOINTS, fit_err.mean(axis=0))},
+                    **{f'heldout_{j}_deg': float(v) for j, v in zip(ARM_JOINTS, held_err.mean(axis=0))})
+
+    rows = []
+    shift = best_shift(fit_eps)
+    for name, s in (('teleport', 1), ('teleport-best-shift', shift)):
+        rows.append(row(name, teleport_errors(fit_eps, s), teleport_errors(heldout, s)))
+    servos = dict(BASELINES, fitted=fitted)
+    runs = replay(list(servos.values()), list(fit_eps) + list(heldout), config=config)
+    for name, reps in zip(servos, runs):
+        rows.append(row(name, np.concatenate([r.error_deg for r in reps[:len(fit_eps)]]),
+                        np.concatenate([r.error_deg for r in reps[len(fit_eps):]])))
+    return rows
+
+
+def joint_columns(part: str) -> tuple[tuple[str, str], ...]:
+    """``format_table`` columns of the per-joint errors, ``part`` 'fit' or 'heldout'."""
+    return (('model', 's'),) + tuple((f'{part}_{j}_deg', '.3f') for j in ARM_JOINTS)
+
+
+def kp_damping_map(episodes: Sequence[Episode], base: ArmServo, kps: Sequence[float],
+                   dampings: Sequence[float], *, config: ReplayConfig = ReplayConfig()) -> np.ndarray:
+    """(len(kps), len(dampings)) mean absolute error of ``base`` with kp and joint damping replaced, deg.
+
+    Every cell is one replay of every episode; all run in one batch.
+    """
+    servos = [dataclasses.replace(base, kp=float(kp), damping=float(b)) for kp in kps for b in dampings]
+    runs = replay(servos, episodes, config=config)
+    return np.array([mae_deg(r) for r in runs]).reshape(len(kps), len(dampings))
+
+
+def leave_one_out(dataset: LeRobotDataset, **fit_kwargs) -> list[dict]:
+    """Fit on all episodes but one and score the one left out, for each episode in turn.
+
+    Returns:
+      Rows with ``heldout`` (episode_index), the six fitted parameters, ``lag_ms``,
+      ``fit_mae_deg`` and ``heldout_mae_deg``.
+    """
+    rows = []
+    episodes = list(dataset.episodes)
+    for k, out in enumerate(episodes):
+        rest = episodes[:k] + episodes[k + 1:]
+        fitted = fit_servo(rest, **fit_kwargs).servo
+        runs = replay([fitted], rest + [out])[0]
+        rows.append(dict(heldout=out.index, **fitted.as_dict(), lag_ms=fitted.lag_ms,
+                         fit_mae_deg=mae_deg(runs[:-1]), heldout_mae_deg=runs[-1].mae_deg))
+    return rows
+
+
+@experiment('sysid', summary='open-loop replay of the SO-101 recording: baselines and the fitted servo',
+            columns=(('model', 's'), ('fit_mae_deg', '.3f'), ('heldout_mae_deg', '.3f')))
+def sysid(progress: bool = True) -> list[dict]:
+    """Fit on episodes 0-2 of the book's recording, score every model on them and on episode 3."""
+    try:
+        dataset = load_book_dataset()
+    except FileNotFoundError as err:
+        raise ValueError(f'{err}; set PHYSAI_DATASET to a LeRobot SO-101 dataset folder') from None
+    fit_eps, heldout = split(dataset)
+    result = fit_servo(fit_eps, progress=progress and sys.stderr.isatty())
+    rows = sysid_rows(fit_eps, heldout, result.servo)
+    return [{k: row[k] for k in ('model', 'fit_mae_deg', 'heldout_mae_deg')} for row in rows]
+
+
+# --------------------------------------------------------------------------------------------------
+# The live panel and its static twin
+# --------------------------------------------------------------------------------------------------
+
+PANEL_JOINTS = ('shoulder_lift', 'elbow_flex')
+TWIN_KPS = tuple(float(f'{k:.3g}') for k in np.geomspace(1.0, 1000.0, 13))
+
+
+def sysid_panel(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PANEL_JOINTS):
+    """The chapter's live panel: replay ``episode`` with ``base`` changed by the sliders.
+
+    Sliders: the book's common four (kp, armature, timestep, integrator) plus kv and forcerange; joint
+    damping and frictionloss stay at ``base``'s. Every change replays the episode and redraws the
+    overlay of real and simulated ``joints``, the error per joint, the sag in held poses and whether
+    the replay stayed stable.
+    """
+    from physai import plots
+    from physai import widgets as W
+
+    idx = [ARM_JOINTS.index(j) for j in joints]
+    real_deg = episode.state[:, arm_columns(episode.joints)]
+    t = np.arange(episode.nframe) / episode.fps
+
+    @W.cached(maxsize=16)
+    def run(kp, kv, forcerange, armature, timestep, integrator):
+        servo = dataclasses.replace(base, kp=kp, kv=kv, forcerange=forcerange, armature=armature)
+        config = ReplayConfig(timestep=timestep, integrator=integrator)
+        rep = replay([servo], [episode], config=config, nthread=1)[0][0]
+        return rep, hold_sag_deg(rep)
+
+    def compute(values):
+        rep, (sag, real_sag) = run(**values)
+        return {'replay': rep, 'sag': sag, 'real_sag': real_sag}
+
+    def setup(fig):
+        grid = fig.add_gridspec(1, 3, width_ratios=(2.3, 1, 1), wspace=0.35, left=0.06, right=0.98,
+                               bottom=0.16, top=0.9)
+        ax1, ax2, ax3 = (fig.add_subplot(grid[0, i]) for i in range(3))
+        colors = ('#1f6fb4', '#2a9d4b')
+        sim_lines = []
+        for k, (j, c) in enumerate(zip(idx, colors)):
+            ax1.plot(t, real_deg[:, j], color='#888888', lw=2.4, alpha=0.7,
+                     label='real' if k == 0 else None)
+            sim_lines.append(ax1.plot(t, real_deg[:, j], color=c, lw=1.3, animated=True,
+                                      label=f'sim {joints[k]}')[0])
+        lo, hi = real_deg[:, idx].min(), real_deg[:, idx].max()
+        ax1.set_ylim(lo - 0.15 * (hi - lo), hi + 0.15 * (hi - lo))
+        ax1.legend(loc='lower left', fontsize=7.5)
+        plots.label(ax1, 'time (s)', 'joint angle (deg)', f'held-out episode {episode.index}')
+        status = ax1.text(0.98, 0.96, '', transform=ax1.transAxes, ha='right', va='top',
+                          fontsize=10, animated=True)
+        x = np.arange(len(ARM_JOINTS))
+        names = ['pan', 'lift', 'elbow', 'w.flex', 'w.roll']
+        error_bars = ax2.bar(x, np.zeros(len(x)), color='#1f6fb4', animated=True)
+        ax2.set_xticks(x, names, fontsize=7)
+        ax2.set_ylim(0, 6)
+        plots.label(ax2, '', 'mean |sim − real| (deg)', 'error per joint')
+        real_bars = ax3.bar(x - 0.2, np.zeros(len(x)), width=0.4, color='#888888', animated=True,
+                            label='real')
+        sag_bars = ax3.bar(x + 0.2, np.zeros(len(x)), width=0.4, color='#d08b00', animated=True,
+                           label='sim')
+        ax3.axhline(0, color='#333333', lw=0.8)
+        ax3.set_xticks(x, names, fontsize=7)
+        ax3.set_ylim(-4, 4)
+        ax3.legend(loc='lower right', fontsize=7.5)
+        plots.label(ax3, '', 'command − joint (deg)', 'sag in held poses')
+        return {'lines': sim_lines, 'status': status, 'errors': error_bars, 'sags': sag_bars,
+                'real_sags': real_bars}
+
+    def draw(state, results, values):
+        rep = results['replay']
+        for line, j in zip(state['lines'], idx):
+            line.set_data(rep.t, rep.sim_deg[:, j])
+        for bar, e in zip(state['errors'], rep.joint_mae_deg):
+            bar.set_height(float(e) if np.isfinite(e) else 0.0)
+        for bars, sags in ((state['sags'], results['sag']), (state['real_sags'], results['real_sag'])):
+            for bar, s in zip(bars, sags):
+                bar.set_height(float(np.clip(s, -4, 4)) if np.isfinite(s) else 0.0)
+        if rep.diverged or not np.all(np.isfinite(rep.sim_deg)):
+            state['status'].set_text('diverged')
+            state['status'].set_color(plots.COLORS['diverged'])
+        else:
+            state['status'].set_text(f'stable · MAE {rep.mae_deg:.3f}°')
+            state['status'].set_color('#222222')
+
+    controls = W.common_controls(kp=base.kp, armature=min(base.armature, 0.1)) + [
+        W.LogSlider('kv', 'kv', 0.001, 30.0, max(base.kv, 0.001), unit='N·m·s/rad',
+                    readout_format='.3g'),
+        W.Slider('forcerange', 'forcerange ±', 0.2, 5.0, min(max(base.forcerange, 0.2), 5.0),
+                 step=0.01, unit='N·m', readout_format='.2f'),
+    ]
+    return W.Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(13.0, 3.6), dpi=80)
+
+
+def sysid_twin(episode: Episode, base: ArmServo, *, kps: Sequence[float] = TWIN_KPS,
+               joints: Sequence[str] = PANEL_JOINTS):
+    """The panel's static twin over kp: ``base`` with each kp of ``kps``, precomputed in one batch."""
+    from physai import widgets as W
+
+    kps = tuple(float(k) for k in kps)
+    runs = replay([dataclasses.replace(base, kp=k) for k in kps], [episode])
+    reps = [row[0] for row in runs]
+    mae = np.array([r.mae_deg for r in reps])
+    idx = [ARM_JOINTS.index(j) for j in joints]
+    colors = ('#1f6fb4', '#2a9d4b')
+    real = [W.twin_line(reps[0].t, reps[0].real_deg[:, j], color='#888888', width=2.4,
+                        label='real' if k == 0 else None) for k, j in enumerate(idx)]
+
+    def frame(kp):
+        rep = reps[kps.index(kp)]
+        lines = real + [W.twin_line(rep.t, rep.sim_deg[:, j], color=c, label=f'sim {name}')
+                        for j, c, name in zip(idx, colors, joints)]
+        status = 'diverged' if rep.diverged else f'MAE {rep.mae_deg:.3f}°'
+        lines.append(W.twin_text(status, x=0.97, y=0.93, anchor='end', size=11))
+        curve = [W.twin_line(kps, mae, color='#555555', label='held-out MAE'),
+                 W.twin_markers([kp], [rep.mae_deg], label='this kp')]
+        return [lines, curve]
+
+    default = int(np.argmin(np.abs(np.log(np.array(kps) / base.kp))))
+    sliders = [W.TwinSlider('kp', 'kp (N·m/rad)', kps, default=default)]
+    axes = [W.TwinAxes(xlabel='time (s)', ylabel='joint angle (deg)', legend='ll'),
+            W.TwinAxes(xlabel='kp (N·m/rad)', ylabel='mean |sim − real| (deg)', xlog=True,
+                       ylog=True, legend='ur')]
+    return W.static_twin('sysid-kp', sliders, axes, frame, width=430, height=280,
+                         caption=f'Episode {episode.index} replayed with the fitted servo at other kp '
+                                 f'(kv, forcerange, damping, frictionloss, armature as fitted).')

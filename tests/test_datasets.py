@@ -1,0 +1,199 @@
+"""The LeRobot loader: tiny v3.0 and v2.1 datasets built here, every error it promises, the real recording."""
+
+import json
+import pathlib
+import sys
+import types
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from physai import datasets
+from physai.datasets import load_lerobot, read_lerobot
+
+NAMES = ['shoulder_pan.pos', 'shoulder_lift.pos', 'elbow_flex.pos', 'wrist_flex.pos', 'wrist_roll.pos',
+         'gripper.pos']
+REAL = pathlib.Path(__file__).resolve().parents[2] / 'shared' / 'datasets' / 'so101_record_test'
+
+
+def _info(version: str, names=NAMES, *, fps=30, drop=None) -> dict:
+    features = {
+        'action': {'dtype': 'float32', 'shape': [len(names)], 'names': list(names)},
+        'observation.state': {'dtype': 'float32', 'shape': [len(names)], 'names': list(names)},
+        'timestamp': {'dtype': 'float32', 'shape': [1], 'names': None},
+        'frame_index': {'dtype': 'int64', 'shape': [1], 'names': None},
+        'episode_index': {'dtype': 'int64', 'shape': [1], 'names': None},
+    }
+    if drop:
+        del features[drop]
+    return {'codebase_version': version, 'robot_type': 'so101_follower', 'fps': fps,
+            'features': features}
+
+
+def _frames(episode: int, n: int, width: int = 6) -> pd.DataFrame:
+    """n frames whose values encode episode, frame and joint: 100*episode + frame + joint/10."""
+    values = [[100.0 * episode + k + j / 10 for j in range(width)] for k in range(n)]
+    return pd.DataFrame({
+        'action': [np.array(v, dtype=np.float32) for v in values],
+        'observation.state': [np.array(v, dtype=np.float32) - 1 for v in values],
+        'timestamp': np.arange(n, dtype=np.float32) / 30,
+        'frame_index': np.arange(n),
+        'episode_index': np.full(n, episode),
+    })
+
+
+def _write_info(root: pathlib.Path, info: dict) -> None:
+    (root / 'meta').mkdir(parents=True, exist_ok=True)
+    (root / 'meta' / 'info.json').write_text(json.dumps(info))
+
+
+def make_v30(root: pathlib.Path, lengths=(5, 7), *, info=None, frames=None) -> pathlib.Path:
+    """A v3.0 dataset: all episodes in data/chunk-000/file-000.parquet, rows shuffled."""
+    _write_info(root, info or _info('v3.0'))
+    table = frames if frames is not None else pd.concat(
+        [_frames(e, n) for e, n in enumerate(lengths)], ignore_index=True)
+    table = table.sample(frac=1.0, random_state=0)  # the loader must sort by episode and frame
+    (root / 'data' / 'chunk-000').mkdir(parents=True)
+    table.to_parquet(root / 'data' / 'chunk-000' / 'file-000.parquet')
+    return root
+
+
+def make_v21(root: pathlib.Path, lengths=(5, 7)) -> pathlib.Path:
+    """A v2.1 dataset: one data/chunk-000/episode_NNNNNN.parquet per episode."""
+    _write_info(root, _info('v2.1'))
+    (root / 'data' / 'chunk-000').mkdir(parents=True)
+    for e, n in enumerate(lengths):
+        _frames(e, n).to_parquet(root / 'data' / 'chunk-000' / f'episode_{e:06d}.parquet')
+    return root
+
+
+@pytest.mark.parametrize('make', [make_v30, make_v21], ids=['v3.0', 'v2.1'])
+def test_both_formats_give_the_same_episodes_in_frame_order(tmp_path, make):
+    """Episodes split by episode_index, frames sorted by frame_index, joint names without '.pos'."""
+    ds = load_lerobot(make(tmp_path))
+    assert ds.fps == 30.0
+    assert ds.joints == ('shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll',
+                         'gripper')
+    assert [e.index for e in ds] == [0, 1]
+    assert [e.nframe for e in ds] == [5, 7]
+    ep = ds[1]
+    assert ep.action.shape == (7, 6) and ep.action.dtype == np.float64
+    np.testing.assert_allclose(ep.action[:, 0], 100 + np.arange(7), rtol=1e-6)
+    np.testing.assert_allclose(ep.action[3], 103 + np.arange(6) / 10, rtol=1e-6)
+    np.testing.assert_allclose(ep.state, ep.action - 1, rtol=1e-6)
+    np.testing.assert_allclose(ep.timestamp, np.arange(7) / 30, rtol=1e-6)
+    assert ep.duration == pytest.approx(7 / 30)
+
+
+def test_joints_argument_picks_and_orders_columns(tmp_path):
+    ds = load_lerobot(make_v30(tmp_path), joints=['elbow_flex', 'shoulder_pan'])
+    assert ds.joints == ('elbow_flex', 'shoulder_pan')
+    np.testing.assert_allclose(ds[0].action[2], [2.2, 2.0], rtol=1e-6)
+
+
+def test_missing_folder_and_hub_id_without_download_never_touch_the_network(tmp_path):
+    with pytest.raises(FileNotFoundError, match='no dataset folder'):
+        load_lerobot(tmp_path / 'absent')
+    with pytest.raises(FileNotFoundError, match='download=True'):
+        load_lerobot('someone/so101_dataset')
+
+
+def test_missing_info_json_and_missing_data_files(tmp_path):
+    tmp_path.joinpath('empty').mkdir()
+    with pytest.raises(FileNotFoundError, match='meta/info.json'):
+        read_lerobot(tmp_path / 'empty')
+    _write_info(tmp_path / 'nodata', _info('v3.0'))
+    with pytest.raises(FileNotFoundError, match=r'data/chunk-\*/file-\*\.parquet'):
+        read_lerobot(tmp_path / 'nodata')
+    _write_info(tmp_path / 'nodata21', _info('v2.1'))
+    with pytest.raises(FileNotFoundError, match=r'episode_\*\.parquet'):
+        read_lerobot(tmp_path / 'nodata21')
+
+
+@pytest.mark.parametrize('feature', ['action', 'observation.state'])
+def test_missing_feature_in_info_json(tmp_path, feature):
+    make_v30(tmp_path, info=_info('v3.0', drop=feature))
+    with pytest.raises(ValueError, match=f"no '{feature}' feature"):
+        read_lerobot(tmp_path)
+
+
+def test_missing_column_in_the_parquet_file(tmp_path):
+    frames = _frames(0, 4).drop(columns=['observation.state'])
+    make_v30(tmp_path, frames=frames)
+    with pytest.raises(ValueError, match="no 'observation.state' column"):
+        read_lerobot(tmp_path)
+
+
+def test_rows_of_the_wrong_width(tmp_path):
+    frames = _frames(0, 4, width=5)  # five numbers per frame, six joint names
+    make_v30(tmp_path, frames=frames)
+    with pytest.raises(ValueError, match=r'action in data/chunk-000/file-000.parquet must have 6 numbers'):
+        read_lerobot(tmp_path)
+
+
+def test_info_shape_that_disagrees_with_the_names(tmp_path):
+    info = _info('v3.0')
+    info['features']['action']['shape'] = [7]
+    make_v30(tmp_path, info=info)
+    with pytest.raises(ValueError, match=r'action shape in meta/info.json must be \[6\]'):
+        read_lerobot(tmp_path)
+
+
+def test_non_finite_frame_names_episode_and_frame(tmp_path):
+    frames = _frames(0, 6)
+    frames.at[4, 'observation.state'] = np.array([0, 0, np.nan, 0, 0, 0], dtype=np.float32)
+    make_v30(tmp_path, frames=frames)
+    with pytest.raises(ValueError, match='observation.state must be finite.*episode 0 frame 4'):
+        read_lerobot(tmp_path)
+
+
+def test_unknown_joint_names_are_rejected(tmp_path):
+    make_v30(tmp_path, info=_info('v3.0', names=NAMES[:5] + ['tail.pos']))
+    with pytest.raises(ValueError, match=r"unknown joint names \['tail'\]"):
+        read_lerobot(tmp_path)
+
+
+def test_asking_for_a_joint_the_dataset_lacks(tmp_path):
+    make_v30(tmp_path)
+    with pytest.raises(ValueError, match=r"joints \['knee'\] are not in the dataset"):
+        read_lerobot(tmp_path, joints=['knee'])
+
+
+def test_unsupported_version(tmp_path):
+    make_v30(tmp_path, info=_info('v1.6'))
+    with pytest.raises(ValueError, match="codebase_version must be one of v2.0, v2.1, v3.0, got 'v1.6'"):
+        read_lerobot(tmp_path)
+
+
+def test_download_asks_the_hub_for_meta_and_data_only(tmp_path, monkeypatch):
+    """A fake huggingface_hub stands in for the network: the call it receives is what is checked."""
+    calls = []
+
+    def snapshot_download(**kwargs):
+        calls.append(kwargs)
+        return str(make_v21(tmp_path / 'downloaded'))
+
+    monkeypatch.setitem(sys.modules, 'huggingface_hub',
+                        types.SimpleNamespace(snapshot_download=snapshot_download))
+    ds = load_lerobot('someone/so101_dataset', download=True)
+    assert len(ds) == 2 and ds.version == 'v2.1'
+    (call,) = calls
+    assert call['repo_id'] == 'someone/so101_dataset' and call['repo_type'] == 'dataset'
+    assert all(p.startswith(('meta', 'data')) for p in call['allow_patterns'])
+    with pytest.raises(ValueError, match='repo_id must look like owner/name'):
+        datasets.download_lerobot('not a repo id')
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason='../shared/datasets/so101_record_test is not here')
+def test_the_real_so101_recording():
+    """4 episodes at 30 fps; arm joints in degrees (within ±180), the gripper within 0..100."""
+    ds = load_lerobot(REAL)
+    assert ds.version == 'v3.0' and ds.fps == 30.0 and ds.robot_type == 'so101_follower'
+    assert [e.nframe for e in ds] == [373, 374, 372, 373]
+    for ep in ds:
+        for values in (ep.action, ep.state):
+            assert np.all(np.abs(values[:, :5]) <= 180)
+            assert np.all((values[:, 5] >= 0) & (values[:, 5] <= 100))
+        # the follower tracks the leader: action and next state within a few degrees on average
+        assert np.abs(ep.action[:-1, :5] - ep.state[1:, :5]).mean() < 5

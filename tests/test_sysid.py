@@ -1,0 +1,371 @@
+"""Chapter 4's replay and fit: the batched replay against a plain mj_step loop, the fit on data of known
+servos, and the claims the chapter makes about the real recording (skipped when it is absent)."""
+
+import dataclasses
+import json
+import math
+import os
+import pathlib
+import tempfile
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai import registry, sysid
+from physai.datasets import Episode, load_lerobot
+from physai.sim import actuator_force
+from physai.so101 import JOINTS, load_so101
+from physai.sysid import ArmServo, ReplayConfig
+
+REAL = pathlib.Path(__file__).resolve().parents[2] / 'shared' / 'datasets' / 'so101_record_test'
+needs_real = pytest.mark.skipif(not REAL.is_dir(), reason='../shared/datasets/so101_record_test absent')
+
+SOFT = ArmServo(kp=30.0, kv=0.5, forcerange=2.0, damping=0.3, frictionloss=0.05, armature=0.05)
+CENTER_DEG = np.array([0.0, -60.0, 60.0, 40.0, -60.0, 20.0])  # mid-range, inside every joint's limits
+
+
+def synthetic_episode(n: int = 45, index: int = 0, delay: int = 0) -> Episode:
+    """Smooth commands around a mid-range pose; state = command delayed by ``delay`` frames."""
+    t = np.arange(n) / 30.0
+    action = CENTER_DEG + np.outer(np.sin(2 * np.pi * 0.7 * t), [20, 25, -25, 20, 15, 10])
+    state = np.concatenate([np.repeat(action[:1], delay, axis=0), action[:n - delay]])
+    return Episode(index=index, fps=30.0, joints=JOINTS, action=action, state=state, timestamp=t)
+
+
+def replay_by_loop(servo: ArmServo, ep: Episode, config: ReplayConfig = ReplayConfig()) -> np.ndarray:
+    """The slow, obviously correct reference: one MjData, hold each action for one frame of mj_step."""
+    m = sysid.arm_model(servo, config, fps=ep.fps)
+    d = mujoco.MjData(m)
+    d.qpos[:] = sysid.to_radians(ep.state[:1], ep.joints)[0]
+    mujoco.mj_forward(m, d)
+    u = sysid.to_radians(ep.action, ep.joints)
+    q = [d.qpos[:5].copy()]
+    for k in range(ep.nframe - 1):
+        d.ctrl[:] = u[k]
+        for _ in range(config.substeps(ep.fps)):
+            mujoco.mj_step(m, d)
+        q.append(d.qpos[:5].copy())
+    return np.rad2deg(np.array(q))
+
+
+def test_slim_arm_has_the_menagerie_dynamics():
+    """Dropping the meshes keeps every body's mass and inertia: same mass matrix, same gravity."""
+    full, slim = load_so101(), sysid._base_arm()
+    assert [slim.joint(i).name for i in range(slim.njnt)] == list(JOINTS)
+    d_full, d_slim = mujoco.MjData(full), mujoco.MjData(slim)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        q = rng.uniform(-1.5, 1.5, size=6)
+        d_full.qpos[:] = d_slim.qpos[:] = q
+        mujoco.mj_forward(full, d_full)
+        mujoco.mj_forward(slim, d_slim)
+        np.testing.assert_allclose(d_slim.M, d_full.M, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(d_slim.qfrc_bias, d_full.qfrc_bias, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(d_slim.site_xpos, d_full.site_xpos, rtol=0, atol=1e-15)
+
+
+def test_arm_model_force_is_the_clamped_position_law():
+    """Each actuator's force is clip(kp (u - q) - kv q̇, ±forcerange), u clipped to ctrlrange first."""
+    m = sysid.arm_model(SOFT)
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(1)
+    d.qpos[:] = rng.uniform(-1, 1, 6)
+    d.qvel[:] = rng.uniform(-3, 3, 6)
+    d.ctrl[:] = rng.uniform(-1, 1, 6)
+    mujoco.mj_forward(m, d)
+    u = np.clip(d.ctrl, m.actuator_ctrlrange[:, 0], m.actuator_ctrlrange[:, 1])  # limits on: ctrlrange
+    ours = actuator_force(u, d.qpos, d.qvel, [SOFT.kp], [0, -SOFT.kp, -SOFT.kv],
+                          (-SOFT.forcerange, SOFT.forcerange))
+    np.testing.assert_allclose(d.actuator_force, ours, rtol=0, atol=1e-12)
+    assert np.any(np.abs(ours) == SOFT.forcerange)  # some are clamped in this draw
+    np.testing.assert_array_equal(m.dof_damping, SOFT.damping)
+    np.testing.assert_array_equal(m.dof_frictionloss, SOFT.frictionloss)
+    np.testing.assert_array_equal(m.dof_armature, SOFT.armature)
+
+
+def test_whole_number_of_physics_steps_fills_a_frame():
+    """5 ms at 30 fps rounds to 7 steps of 1/210 s, so frames and steps line up exactly."""
+    config = ReplayConfig(timestep=0.005)
+    assert config.substeps(30) == 7
+    assert sysid.arm_model(SOFT, config, fps=30).opt.timestep == pytest.approx(1 / 210)
+    assert ReplayConfig(timestep=0.05).substeps(30) == 1
+
+
+@pytest.mark.parametrize('integrator', ['implicitfast', 'Euler', 'RK4'])
+def test_batched_replay_is_bit_identical_to_a_loop(integrator):
+    """mujoco.batch runs the same arithmetic as mj_step: every frame of every run agrees exactly."""
+    config = ReplayConfig(integrator=integrator)
+    episodes = [synthetic_episode(30, 0), synthetic_episode(24, 1)]  # different lengths share a batch
+    runs = sysid.replay([SOFT, sysid.MENAGERIE], episodes, config=config)
+    for servo, row in zip([SOFT, sysid.MENAGERIE], runs):
+        for ep, rep in zip(episodes, row):
+            assert rep.sim_deg.shape == (ep.nframe, 5) and not rep.diverged
+            np.testing.assert_array_equal(rep.sim_deg, replay_by_loop(servo, ep, config))
+
+
+def test_stiff_servo_reaches_each_target_within_a_frame():
+    """Menagerie's kp 998 servo is nearly a teleport: within a degree of the last command, where a
+    kp 3 servo trails by several."""
+    ep = synthetic_episode()
+    rep = sysid.replay([sysid.MENAGERIE], [ep])[0][0]
+    assert np.abs(rep.sim_deg[1:] - ep.action[:-1, :5]).mean() < 1.0
+    soft = sysid.replay([dataclasses.replace(SOFT, kp=3.0)], [ep])[0][0]
+    assert np.abs(soft.sim_deg[1:] - ep.action[:-1, :5]).mean() > 3
+
+
+def test_scores_are_mean_absolute_errors_in_degrees():
+    ep = synthetic_episode()
+    rep = sysid.replay([SOFT], [ep])[0][0]
+    err = np.abs(rep.sim_deg[1:] - ep.state[1:, :5])
+    assert rep.mae_deg == pytest.approx(err.mean())
+    np.testing.assert_allclose(rep.joint_mae_deg, err.mean(axis=0))
+    assert sysid.mae_deg([rep, rep]) == pytest.approx(err.mean())
+
+
+def test_residuals_half_squared_norm_is_half_the_mean_squared_error():
+    ep = synthetic_episode()
+    x = np.stack([sysid.to_log(SOFT), sysid.to_log(sysid.MENAGERIE)], axis=1)
+    r = sysid.residuals(x, [ep])
+    assert r.shape == (5 * (ep.nframe - 1), 2)
+    rep = sysid.replay([SOFT], [ep])[0][0]
+    mse = np.mean((rep.sim_deg[1:] - rep.real_deg[1:]) ** 2)
+    assert 0.5 * np.sum(r[:, 0] ** 2) == pytest.approx(0.5 * mse)
+
+
+def test_log_parameters_round_trip():
+    assert sysid.from_log(sysid.to_log(SOFT)).as_dict() == pytest.approx(SOFT.as_dict(), rel=1e-12)
+    low, high = sysid.LOG_BOUNDS
+    for servo in sysid.BASELINES.values():
+        assert np.all(sysid.to_log(servo) >= low) and np.all(sysid.to_log(servo) <= high)
+
+
+def test_teleport_scale_and_its_best_shift_find_a_known_delay():
+    """A follower that lags its command by 3 frames: the teleport error vanishes at shift 3."""
+    episodes = [synthetic_episode(60, 0, delay=3), synthetic_episode(60, 1, delay=3)]
+    assert sysid.best_shift(episodes) == 3
+    assert sysid.teleport_errors(episodes, 3).max() == 0
+    ep = episodes[0]
+    np.testing.assert_allclose(sysid.teleport_errors([ep], 1), np.abs(ep.action[:-1, :5] - ep.state[1:, :5]))
+
+
+def test_fit_recovers_the_lag_of_a_known_servo_and_is_deterministic():
+    """Data made by a known servo: the fit brings the error far down and finds its lag (kv + damping)/kp."""
+    true = ArmServo(kp=20.0, kv=0.5, forcerange=2.5, damping=0.5, frictionloss=0.02, armature=0.05)
+    episodes = []
+    for i in range(2):
+        ep = synthetic_episode(40, i)
+        sim = sysid.replay([true], [ep])[0][0].sim_deg
+        state = ep.state.copy()
+        state[:, :5] = sim
+        episodes.append(dataclasses.replace(ep, state=state))
+    starts = {'menagerie': sysid.MENAGERIE, 'therobotstudio': sysid.THEROBOTSTUDIO}
+    fit = sysid.fit_servo(episodes, starts=starts, max_iter=12, progress=False)
+    again = sysid.fit_servo(episodes, starts=starts, max_iter=12, progress=False)
+    assert fit.servo == again.servo
+    assert [s.name for s in fit.starts] == ['menagerie', 'therobotstudio']
+    for start in fit.starts:
+        assert start.objectives[-1] <= start.objectives[0]
+    assert sysid.mae_deg(sysid.replay([fit.servo], episodes)[0]) < 0.1
+    assert fit.servo.lag_ms == pytest.approx(true.lag_ms, rel=0.2)
+    low, high = sysid.LOG_BOUNDS
+    assert np.all(sysid.to_log(fit.servo) >= low) and np.all(sysid.to_log(fit.servo) <= high)
+
+
+def test_kp_damping_map_is_one_replay_per_cell():
+    ep = synthetic_episode(20)
+    grid = sysid.kp_damping_map([ep], SOFT, [10.0, 100.0], [0.1, 1.0, 3.0])
+    assert grid.shape == (2, 3)
+    one = sysid.replay([dataclasses.replace(SOFT, kp=100.0, damping=3.0)], [ep])[0][0]
+    assert grid[1, 2] == one.mae_deg
+
+
+def test_hold_sag_of_a_stiff_servo_is_near_zero():
+    """Held commands: the kp 998 servo holds within a few hundredths of a degree, a kp 3 one sags."""
+    t = np.arange(60) / 30.0
+    action = np.tile(np.array([0.0, -20.0, 40.0, 30.0, 0.0, 10.0]), (60, 1))
+    ep = Episode(index=0, fps=30.0, joints=JOINTS, action=action, state=action.copy(), timestamp=t)
+    assert sysid.held_frames(action[:, :5]).sum() == 60 - 6
+    stiff, _ = sysid.hold_sag_deg(sysid.replay([sysid.MENAGERIE], [ep])[0][0])
+    soft, real = sysid.hold_sag_deg(sysid.replay([ArmServo(
+        kp=3.0, kv=0.3, forcerange=3.0, damping=0.3, frictionloss=0.0, armature=0.03)], [ep])[0][0])
+    assert np.all(np.abs(stiff) < 0.05)
+    assert np.max(np.abs(soft)) > 1.0
+    np.testing.assert_array_equal(real, 0)
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    (dict(kp=0.0), 'kp must be a finite number > 0 N·m/rad, got 0.0'),
+    (dict(kv=-1.0), 'kv must be a finite number >= 0 N·m·s/rad, got -1.0'),
+    (dict(forcerange=math.inf), 'forcerange must be a finite number > 0 N·m, got inf'),
+    (dict(armature=-0.1), 'armature must be a finite number >= 0 kg·m², got -0.1'),
+])
+def test_bad_servo_parameters(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(SOFT, **kwargs)
+
+
+def test_bad_replay_and_fit_settings():
+    with pytest.raises(ValueError, match=r'timestep must be in \(0, 0.1\] s, got 0.2'):
+        ReplayConfig(timestep=0.2)
+    with pytest.raises(ValueError, match='integrator must be one of Euler, RK4'):
+        ReplayConfig(integrator='Verlet')
+    with pytest.raises(ValueError, match='shift must be an integer >= 0 frames, got -1'):
+        sysid.teleport_errors([synthetic_episode()], -1)
+    with pytest.raises(ValueError, match='max_iter must be an integer >= 1, got 0'):
+        sysid.fit_servo([synthetic_episode()], max_iter=0, progress=False)
+    ep = synthetic_episode()
+    with pytest.raises(ValueError, match='lacks the arm joints'):
+        sysid.to_radians(ep.action[:, :3], JOINTS[:3])
+
+
+# --- the real recording ---------------------------------------------------------------------------
+
+@pytest.fixture(scope='module')
+def real():
+    return load_lerobot(REAL)
+
+
+@needs_real
+def test_contacts_off_because_the_collision_boxes_overlap_when_folded(real):
+    """Measured poses put the lower arm, wrist and gripper boxes a centimetre or more into the shoulder's."""
+    for ep in real:
+        depth = sysid.overlap_depth(ep)
+        assert depth.max() > 0.01
+        assert np.mean(depth > 0) > 0.2
+
+
+@needs_real
+def test_the_real_elbow_folds_past_the_model_range(real):
+    elbow = sysid._base_arm().jnt_range[JOINTS.index('elbow_flex')]
+    reached = max(np.deg2rad(ep.state[:, 2]).max() for ep in real)
+    assert reached > elbow[1]
+
+
+def test_synthetic_stand_in_is_made_by_its_hidden_servo():
+    """No recording at hand: the stand-in's states are the hidden servo's replay, to an encoder count."""
+    ds = sysid.synthetic_dataset(nepisode=2, seconds=3.0)
+    assert len(ds) == 2 and ds.fps == 30.0 and ds[0].nframe == 90
+    np.testing.assert_array_equal(ds[0].action[0], sysid.REST_DEG)
+    rep = sysid.replay([sysid.HIDDEN_SERVO], [ds[1]])[0][0]
+    assert rep.mae_deg < sysid.RESOLUTION_DEG
+    assert sysid.synthetic_dataset(nepisode=2, seconds=3.0)[1].state.tolist() == ds[1].state.tolist()
+
+
+def test_find_dataset_falls_back_to_the_stand_in(monkeypatch, tmp_path):
+    monkeypatch.setenv('PHYSAI_DATASET', str(tmp_path / 'nowhere'))
+    ds, origin = sysid.find_dataset()
+    assert 'synthetic' in origin and len(ds) == 4
+
+
+@needs_real
+def test_sign_convention_keeps_the_tip_near_the_table(real):
+    """+1 signs: the tip dips to the table plane but not through it; one flipped sign breaks that."""
+    z = np.concatenate([sysid.tip_height(ep) for ep in real])
+    assert -0.05 < z.min() < 0.0 and z.max() < 0.25
+    lift_flipped = np.concatenate([sysid.tip_height(ep, signs=(1, -1, 1, 1, 1)) for ep in real])
+    elbow_flipped = np.concatenate([sysid.tip_height(ep, signs=(1, 1, -1, 1, 1)) for ep in real])
+    assert lift_flipped.min() < -0.07     # through the table
+    assert elbow_flipped.min() > 0.1      # never reaches it
+
+
+@pytest.fixture(scope='module')
+def sysid_rows(real):
+    fit_eps, heldout = sysid.split(real)
+    result = sysid.fit_servo(fit_eps, progress=False)
+    return {row['model']: row for row in sysid.sysid_rows(fit_eps, heldout, result.servo)}, result
+
+
+@needs_real
+def test_sysid_table_claims(sysid_rows):
+    """The chapter's findings: the kp 998 servo is no better than teleport; the fit beats every baseline."""
+    rows, result = sysid_rows
+    assert list(rows) == list(sysid.MODELS)
+    assert rows['menagerie']['heldout_mae_deg'] == pytest.approx(rows['teleport']['heldout_mae_deg'], rel=0.1)
+    for name in ('teleport', 'teleport-best-shift', 'menagerie', 'therobotstudio', 'published-fit'):
+        assert rows['fitted']['heldout_mae_deg'] < rows[name]['heldout_mae_deg']
+        assert rows['fitted']['fit_mae_deg'] < rows[name]['fit_mae_deg']
+    assert 50 < result.servo.lag_ms < 200   # a lag of about 0.1 s, a few frames at 30 fps
+    assert result.servo.kp < sysid.THEROBOTSTUDIO.kp < sysid.MENAGERIE.kp
+
+
+@needs_real
+def test_command_line_json_rows(monkeypatch, capsys):
+    from physai.__main__ import main
+
+    monkeypatch.setattr(sysid, 'fit_servo', lambda eps, **kw: sysid.FitResult(
+        servo=sysid.PUBLISHED_FIT, starts=(), evaluations=0, seconds=0.0))
+    assert main(['sysid', '--json']) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r['model'] for r in rows] == list(sysid.MODELS)
+    assert all(set(r) == {'model', 'fit_mae_deg', 'heldout_mae_deg'} for r in rows)
+    assert rows[-1]['heldout_mae_deg'] == pytest.approx(rows[-2]['heldout_mae_deg'])
+
+
+def test_missing_dataset_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv('PHYSAI_DATASET', str(tmp_path / 'nowhere'))
+    with pytest.raises(ValueError, match='set PHYSAI_DATASET'):
+        registry.run('sysid')
+
+
+@needs_real
+def test_break_it_contacts_on_worsens_and_only_the_clamp_saves_a_stiff_servo_at_one_step_per_frame(real):
+    """Contacts on push the folded arm apart; Menagerie at 33 ms under Euler diverges without its clamp."""
+    _, heldout = sysid.split(real)
+    servo = sysid.PUBLISHED_FIT
+    off, on = (sysid.replay([servo], heldout, config=ReplayConfig(contacts=c))[0][0] for c in (False, True))
+    assert on.mae_deg > 1.3 * off.mae_deg
+    coarse = ReplayConfig(integrator='Euler', timestep=1 / 30)
+    clamped, unclamped = (row[0] for row in sysid.replay(
+        [sysid.MENAGERIE, dataclasses.replace(sysid.MENAGERIE, forcerange=1e6)], heldout, config=coarse))
+    assert not clamped.diverged and unclamped.diverged
+
+
+def test_panel_survives_extreme_sliders_and_the_twin_is_stable():
+    """Every slider at its ends redraws without an error; the twin's HTML is byte-identical twice."""
+    ep = synthetic_episode(30)
+    panel = sysid.sysid_panel(ep, SOFT)
+    for change in (dict(kp=30000.0), dict(kp=1.0), dict(armature=0.0), dict(timestep=0.02),
+                   dict(integrator='Euler'), dict(kv=0.001), dict(forcerange=0.2), dict(timestep=0.0005)):
+        assert panel.update(**change)
+        assert panel.error is None, (change, panel.error)
+    kps = (1.0, 10.0, 100.0)
+    first = sysid.sysid_twin(ep, SOFT, kps=kps).data
+    assert first == sysid.sysid_twin(ep, SOFT, kps=kps).data
+    assert 'physai-twin-sysid-kp' in first
+
+
+@pytest.mark.skipif(not os.path.exists('/usr/bin/chromium'), reason='headless Chromium is not installed')
+def test_twin_redraws_in_a_browser_without_a_kernel():
+    """Moving the kp slider of the static twin changes both plots, with no kernel and no errors."""
+    sync_api = pytest.importorskip('playwright.sync_api')
+    root = 'physai-twin-sysid-kp'
+    html = sysid.sysid_twin(synthetic_episode(30), SOFT, kps=(1.0, 10.0, 100.0)).data
+    args = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+            '--disable-component-update', '--disable-sync', '--no-first-run']
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, 'twin.html')
+        with open(path, 'w', encoding='utf-8') as f:
+            f.write(f'<!doctype html><html><head><meta charset="utf-8"></head><body>{html}</body></html>')
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path='/usr/bin/chromium', args=args)
+            page = browser.new_page()
+            errors = []
+            page.on('pageerror', lambda e: errors.append(str(e)))
+            page.goto(f'file://{path}')
+            before = [page.inner_html(f'#{root}-plot-{i}') for i in (0, 1)]
+            assert all('<path' in b for b in before)
+            page.eval_on_selector(f'#{root}-kp', "e => { e.value = 0; e.dispatchEvent(new Event('input')); }")
+            after = [page.inner_html(f'#{root}-plot-{i}') for i in (0, 1)]
+            browser.close()
+    assert after[0] != before[0] and after[1] != before[1]
+    assert errors == []
+
+
+def test_leave_one_out_fits_on_the_others_and_scores_the_one_left_out():
+    ds = sysid.synthetic_dataset(nepisode=3, seconds=1.5)
+    rows = sysid.leave_one_out(ds, max_iter=1, progress=False,
+                               starts={'therobotstudio': sysid.THEROBOTSTUDIO})
+    assert [r['heldout'] for r in rows] == [0, 1, 2]
+    for r in rows:
+        assert set(sysid.PARAMS) <= set(r) and r['heldout_mae_deg'] >= 0 and r['lag_ms'] > 0
