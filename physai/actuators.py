@@ -52,7 +52,8 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-from physai import servo  # servo also installs the book's MuJoCo warning handler
+from physai import checks, servo  # servo also installs the book's MuJoCo warning handler
+from physai.checks import INTEGRATOR_ENUM, INTEGRATORS
 from physai.registry import experiment
 from physai.sim import semi_implicit_euler, servo_sag, step_growth
 
@@ -65,14 +66,6 @@ TIMESTEP = 1.0 / 360.0  # s, physics step of the Experiment
 CONTROL_RATE = 60.0  # Hz, how often a new command arrives
 HORIZONTAL = math.pi / 2  # rad
 SPEED_BOUND = 1e3  # rad/s, a faster joint counts as diverged
-INTEGRATORS = ('Euler', 'RK4', 'implicit', 'implicitfast', 'discrete')
-_INTEGRATOR_ENUM = {
-    'Euler': mujoco.mjtIntegrator.mjINT_EULER,
-    'RK4': mujoco.mjtIntegrator.mjINT_RK4,
-    'implicit': mujoco.mjtIntegrator.mjINT_IMPLICIT,
-    'implicitfast': mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
-    'discrete': mujoco.mjtIntegrator.mjINT_DISCRETE,
-}
 
 PENDULUM_XML = f"""
 <mujoco model="pendulum">
@@ -89,24 +82,6 @@ PENDULUM_XML = f"""
   </actuator>
 </mujoco>
 """
-
-
-# ------------------------------------------------------------------------------------------------
-# validation
-
-
-def _finite_at_least(name: str, value, low: float, unit: str, *, strict: bool = False) -> None:
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value)
-    ok = ok and (value > low if strict else value >= low)
-    if not ok:
-        sign = '>' if strict else '>='
-        raise ValueError(f'{name} must be a finite number {sign} {low:g} {unit}, got {value!r}')
-
-
-def _effort(name: str, value) -> None:
-    ok = isinstance(value, (int, float, np.integer, np.floating)) and not math.isnan(value) and value > 0
-    if not ok:
-        raise ValueError(f'{name} must be > 0 N·m (inf for no limit), got {value!r}')
 
 
 # ------------------------------------------------------------------------------------------------
@@ -191,9 +166,9 @@ class ImplicitPD:
     delay = 0
 
     def __post_init__(self):
-        _finite_at_least('kp', self.kp, 0, 'N·m/rad')
-        _finite_at_least('kv', self.kv, 0, 'N·m·s/rad')
-        _effort('effort_limit', self.effort_limit)
+        checks.nonnegative('kp', self.kp, 'N·m/rad')
+        checks.nonnegative('kv', self.kv, 'N·m·s/rad')
+        checks.limit('effort_limit', self.effort_limit, 'N·m')
 
     def torque(self, q, v, q_target, v_target=0.0, tau_ff=0.0):
         """MuJoCo's force at the start of a step: ``clip(kp*(q* - q) - kv*qd, -E, E)``, N·m.
@@ -219,9 +194,9 @@ class IdealPD:
     delay = 0
 
     def __post_init__(self):
-        _finite_at_least('kp', self.kp, 0, 'N·m/rad')
-        _finite_at_least('kv', self.kv, 0, 'N·m·s/rad')
-        _effort('effort_limit', self.effort_limit)
+        checks.nonnegative('kp', self.kp, 'N·m/rad')
+        checks.nonnegative('kv', self.kv, 'N·m·s/rad')
+        checks.limit('effort_limit', self.effort_limit, 'N·m')
 
     def limits(self, q, v):
         """``(tau_min, tau_max)`` allowed at angle q (rad) and velocity v (rad/s), N·m."""
@@ -244,8 +219,8 @@ class DCMotor(IdealPD):
 
     def __post_init__(self):
         super().__post_init__()
-        _finite_at_least('saturation_effort', self.saturation_effort, 0, 'N·m', strict=True)
-        _finite_at_least('velocity_limit', self.velocity_limit, 0, 'rad/s', strict=True)
+        checks.positive('saturation_effort', self.saturation_effort, 'N·m')
+        checks.positive('velocity_limit', self.velocity_limit, 'rad/s')
 
     def limits(self, q, v):
         return dc_motor_envelope(v, saturation_effort=self.saturation_effort,
@@ -318,16 +293,12 @@ class PendulumParams:
     """Hz; a new command every ``decimation`` physics steps, held in between."""
 
     def __post_init__(self):
-        _finite_at_least('armature', self.armature, 0, 'kg·m²')
-        _finite_at_least('damping', self.damping, 0, 'N·m·s/rad')
-        _finite_at_least('frictionloss', self.frictionloss, 0, 'N·m')
-        if not (isinstance(self.timestep, (int, float, np.floating)) and math.isfinite(self.timestep)
-                and 0 < self.timestep <= 0.1):
-            raise ValueError(f'timestep must be in (0, 0.1] s, got {self.timestep!r}')
-        if self.integrator not in INTEGRATORS:
-            raise ValueError(
-                f'integrator must be one of {", ".join(INTEGRATORS)}, got {self.integrator!r}')
-        _finite_at_least('control_rate', self.control_rate, 0, 'Hz', strict=True)
+        checks.nonnegative('armature', self.armature, 'kg·m²')
+        checks.nonnegative('damping', self.damping, 'N·m·s/rad')
+        checks.nonnegative('frictionloss', self.frictionloss, 'N·m')
+        checks.timestep(self.timestep)
+        checks.integrator(self.integrator)
+        checks.positive('control_rate', self.control_rate, 'Hz')
 
     @property
     def decimation(self) -> int:
@@ -340,18 +311,7 @@ class PendulumParams:
         return LINK_INERTIA + self.armature
 
 
-def _capsule_inertia_about_end(mass: float, length: float, radius: float) -> float:
-    """A uniform capsule's inertia about an axis through one end of its segment, perpendicular to it."""
-    v_cyl = math.pi * radius**2 * length
-    v_caps = 4.0 / 3.0 * math.pi * radius**3
-    m_cyl = mass * v_cyl / (v_cyl + v_caps)
-    m_caps = mass - m_cyl
-    i_centre = (m_cyl * (3 * radius**2 + length**2) / 12
-                + m_caps * (2 * radius**2 / 5 + length**2 / 4 + 3 * length * radius / 8))
-    return i_centre + mass * (length / 2) ** 2
-
-
-LINK_INERTIA = _capsule_inertia_about_end(MASS, LENGTH, RADIUS)  # kg·m², 0.12779
+LINK_INERTIA = servo.capsule_inertia_about_hinge(MASS, LENGTH, RADIUS)  # kg·m², 0.12779
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -415,7 +375,7 @@ def pendulum_model(pendulum: PendulumParams, actuator: Actuator | None = None) -
     m.dof_damping[0] = pendulum.damping
     m.dof_frictionloss[0] = pendulum.frictionloss
     m.opt.timestep = pendulum.timestep
-    m.opt.integrator = _INTEGRATOR_ENUM[pendulum.integrator]
+    m.opt.integrator = INTEGRATOR_ENUM[pendulum.integrator]
     if actuator is not None and not actuator.explicit:
         m.actuator_gainprm[0, 0] = actuator.kp
         m.actuator_biasprm[0, :3] = (0.0, -actuator.kp, -actuator.kv)
@@ -569,7 +529,7 @@ def simulate(actuators: Sequence[Actuator], *,
     Returns:
       One :class:`Run` per config, in order.
     """
-    _finite_at_least('duration', duration, 0, 's', strict=True)
+    checks.positive('duration', duration, 's')
     if not (math.isfinite(q0) and math.isfinite(v0)):
         raise ValueError(f'q0 and v0 must be finite (rad, rad/s), got {q0!r}, {v0!r}')
     actuators = list(actuators)
@@ -901,7 +861,7 @@ def _native_model(actuator_xml: str, pendulum: PendulumParams) -> mujoco.MjModel
     m.dof_damping[0] = pendulum.damping
     m.dof_frictionloss[0] = pendulum.frictionloss
     m.opt.timestep = pendulum.timestep
-    m.opt.integrator = _INTEGRATOR_ENUM[pendulum.integrator]
+    m.opt.integrator = INTEGRATOR_ENUM[pendulum.integrator]
     return m
 
 

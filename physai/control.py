@@ -68,36 +68,16 @@ import numpy as np
 
 from physai import servo as _servo  # noqa: F401  (installs the book's quiet MuJoCo warning handler)
 from physai.registry import experiment
-from physai.servo import INTEGRATORS, _INTEGRATOR_ENUM
+from physai import checks
+from physai.checks import INTEGRATOR_ENUM, INTEGRATORS
 from physai.sim import semi_implicit_euler, step_growth
+from physai.stability import integrator_growth
 
 BACKENDS = ('in-loop', 'in-step')
 """Where the PD runs: ``'in-loop'`` (A, in the controller) or ``'in-step'`` (B, in MuJoCo's step)."""
 
 FEEDFORWARD = ('in-clamp', 'applied')
 """Where in-step puts ``damping*velocity + effort``: the servo's ``biasprm[0]`` or ``qfrc_applied``."""
-
-
-def _finite(name: str, value, unit: str) -> float:
-    if not (isinstance(value, (int, float, np.floating, np.integer)) and math.isfinite(value)):
-        raise ValueError(f'{name} must be a finite number {unit}, got {value!r}')
-    return float(value)
-
-
-def _nonnegative(name: str, value, unit: str) -> float:
-    if not (isinstance(value, (int, float, np.floating, np.integer)) and math.isfinite(value)
-            and value >= 0):
-        raise ValueError(f'{name} must be a finite number >= 0 {unit}, got {value!r}')
-    return float(value)
-
-
-def _positive(name: str, value, unit: str, *, allow_inf: bool = False) -> float:
-    ok = isinstance(value, (int, float, np.floating, np.integer)) and value > 0 and (
-        math.isfinite(value) or (allow_inf and value == math.inf))
-    if not ok:
-        bound = '> 0 (inf allowed)' if allow_inf else 'finite and > 0'
-        raise ValueError(f'{name} must be {bound} {unit}, got {value!r}')
-    return float(value)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -122,12 +102,12 @@ class JointCommand:
     """Largest |tau|, N·m, > 0; in-step it can only narrow the actuator's ``forcerange``."""
 
     def __post_init__(self):
-        _finite('position', self.position, 'rad')
-        _finite('velocity', self.velocity, 'rad/s')
-        _nonnegative('stiffness', self.stiffness, 'N·m/rad')
-        _nonnegative('damping', self.damping, 'N·m·s/rad')
-        _finite('effort', self.effort, 'N·m')
-        _positive('max_effort', self.max_effort, 'N·m', allow_inf=True)
+        checks.finite('position', self.position, 'rad')
+        checks.finite('velocity', self.velocity, 'rad/s')
+        checks.nonnegative('stiffness', self.stiffness, 'N·m/rad')
+        checks.nonnegative('damping', self.damping, 'N·m·s/rad')
+        checks.finite('effort', self.effort, 'N·m')
+        checks.limit('max_effort', self.max_effort, 'N·m')
 
 
 def pd_torque(command: JointCommand, q, qd):
@@ -203,10 +183,8 @@ class PDController:
 
     def __init__(self, model: mujoco.MjModel, joints: Sequence, *, backend: str = 'in-step',
                  feedforward: str = 'in-clamp'):
-        if backend not in BACKENDS:
-            raise ValueError(f'backend must be one of {", ".join(BACKENDS)}, got {backend!r}')
-        if feedforward not in FEEDFORWARD:
-            raise ValueError(f'feedforward must be one of {", ".join(FEEDFORWARD)}, got {feedforward!r}')
+        checks.one_of('backend', backend, BACKENDS)
+        checks.one_of('feedforward', feedforward, FEEDFORWARD)
         self.feedforward = feedforward
         joints = list(joints)
         if not joints:
@@ -286,8 +264,8 @@ def tick_mask(rate_hz: float, timestep: float, nstep: int) -> np.ndarray:
     controller on 1 kHz physics ticks every 3, 2, 3, 2, ... steps; step 0 always ticks. A rate at or above
     the physics rate ticks at every step.
     """
-    _positive('rate_hz', rate_hz, 'Hz')
-    _positive('timestep', timestep, 's')
+    checks.positive('rate_hz', rate_hz, 'Hz')
+    checks.positive('timestep', timestep, 's')
     counts = np.floor(np.arange(nstep) * (timestep * rate_hz) + 1e-9)
     mask = np.ones(nstep, dtype=bool)
     mask[1:] = counts[1:] > counts[:-1]
@@ -344,7 +322,7 @@ def tick_growth(*, rate_hz: float, kp: float, kv: float, inertia: float, timeste
     stable when ``(1 - beta)*(T*w)² < c*T`` (the hold's half-tick delay against kv) and
     ``(2*beta - 1)*(T*w)² < 4 - 2*c*T`` (chapter 1's explicit bound), ``beta = (n + 1)/(2n)``.
     In-step the growth is the physics step's under ``integrator``
-    (:func:`physai.widgets.integrator_growth`) to the power of the steps per tick.
+    (:func:`physai.stability.integrator_growth`) to the power of the steps per tick.
 
     Args:
       rate_hz: controller rate, Hz.
@@ -358,13 +336,9 @@ def tick_growth(*, rate_hz: float, kp: float, kv: float, inertia: float, timeste
     Returns:
       The spectral radius per tick (the average per tick over an uneven pattern such as 400 Hz on 1 kHz).
     """
-    from physai.widgets import integrator_growth
-
-    if backend not in BACKENDS:
-        raise ValueError(f'backend must be one of {", ".join(BACKENDS)}, got {backend!r}')
-    if integrator not in INTEGRATORS:
-        raise ValueError(f'integrator must be one of {", ".join(INTEGRATORS)}, got {integrator!r}')
-    _positive('inertia', inertia, 'kg·m²')
+    checks.one_of('backend', backend, BACKENDS)
+    checks.integrator(integrator)
+    checks.positive('inertia', inertia, 'kg·m²')
     pattern = tick_pattern(rate_hz, timestep)
     w2, c_pd, c_joint = kp / inertia, kv / inertia, damping / inertia
     if backend == 'in-loop':
@@ -418,22 +392,15 @@ class HoldParams:
     """In-step only: the velocity target's ``kv*velocity`` inside the clamp or as ``qfrc_applied``."""
 
     def __post_init__(self):
-        _positive('rate_hz', self.rate_hz, 'Hz')
-        if self.backend not in BACKENDS:
-            raise ValueError(f'backend must be one of {", ".join(BACKENDS)}, got {self.backend!r}')
-        _positive('kp', self.kp, 'N·m/rad')
-        _nonnegative('kv', self.kv, 'N·m·s/rad')
-        _nonnegative('armature', self.armature, 'kg·m²')
-        _positive('timestep', self.timestep, 's')
-        if self.timestep > 0.1:
-            raise ValueError(f'timestep must be in (0, 0.1] s, got {self.timestep!r}')
-        if self.integrator not in INTEGRATORS:
-            raise ValueError(
-                f'integrator must be one of {", ".join(INTEGRATORS)}, got {self.integrator!r}')
-        _positive('max_effort', self.max_effort, 'N·m')
-        if self.feedforward not in FEEDFORWARD:
-            raise ValueError(
-                f'feedforward must be one of {", ".join(FEEDFORWARD)}, got {self.feedforward!r}')
+        checks.positive('rate_hz', self.rate_hz, 'Hz')
+        checks.one_of('backend', self.backend, BACKENDS)
+        checks.positive('kp', self.kp, 'N·m/rad')
+        checks.nonnegative('kv', self.kv, 'N·m·s/rad')
+        checks.nonnegative('armature', self.armature, 'kg·m²')
+        checks.timestep(self.timestep)
+        checks.integrator(self.integrator)
+        checks.positive('max_effort', self.max_effort, 'N·m')
+        checks.one_of('feedforward', self.feedforward, FEEDFORWARD)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -495,7 +462,7 @@ def _hold_model(backend: str, kp: float, kv: float, armature: float, timestep: f
                         integrator=integrator, max_effort=max_effort)
     m = copy.copy(_so101_base())
     m.opt.timestep = params.timestep
-    m.opt.integrator = _INTEGRATOR_ENUM[params.integrator]
+    m.opt.integrator = INTEGRATOR_ENUM[params.integrator]
     m.dof_armature[:] = params.armature
     controller = PDController(m, range(m.njnt), backend=params.backend)
     if params.backend == 'in-step':
@@ -564,7 +531,7 @@ def hold_responses(params: Sequence[HoldParams], *, duration: float = DURATION,
     Returns:
       One :class:`HoldResponse` per run, in order.
     """
-    _positive('duration', duration, 's')
+    checks.positive('duration', duration, 's')
     params = list(params)
     results: dict[int, HoldResponse] = {}
     for timestep in sorted({p.timestep for p in params}):

@@ -21,6 +21,8 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
+from physai import checks
+from physai.checks import INTEGRATOR_ENUM, INTEGRATORS
 from physai.sim import kv_from_dampratio
 
 LINK_MASS = 0.3  # kg
@@ -29,14 +31,6 @@ LINK_RADIUS = 0.01  # m
 GRAVITY = 9.81  # m/s²
 TAU_G = LINK_MASS * GRAVITY * LINK_LENGTH / 2  # N·m, gravity torque of the horizontal link
 
-INTEGRATORS = ('Euler', 'RK4', 'implicit', 'implicitfast', 'discrete')
-_INTEGRATOR_ENUM = {
-    'Euler': mujoco.mjtIntegrator.mjINT_EULER,
-    'RK4': mujoco.mjtIntegrator.mjINT_RK4,
-    'implicit': mujoco.mjtIntegrator.mjINT_IMPLICIT,
-    'implicitfast': mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
-    'discrete': mujoco.mjtIntegrator.mjINT_DISCRETE,
-}
 
 SETTLE_WINDOW = 0.5  # s, the tail over which sag and peak-to-peak are measured
 DIVERGED_BOUND = 20 * math.pi  # rad, |q| beyond this counts as diverged
@@ -91,18 +85,6 @@ def capsule_inertia_about_hinge(mass: float = LINK_MASS, length: float = LINK_LE
 LINK_INERTIA = capsule_inertia_about_hinge()  # kg·m², without armature
 
 
-def _positive_finite(name: str, value: float, unit: str) -> None:
-    if not (isinstance(value, (int, float, np.floating, np.integer)) and math.isfinite(value)
-            and value > 0):
-        raise ValueError(f'{name} must be a finite number > 0 {unit}, got {value!r}')
-
-
-def _nonnegative(name: str, value: float, unit: str) -> None:
-    if not (isinstance(value, (int, float, np.floating, np.integer)) and math.isfinite(value)
-            and value >= 0):
-        raise ValueError(f'{name} must be a finite number >= 0 {unit}, got {value!r}')
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ServoParams:
     """One configuration of the link and its ``<position>`` servo (MuJoCo's names)."""
@@ -127,19 +109,15 @@ class ServoParams:
     """Actuator force clamp (low, high), N·m; ``<position forcerange>``. None: unclamped."""
 
     def __post_init__(self):
-        _positive_finite('kp', self.kp, 'N·m/rad')
+        checks.positive('kp', self.kp, 'N·m/rad')
         if self.kv is not None:
-            _nonnegative('kv', self.kv, 'N·m·s/rad')
-        _nonnegative('dampratio', self.dampratio, '')
-        _nonnegative('armature', self.armature, 'kg·m²')
-        _positive_finite('timestep', self.timestep, 's')
-        if self.timestep > 0.1:
-            raise ValueError(f'timestep must be in (0, 0.1] s, got {self.timestep!r}')
-        if self.integrator not in INTEGRATORS:
-            raise ValueError(
-                f'integrator must be one of {", ".join(INTEGRATORS)}, got {self.integrator!r}')
-        _nonnegative('damping', self.damping, 'N·m·s/rad')
-        _nonnegative('frictionloss', self.frictionloss, 'N·m')
+            checks.nonnegative('kv', self.kv, 'N·m·s/rad')
+        checks.nonnegative('dampratio', self.dampratio)
+        checks.nonnegative('armature', self.armature, 'kg·m²')
+        checks.timestep(self.timestep)
+        checks.integrator(self.integrator)
+        checks.nonnegative('damping', self.damping, 'N·m·s/rad')
+        checks.nonnegative('frictionloss', self.frictionloss, 'N·m')
         if self.forcerange is not None:
             if len(self.forcerange) != 2 or not all(math.isfinite(f) for f in self.forcerange):
                 raise ValueError(f'forcerange must be two finite numbers (low, high) N·m, '
@@ -194,7 +172,7 @@ def link_model(params: ServoParams) -> mujoco.MjModel:
     if params.forcerange is not None:
         m.actuator_forcerange[0] = params.forcerange
     m.opt.timestep = params.timestep
-    m.opt.integrator = _INTEGRATOR_ENUM[params.integrator]
+    m.opt.integrator = INTEGRATOR_ENUM[params.integrator]
     # constants that depend on armature (dof_invweight0 for the friction-loss constraint)
     mujoco.mj_setConst(m, _scratch_data())
     return m
@@ -280,7 +258,7 @@ def step_responses(params: Sequence[ServoParams], *, q0: float = -0.5, duration:
     """
     if not math.isfinite(q0):
         raise ValueError(f'q0 must be a finite angle in rad, got {q0!r}')
-    _positive_finite('duration', duration, 's')
+    checks.positive('duration', duration, 's')
     params = list(params)
     if not params:
         return []
@@ -296,7 +274,7 @@ def step_responses(params: Sequence[ServoParams], *, q0: float = -0.5, duration:
     batch.expand('actuator_forcelimited')[:, 0] = [p.forcerange is not None for p in params]
     batch.expand('actuator_forcerange')[:, 0] = [p.forcerange or (0.0, 0.0) for p in params]
     batch.expand('opt.timestep')[:] = [p.timestep for p in params]
-    batch.expand('opt.integrator')[:] = [_INTEGRATOR_ENUM[p.integrator] for p in params]
+    batch.expand('opt.integrator')[:] = [INTEGRATOR_ENUM[p.integrator] for p in params]
     batch.set_const()  # armature changes dof_invweight0, which the friction-loss constraint reads
     batch.reset()
     batch.qpos[:, 0] = q0

@@ -60,6 +60,7 @@ import mujoco.batch
 import mujoco.minimize
 import numpy as np
 
+from physai import checks
 from physai import servo as _servo  # installs the quiet MuJoCo warning handler
 from physai.datasets import Episode, LeRobotDataset, load_lerobot
 from physai.registry import experiment
@@ -93,12 +94,12 @@ class ArmServo:
     """Reflected rotor inertia, kg·m²; ``<joint armature>``, ``dof_armature``."""
 
     def __post_init__(self):
-        _servo._positive_finite('kp', self.kp, 'N·m/rad')
-        _servo._nonnegative('kv', self.kv, 'N·m·s/rad')
-        _servo._positive_finite('forcerange', self.forcerange, 'N·m')
-        _servo._nonnegative('damping', self.damping, 'N·m·s/rad')
-        _servo._nonnegative('frictionloss', self.frictionloss, 'N·m')
-        _servo._nonnegative('armature', self.armature, 'kg·m²')
+        checks.positive('kp', self.kp, 'N·m/rad')
+        checks.nonnegative('kv', self.kv, 'N·m·s/rad')
+        checks.positive('forcerange', self.forcerange, 'N·m')
+        checks.nonnegative('damping', self.damping, 'N·m·s/rad')
+        checks.nonnegative('frictionloss', self.frictionloss, 'N·m')
+        checks.nonnegative('armature', self.armature, 'kg·m²')
 
     @property
     def lag_ms(self) -> float:
@@ -155,7 +156,7 @@ def from_log(x: np.ndarray) -> ArmServo:
 # The replay
 # --------------------------------------------------------------------------------------------------
 
-INTEGRATORS = _servo.INTEGRATORS
+INTEGRATORS = checks.INTEGRATORS
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -172,12 +173,8 @@ class ReplayConfig:
     """Joint limits and ctrlrange clamping as in the model (False turns both off)."""
 
     def __post_init__(self):
-        _servo._positive_finite('timestep', self.timestep, 's')
-        if self.timestep > 0.1:
-            raise ValueError(f'timestep must be in (0, 0.1] s, got {self.timestep!r}')
-        if self.integrator not in INTEGRATORS:
-            raise ValueError(
-                f'integrator must be one of {", ".join(INTEGRATORS)}, got {self.integrator!r}')
+        checks.timestep(self.timestep)
+        checks.integrator(self.integrator)
 
     def substeps(self, fps: float) -> int:
         """Physics steps per frame, round(1 / (fps * timestep)), at least 1."""
@@ -228,7 +225,7 @@ def arm_model(servo: ArmServo, config: ReplayConfig = ReplayConfig(), *, fps: fl
     m.dof_frictionloss[:] = servo.frictionloss
     m.dof_armature[:] = servo.armature
     m.opt.timestep = 1.0 / (fps * config.substeps(fps))
-    m.opt.integrator = _servo._INTEGRATOR_ENUM[config.integrator]
+    m.opt.integrator = checks.INTEGRATOR_ENUM[config.integrator]
     if not config.contacts:
         m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
     if not config.limits:

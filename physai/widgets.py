@@ -93,7 +93,7 @@ import numpy as np
 
 from physai import plots
 from physai.servo import INTEGRATORS, LINK_INERTIA, ServoParams, step_responses
-from physai.sim import semi_implicit_euler, step_growth
+from physai.stability import critical_h_omega, integrator_growth  # noqa: F401 (re-exported)
 
 # ---------------------------------------------------------------------------------------------
 # Controls
@@ -539,73 +539,6 @@ class Panel:
             for w in [*self._widgets.values(), self._image, self._box]:
                 w.close()
             self._box = self._image = self._widgets = None
-
-
-# ---------------------------------------------------------------------------------------------
-# Growth of the linearized servo under each integrator, for the analytic stability bound
-
-
-def _rk4_step(q, v, accel, h):
-    k1q, k1v = v, accel(q, v)
-    k2q, k2v = v + h / 2 * k1v, accel(q + h / 2 * k1q, v + h / 2 * k1v)
-    k3q, k3v = v + h / 2 * k2v, accel(q + h / 2 * k2q, v + h / 2 * k2v)
-    k4q, k4v = v + h * k3v, accel(q + h * k3q, v + h * k3v)
-    return (q + h / 6 * (k1q + 2 * k2q + 2 * k3q + k4q),
-            v + h / 6 * (k1v + 2 * k2v + 2 * k3v + k4v))
-
-
-def integrator_growth(integrator: str, h: float, w2: float, c: float, *,
-                      c_joint: float = 0.0) -> float:
-    """Growth per step of MuJoCo's ``integrator`` on the linearized servo ``a = -w2*q - c*v``.
-
-    Built on :func:`physai.sim.step_growth`. What each integrator treats implicitly, per unit inertia:
-    Euler only the joint damping (``c_joint``); implicitfast and implicit all velocity damping ``c``
-    (for one hinge without Coriolis forces they coincide); discrete the damping and the actuator
-    stiffness (its metric M + hD + h²K, so ``c_implicit = c + h*w2``); RK4 nothing (classical RK4).
-
-    Args:
-      integrator: one of :data:`physai.servo.INTEGRATORS`.
-      h: timestep, s.
-      w2: ω² = kp / I, 1/s².
-      c: (kv + damping) / I, 1/s.
-      c_joint: damping / I, 1/s (the part Euler takes implicitly).
-
-    Returns:
-      The spectral radius of the step; above 1 the run diverges.
-    """
-    if integrator == 'Euler':
-        return step_growth(semi_implicit_euler, h, w2, c, c_implicit=c_joint)
-    if integrator in ('implicitfast', 'implicit'):
-        return step_growth(semi_implicit_euler, h, w2, c, c_implicit=c)
-    if integrator == 'discrete':
-        return step_growth(semi_implicit_euler, h, w2, c, c_implicit=c + h * w2)
-    if integrator == 'RK4':
-        return step_growth(_rk4_step, h, w2, c)
-    raise ValueError(f'integrator must be one of {", ".join(INTEGRATORS)}, got {integrator!r}')
-
-
-@functools.cache
-def critical_h_omega(integrator: str, dampratio: float = 1.0) -> float:
-    """The largest hω at which ``integrator`` keeps a servo with this damping ratio stable.
-
-    With kv = 2ζ sqrt(kp·I) the linear step depends on hω only (h²ω² and hc = 2ζhω), so one number
-    per integrator gives the bound kp < (hω*/h)²·I. Found by scanning hω and bisecting the first
-    crossing of growth 1 (:func:`integrator_growth`). Returns ``inf`` when no hω up to 1000
-    diverges (discrete).
-    """
-    def unstable(x: float) -> bool:
-        return integrator_growth(integrator, x, 1.0, 2 * dampratio) > 1 + 1e-9
-
-    grid = np.geomspace(1e-3, 1e3, 241)
-    bad = [x for x in grid if unstable(x)]
-    if not bad:
-        return math.inf
-    hi = bad[0]
-    lo = grid[max(np.searchsorted(grid, hi) - 1, 0)]
-    for _ in range(60):
-        mid = math.sqrt(lo * hi)
-        lo, hi = (lo, mid) if unstable(mid) else (mid, hi)
-    return lo
 
 
 # ---------------------------------------------------------------------------------------------

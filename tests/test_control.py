@@ -278,12 +278,12 @@ def test_bad_joint_command_raises_naming_the_field(kwargs, message):
 
 
 @pytest.mark.parametrize('kwargs, message', [
-    ({'rate_hz': 0}, 'rate_hz must be finite and > 0'),
+    ({'rate_hz': 0}, 'rate_hz must be a finite number > 0 Hz, got 0'),
     ({'backend': 'firmware'}, 'backend must be one of in-loop, in-step'),
     ({'timestep': 0.2}, r'timestep must be in \(0, 0.1\] s'),
     ({'integrator': 'leapfrog'}, 'integrator must be one of'),
     ({'armature': -0.1}, 'armature must be a finite number >= 0'),
-    ({'kp': 0.0}, 'kp must be finite and > 0'),
+    ({'kp': 0.0}, 'kp must be a finite number > 0 N·m/rad, got 0.0'),
     ({'feedforward': 'nowhere'}, 'feedforward must be one of in-clamp, applied'),
 ])
 def test_bad_hold_params_raise_naming_the_field(kwargs, message):

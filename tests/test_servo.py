@@ -104,7 +104,7 @@ BAD_INPUT = [
     (dict(kp=math.nan), 'kp must be a finite number > 0 N·m/rad, got nan'),
     (dict(kp=math.inf), 'kp must be a finite number > 0 N·m/rad, got inf'),
     (dict(kp=1, armature=-0.1), 'armature must be a finite number >= 0 kg·m², got -0.1'),
-    (dict(kp=1, timestep=0), 'timestep must be a finite number > 0 s, got 0'),
+    (dict(kp=1, timestep=0), r'timestep must be in \(0, 0.1\] s, got 0'),
     (dict(kp=1, timestep=0.2), r'timestep must be in \(0, 0.1\] s, got 0.2'),
     (dict(kp=1, integrator='rk4'),
      "integrator must be one of Euler, RK4, implicit, implicitfast, discrete, got 'rk4'"),

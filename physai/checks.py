@@ -1,0 +1,86 @@
+"""Input checks shared by every config in physai, with one message format.
+
+Each check raises ``ValueError('<name> must be <what is allowed>, got <value>')``, e.g.
+``timestep must be in (0, 0.1] s, got 0``, and returns the value as a float where it is a number.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+
+import mujoco
+
+INTEGRATORS = ('Euler', 'RK4', 'implicit', 'implicitfast', 'discrete')
+"""MuJoCo's integrators by their MJCF names (``<option integrator>``)."""
+
+INTEGRATOR_ENUM = {
+    'Euler': mujoco.mjtIntegrator.mjINT_EULER,
+    'RK4': mujoco.mjtIntegrator.mjINT_RK4,
+    'implicit': mujoco.mjtIntegrator.mjINT_IMPLICIT,
+    'implicitfast': mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
+    'discrete': mujoco.mjtIntegrator.mjINT_DISCRETE,
+}
+
+MAX_TIMESTEP = 0.1  # s
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _unit(unit: str) -> str:
+    return f' {unit}' if unit else ''
+
+
+def finite(name: str, value, unit: str = '') -> float:
+    """A finite number."""
+    if not (_is_real(value) and math.isfinite(value)):
+        raise ValueError(f'{name} must be a finite number{_unit(unit)}, got {value!r}')
+    return float(value)
+
+
+def at_least(name: str, value, low: float, unit: str = '', *, strict: bool = False) -> float:
+    """A finite number >= low (> low when ``strict``)."""
+    ok = _is_real(value) and math.isfinite(value) and (value > low if strict else value >= low)
+    if not ok:
+        sign = '>' if strict else '>='
+        raise ValueError(f'{name} must be a finite number {sign} {low:g}{_unit(unit)}, got {value!r}')
+    return float(value)
+
+
+def positive(name: str, value, unit: str = '') -> float:
+    """A finite number > 0."""
+    return at_least(name, value, 0, unit, strict=True)
+
+
+def nonnegative(name: str, value, unit: str = '') -> float:
+    """A finite number >= 0."""
+    return at_least(name, value, 0, unit)
+
+
+def limit(name: str, value, unit: str = '') -> float:
+    """A number > 0, where inf means no limit."""
+    if not (_is_real(value) and not math.isnan(value) and value > 0):
+        raise ValueError(f'{name} must be > 0{_unit(unit)} (inf for no limit), got {value!r}')
+    return float(value)
+
+
+def timestep(value, name: str = 'timestep') -> float:
+    """A physics step in (0, 0.1] s."""
+    if not (_is_real(value) and math.isfinite(value) and 0 < value <= MAX_TIMESTEP):
+        raise ValueError(f'{name} must be in (0, {MAX_TIMESTEP:g}] s, got {value!r}')
+    return float(value)
+
+
+def one_of(name: str, value, allowed: Sequence[str]) -> str:
+    """One of the allowed names."""
+    if value not in allowed:
+        raise ValueError(f'{name} must be one of {", ".join(allowed)}, got {value!r}')
+    return value
+
+
+def integrator(value, name: str = 'integrator') -> str:
+    """One of :data:`INTEGRATORS`."""
+    return one_of(name, value, INTEGRATORS)

@@ -1,0 +1,38 @@
+"""The shared input checks: every message names the parameter, what is allowed and what came in."""
+
+import math
+
+import numpy as np
+import pytest
+
+from physai import checks
+
+
+@pytest.mark.parametrize('call, message', [
+    (lambda: checks.positive('kp', 0, 'N·m/rad'), 'kp must be a finite number > 0 N·m/rad, got 0'),
+    (lambda: checks.positive('kp', math.inf, 'N·m/rad'), 'kp must be a finite number > 0 N·m/rad, got inf'),
+    (lambda: checks.nonnegative('dampratio', -1), 'dampratio must be a finite number >= 0, got -1'),
+    (lambda: checks.nonnegative('armature', True, 'kg·m²'), 'armature must be a finite number >= 0 kg·m², got True'),
+    (lambda: checks.finite('effort', math.nan, 'N·m'), 'effort must be a finite number N·m, got nan'),
+    (lambda: checks.limit('effort_limit', 0, 'N·m'), r'effort_limit must be > 0 N·m \(inf for no limit\), got 0'),
+    (lambda: checks.timestep(0), r'timestep must be in \(0, 0.1\] s, got 0'),
+    (lambda: checks.timestep(math.nan), r'timestep must be in \(0, 0.1\] s, got nan'),
+    (lambda: checks.timestep(0.2), r'timestep must be in \(0, 0.1\] s, got 0.2'),
+    (lambda: checks.integrator('rk4'),
+     "integrator must be one of Euler, RK4, implicit, implicitfast, discrete, got 'rk4'"),
+])
+def test_bad_values_are_named_with_what_is_allowed(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_good_values_pass_through_as_floats():
+    assert checks.positive('kp', np.float32(2.5)) == 2.5
+    assert checks.nonnegative('armature', 0) == 0.0
+    assert checks.limit('effort_limit', math.inf) == math.inf
+    assert checks.timestep(0.1) == 0.1
+    assert checks.integrator('discrete') == 'discrete'
+
+
+def test_every_integrator_name_maps_to_mujoco():
+    assert set(checks.INTEGRATOR_ENUM) == set(checks.INTEGRATORS)
