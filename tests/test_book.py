@@ -67,3 +67,21 @@ def test_chapter_starts_with_a_title_and_uses_the_python3_kernel(path):
     first = notebook['cells'][0]
     source = first['source'] if isinstance(first['source'], str) else ''.join(first['source'])
     assert first['cell_type'] == 'markdown' and source.startswith('# '), f'{path.name} must open with a # title'
+
+
+@pytest.mark.parametrize('path', NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_chapter_stores_no_widget_state(path):
+    """Saved ipywidgets state makes myst-nb load the widget scripts from a CDN and show a frozen panel."""
+    notebook = json.loads(path.read_text(encoding='utf-8'))
+    assert 'widgets' not in notebook['metadata'], (
+        f'{path.name}: strip metadata.widgets (execute with store_widget_state=False)')
+
+
+@pytest.mark.parametrize('path', NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_progress_bars_stay_off_the_published_page(path):
+    """A cell that writes to stderr (progress bars) is tagged remove-stderr, so the page shows its result only."""
+    notebook = json.loads(path.read_text(encoding='utf-8'))
+    untagged = [i for i, cell in enumerate(notebook['cells']) if cell['cell_type'] == 'code'
+                and any(out.get('name') == 'stderr' for out in cell.get('outputs', []))
+                and 'remove-stderr' not in cell['metadata'].get('tags', [])]
+    assert not untagged, f'{path.name}: cells {untagged} print to stderr without the remove-stderr tag'
