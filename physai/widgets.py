@@ -1114,9 +1114,7 @@ def servo_twin(key: str = 'servo', *, kps: Sequence[float] = TWIN_KP,
             if math.isfinite(t10) and math.isfinite(t90):
                 step.append(twin_line([t10, t90], [math.degrees(q90)] * 2, color=colors['rise'],
                                       width=3, label='10-90 % rise'))
-            rise = f'{r.rise_ms:.1f} ms' if math.isfinite(r.rise_ms) else 'n/a'
-            step.append(twin_text(f'sag {r.sag_deg:.3f}°   rise {rise}', x=0.97, y=0.08,
-                                  anchor='end', size=12))
+            step.append(twin_text(plots.readout(r), x=0.97, y=0.08, anchor='end', size=12))
         row = [responses[(integrator, armature, k)] for k in kps]
         sag = np.array([x.sag_deg for x in row])
         rise = np.array([x.rise_ms for x in row])

@@ -88,3 +88,13 @@ def test_book_style_has_white_background_and_grid():
         assert matplotlib.rcParams['figure.facecolor'] == 'white'
         assert matplotlib.rcParams['axes.grid']
         assert not matplotlib.rcParams['savefig.transparent']
+
+
+def test_readout_calls_out_a_run_that_never_settles():
+    """At kp 30000 and dampratio 1, hω sits on implicitfast's bound: stable in name, swinging for ever."""
+    from physai import servo
+
+    assert plots.readout(servo.step_response(100)) == 'sag 0.169°   rise 56.7 ms'
+    swinging = servo.step_response(30000)
+    assert not swinging.diverged
+    assert plots.readout(swinging).endswith(f'swing {swinging.p2p_deg:.2g}°')
