@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from physai import registry
@@ -24,8 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.name == 'list':
         for name in registry.names():
             exp = registry.get(name)
-            usage = f'{name} {{{",".join(exp.choices)}}}' if exp.choices else name
-            print(f'{usage:40s} {exp.summary}')
+            usage, summary = name, exp.summary
+            if exp.choices:
+                usage += ' PARAM'
+                summary += f' (PARAM: {", ".join(exp.choices)})'
+            print(f'{usage:22s} {summary}')
         return 0
     try:
         exp = registry.get(args.name)
@@ -43,4 +47,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # the reader piped the table into head or less and closed it early
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
