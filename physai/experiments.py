@@ -10,8 +10,8 @@ import numpy as np
 from physai import servo
 from physai.registry import experiment
 from physai.servo import LINK_INERTIA, TAU_G, ServoParams
-from physai.sim import (actuator_force, kv_from_dampratio, semi_implicit_euler, servo_sag,
-                        step_growth)
+from physai.sim import (actuator_force, kv_from_dampratio, semi_implicit_euler, servo_loop,
+                        servo_sag, step_growth)
 
 KP_SWEEP = (1, 3, 10, 30, 100, 300, 1000)
 
@@ -106,26 +106,6 @@ def link(q: float = 0.3) -> list[dict]:
     return rows
 
 
-def servo_loop(params: ServoParams, *, q0: float = -0.5, duration: float = 3.0) -> np.ndarray:
-    """The link and its servo stepped by hand with :func:`physai.sim.semi_implicit_euler`.
-
-    ``I*a = kp*(u - q) - (kv + damping)*v - tau_g*cos(q)`` with u = 0, the damping taken implicitly
-    (``c_implicit = (kv + damping)/I``), which is MuJoCo's implicitfast. Returns q, (nstep + 1,).
-    """
-    inertia, kv = params.inertia, params.kv_effective
-    c = (kv + params.damping) / inertia
-
-    def accel(q, v):
-        return (-params.kp * q - (kv + params.damping) * v - TAU_G * math.cos(q)) / inertia
-
-    nstep = round(duration / params.timestep)
-    q = np.empty(nstep + 1)
-    q[0], v = q0, 0.0
-    for k in range(nstep):
-        q[k + 1], v = semi_implicit_euler(q[k], v, accel, params.timestep, c_implicit=c)
-    return q
-
-
 @experiment('servo-loop', summary='our semi-implicit Euler servo loop vs mj_step (implicitfast)',
             columns=(('kp', '.0f'), ('max_abs_diff_rad', '.1e'), ('sag_deg', '.4f'),
                      ('servo_sag_deg', '.4f'), ('rise_ms', '.2f')))
@@ -134,7 +114,8 @@ def servo_loop_check() -> list[dict]:
     responses = servo.step_responses(params)
     rows = []
     for p, r in zip(params, responses):
-        ours = servo_loop(p)
+        ours = servo_loop(p.kp, p.kv_effective, p.inertia, TAU_G, p.timestep, len(r.q) - 1,
+                          q0=float(r.q[0]), damping=p.damping)
         rows.append({'kp': p.kp, 'max_abs_diff_rad': float(np.max(np.abs(ours - r.q))),
                      'sag_deg': r.sag_deg, 'servo_sag_deg': math.degrees(servo_sag(p.kp, TAU_G)),
                      'rise_ms': r.rise_ms})

@@ -267,13 +267,14 @@ class StepResponseMarks:
 
 
 SWINGING_P2P_DEG = 0.05
-"""Peak-to-peak over the settle window (degrees) above which a stable run is called still swinging."""
+"""Peak-to-peak over the settle window (degrees) above which a stable run is still swinging; the same
+threshold as :data:`physai.servo.SETTLED_P2P_DEG`."""
 
 
 def readout(response) -> str:
     """'sag 0.169°   rise 56.7 ms' for a settled run; one that never settles adds its peak-to-peak swing."""
     rise = f'{response.rise_ms:.1f} ms' if math.isfinite(response.rise_ms) else 'n/a'
-    if response.p2p_deg > SWINGING_P2P_DEG:
+    if not response.settled:
         return f'sag {response.sag_deg:.3f}°  rise {rise}  swing {response.p2p_deg:.2g}°'
     return f'sag {response.sag_deg:.3f}°   rise {rise}'
 

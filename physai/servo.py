@@ -34,6 +34,7 @@ TAU_G = LINK_MASS * GRAVITY * LINK_LENGTH / 2  # N·m, gravity torque of the hor
 
 SETTLE_WINDOW = 0.5  # s, the tail over which sag and peak-to-peak are measured
 DIVERGED_BOUND = 20 * math.pi  # rad, |q| beyond this counts as diverged
+SETTLED_P2P_DEG = 0.05  # degrees: a stable run still swinging more than this over the window never settled
 
 # MuJoCo prints a warning when it resets a diverged simulation. Here a diverged run is a result that
 # step_responses reads from the warning counters, so the text is kept (the latest few) instead of printed.
@@ -196,6 +197,15 @@ class StepResponse:
     diverged: bool
     """Non-finite state, MuJoCo's bad-acceleration warning, or |q| beyond ``DIVERGED_BOUND``."""
 
+    @property
+    def settled(self) -> bool:
+        """Stable and at rest over the last 0.5 s (peak-to-peak at most ``SETTLED_P2P_DEG``).
+
+        A run right on a stability bound neither grows nor decays: not diverged, but its sag and
+        rise time describe a swing, not a servo holding still.
+        """
+        return not self.diverged and self.p2p_deg <= SETTLED_P2P_DEG
+
 
 def _crossing_time(t: np.ndarray, x: np.ndarray, level: float) -> float:
     """First time x reaches level, interpolating linearly between samples; NaN if never."""
@@ -222,8 +232,8 @@ def summarize(params: ServoParams, t: np.ndarray, q: np.ndarray, bad_qacc: bool,
               u: float = 0.0) -> StepResponse:
     """Sag, rise time, peak-to-peak and divergence of one trajectory."""
     diverged = bool(bad_qacc or not np.all(np.isfinite(q)) or np.any(np.abs(q) > DIVERGED_BOUND))
-    if diverged:
-        return StepResponse(params, t, q, math.nan, math.nan, math.nan, True)
+    if diverged or t[-1] <= SETTLE_WINDOW:  # a run shorter than the window has no settled figures
+        return StepResponse(params, t, q, math.nan, math.nan, math.nan, diverged)
     tail = q[t >= t[-1] - SETTLE_WINDOW + 1e-12]
     q_final = float(np.mean(tail))
     return StepResponse(
@@ -250,15 +260,16 @@ def step_responses(params: Sequence[ServoParams], *, q0: float = -0.5, duration:
     Args:
       params: the configurations, (nsim,).
       q0: start angle, rad, at rest; the command is 0.
-      duration: simulated time, s.
+      duration: simulated time, s; sag, rise and peak-to-peak need more than the 0.5 s window (NaN otherwise).
       nthread: Batch threads (0: all CPUs).
 
     Returns:
       One :class:`StepResponse` per configuration, in order.
     """
-    if not math.isfinite(q0):
-        raise ValueError(f'q0 must be a finite angle in rad, got {q0!r}')
-    checks.positive('duration', duration, 's')
+    if not (isinstance(q0, (int, float, np.floating)) and abs(q0) <= math.pi):
+        raise ValueError(f'q0 must be an angle in [-pi, pi] rad, got {q0!r}')
+    if not (isinstance(duration, (int, float, np.floating)) and 0 < duration <= 600):
+        raise ValueError(f'duration must be in (0, 600] s, got {duration!r}')
     params = list(params)
     if not params:
         return []
@@ -310,4 +321,7 @@ def step_response(kp: float, *, kv: float | None = None, dampratio: float = 1.0,
     params = ServoParams(kp=kp, kv=kv, dampratio=dampratio, armature=armature,
                          timestep=timestep, integrator=integrator, damping=damping,
                          frictionloss=frictionloss, forcerange=forcerange)
+    if not (isinstance(duration, (int, float, np.floating)) and SETTLE_WINDOW < duration <= 600):
+        raise ValueError(f'duration must be in ({SETTLE_WINDOW}, 600] s (longer than the settle window), '
+                         f'got {duration!r}')
     return step_responses([params], q0=q0, duration=duration, nthread=1)[0]

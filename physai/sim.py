@@ -17,9 +17,22 @@ h          ``m.opt.timestep``                          s
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
+
+from physai import checks
+
+
+def _positive_array(name: str, value, unit: str):
+    """A number or array whose entries are all finite and > 0 (ValueError otherwise)."""
+    array = np.asarray(value, dtype=float)
+    if array.ndim == 0:
+        return checks.positive(name, value, unit)
+    if not np.all(np.isfinite(array) & (array > 0)):
+        raise ValueError(f'{name} must be finite numbers > 0 {unit}, got {value!r}')
+    return array
 
 
 def actuator_force(ctrl, length, velocity, gainprm: Sequence[float], biasprm: Sequence[float],
@@ -66,34 +79,49 @@ def kv_from_dampratio(kp, dampratio, inertia):
       inertia: I, kg·m² (> 0).
 
     Returns:
-      kv in N·m·s/rad.
+      kv in N·m·s/rad (an array when any input is one).
     """
+    kp = _positive_array('kp', kp, 'N·m/rad')
+    inertia = _positive_array('inertia', inertia, 'kg·m²')
+    if np.any(~np.isfinite(np.asarray(dampratio, dtype=float)) | (np.asarray(dampratio) < 0)):
+        raise ValueError(f'dampratio must be a finite number >= 0, got {dampratio!r}')
     return 2.0 * dampratio * np.sqrt(kp * inertia)
 
 
-def servo_sag(kp: float, tau_g: float, *, tol: float = 1e-14, max_iter: int = 50) -> float:
+def servo_sag(kp: float, tau_g: float, *, tol: float = 1e-14, max_iter: int = 100) -> float:
     """Steady error ``e`` of a PD servo holding a horizontal link against gravity.
 
-    At rest the spring balances gravity: ``kp * e = tau_g * cos(e)``, solved by Newton's method from
-    ``e = tau_g / kp`` (the small-angle answer).
+    At rest the spring balances gravity: ``kp * e = tau_g * cos(e)``. For ``tau_g > 0`` the left side
+    rises from 0 and the right side falls to 0 on [0, π/2], so exactly one root lies there. Newton's
+    method finds it from ``e = tau_g / kp`` (the small-angle answer), kept inside that bracket: a step
+    that would leave it is replaced by bisection, so even a soft servo (kp below tau_g, a sag of tens
+    of degrees) converges to the physical root.
 
     Args:
       kp: stiffness, N·m/rad (> 0).
-      tau_g: gravity torque of the horizontal link, N·m.
+      tau_g: gravity torque of the horizontal link, N·m (> 0).
 
     Returns:
-      e in rad (positive: the link hangs below the command).
+      e in rad, in (0, π/2) (positive: the link hangs below the command).
     """
-    if not (np.isfinite(kp) and kp > 0):
-        raise ValueError(f'kp must be a finite number > 0 N·m/rad, got {kp}')
-    e = tau_g / kp
+    checks.positive('kp', kp, 'N·m/rad')
+    checks.positive('tau_g', tau_g, 'N·m')
+    low, high = 0.0, math.pi / 2
+    e = min(tau_g / kp, 1.0)
     for _ in range(max_iter):
-        residual = kp * e - tau_g * np.cos(e)
-        step = residual / (kp + tau_g * np.sin(e))
-        e -= step
-        if abs(step) < tol:
-            break
-    return float(e)
+        residual = kp * e - tau_g * math.cos(e)
+        if residual > 0:
+            high = e
+        else:
+            low = e
+        step = residual / (kp + tau_g * math.sin(e))
+        e_next = e - step
+        if not low < e_next < high:
+            e_next = 0.5 * (low + high)
+        if abs(e_next - e) < tol:
+            return float(e_next)
+        e = e_next
+    raise RuntimeError(f'servo_sag did not converge for kp={kp}, tau_g={tau_g}')
 
 
 def semi_implicit_euler(q, v, accel: Callable, h: float, c_implicit: float = 0.0):
@@ -116,6 +144,8 @@ def semi_implicit_euler(q, v, accel: Callable, h: float, c_implicit: float = 0.0
     Returns:
       ``(q', v')``.
     """
+    if not h > 0:
+        raise ValueError(f'h must be a timestep > 0 s, got {h!r}')
     v_next = v + h * accel(q, v) / (1.0 + h * c_implicit)
     return q + h * v_next, v_next
 
@@ -137,9 +167,42 @@ def step_growth(step: Callable, h: float, w2: float, c: float, **step_kwargs) ->
     Returns:
       The spectral radius.
     """
+    checks.positive('h', h, 's')
+
     def accel(q, v):
         return -w2 * q - c * v
 
     columns = [step(1.0, 0.0, accel, h, **step_kwargs), step(0.0, 1.0, accel, h, **step_kwargs)]
     matrix = np.array(columns, dtype=float).T
     return float(np.max(np.abs(np.linalg.eigvals(matrix))))
+
+
+def servo_loop(kp: float, kv: float, inertia: float, tau_g: float, h: float, nstep: int, *,
+               q0: float = -0.5, u: float = 0.0, damping: float = 0.0) -> np.ndarray:
+    """The Experiment's link and its ``<position>`` servo, stepped by hand.
+
+    ``I*a = kp*(u - q) - (kv + damping)*v - tau_g*cos(q)``, from rest at ``q0``, each step a
+    :func:`semi_implicit_euler` step with the damping taken implicitly (``c_implicit = (kv + damping)/I``):
+    MuJoCo's ``implicitfast``.
+
+    Args:
+      kp, kv: the servo's gains, N·m/rad and N·m·s/rad.
+      inertia: I, the joint's inertia with armature, kg·m².
+      tau_g: gravity torque of the horizontal link, N·m.
+      h: timestep, s.
+      nstep: number of steps.
+      q0: start angle, rad; u: the command, rad; damping: joint damping, N·m·s/rad.
+
+    Returns:
+      q, (nstep + 1,), rad, starting with q0.
+    """
+    c = (kv + damping) / inertia
+
+    def accel(q, v):
+        return (kp * (u - q) - (kv + damping) * v - tau_g * math.cos(q)) / inertia
+
+    q = np.empty(nstep + 1)
+    q[0], v = q0, 0.0
+    for k in range(nstep):
+        q[k + 1], v = semi_implicit_euler(q[k], v, accel, h, c_implicit=c)
+    return q

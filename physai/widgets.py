@@ -573,15 +573,16 @@ def servo_kp_curve(armature: float, timestep: float, integrator: str, dampratio:
     """Sag and rise time over :data:`PANEL_KP_GRID`, one batched run (does not depend on kp).
 
     Returns:
-      dict with ``kp`` (n,), ``sag_deg`` (n,), ``rise_ms`` (n,) (NaN where diverged) and
-      ``diverged`` (n,) bool.
+      dict with ``kp`` (n,), ``sag_deg`` (n,), ``rise_ms`` (n,) (NaN where the run did not settle) and
+      ``diverged`` (n,) bool: diverged, or never settled (still swinging at the end, on a bound).
     """
     params = [_params(kp, armature, timestep, integrator, dampratio) for kp in PANEL_KP_GRID]
     responses = step_responses(params, q0=q0, duration=duration)
+    settled = np.array([r.settled for r in responses])
     return {'kp': PANEL_KP_GRID,
-            'sag_deg': np.array([r.sag_deg for r in responses]),
-            'rise_ms': np.array([r.rise_ms for r in responses]),
-            'diverged': np.array([r.diverged for r in responses])}
+            'sag_deg': np.where(settled, [r.sag_deg for r in responses], np.nan),
+            'rise_ms': np.where(settled, [r.rise_ms for r in responses], np.nan),
+            'diverged': ~settled}
 
 
 def _grows(response, q0: float) -> bool:
@@ -670,7 +671,7 @@ def servo_panel(*, kp: float = 100.0, armature: float = 0.028, timestep: float =
         (rise_line,) = ax2r.plot([], [], 's-', ms=3, color=plots.COLORS['rise_curve'],
                                  label='rise time', animated=True)
         (bad_kp,) = ax2.plot([], [], 'x', ms=6, mew=2, color=plots.COLORS['diverged'],
-                             label='diverged', transform=ax2.get_xaxis_transform(), animated=True)
+                             label='never settles', transform=ax2.get_xaxis_transform(), animated=True)
         (kp_line,) = ax2.plot([kp, kp], [0, 1], color=plots.COLORS['current'], lw=1.2, ls='--',
                               transform=ax2.get_xaxis_transform(), animated=True)
         sag_point = plots.mark_point(ax2, kp, 1.0, label='current kp', animated=True)
@@ -726,8 +727,9 @@ def servo_panel(*, kp: float = 100.0, armature: float = 0.028, timestep: float =
         state['bad_kp'].set_data(bad, np.full(len(bad), 0.04))
         k = values['kp']
         state['kp_line'].set_xdata([k, k])
-        state['sag_point'].set_data([k], [response.sag_deg if response.sag_deg > 0 else np.nan])
-        state['rise_point'].set_data([k], [response.rise_ms])
+        settled = response.settled
+        state['sag_point'].set_data([k], [response.sag_deg if settled and response.sag_deg > 0 else np.nan])
+        state['rise_point'].set_data([k], [response.rise_ms if settled else np.nan])
         state['point'].set_data([values['armature']], [k])
         star = stab['h_omega_star']
         h_omega = values['timestep'] * math.sqrt(k / (LINK_INERTIA + values['armature']))
@@ -1116,9 +1118,9 @@ def servo_twin(key: str = 'servo', *, kps: Sequence[float] = TWIN_KP,
                                       width=3, label='10-90 % rise'))
             step.append(twin_text(plots.readout(r), x=0.97, y=0.08, anchor='end', size=12))
         row = [responses[(integrator, armature, k)] for k in kps]
-        sag = np.array([x.sag_deg for x in row])
-        rise = np.array([x.rise_ms for x in row])
-        bad = np.array([x.diverged for x in row])
+        bad = np.array([not x.settled for x in row])  # diverged, or swinging for ever on a bound
+        sag = np.where(bad, np.nan, [x.sag_deg for x in row])
+        rise = np.where(bad, np.nan, [x.rise_ms for x in row])
         curve = [twin_line(kp_arr, np.where(sag > 0, sag, np.nan), color=colors['sag_curve'],
                            label='sag (deg)'),
                  twin_markers(kp_arr, np.where(sag > 0, sag, np.nan), color=colors['sag_curve'],
@@ -1127,11 +1129,11 @@ def servo_twin(key: str = 'servo', *, kps: Sequence[float] = TWIN_KP,
                  twin_markers(kp_arr, rise, color=colors['rise_curve'], size=2.5, symbol='s')]
         if bad.any():
             curve.append(twin_markers(kp_arr[bad], np.full(bad.sum(), 2e-3), symbol='x', size=4,
-                                      color=colors['diverged'], label='diverged'))
-        here = [r.sag_deg, r.rise_ms]
+                                      color=colors['diverged'], label='never settles'))
+        here = [r.sag_deg, r.rise_ms] if r.settled else [np.nan, np.nan]
         curve.append(twin_markers([kp, kp], [v if v > 0 else np.nan for v in here], size=6,
                                   filled=False, color=colors['current'], label='current kp'))
-        cells = [(a, k, responses[(integrator, a, k)].diverged) for a in armatures for k in kps]
+        cells = [(a, k, _grows(responses[(integrator, a, k)], q0)) for a in armatures for k in kps]
         stable = [(a, k) for a, k, d in cells if not d]
         diverged = [(a, k) for a, k, d in cells if d]
         star = critical_h_omega(integrator, dampratio)
@@ -1141,7 +1143,7 @@ def servo_twin(key: str = 'servo', *, kps: Sequence[float] = TWIN_KP,
             stab.append(twin_markers(*zip(*stable), color='#7aa6d6', size=3))
         if diverged:
             stab.append(twin_markers(*zip(*diverged), color=colors['diverged'], size=4, symbol='x',
-                                     label='diverged'))
+                                     label='unstable'))
         if math.isfinite(star):
             stab.append(twin_line(arm_line, (star / timestep) ** 2 * inertia, width=2,
                                   color=colors['bound'], label=f'growth = 1 (hω = {star:.2f})'))
@@ -1176,8 +1178,8 @@ def servo_twin(key: str = 'servo', *, kps: Sequence[float] = TWIN_KP,
     return static_twin(key, sliders, axes, frame, width=380, height=280,
                        caption=f'Precomputed with MuJoCo: dampratio {dampratio:g}, timestep '
                                f'{timestep * 1e3:g} ms, start at {q0_deg:.1f}° with command 0°. '
-                               f'Stability: blue dots stable, red crosses diverged, red circle '
-                               f'the current setting.')
+                               f'Stability: blue dots settle, red crosses diverge or keep swinging '
+                               f'wider than they started, red circle the current setting.')
 
 
 def _nearest(values: Sequence[float], target: float) -> int:

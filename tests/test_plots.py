@@ -98,3 +98,9 @@ def test_readout_calls_out_a_run_that_never_settles():
     swinging = servo.step_response(30000)
     assert not swinging.diverged
     assert plots.readout(swinging).endswith(f'swing {swinging.p2p_deg:.2g}°')
+
+
+def test_swinging_threshold_is_the_servo_modules():
+    from physai import servo
+
+    assert plots.SWINGING_P2P_DEG == servo.SETTLED_P2P_DEG

@@ -98,6 +98,14 @@ def test_force_clamp_turns_the_explosion_into_chatter():
     assert r.p2p_deg > 0.1
 
 
+def test_a_run_on_the_stability_bound_never_settles():
+    """kp 30000 at dampratio 1 puts hω = 4.83 on implicitfast's bound 2 + 2√2: no growth, no decay."""
+    swinging = step_response(30000)
+    assert not swinging.diverged and not swinging.settled
+    assert swinging.p2p_deg > 90
+    assert step_response(3000).settled
+
+
 BAD_INPUT = [
     (dict(kp=0), 'kp must be a finite number > 0 N·m/rad, got 0'),
     (dict(kp=-5), 'kp must be a finite number > 0 N·m/rad, got -5'),
@@ -111,6 +119,8 @@ BAD_INPUT = [
     (dict(kp=1, damping=-1), 'damping must be a finite number >= 0 N·m·s/rad, got -1'),
     (dict(kp=1, frictionloss=-0.1), 'frictionloss must be a finite number >= 0 N·m, got -0.1'),
     (dict(kp=1, forcerange=(2, -2)), r'forcerange low must not exceed high, got \(2, -2\) N·m'),
+    (dict(kp=1, duration=0.3), r'duration must be in \(0.5, 600\] s \(longer than the settle window\), got 0.3'),
+    (dict(kp=1, q0=100.0), r'q0 must be an angle in \[-pi, pi\] rad, got 100.0'),
 ]
 
 

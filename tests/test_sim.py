@@ -67,10 +67,35 @@ def test_servo_sag_balances_spring_and_gravity(kp):
     assert 0 < e <= TAU_G / kp  # cos(e) <= 1 makes the exact sag the smaller one
 
 
+@pytest.mark.parametrize('kp', [0.05, 0.1, 0.3])
+def test_soft_servo_sag_is_where_mujoco_comes_to_rest(kp):
+    """Below kp = tau_g the sag is tens of degrees; the root must still be the physical one in (0, π/2)."""
+    from physai.servo import step_response
+
+    e = sim.servo_sag(kp, TAU_G)
+    assert 0 < e < math.pi / 2
+    rest = step_response(kp, duration=30.0)
+    assert rest.sag_deg == pytest.approx(math.degrees(e), abs=1e-3)
+
+
 @pytest.mark.parametrize('kp', [0, -1, math.nan, math.inf])
 def test_servo_sag_rejects_bad_kp(kp):
     with pytest.raises(ValueError, match='kp must be a finite number > 0'):
         sim.servo_sag(kp, TAU_G)
+
+
+@pytest.mark.parametrize('call, message', [
+    (lambda: sim.servo_sag(10.0, 0.0), 'tau_g must be a finite number > 0 N·m, got 0.0'),
+    (lambda: sim.kv_from_dampratio(-1.0, 1.0, 0.1), 'kp must be a finite number > 0 N·m/rad, got -1.0'),
+    (lambda: sim.kv_from_dampratio(1.0, 1.0, -0.1), 'inertia must be a finite number > 0 kg·m², got -0.1'),
+    (lambda: sim.kv_from_dampratio(1.0, -1.0, 0.1), 'dampratio must be a finite number >= 0, got -1.0'),
+    (lambda: sim.kv_from_dampratio(np.array([1.0, 0.0]), 1.0, 0.1), 'kp must be finite numbers > 0'),
+    (lambda: sim.step_growth(sim.semi_implicit_euler, 0.0, 1.0, 0.0), 'h must be a finite number > 0 s, got 0.0'),
+    (lambda: sim.semi_implicit_euler(0.0, 0.0, lambda q, v: 0.0, -0.1), 'h must be a timestep > 0 s, got -0.1'),
+])
+def test_bad_input_to_the_hand_written_functions(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
 
 
 def _mujoco_trajectory(params: ServoParams, q0: float, nstep: int) -> np.ndarray:
@@ -83,6 +108,13 @@ def _mujoco_trajectory(params: ServoParams, q0: float, nstep: int) -> np.ndarray
         mujoco.mj_step(m, d)
         q.append(d.qpos[0])
     return np.array(q)
+
+
+def test_servo_loop_is_the_hand_trajectory_under_implicitfast():
+    params = ServoParams(kp=30.0, damping=0.2)
+    ours = sim.servo_loop(params.kp, params.kv_effective, params.inertia, TAU_G, params.timestep, 600,
+                          damping=params.damping)
+    assert np.max(np.abs(ours - _mujoco_trajectory(params, -0.5, 600))) < 1e-12
 
 
 def _hand_trajectory(params: ServoParams, q0: float, nstep: int, c_implicit: float) -> np.ndarray:
