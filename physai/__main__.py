@@ -23,6 +23,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.name == 'list':
+        if args.json:
+            print(registry.to_json([{'name': name, 'summary': registry.get(name).summary,
+                                     'choices': list(registry.get(name).choices)}
+                                    for name in registry.names()]))
+            return 0
         for name in registry.names():
             exp = registry.get(name)
             usage, summary = name, exp.summary

@@ -94,3 +94,9 @@ def test_table_uses_fixed_precision():
 
 def test_nan_becomes_null_in_json():
     assert json.loads(registry.to_json([{'a': math.nan, 'b': 1.5}])) == [{'a': None, 'b': 1.5}]
+
+
+def test_list_as_json_names_every_experiment_with_its_choices(capsys):
+    rows = _json_rows(capsys, 'list')
+    assert [row['name'] for row in rows] == registry.names()
+    assert all(set(row) == {'name', 'summary', 'choices'} for row in rows)

@@ -8,9 +8,9 @@ fail, our figures and the math (served from the site) must not.
 Per page: it loads, its title is there, no JavaScript error comes from our code (inline scripts of the page itself,
 which is where the static twins live), every image has loaded, and the math is typeset. Per chapter also: the first
 figure is present, the Colab and download buttons exist, answers are hidden until clicked, the page has a static
-twin, and every static twin (root element id ``physai-twin-...``) changes its picture when each of its range
-sliders moves. Screenshots go to ``_build/screenshots/``: every page in the light theme, chapters also in the dark
-theme, and each twin after its sliders moved.
+twin, equations are numbered, and every static twin (root element id ``physai-twin-...``) changes its picture
+when each of its range sliders moves and each of its choices changes. Screenshots go to ``_build/screenshots/``:
+every page in the light theme, chapters also in the dark theme, and each twin after its controls moved.
 
 Set ``PHYSAI_BOOK_ROOT`` to test the book of another folder (a copy with a trial chapter, say).
 """
@@ -70,6 +70,15 @@ MOVE_JS = """input => {
     input.dispatchEvent(new Event('input', {bubbles: true}));
     input.dispatchEvent(new Event('change', {bubbles: true}));
     return input.value;
+}"""
+
+
+# Pick another option of a select (the next one, wrapping) and fire its change event.
+SELECT_JS = """select => {
+    select.selectedIndex = (select.selectedIndex + 1) % select.options.length;
+    select.dispatchEvent(new Event('input', {bubbles: true}));
+    select.dispatchEvent(new Event('change', {bubbles: true}));
+    return select.value;
 }"""
 
 
@@ -202,6 +211,7 @@ def test_chapter_has_figure_buttons_and_hidden_answers_in_dark_mode(site, browse
         assert first.count() == 1, f'{page}: no figure in any cell output'
         first.scroll_into_view_if_needed()
         assert first.is_visible(), f'{page}: the first figure is not visible'
+        assert visit.page.locator('span.eqno').count() > 0, f'{page}: no numbered equation'
         colab = visit.page.locator('a[href^="https://colab.research.google.com/github/"]')
         assert colab.count() == 1, f'{page}: no Colab launch button'
         assert colab.get_attribute('href').endswith(f'/blob/main/{page}.ipynb'), colab.get_attribute('href')
@@ -244,6 +254,14 @@ def test_every_static_twin_changes_its_picture_when_a_slider_moves(site, browser
                                                  arg=[twin.element_handle(), before], timeout=5_000)
                 except Exception:
                     pytest.fail(f'{page}: #{twin_id} slider {index} moved, the picture did not change')
+            for index, select in enumerate(twin.locator('select').all()):
+                before = twin.evaluate(PICTURE_JS)
+                select.evaluate(SELECT_JS)
+                try:
+                    visit.page.wait_for_function(f'([root, before]) => ({PICTURE_JS})(root) !== before',
+                                                 arg=[twin.element_handle(), before], timeout=5_000)
+                except Exception:
+                    pytest.fail(f'{page}: #{twin_id} choice {index} changed, the picture did not change')
             twin.screenshot(path=SCREENSHOTS / f'{page.replace("/", "__")}-{twin_id}.png')
         assert not visit.our_errors(), f'{page}: JavaScript errors from our code:\n' + '\n'.join(visit.our_errors())
     finally:
