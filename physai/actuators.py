@@ -32,7 +32,9 @@ world y axis, q = 0 hanging down and π/2 horizontal, a 1 kg capsule of length 0
 with its centre 0.3 m from the pivot, so gravity pulls with ``-tau_g*sin(q)``, ``tau_g = 1*9.81*0.3``
 N·m. Physics runs at ``timestep`` = 1/360 s with ``implicitfast``; the commands change at 60 Hz (every
 6 physics steps) and are held in between, while an explicit model recomputes its torque every physics
-step from the current state. :func:`simulate` runs any number of configurations: the implicit ones
+step from the current state. A command is the triple (q*, qd*, tau_ff) (:class:`Command`); a plain
+``command(t)`` or angle is a position command with ``qd* = tau_ff = 0``, the only kind ``<position>``
+accepts. :func:`simulate` runs any number of configurations: the implicit ones
 together on ``mujoco.batch.Batch`` (the command sequence is known in advance), the explicit ones in a
 per-step loop over ``mj_step`` (their torque depends on the state of each step).
 
@@ -229,7 +231,11 @@ class DCMotor(IdealPD):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class DelayedPD(IdealPD):
-    """Ideal PD on commands delayed by ``delay`` physics steps (fixed per run, first command held)."""
+    """Ideal PD on commands delayed by ``delay`` physics steps (fixed per run, first command held).
+
+    The whole command (q*, qd*, tau_ff) is delayed together (:func:`delay_commands`); the measured q
+    and qd are not.
+    """
 
     delay: int = 0
     """Whole number of physics steps, >= 0."""
@@ -339,6 +345,40 @@ class Square:
         return np.where(phase < self.period / 2, self.high, self.low)
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Command:
+    """The full command of an explicit PD: position q*, velocity qd* and feed-forward effort tau_ff.
+
+    Each part is a constant or a function of an array of tick times, e.g. :class:`Step`. The three are
+    sampled together at the control ticks, held together in between and delayed together by a
+    :class:`DelayedPD`.
+    """
+
+    position: Callable | float = 0.0
+    """q*, rad."""
+    velocity: Callable | float = 0.0
+    """qd*, rad/s."""
+    effort: Callable | float = 0.0
+    """tau_ff, N·m, added to the PD torque before the clip."""
+
+    def __post_init__(self):
+        for name, unit in (('position', 'rad'), ('velocity', 'rad/s'), ('effort', 'N·m')):
+            if not callable(getattr(self, name)):
+                checks.finite(name, getattr(self, name), unit + ' or a function of time')
+
+    def __call__(self, t) -> np.ndarray:
+        """``(q*, qd*, tau_ff)`` at the times ``t`` (n,), as an (n, 3) array."""
+        t = np.asarray(t, dtype=float)
+        parts = [part(t) if callable(part) else part
+                 for part in (self.position, self.velocity, self.effort)]
+        return np.stack([np.asarray(x, dtype=float) * np.ones(t.shape) for x in parts], axis=-1)
+
+    @property
+    def position_only(self) -> bool:
+        """True when qd* and tau_ff are the constant 0 (what ``<position>`` can take)."""
+        return all(not callable(x) and x == 0 for x in (self.velocity, self.effort))
+
+
 @dataclasses.dataclass(frozen=True)
 class Run:
     """One simulated run of the pendulum."""
@@ -357,6 +397,9 @@ class Run:
     """(n,) the actuator torque applied during step k, from t[k] to t[k + 1], N·m."""
     diverged: bool
     """MuJoCo's bad-acceleration warning, a non-finite state or |qd| > ``SPEED_BOUND``."""
+    commands: np.ndarray
+    """(n + 1, 3) the full command (q* rad, qd* rad/s, tau_ff N·m) held at time t (before any delay);
+    ``commands[:, 0]`` is ``command``."""
 
 
 @functools.cache
@@ -391,55 +434,72 @@ def pendulum_model(pendulum: PendulumParams, actuator: Actuator | None = None) -
     return m
 
 
-def held_commands(command: Callable | float, pendulum: PendulumParams, nstep: int) -> np.ndarray:
+def as_command(command: Command | Callable | float) -> Command:
+    """A :class:`Command` as is; a function of time or an angle as the position command q*."""
+    return command if isinstance(command, Command) else Command(position=command)
+
+
+def held_commands(command: Command | Callable | float, pendulum: PendulumParams,
+                  nstep: int) -> np.ndarray:
     """The command each physics step sees, sampled at the control ticks and held in between.
 
-    Step k uses ``command(t_tick)`` with ``t_tick = h * decimation * floor(k / decimation)``.
+    Step k uses ``command(t_tick)`` with ``t_tick = h * decimation * floor(k / decimation)``; all three
+    parts are sampled at the same ticks.
+
+    Args:
+      command: a :class:`Command`, or ``command(t)`` → q* (rad), or a constant angle (rad); the last two
+        command ``qd* = tau_ff = 0``.
+      pendulum: its ``timestep`` and ``decimation``.
+      nstep: number of physics steps.
 
     Returns:
-      (nstep,) position commands, rad.
+      (nstep, 3) commands (q* rad, qd* rad/s, tau_ff N·m).
     """
     k = np.arange(nstep)
     tick = pendulum.timestep * pendulum.decimation * (k // pendulum.decimation)
-    if callable(command):
-        return np.asarray(command(tick), dtype=float) * np.ones(nstep)
-    return np.full(nstep, float(command))
+    return as_command(command)(tick)
 
 
 def _bad(v: float) -> bool:
     return not math.isfinite(v) or abs(v) > SPEED_BOUND
 
 
-def _scalar_law(actuator: Actuator) -> Callable[[float, float, float], float]:
-    """``actuator.torque(q, v, q_target)`` for Python floats, without numpy's per-call overhead.
+def _scalar_law(actuator: Actuator) -> Callable[[float, float, float, float, float], float]:
+    """``actuator.torque(q, v, q_target, v_target, tau_ff)`` for Python floats, without numpy's
+    per-call overhead.
 
-    The same arithmetic in the same order (tests compare the runner with ``torque`` itself).
+    The same arithmetic in the same order as :func:`pd_torque` (tests compare the runner with
+    ``torque`` itself). With ``v_target = tau_ff = 0`` it is bit for bit ``kp*(q* - q) - kv*qd``:
+    ``kv*(0 - qd)`` is exactly ``-(kv*qd)`` and adding 0 changes nothing.
     """
     kp, kv, e = float(actuator.kp), float(actuator.kv), float(actuator.effort_limit)
     if isinstance(actuator, RemotizedPD):
         table = actuator.table
 
-        def law(q, v, q_target):
+        def law(q, v, q_target, v_target, tau_ff):
             limit = float(remotized_limit(q, table))
-            return min(max(kp * (q_target - q) - kv * v, -limit), limit)
+            return min(max(kp * (q_target - q) + kv * (v_target - v) + tau_ff, -limit), limit)
     elif isinstance(actuator, DCMotor):
         s, vmax = float(actuator.saturation_effort), float(actuator.velocity_limit)
         bound = vmax * (1.0 + e / s)
 
-        def law(q, v, q_target):
+        def law(q, v, q_target, v_target, tau_ff):
             vc = min(max(v, -bound), bound)
             high = min(s * (1.0 - vc / vmax), e)
             low = max(s * (-1.0 - vc / vmax), -e)
-            return min(max(kp * (q_target - q) - kv * v, low), high)
+            return min(max(kp * (q_target - q) + kv * (v_target - v) + tau_ff, low), high)
     else:
-        def law(q, v, q_target):
-            return min(max(kp * (q_target - q) - kv * v, -e), e)
+        def law(q, v, q_target, v_target, tau_ff):
+            return min(max(kp * (q_target - q) + kv * (v_target - v) + tau_ff, -e), e)
     return law
 
 
 def _run_explicit(actuator: Actuator, pendulum: PendulumParams, commands: np.ndarray,
                   q0: float, v0: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-    """Step one explicit run: torque from the current state, through the motor, every physics step."""
+    """Step one explicit run: torque from the current state, through the motor, every physics step.
+
+    ``commands`` is (nstep, 3): (q*, qd*, tau_ff) per physics step, delayed together.
+    """
     m = pendulum_model(pendulum, actuator)
     d = mujoco.MjData(m)
     d.qpos[0], d.qvel[0] = q0, v0
@@ -454,7 +514,8 @@ def _run_explicit(actuator: Actuator, pendulum: PendulumParams, commands: np.nda
     badqacc = mujoco.mjtWarning.mjWARN_BADQACC
     seen = seen.tolist()
     for k in range(nstep):
-        tau[k] = law(q[k], v[k], seen[k])
+        q_target, v_target, tau_ff = seen[k]
+        tau[k] = law(q[k], v[k], q_target, v_target, tau_ff)
         d.ctrl[0] = tau[k]
         mujoco.mj_step(m, d)
         q[k + 1], v[k + 1] = d.qpos[0], d.qvel[0]
@@ -510,19 +571,21 @@ def _run_implicit(actuators: Sequence[Actuator], pendulums: Sequence[PendulumPar
 
 def simulate(actuators: Sequence[Actuator], *,
              pendulum: PendulumParams | Sequence[PendulumParams] = PendulumParams(),
-             command: Callable | float = Step(), duration: float = 4.0, q0: float = 0.0,
+             command: Command | Callable | float = Step(), duration: float = 4.0, q0: float = 0.0,
              v0: float = 0.0) -> list[Run]:
     """Run the pendulum once per actuator config.
 
     Implicit configs run together on ``mujoco.batch.Batch``; explicit ones step ``mj_step`` one physics
-    step at a time, recomputing the torque from the current state while the command is held between
-    control ticks (and delayed for :class:`DelayedPD` and :class:`RemotizedPD`).
+    step at a time, recomputing the torque from the current state while the command (q*, qd*,
+    tau_ff) is held between control ticks (and delayed, all three together, for :class:`DelayedPD` and
+    :class:`RemotizedPD`).
 
     Args:
       actuators: the configs, (nrun,).
       pendulum: one :class:`PendulumParams` for every run, or one per run.
-      command: ``command(t)`` → q* (rad) for an array of tick times, e.g. :class:`Step`,
-        :class:`Square`, or a constant angle.
+      command: a :class:`Command` (q*, qd*, tau_ff), or ``command(t)`` → q* (rad) for an array of
+        tick times, e.g. :class:`Step`, :class:`Square`, or a constant angle (then qd* = tau_ff = 0).
+        Implicit configs take a position command only.
       duration: simulated time, s.
       q0, v0: initial angle (rad) and velocity (rad/s).
 
@@ -538,13 +601,17 @@ def simulate(actuators: Sequence[Actuator], *,
     if len(pendulums) != len(actuators):
         raise ValueError(f'pendulum must be one PendulumParams or one per actuator '
                          f'({len(actuators)}), got {len(pendulums)}')
+    command = as_command(command)
+    implicit = [i for i, a in enumerate(actuators) if not a.explicit]
+    if implicit and not command.position_only:
+        raise ValueError('command must be a position command (velocity = effort = 0) for an implicit '
+                         f'PD (<position>), got velocity={command.velocity!r}, effort={command.effort!r}')
     commands = [held_commands(command, p, max(1, round(duration / p.timestep))) for p in pendulums]
     results: list = [None] * len(actuators)
-    implicit = [i for i, a in enumerate(actuators) if not a.explicit]
     if implicit:
         for i, res in zip(implicit, _run_implicit([actuators[i] for i in implicit],
                                                   [pendulums[i] for i in implicit],
-                                                  [commands[i] for i in implicit], q0, v0)):
+                                                  [commands[i][:, 0] for i in implicit], q0, v0)):
             results[i] = res
     for i, a in enumerate(actuators):
         if a.explicit:
@@ -553,7 +620,7 @@ def simulate(actuators: Sequence[Actuator], *,
     for a, p, c, (q, v, tau, diverged) in zip(actuators, pendulums, commands, results):
         n = len(q)
         cmd = np.concatenate([c, c[-1:]])[:n]
-        runs.append(Run(a, p, p.timestep * np.arange(n), q, v, cmd, tau, diverged))
+        runs.append(Run(a, p, p.timestep * np.arange(n), q, v, cmd[:, 0].copy(), tau, diverged, cmd))
     return runs
 
 
@@ -575,16 +642,19 @@ def step_metrics(run: Run, *, at: float = 0.5) -> dict:
     Returns a dict with ``final_rad`` (mean over the last 0.5 s), ``error_deg`` (command minus final),
     ``overshoot_pct`` (beyond the final value, % of the move), ``rise_ms`` (10 % to 90 % of the move,
     linear interpolation), ``settling_s`` (from the step until q stays within 2 % of the move),
-    ``peak_speed`` (max |qd|, rad/s) and ``diverged``; NaN figures for a diverged run.
+    ``peak_speed`` (max |qd|, rad/s), ``p2p_deg`` (peak-to-peak of q over the last 0.5 s, degrees: a
+    run above ``plots.SWINGING_P2P_DEG`` has not settled) and ``diverged``; NaN figures for a diverged
+    run.
     """
     nan = math.nan
     if run.diverged or run.t[-1] <= at:
         return {'final_rad': nan, 'error_deg': nan, 'overshoot_pct': nan, 'rise_ms': nan,
-                'settling_s': nan, 'peak_speed': nan, 'diverged': True}
+                'settling_s': nan, 'peak_speed': nan, 'p2p_deg': nan, 'diverged': True}
     after = run.t >= at - 1e-9
     t, q = run.t[after], run.q[after]
     start = q[0]
-    final = float(np.mean(_tail(run, TAIL)))
+    tail = _tail(run, TAIL)
+    final = float(np.mean(tail))
     move = final - start
     progress = (q - start) / move
     rise = servo.rise_time(t, q, final)
@@ -593,7 +663,33 @@ def step_metrics(run: Run, *, at: float = 0.5) -> dict:
     settling = 0.0 if outside.size == 0 else float(t[min(outside[-1] + 1, len(t) - 1)] - at)
     return {'final_rad': final, 'error_deg': math.degrees(float(run.command[-1]) - final),
             'overshoot_pct': overshoot, 'rise_ms': 1e3 * rise, 'settling_s': settling,
-            'peak_speed': float(np.max(np.abs(run.v))), 'diverged': False}
+            'peak_speed': float(np.max(np.abs(run.v))), 'p2p_deg': math.degrees(float(np.ptp(tail))),
+            'diverged': False}
+
+
+def panel_readout(run: Run, metrics: dict) -> str:
+    """The live panel's one-line verdict on a step response (``metrics`` from :func:`step_metrics`).
+
+    A settled run reads ``'settling error 1.69°   rise 75 ms'``. A run whose angle still moves more than
+    ``plots.SWINGING_P2P_DEG`` peak to peak over the last 0.5 s has no settling error or rise time to
+    speak of (both are measured against the mean of that window): it reads ``'still swinging: 15.2°
+    peak to peak   rise n/a'`` if its velocity reverses in the window, ``'still creeping: 6.92° in the
+    last 0.5 s   rise n/a'`` if it only drifts one way. A diverged run reads ``'diverged after 0.611 s'``.
+    """
+    from physai.plots import SWINGING_P2P_DEG
+
+    if run.diverged or metrics['diverged']:
+        return f'diverged after {float(run.t[-1]):.3f} s'
+    p2p = metrics['p2p_deg']
+    if p2p > SWINGING_P2P_DEG:
+        v = run.v[run.t >= run.t[-1] - TAIL + 1e-9]
+        signs = np.sign(v[v != 0])
+        if np.any(signs[1:] != signs[:-1]):
+            return f'still swinging: {p2p:.3g}° peak to peak   rise n/a'
+        return f'still creeping: {p2p:.3g}° in the last {TAIL:g} s   rise n/a'
+    rise = metrics['rise_ms']
+    rise_text = f'{rise:.0f} ms' if math.isfinite(rise) else 'n/a'
+    return f"settling error {metrics['error_deg']:.2f}°   rise {rise_text}"
 
 
 def lag_ms(run: Run) -> float:
@@ -715,7 +811,8 @@ def sweep(param: str) -> Sweep:
                 row['peak_speed'] = s['peak_speed']
         elif param == 'friction':
             turns = float(np.max(run.q)) / (2 * math.pi) if not run.diverged else math.nan
-            row = {key: x, 'decay_s': decay_time(run), 'turns': turns,
+            decay = decay_time(run)  # None (printed '-', JSON null): not below 10 % within the run
+            row = {key: x, 'decay_s': decay if math.isfinite(decay) else None, 'turns': turns,
                    'final_speed': float(abs(run.v[-1]))}
         elif param == 'effort-limit':
             tail = _tail(run, 2.0)
@@ -891,7 +988,7 @@ def native_dc_motor_run(cfg: DCMotor, *, pendulum: PendulumParams = PendulumPara
     m = _native_model(native_dc_motor_xml(cfg, resistance=resistance), pendulum)
     d = mujoco.MjData(m)
     nstep = max(1, round(duration / pendulum.timestep))
-    cmd = held_commands(command, pendulum, nstep)
+    cmd = held_commands(command, pendulum, nstep)[:, 0]
 
     def voltage(i, q, v):
         tau = cfg.kp * (cmd[i] - q) - cfg.kv * v
@@ -918,7 +1015,7 @@ def native_delay_run(cfg: DelayedPD, *, pendulum: PendulumParams = PendulumParam
                       pendulum)
     d = mujoco.MjData(m)
     nstep = max(1, round(duration / pendulum.timestep))
-    cmd = held_commands(command, pendulum, nstep)
+    cmd = held_commands(command, pendulum, nstep)[:, 0]
     if steps and hold_first:
         mujoco.mj_initCtrlHistory(m, d, 0, None, np.full((steps + 1, 1), cmd[0]))
     return _loop(m, d, nstep, lambda i, q, v: cmd[i])
@@ -963,7 +1060,7 @@ def native_comparison() -> list[dict]:
     delayed = DelayedPD(kp=100.0, kv=5.0, delay=24)
     p = PendulumParams()
     nstep = round(6.0 / p.timestep)
-    seen = delay_commands(held_commands(Square(), p, nstep), delayed.delay)
+    seen = delay_commands(held_commands(Square(), p, nstep)[:, 0], delayed.delay)
     m = pendulum_model(p, ImplicitPD(kp=100.0, kv=5.0))
     implicit_on_delayed = _loop(m, mujoco.MjData(m), nstep, lambda i, q, v: seen[i])
     native = native_delay_run(delayed)
@@ -1120,16 +1217,9 @@ def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.
     def draw(state: dict, results: dict, values: dict) -> None:
         run, metrics, actuator = results['run'], results['metrics'], results['actuator']
         state['q'].set_data(run.t, np.clip(np.degrees(np.nan_to_num(run.q)), -30, 160))
-        if run.diverged:
-            state['flag'].set_visible(True)
-            state['readout'].set_text(f'diverged after {float(run.t[-1]):.3f} s')
-            state['readout'].set_color(plots.COLORS['diverged'])
-        else:
-            state['flag'].set_visible(False)
-            state['readout'].set_color('#222222')
-            rise = metrics['rise_ms']
-            rise_text = f'{rise:.0f} ms' if math.isfinite(rise) else 'n/a'
-            state['readout'].set_text(f"settling error {metrics['error_deg']:.2f}°   rise {rise_text}")
+        state['flag'].set_visible(run.diverged)
+        state['readout'].set_color(plots.COLORS['diverged'] if run.diverged else '#222222')
+        state['readout'].set_text(panel_readout(run, metrics))
         e = float(actuator.effort_limit)
         top = 1.25 * max(e, TAU_G) if math.isfinite(e) else 50.0
         if top != state['ylim']:  # static artists change only when the scale does
@@ -1208,5 +1298,5 @@ def effort_limit_twin():
                        xlim=(0, 6), ylim=(-8, 8), legend='lr')]
     return W.static_twin('ch2-effort-limit', sliders, axes, frame,
                          title='Effort limit: kp 400, kv 20, from hanging to horizontal',
-                         caption='Below tau_g = 2.94 N·m the torque sits at the limit and the link '
-                                 'swings about asin(E/tau_g).')
+                         caption=f'Below tau_g = {TAU_G:.2f} N·m the torque sits at the limit and '
+                                 'the link swings about asin(E/tau_g).')

@@ -14,8 +14,9 @@ import pytest
 
 from physai import actuators as A
 from physai.__main__ import main
-from physai.actuators import (DCMotor, DelayedPD, IdealPD, ImplicitPD, PendulumParams, RemotizedPD,
-                              Square, Step)
+from physai import plots
+from physai.actuators import (Command, DCMotor, DelayedPD, IdealPD, ImplicitPD, PendulumParams,
+                              RemotizedPD, Square, Step)
 from physai.sim import servo_sag
 
 S, E, V = 12.0, 6.0, 8.0  # stall torque, cap, no-load speed of the test motor
@@ -140,19 +141,28 @@ def test_command_delay_only_shifts_the_response_of_a_pendulum_at_rest():
 # the runner against MuJoCo
 
 
-def _motor_loop(actuator, command, nstep, *, decimation=6):
-    """The reference: a hand-written MJCF, one mj_step at a time, torque from the current state."""
+def _motor_loop(actuator, command, nstep, *, decimation=6, velocity=None, effort=None,
+                delay_position_only=False):
+    """The reference: a hand-written MJCF, one mj_step at a time, torque from the current state.
+
+    ``command``, ``velocity``, ``effort`` are functions of time (the last two 0 when None), sampled at
+    the 60 Hz ticks and delayed together (or, with ``delay_position_only``, only the position).
+    """
     m = mujoco.MjModel.from_xml_string(MOTOR_XML)
     d = mujoco.MjData(m)
     h = m.opt.timestep
-    q = [0.0]
-    cmds = [command(h * decimation * (k // decimation)) for k in range(nstep)]
+    q, tau = [0.0], []
+    ticks = [h * decimation * (k // decimation) for k in range(nstep)]
+    cmds = [(float(command(t)), float(velocity(t)) if velocity else 0.0, float(effort(t)) if effort else 0.0)
+            for t in ticks]
     for k in range(nstep):
-        seen = cmds[max(k - actuator.delay, 0)]
-        d.ctrl[0] = actuator.torque(d.qpos[0], d.qvel[0], seen)
+        late = cmds[max(k - actuator.delay, 0)]
+        seen = (late[0], *cmds[k][1:]) if delay_position_only else late
+        tau.append(float(actuator.torque(d.qpos[0], d.qvel[0], *seen)))
+        d.ctrl[0] = tau[-1]
         mujoco.mj_step(m, d)
         q.append(d.qpos[0])
-    return np.array(q)
+    return np.array(q), np.array(tau)
 
 
 @pytest.mark.parametrize('actuator', [
@@ -164,15 +174,95 @@ def _motor_loop(actuator, command, nstep, *, decimation=6):
 ], ids=['ideal', 'effort-limited', 'dc-motor', 'delayed', 'remotized'])
 def test_explicit_runner_equals_a_plain_mj_step_loop(actuator):
     run = A.simulate([actuator], command=Square(period=1.0), duration=2.0)[0]
-    ref = _motor_loop(actuator, Square(period=1.0), len(run.q) - 1)
+    ref, _ = _motor_loop(actuator, Square(period=1.0), len(run.q) - 1)
     np.testing.assert_allclose(run.q, ref, rtol=0, atol=1e-12)
+
+
+def _velocity(t):
+    return 2.0 * np.cos(2 * np.pi * np.asarray(t))
+
+
+def _effort(t):
+    return 1.5 * np.sin(3.0 * np.asarray(t)) + 0.5
+
+
+@pytest.mark.parametrize('actuator', [
+    IdealPD(kp=100.0, kv=5.0, effort_limit=4.0),
+    DCMotor(kp=100.0, kv=5.0, effort_limit=E, saturation_effort=S, velocity_limit=4.0),
+    DelayedPD(kp=100.0, kv=5.0, delay=12),
+    RemotizedPD(kp=100.0, kv=5.0, delay=18, table=((0.0, 6.0), (math.pi / 2, 3.5))),
+], ids=['ideal', 'dc-motor', 'delayed', 'remotized'])
+def test_velocity_and_effort_commands_are_held_and_delayed_together_with_the_position(actuator):
+    """A delayed PD sees the whole command (q*, qd*, tau_ff) of d steps ago, not just a late q*."""
+    command = Command(position=Square(period=1.0), velocity=_velocity, effort=_effort)
+    run = A.simulate([actuator], command=command, duration=2.0)[0]
+    ref, tau = _motor_loop(actuator, Square(period=1.0), len(run.q) - 1, velocity=_velocity,
+                           effort=_effort)
+    np.testing.assert_allclose(run.q, ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(run.torque, tau, rtol=0, atol=1e-9)
+    ticks = run.pendulum.timestep * 6 * (np.arange(len(tau)) // 6)
+    np.testing.assert_array_equal(run.commands[:-1], np.stack([Square(period=1.0)(ticks), _velocity(ticks),
+                                                               _effort(ticks)], axis=1))
+    np.testing.assert_array_equal(run.command, run.commands[:, 0])
+    if actuator.delay:
+        # delaying the position alone is a different run: the velocity and effort arrive early
+        position_only, _ = _motor_loop(actuator, Square(period=1.0), len(run.q) - 1, velocity=_velocity,
+                                       effort=_effort, delay_position_only=True)
+        assert np.max(np.abs(position_only - run.q)) > 1e-3
+
+
+@pytest.mark.parametrize('delay', [1, 5, 24])
+def test_delayed_pd_holds_the_whole_first_command_right_after_a_reset(delay):
+    """For its first delay steps (plus the 6 steps the first tick is held anyway) the actuator applies
+    the first command (q*, qd*, tau_ff), all three parts, never zeros."""
+    pd = DelayedPD(kp=100.0, kv=5.0, delay=delay)
+    command = Command(position=lambda t: 0.3 + 2 * t, velocity=lambda t: 1.0 - 5 * t,
+                      effort=lambda t: 0.8 + 9 * t)
+    run = A.simulate([pd], command=command, duration=0.5)[0]
+    first = (0.3, 1.0, 0.8)
+    held = delay + run.pendulum.decimation
+    for k in range(held):
+        assert run.torque[k] == pd.torque(run.q[k], run.v[k], *first)
+    second = tuple(run.commands[run.pendulum.decimation])  # the 60 Hz tick at 1/60 s
+    assert second != pytest.approx(first)
+    assert run.torque[held] == pd.torque(run.q[held], run.v[held], *second)
+    assert pd.torque(0.0, 0.0, *first) != pd.torque(0.0, 0.0, 0.0, 0.0, 0.0)
+    for part in range(3):  # each part alone is held too
+        only = [0.0, 0.0, 0.0]
+        only[part] = first[part]
+        parts = dict(zip(('position', 'velocity', 'effort'), only))
+        run = A.simulate([pd], command=Command(**{k: (lambda t, x=x: x + 3 * t) for k, x in parts.items()}),
+                         duration=0.2)[0]
+        for k in range(held):
+            assert run.torque[k] == pd.torque(run.q[k], run.v[k], *only)
+
+
+def test_a_zero_velocity_and_effort_command_is_the_position_command_to_the_bit():
+    for actuator in (IdealPD(kp=100.0, kv=5.0), DelayedPD(kp=100.0, kv=5.0, delay=24),
+                     DCMotor(kp=100.0, kv=5.0, effort_limit=E, saturation_effort=S, velocity_limit=4.0)):
+        plain = A.simulate([actuator], command=Square(), duration=3.0)[0]
+        full = A.simulate([actuator], command=Command(position=Square(), velocity=0.0, effort=0.0),
+                          duration=3.0)[0]
+        np.testing.assert_array_equal(plain.q, full.q)
+        np.testing.assert_array_equal(plain.torque, full.torque)
+
+
+def test_an_implicit_pd_takes_a_position_command_only():
+    with pytest.raises(ValueError, match='command must be a position command'):
+        A.simulate([ImplicitPD(kp=100.0, kv=5.0)], command=Command(position=1.0, velocity=0.5))
+    with pytest.raises(ValueError, match='effort must be a finite number'):
+        Command(effort=math.nan)
 
 
 def test_command_is_held_between_60_hz_ticks():
     p = PendulumParams()
     cmds = A.held_commands(lambda t: t, p, 20)
     assert p.decimation == 6
-    np.testing.assert_allclose(cmds, np.repeat([0.0, 1 / 60, 2 / 60, 3 / 60], 6)[:20])
+    assert cmds.shape == (20, 3)
+    np.testing.assert_allclose(cmds[:, 0], np.repeat([0.0, 1 / 60, 2 / 60, 3 / 60], 6)[:20])
+    np.testing.assert_array_equal(cmds[:, 1:], 0.0)  # a plain function is a position command
+    full = A.held_commands(Command(position=1.0, velocity=lambda t: -t, effort=lambda t: 2 * t), p, 20)
+    np.testing.assert_allclose(full, np.stack([np.ones(20), -cmds[:, 0], 2 * cmds[:, 0]], axis=1))
 
 
 def test_implicit_pd_law_is_mujocos_position_actuator_force():
@@ -310,7 +400,7 @@ def test_joint_friction_stops_the_free_swing_sooner_the_larger_it_is():
     rows = A.sweep('friction').rows
     turns = [row['turns'] for row in rows]
     assert turns == sorted(turns, reverse=True)
-    assert math.isnan(rows[0]['decay_s'])  # no friction: it never slows down for good
+    assert rows[0]['decay_s'] is None  # no friction: it never slows down for good (printed '-')
     assert rows[-1]['decay_s'] < rows[-2]['decay_s']
 
 
@@ -428,6 +518,24 @@ def test_panel_survives_every_model_at_extreme_settings():
             assert panel.error is None, (model, change, panel.error)
             assert png[:4] == b'\x89PNG'
         panel.reset()
+
+
+def test_panel_readout_says_a_run_that_never_settles_is_still_swinging():
+    """A DC motor with V 1 rad/s and kv 100 at a 20 ms step chatters along its band by ±8°: it has
+    no settling error or rise time, and the readout says so instead of printing them."""
+    run, metrics = A.panel_run('DC motor', 100.0, 100.0, 0.0, 0.02, 'implicitfast', 100.0, 1.0, 0)
+    assert not run.diverged and metrics['p2p_deg'] > 10 > plots.SWINGING_P2P_DEG
+    text = A.panel_readout(run, metrics)
+    assert text.startswith('still swinging:') and text.endswith('rise n/a')
+    assert f"{metrics['p2p_deg']:.3g}° peak to peak" in text and 'settling error' not in text
+    # a heavily overdamped PD is still on its way: it creeps, it does not swing
+    run, metrics = A.panel_run('implicit', 100.0, 300.0, 0.0, A.TIMESTEP, 'implicitfast', 100.0, 8.0, 0)
+    assert A.panel_readout(run, metrics).startswith('still creeping:')
+    run, metrics = A.panel_run('ideal PD', 100.0, 5.0, 0.0, A.TIMESTEP, 'implicitfast', 6.0, 8.0, 0)
+    assert metrics['p2p_deg'] < plots.SWINGING_P2P_DEG
+    assert A.panel_readout(run, metrics) == f"settling error {metrics['error_deg']:.2f}°   rise 182 ms"
+    run, metrics = A.panel_run('ideal PD', 100.0, 100.0, 0.0, A.TIMESTEP, 'implicitfast', 100.0, 8.0, 0)
+    assert A.panel_readout(run, metrics) == f'diverged after {run.t[-1]:.3f} s'
 
 
 def test_panel_flags_the_explicit_pd_that_explodes():
