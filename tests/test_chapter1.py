@@ -47,8 +47,67 @@ def test_rise_time_falls_as_one_over_sqrt_kp(kp_sweep):
     guide = 1e3 * stability.critical_rise_time(np.array([r['kp'] for r in kp_sweep]),
                                                LINK_INERTIA + 0.028)
     ratio = np.array([r['rise_ms'] for r in kp_sweep]) / guide
-    assert np.all((ratio > 0.8) & (ratio < 1.0))  # the discrete step and gravity make it a bit faster
+    assert np.all((ratio > 0.8) & (ratio < 1.0))  # the 5 ms step makes it a bit faster (gravity too at kp 1)
 
+
+
+def test_rise_shortfall_is_the_timestep_except_for_the_softest_servo():
+    """At kp 100 the measured rise approaches the continuous formula as the step shrinks (5 → 1 → 0.2 ms);
+    at kp 1 gravity's torque, comparable to the spring's, keeps it below the formula at any step."""
+    inertia = LINK_INERTIA + 0.028
+    timesteps = (0.005, 0.001, 0.0002)
+    def ratio(kp, h):
+        return servo.step_response(kp, timestep=h).rise_ms / (1e3 * stability.critical_rise_time(kp, inertia))
+
+    stiff = [ratio(100.0, h) for h in timesteps]
+    assert stiff[0] < stiff[1] < stiff[2] < 1.0
+    assert stiff[0] < 0.95 and stiff[2] > 0.995
+    soft = [ratio(1.0, h) for h in timesteps]
+    assert max(soft) < 0.9 and max(soft) - min(soft) < 0.01
+
+
+def test_dampratio_bounds_are_two_plus_minus_two_sqrt_two():
+    """With kv = 2 sqrt(kp I) (ζ = 1), c = 2ω: Euler needs (hω)² + 4hω < 4, implicitfast (hω)² − 4hω < 4."""
+    assert stability.critical_h_omega('Euler', 1.0) == pytest.approx(2 * math.sqrt(2) - 2, rel=1e-8)
+    implicitfast = stability.critical_h_omega('implicitfast', 1.0)
+    assert implicitfast == pytest.approx(2 + 2 * math.sqrt(2), rel=1e-8)
+    assert math.isinf(stability.critical_h_omega('discrete', 1.0))
+
+
+SLIDER_KP_NEAR_1000 = 10 ** (134 * math.log10(30000) / 200)  # the panel's kp slider: 200 log steps, 1 … 30000
+
+
+@pytest.mark.parametrize('kp', [998.22, 1000.0, SLIDER_KP_NEAR_1000])
+def test_panel_euler_at_dampratio_one_breaks_where_the_so101_kv_holds(kp):
+    """The live panel damps with dampratio 1: at kp ≈ 1000 and armature 0.028 its kv is over four times the
+    SO-101's 2.731, and Euler, which takes kv explicitly, diverges (hω 0.88 > 0.83) where the SO-101's kv
+    holds. Just past the bound's armature it settles; implicitfast settles even at armature 0."""
+    from physai import widgets
+    h = 0.005
+    panel = widgets.servo_step(kp, 0.028, h, 'Euler')
+    assert panel.diverged and panel.params.h_omega < 2
+    assert panel.params.kv_effective / 2.731 > 4
+    so101_kv = servo.step_response(kp, kv=2.731, armature=0.028, integrator='Euler')
+    assert so101_kv.settled
+    star = stability.critical_h_omega('Euler', 1.0)
+    bound_armature = stability.armature_at_h_omega(star, kp, h)
+    assert 0.028 < bound_armature < math.ceil(1e3 * bound_armature) / 1e3
+    assert widgets.servo_step(kp, math.ceil(1e3 * bound_armature) / 1e3, h, 'Euler').settled
+    assert widgets.servo_step(kp, 0.028, h, 'implicitfast').settled
+    assert widgets.servo_step(kp, 0.0, h, 'implicitfast').settled
+
+
+def test_panel_top_kp_sits_on_the_implicitfast_bound_and_never_settles():
+    """kp 30000 at armature 0.028, ζ = 1: hω = 4.830, on implicitfast's bound 2 + 2√2 (growth per step
+    1.001), so the link flips about the command for the whole run, neither flagged as diverged nor settled.
+    discrete, which has no bound, settles at the same point."""
+    from physai import widgets
+    kp_top = widgets.common_controls()[0].max
+    run = widgets.servo_step(kp_top, 0.028, 0.005, 'implicitfast')
+    assert run.params.h_omega == pytest.approx(2 + 2 * math.sqrt(2), abs=0.005)
+    assert not run.diverged and not run.settled and run.p2p_deg > 90
+    assert np.all(np.sign(np.diff(run.q[-20:])) != np.sign(np.diff(run.q[-21:-1])))  # flips every step
+    assert widgets.servo_step(kp_top, 0.028, 0.005, 'discrete').settled
 
 def test_growth_above_one_exactly_where_mujoco_diverges():
     """The spectral radius of one linearized step predicts every Euler and implicitfast run."""
