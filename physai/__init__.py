@@ -29,7 +29,7 @@ Modules by physical concept:
 
 from physai.actuators import (DCMotor, DelayedPD, IdealPD, ImplicitPD, PendulumParams, RemotizedPD,
                               dc_motor_envelope, delay_commands, remotized_limit, simulate)
-from physai.control import BACKENDS, HoldParams, JointCommand, PDController, pd_torque
+from physai.control import BACKENDS, HoldParams, JointCommand, PDController, mit_torque
 from physai.datasets import Episode, LeRobotDataset, load_lerobot
 from physai.registry import format_table, run, to_json
 from physai.servo import (INTEGRATORS, LINK_INERTIA, TAU_G, ServoParams, StepResponse,
@@ -44,5 +44,5 @@ __all__ = [
     'Episode', 'LeRobotDataset', 'load_lerobot',
     'DCMotor', 'DelayedPD', 'IdealPD', 'ImplicitPD', 'PendulumParams', 'RemotizedPD',
     'dc_motor_envelope', 'delay_commands', 'remotized_limit', 'simulate',
-    'BACKENDS', 'HoldParams', 'JointCommand', 'PDController', 'pd_torque',
+    'BACKENDS', 'HoldParams', 'JointCommand', 'PDController', 'mit_torque',
 ]

@@ -69,6 +69,7 @@ import numpy as np
 from physai import servo as _servo  # noqa: F401  (installs the book's quiet MuJoCo warning handler)
 from physai.registry import experiment
 from physai import checks
+from physai.actuators import pd_torque
 from physai.checks import INTEGRATOR_ENUM, INTEGRATORS
 from physai.sim import semi_implicit_euler, step_growth
 from physai.stability import integrator_growth
@@ -110,10 +111,12 @@ class JointCommand:
         checks.limit('max_effort', self.max_effort, 'N·m')
 
 
-def pd_torque(command: JointCommand, q, qd):
-    """The MIT-form torque of backend A.
+def mit_torque(command: JointCommand, q, qd):
+    """The MIT-form torque of backend A: chapter 2's PD law, then the motor's clamp.
 
-    ``tau = clip(stiffness*(position - q) + damping*(velocity - qd) + effort, -max_effort, max_effort)``
+    ``tau = clip(stiffness*(position - q) + damping*(velocity - qd) + effort, -max_effort, max_effort)``,
+    i.e. :func:`physai.actuators.pd_torque` with ``kp = stiffness``, ``kv = damping``,
+    ``tau_ff = effort``, clipped to ±``max_effort``.
 
     Args:
       command: the joint's command.
@@ -123,8 +126,8 @@ def pd_torque(command: JointCommand, q, qd):
     Returns:
       tau, N·m, the broadcast shape of ``q`` and ``qd``.
     """
-    tau = (command.stiffness * (command.position - np.asarray(q, dtype=float))
-           + command.damping * (command.velocity - np.asarray(qd, dtype=float)) + command.effort)
+    tau = pd_torque(command.position, np.asarray(q, dtype=float), command.velocity,
+                    np.asarray(qd, dtype=float), command.stiffness, command.damping, command.effort)
     return np.clip(tau, -command.max_effort, command.max_effort)
 
 
@@ -233,7 +236,7 @@ class PDController:
                 raise ValueError(f'commands[{k}] must be a JointCommand, got {type(cmd).__name__}')
             dof = self.dofs[k]
             if not self.in_step[k]:
-                tau = pd_torque(cmd, data.qpos[self.qposadr[k]], data.qvel[dof])
+                tau = mit_torque(cmd, data.qpos[self.qposadr[k]], data.qvel[dof])
                 data.qfrc_applied[dof] = float(tau)
                 continue
             a, g = self.actuators[k], self.gear[k]
@@ -303,13 +306,21 @@ def zoh_step(q, v, accel, h, *, substeps: Sequence[int] = (1,), c_joint: float =
 
 
 def tick_pattern(rate_hz: float, timestep: float) -> tuple[int, ...]:
-    """Physics steps per controller tick over one repeating pattern (400 Hz on 1 kHz: (3, 2))."""
+    """Physics steps per controller tick over one repeating pattern (400 Hz on 1 kHz: (3, 2)).
+
+    The steps per tick ``1/(rate_hz*timestep)`` are taken as the nearest fraction ``p/q`` with at most 50
+    ticks per pattern (``Fraction.limit_denominator(50)``), and the pattern is the one :func:`tick_mask`
+    makes at that exact ratio: tick j starts at step ``ceil(j*p/q)``, so the q ticks cover p steps and
+    the mean tick is ``p/q`` steps (129 Hz on 1 kHz: 31/4, (8, 8, 8, 7)).
+    """
+    checks.positive('rate_hz', rate_hz, 'Hz')
+    checks.positive('timestep', timestep, 's')
     per_tick = Fraction(1.0 / (timestep * rate_hz)).limit_denominator(50)
     if per_tick <= 1:
         return (1,)
-    nticks = per_tick.denominator
-    starts = np.flatnonzero(tick_mask(rate_hz, timestep, int(per_tick * nticks) * 2 + 2))
-    return tuple(int(g) for g in np.diff(starts)[:nticks])
+    p, q = per_tick.numerator, per_tick.denominator
+    starts = [-(-j * p // q) for j in range(q + 1)]  # ceil(j*p/q) in integers
+    return tuple(int(b - a) for a, b in zip(starts[:-1], starts[1:]))
 
 
 def tick_growth(*, rate_hz: float, kp: float, kv: float, inertia: float, timestep: float = 0.001,
@@ -419,7 +430,8 @@ class HoldResponse:
     worst: int
     """Index of the joint with the largest peak-to-peak (all still: the largest tracking error)."""
     chatter_hz: float | None
-    """Dominant frequency of the worst joint's motion in the window (FFT), Hz; None when it is still."""
+    """Dominant frequency of the worst joint's motion in the window, Hz (:func:`chatter_frequency`); None
+    when it is still or its motion is broadband (no single tone)."""
     diverged: bool
     """MuJoCo's bad-acceleration warning or a non-finite state."""
 
@@ -427,6 +439,11 @@ class HoldResponse:
     def worst_p2p_rad(self) -> float:
         """Peak-to-peak of the worst joint, rad."""
         return float(self.p2p_rad[self.worst])
+
+    @property
+    def chatters(self) -> bool:
+        """Whether the worst joint still moves in the window (peak-to-peak >= ``QUIET_P2P``), tone or not."""
+        return not self.diverged and self.worst_p2p_rad >= QUIET_P2P
 
 
 @functools.cache
@@ -450,8 +467,17 @@ def hold_model(params: HoldParams) -> mujoco.MjModel:
     occurs during the move or the hold (see ``tests/test_control.py``), so they do not touch the result.
     Returns a fresh copy the caller may edit.
     """
-    return copy.copy(_hold_model(params.backend, params.kp, params.kv, params.armature, params.timestep,
-                                 params.integrator, params.max_effort))
+    return copy.copy(_model_of(params))
+
+
+def _model_of(params: HoldParams) -> mujoco.MjModel:
+    """The shared model of a run. In-loop the gains live in the controller, not the model, so runs that
+    differ only in kp, kv or max effort share one model (a new one copies the meshes, ~40 ms)."""
+    if params.backend == 'in-loop':
+        return _hold_model('in-loop', SO101_KP, SO101_KV, params.armature, params.timestep,
+                           params.integrator, SO101_MAX_EFFORT)
+    return _hold_model(params.backend, params.kp, params.kv, params.armature, params.timestep,
+                       params.integrator, params.max_effort)
 
 
 @functools.lru_cache(maxsize=16)
@@ -467,13 +493,51 @@ def _hold_model(backend: str, kp: float, kv: float, armature: float, timestep: f
     controller = PDController(m, range(m.njnt), backend=params.backend)
     if params.backend == 'in-step':
         # the commands are constant gains, so the servo is set once; ctrl follows the target per tick
-        for k, a in enumerate(controller.actuators):
-            m.actuator_gainprm[a, 0] = params.kp
-            m.actuator_biasprm[a, :3] = (0.0, -params.kp, -params.kv)
-            m.actuator_forcelimited[a] = 1
-            m.actuator_forcerange[a] = (-params.max_effort, params.max_effort)
+        assert list(controller.actuators) == list(range(m.nu)), 'one actuator per joint, in joint order'
+        _set_servo_gains(m, params.kp, params.kv, params.max_effort)
     mujoco.mj_setConst(m, mujoco.MjData(m))  # armature enters dof_invweight0 (friction loss)
     return m
+
+
+@functools.lru_cache(maxsize=8)
+def _servo_pool(armature: float, timestep: float, integrator: str) -> list:
+    """Private in-step models of one set-up, whose gains :func:`_batch_models` rewrites for each batch."""
+    return []
+
+
+def _batch_models(params: Sequence[HoldParams]) -> list[mujoco.MjModel]:
+    """One model per run for the batch. In-step runs take a model from a pool per (armature, timestep,
+    integrator) and get their gains written into it, one model per distinct (kp, kv, max_effort) in the
+    batch: a slider move of kp then edits a model instead of copying the SO-101's meshes (~40 ms). The
+    result is :func:`hold_model`'s model for the same params (``mj_setConst`` does not read the gains)."""
+    models = []
+    gains_in_use: dict[tuple, dict[tuple, mujoco.MjModel]] = {}
+    for p in params:
+        if p.backend != 'in-step':
+            models.append(_model_of(p))
+            continue
+        setup, gains = (p.armature, p.timestep, p.integrator), (p.kp, p.kv, p.max_effort)
+        in_use = gains_in_use.setdefault(setup, {})
+        if gains not in in_use:
+            pool = _servo_pool(*setup)
+            if len(pool) <= len(in_use):
+                pool.append(copy.copy(_hold_model('in-step', SO101_KP, SO101_KV, *setup, SO101_MAX_EFFORT)))
+            m = pool[len(in_use)]
+            _set_servo_gains(m, p.kp, p.kv, p.max_effort)
+            in_use[gains] = m
+        models.append(in_use[gains])
+    return models
+
+
+def _set_servo_gains(m: mujoco.MjModel, kp: float, kv: float, max_effort: float) -> None:
+    """Every actuator of ``m`` a ``<position kp kv forcerange=±max_effort>`` servo (gain type fixed, bias
+    type affine, ``gainprm[0] = kp``, ``biasprm = (0, -kp, -kv)``)."""
+    m.actuator_gaintype[:] = mujoco.mjtGain.mjGAIN_FIXED
+    m.actuator_biastype[:] = mujoco.mjtBias.mjBIAS_AFFINE
+    m.actuator_gainprm[:, 0] = kp
+    m.actuator_biasprm[:, :3] = (0.0, -kp, -kv)
+    m.actuator_forcelimited[:] = 1
+    m.actuator_forcerange[:] = (-max_effort, max_effort)
 
 
 def reference(t) -> tuple[np.ndarray, np.ndarray]:
@@ -492,11 +556,37 @@ def reference(t) -> tuple[np.ndarray, np.ndarray]:
     return position, velocity
 
 
-def chatter_frequency(t: np.ndarray, x: np.ndarray) -> float:
-    """Dominant frequency of x(t), Hz: the largest bin of the FFT of x minus its mean (uniform samples)."""
-    spectrum = np.abs(np.fft.rfft(x - np.mean(x)))
+CHATTER_MIN_HZ = 3.0
+"""Hz: a spectral peak below this is drift over the 1 s window (a few bins), not a tone."""
+TONE_POWER = 2 / 3
+"""Share of the motion's power (DC left out) that must lie within a half-octave of the peak for a tone."""
+
+
+def chatter_frequency(t: np.ndarray, x: np.ndarray) -> float | None:
+    """Dominant frequency of x(t), Hz, or None when the motion has no single tone (broadband).
+
+    The peak is the largest bin of the FFT of x minus its mean (uniform samples). It counts as the chatter
+    frequency only when it is at least ``CHATTER_MIN_HZ`` and the band from f/√2 to f·√2 around it holds at
+    least ``TONE_POWER`` of the power. A limit cycle whose period wanders a little still passes (its power
+    spreads over neighbouring bins of the band); motion spread over several decades, or a slow drift
+    whose lowest bin wins, does not.
+
+    Args:
+      t: sample times, s, (n,), uniform.
+      x: the signal, (n,).
+
+    Returns:
+      The frequency, Hz (a bin of the FFT: 1/window resolution), or None.
+    """
+    power = np.abs(np.fft.rfft(x - np.mean(x))) ** 2
     freqs = np.fft.rfftfreq(len(x), d=float(t[1] - t[0]))
-    return round(float(freqs[1 + np.argmax(spectrum[1:])]), 6)  # bins are exact; drop float dust
+    k = 1 + int(np.argmax(power[1:]))
+    peak = round(float(freqs[k]), 6)  # bins are exact; drop float dust
+    total = float(np.sum(power[1:]))
+    band = (freqs >= freqs[k] / math.sqrt(2)) & (freqs <= freqs[k] * math.sqrt(2))
+    if peak < CHATTER_MIN_HZ or total <= 0 or float(np.sum(power[band])) < TONE_POWER * total:
+        return None
+    return peak
 
 
 def _summarize(params: HoldParams, t, q, target, diverged: bool) -> HoldResponse:
@@ -550,8 +640,7 @@ def _batch(nsim: int, nthread: int) -> mujoco.batch.Batch:
 def _hold_batch(params: list[HoldParams], duration: float, nthread: int) -> list[HoldResponse]:
     timestep = params[0].timestep
     nstep = max(2, round(duration / timestep))
-    models = [_hold_model(p.backend, p.kp, p.kv, p.armature, p.timestep, p.integrator, p.max_effort)
-              for p in params]
+    models = _batch_models(params)
     nsim, nq, nu = len(models), models[0].nq, models[0].nu
     batch = _batch(nsim, nthread)
     batch.set_models(models)
@@ -587,14 +676,20 @@ def _hold_batch(params: list[HoldParams], duration: float, nthread: int) -> list
     # In-loop: the torque depends on the state at each tick; step to the next tick of any run.
     loop_ids = np.array([i for i, p in enumerate(params) if p.backend == 'in-loop'], dtype=int)
     if loop_ids.size:
-        ticks = np.flatnonzero(masks[loop_ids].any(axis=0))
+        qpos, qvel, qfrc_applied = batch.qpos, batch.qvel, batch.qfrc_applied  # live views, bound once
+        loop_masks = masks[loop_ids]
+        ticks = np.flatnonzero(loop_masks.any(axis=0))
         ends = np.append(ticks[1:], nstep)
-        for k, end in zip(ticks, ends):
-            now = loop_ids[masks[loop_ids, k]]
-            qpos, qvel = batch.qpos[now], batch.qvel[now]
-            tau = kp[now] * (pos_ref[k] - qpos) + kv[now] * (vel_ref[k] - qvel)
-            batch.qfrc_applied[now] = np.clip(tau, -limit[now], limit[now])
-            q[loop_ids, k:end] = batch.rollout(int(end - k), record=('qpos',), ids=loop_ids)['qpos']
+        together = bool(loop_masks[:, ticks].all())  # every in-loop run ticks at the same steps
+        kp_loop, kv_loop, limit_loop = kp[loop_ids], kv[loop_ids], limit[loop_ids]
+        rows = slice(None)
+        for k, end in zip(ticks.tolist(), ends.tolist()):
+            if not together:
+                rows = loop_masks[:, k]
+            now = loop_ids[rows]
+            tau = kp_loop[rows] * (pos_ref[k] - qpos[now]) + kv_loop[rows] * (vel_ref[k] - qvel[now])
+            qfrc_applied[now] = np.clip(tau, -limit_loop[rows], limit_loop[rows])
+            q[loop_ids, k:end] = batch.rollout(end - k, record=('qpos',), ids=loop_ids)['qpos']
     bad = batch.warning[:, mujoco.mjtWarning.mjWARN_BADQACC, 1] > 0
     # sample k is the state after step k, i.e. at time (k+1)*timestep
     t_out = timestep * np.arange(1, nstep + 1)
@@ -622,6 +717,13 @@ def rate_rows(responses: Sequence[HoldResponse]) -> list[dict]:
              'p2p_rad': round(r.worst_p2p_rad, 9), 'chatter_hz': r.chatter_hz} for r in responses]
 
 
+def label_broadband(rows: Sequence[dict]) -> list[dict]:
+    """Rows for reading: ``chatter_hz`` shown as ``'broadband'`` where the joint moves (p2p >= ``QUIET_P2P``)
+    without a dominant tone, so that '-' is left for joints that hold still. The rows' JSON keeps None."""
+    return [{**row, 'chatter_hz': 'broadband'} if row['chatter_hz'] is None and row['p2p_rad'] >= QUIET_P2P
+            else dict(row) for row in rows]
+
+
 @experiment('pd-rate', summary='SO-101 hold: worst joint p2p and chatter vs controller rate, PD in-loop or in-step',
             columns=(('rate_hz', '.0f'), ('backend', 's'), ('p2p_rad', '.2e'), ('chatter_hz', '.0f')))
 def pd_rate() -> list[dict]:
@@ -633,6 +735,8 @@ def pd_rate() -> list[dict]:
 
 PANEL_RATES_HZ = tuple(float(r) for r in np.geomspace(10.0, 1000.0, 41))
 """Controller rates (Hz) at which the panel draws the growth per tick of both backends."""
+PANEL_YLIM_DEG = 80.0
+"""deg: the panel's trajectory axis spans ±80° (every joint's move to ``STANDBY`` fits) unless a run leaves it."""
 
 
 def standby_inertia(armature: float = SO101_ARMATURE) -> np.ndarray:
@@ -656,17 +760,76 @@ def worst_growth(*, rate_hz: float, backend: str, kp: float = SO101_KP, kv: floa
                  armature: float = SO101_ARMATURE, timestep: float = PHYSICS_TIMESTEP,
                  integrator: str = 'implicitfast', damping: float | None = None) -> float:
     """The largest :func:`tick_growth` over the SO-101's joints at ``STANDBY`` (joint damping from the model)."""
+    return float(growth_curve([rate_hz], backend=backend, kp=kp, kv=kv, armature=armature,
+                              timestep=timestep, integrator=integrator, damping=damping)[0])
+
+
+def growth_curve(rates_hz: Sequence[float], *, backend: str, kp: float = SO101_KP, kv: float = SO101_KV,
+                 armature: float = SO101_ARMATURE, timestep: float = PHYSICS_TIMESTEP,
+                 integrator: str = 'implicitfast', damping: float | None = None) -> np.ndarray:
+    """:func:`worst_growth` at many controller rates at once, (nrate,): what the panel's stability plot draws.
+
+    The same linear maps as :func:`tick_growth`, built as matrices for all six joints together instead of
+    stepping :func:`zoh_step` on unit vectors: one physics step with the PD acceleration a held is linear
+    in (q, v, a), ``S = [[1, h/(1 + h*c_joint), h²/(1 + h*c_joint)], [0, 1/(1 + h*c_joint), h/(1 + h*c_joint)],
+    [0, 0, 1]]``; a tick of n steps is ``S^n`` applied to ``(q, v, -w2*q - c*v)``, and the ticks of
+    :func:`tick_pattern` are multiplied in order (renormalized as they go, so no product overflows).
+    Agrees with :func:`tick_growth` to rounding (``tests/test_control.py``).
+
+    Args:
+      rates_hz: controller rates, Hz, (nrate,).
+      backend, kp, kv, armature, timestep, integrator, damping: as :func:`worst_growth`.
+
+    Returns:
+      The worst joint's growth per tick at each rate, (nrate,).
+    """
+    checks.one_of('backend', backend, BACKENDS)
+    checks.integrator(integrator)
     if damping is None:
         damping = float(_so101_base().dof_damping[0])
-    return max(tick_growth(rate_hz=rate_hz, kp=kp, kv=kv, inertia=float(i), timestep=timestep,
-                           damping=damping, backend=backend, integrator=integrator)
-               for i in standby_inertia(armature))
+    inertia = standby_inertia(armature)  # (6,)
+    w2, c_pd, c_joint = kp / inertia, kv / inertia, damping / inertia
+    h = timestep
+    patterns = [tick_pattern(r, h) for r in rates_hz]
+    if backend == 'in-step':
+        per_step = max(integrator_growth(integrator, h, a, b + cj, c_joint=cj)
+                       for a, b, cj in zip(w2, c_pd, c_joint))
+        return np.array([per_step ** (sum(p) / len(p)) for p in patterns])
+    nj = len(inertia)
+    damp = 1.0 / (1.0 + h * c_joint)
+    step = np.zeros((nj, 3, 3))
+    step[:, 0, 0] = 1.0
+    step[:, 0, 1] = h * damp
+    step[:, 0, 2] = h * h * damp
+    step[:, 1, 1] = damp
+    step[:, 1, 2] = h * damp
+    step[:, 2, 2] = 1.0
+    hold = np.zeros((nj, 3, 2))  # (q, v) -> (q, v, a) at the tick
+    hold[:, 0, 0] = hold[:, 1, 1] = 1.0
+    hold[:, 2, 0], hold[:, 2, 1] = -w2, -c_pd
+    tick_maps: dict[int, np.ndarray] = {}
+    out = np.empty(len(patterns))
+    for i, pattern in enumerate(patterns):
+        product = np.broadcast_to(np.eye(2), (nj, 2, 2))
+        log_scale = np.zeros(nj)
+        for n in pattern:
+            if n not in tick_maps:
+                tick_maps[n] = (np.linalg.matrix_power(step, n) @ hold)[:, :2, :]
+            product = tick_maps[n] @ product
+            scale = np.max(np.abs(product), axis=(1, 2))
+            scale = np.where(scale > 0, scale, 1.0)
+            product = product / scale[:, None, None]
+            log_scale += np.log(scale)
+        radius = np.max(np.abs(np.linalg.eigvals(product)), axis=1)
+        with np.errstate(divide='ignore'):
+            out[i] = np.max(np.exp((log_scale + np.log(radius)) / len(pattern)))
+    return out
 
 
 def _verdict(response: HoldResponse, growth: float) -> str:
     if response.diverged:
         return 'diverged'
-    state = 'chatters' if response.chatter_hz is not None else 'quiet'
+    state = 'chatters' if response.chatters else 'quiet'
     return f'{state}, growth per tick {growth:.3f}'
 
 
@@ -694,10 +857,9 @@ def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO1
         return hold_responses([params], nthread=1)[0]
 
     @W.cached(maxsize=16)
-    def curves(kp, kv, armature, timestep, integrator):
-        return {b: np.array([worst_growth(rate_hz=r, backend=b, kp=kp, kv=kv, armature=armature,
-                                          timestep=timestep, integrator=integrator)
-                             for r in PANEL_RATES_HZ]) for b in BACKENDS}
+    def curves(kp, kv, armature, timestep, integrator):  # not the rate or the backend: both curves drawn
+        return {b: growth_curve(PANEL_RATES_HZ, backend=b, kp=kp, kv=kv, armature=armature,
+                                timestep=timestep, integrator=integrator) for b in BACKENDS}
 
     def compute(values):
         response = run(**values)
@@ -714,7 +876,10 @@ def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO1
         ax1.set_xlim(0, DURATION)
         note = ax1.text(0.02, 0.04, '', transform=ax1.transAxes, fontsize=8.5, animated=True,
                         bbox=dict(facecolor='white', edgecolor='none', alpha=0.85, pad=1.5))
-        ax1.legend(loc='upper right', fontsize=7.5)
+        # the legend sits above the axes, clear of every joint's trajectory, so it never has to move
+        ax1.legend(loc='lower right', bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=7.5, frameon=False,
+                   borderaxespad=0.2)
+        ax1.set_ylim(-PANEL_YLIM_DEG, PANEL_YLIM_DEG)
         plots.label(ax1, 'time (s)', 'joint angle (deg)')
         colors = {'in-loop': plots.COLORS['diverged'], 'in-step': plots.COLORS['response']}
         lines = {b: ax2.plot([], [], color=colors[b], label=f'{b}', animated=True)[0] for b in BACKENDS}
@@ -726,8 +891,11 @@ def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO1
         ax2.legend(loc='upper right', fontsize=7.5)
         plots.label(ax2, 'controller rate (Hz)', 'growth per tick (worst joint)', 'stability')
         fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.9, wspace=0.28)
-        return {'ax1': ax1, 'target': target, 'q': q_line, 'note': note, 'lines': lines,
-                'point': point, 'title': None, 'ylim': None}
+        # the title names the worst joint: animated, so it is blitted with the curves
+        title = ax1.set_title(' ', loc='left', fontsize=9.5)
+        title.set_animated(True)
+        return {'ax1': ax1, 'title': title, 'target': target, 'q': q_line, 'note': note, 'lines': lines,
+                'point': point, 'ylim': (-PANEL_YLIM_DEG, PANEL_YLIM_DEG)}
 
     def draw(state, results, values):
         r, growth = results['response'], results['growth']
@@ -735,24 +903,26 @@ def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO1
         state['q'].set_data(r.t, np.degrees(r.q[:, j]))
         state['target'].set_data(r.t, np.degrees(r.target[:, j]))
         finite = np.degrees(r.q[:, j][np.isfinite(r.q[:, j])])
-        goal = math.degrees(STANDBY[j])
-        low = min(0.0, goal, float(np.min(finite)) if finite.size else 0.0)
-        high = max(0.0, goal, float(np.max(finite)) if finite.size else 0.0)
-        span = high - low + 1.0
-        # leave room for the note on the side the move leaves free (above a move down, below a move up)
-        down = goal < 0
-        ylim = (round(low - (0.1 if down else 0.5) * span, 0), round(high + (0.5 if down else 0.1) * span, 0))
-        title = (f"worst joint: {joint_names[j]}, {values['backend']} at {values['rate_hz']:.0f} Hz")
-        if title != state['title'] or ylim != state['ylim']:  # static artists only when they change
-            state['ax1'].set_title(title)
+        low = float(np.min(finite)) if finite.size else 0.0
+        high = float(np.max(finite)) if finite.size else 0.0
+        # one range for every joint's move (10° grid), widened only when a run leaves it: a slider move
+        # then redraws just the animated artists, not the axes
+        low, high = max(low, -3600.0), min(high, 3600.0)  # a diverging run: show its start, not 1e30°
+        ylim = (min(-PANEL_YLIM_DEG, 10.0 * math.floor((low - 5.0) / 10.0)),
+                max(PANEL_YLIM_DEG, 10.0 * math.ceil((high + 5.0) / 10.0)))
+        if ylim != state['ylim']:
             state['ax1'].set_ylim(*ylim)
-            state['ax1'].legend(loc='upper right' if down else 'lower right', fontsize=7.5)
-            state['title'], state['ylim'] = title, ylim
+            state['ylim'] = ylim
+        state['title'].set_text(f'worst joint: {joint_names[j]}')
+        # the note goes on the side the move leaves free (above a move down, below a move up)
+        down = STANDBY[j] < 0
         state['note'].set_position((0.02, 0.96 if down else 0.04))
         state['note'].set_verticalalignment('top' if down else 'bottom')
         p2p = r.worst_p2p_rad
-        chatter = '' if r.chatter_hz is None else f', chatter {r.chatter_hz:.0f} Hz'
-        state['note'].set_text(f'p2p over the last second {p2p:.2e} rad{chatter}\n{_verdict(r, growth)}')
+        chatter = '' if not r.chatters else (', broadband chatter' if r.chatter_hz is None
+                                             else f', chatter {r.chatter_hz:.0f} Hz')
+        state['note'].set_text(f"{values['backend']} at {values['rate_hz']:.0f} Hz: p2p over the last second "
+                               f"{p2p:.2e} rad{chatter}\n{_verdict(r, growth)}")
         for b, line in state['lines'].items():
             line.set_data(PANEL_RATES_HZ, np.minimum(results['curves'][b], 2.0))
         state['point'].set_data([values['rate_hz']], [min(growth, 2.0)])
@@ -782,7 +952,7 @@ def pd_twin():
     for armature in TWIN_ARMATURES:
         for r in rate_sweep(armature=armature):
             runs[r.params.rate_hz, r.params.backend, armature] = r
-    growth = {(b, a): np.array([worst_growth(rate_hz=r, backend=b, armature=a) for r in PANEL_RATES_HZ])
+    growth = {(b, a): growth_curve(PANEL_RATES_HZ, backend=b, armature=a)
               for b in BACKENDS for a in TWIN_ARMATURES}
     colors = {'in-loop': plots.COLORS['diverged'], 'in-step': plots.COLORS['response']}
 
@@ -792,7 +962,8 @@ def pd_twin():
         items = [W.twin_line(r.t, np.degrees(r.target[:, j]), label='command', color=plots.COLORS['command'],
                              width=1.0, dash='4 3'),
                  W.twin_line(r.t, np.degrees(r.q[:, j]), label=f'q ({joint_names[j]})', width=1.2)]
-        chatter = 'still' if r.chatter_hz is None else f'chatters at {r.chatter_hz:.0f} Hz'
+        chatter = ('still' if not r.chatters else 'broadband chatter' if r.chatter_hz is None
+                   else f'chatters at {r.chatter_hz:.0f} Hz')
         p2p = round(r.worst_p2p_rad, 9)  # below a nanoradian: rounding dust, shown as 0
         items.append(W.twin_text(f'p2p {p2p:.1e} rad, {chatter}', x=0.03, y=0.06, size=11,
                                  anchor='start'))

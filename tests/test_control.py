@@ -88,6 +88,16 @@ def test_in_step_servo_is_mujocos_position_actuator_step_for_step(integrator, ge
     np.testing.assert_allclose(controller.effort(d_ours), d_theirs.qfrc_actuator, atol=1e-9)
 
 
+def test_mit_torque_is_chapter_2s_pd_law_clipped_to_max_effort():
+    """mit_torque = physai.actuators.pd_torque(stiffness, damping, effort), then clip to ±max_effort."""
+    from physai.actuators import pd_torque
+    command = JointCommand(position=0.3, velocity=0.2, stiffness=40.0, damping=0.8, effort=0.1, max_effort=5.0)
+    q, qd = np.linspace(-1.0, 1.0, 9), np.linspace(2.0, -2.0, 9)
+    expected = np.clip(pd_torque(0.3, q, 0.2, qd, 40.0, 0.8, 0.1), -5.0, 5.0)
+    np.testing.assert_array_equal(control.mit_torque(command, q, qd), expected)
+    assert np.max(np.abs(expected)) == 5.0  # the clamp is exercised
+
+
 def test_in_loop_torque_is_the_mit_law_clamped_and_held_between_ticks():
     """In-loop writes clip(kp*(p-q) + kv*(v-qd) + effort) to qfrc_applied, and it stays there while q moves."""
     m = mujoco.MjModel.from_xml_string(MOTOR_XML.format(integrator='implicitfast', gear=1, limits=''))
@@ -160,6 +170,16 @@ def test_tick_mask_is_even_where_the_rates_divide_and_alternates_at_400_hz():
     assert control.tick_pattern(400, 0.001) == (3, 2)
 
 
+@pytest.mark.parametrize('rate_hz, pattern', [(129, (8, 8, 8, 7)), (400 / 3, (8, 7)), (125, (8,)), (2000, (1,))])
+def test_tick_pattern_has_the_mean_tick_of_the_rate(rate_hz, pattern):
+    """The pattern's ticks cover the steps of the rate's nearest fraction (129 Hz: 31 steps in 4 ticks)."""
+    assert control.tick_pattern(rate_hz, 0.001) == pattern
+    for rate in (13.3, 77.0, 129.0, 134.0, 415.0):
+        got = control.tick_pattern(rate, 0.001)
+        assert sum(got) / len(got) == pytest.approx(1000.0 / rate, rel=2e-3)
+        assert max(got) - min(got) <= 1  # as even as the rate allows
+
+
 # ------------------------------------------------------------------------------------------------------
 # The SO-101 experiment
 
@@ -203,13 +223,41 @@ def table():
 
 
 def chatters(row) -> bool:
-    return row['chatter_hz'] is not None
+    """A row chatters when its worst joint still moves in the last second, with a clear tone or not."""
+    return row['p2p_rad'] >= control.QUIET_P2P
 
 
 def test_pd_rate_rows_have_the_documented_keys(table):
     for row in table.values():
         assert set(row) == {'rate_hz', 'backend', 'p2p_rad', 'chatter_hz'}
     assert sorted(table) == sorted((r, b) for r in control.RATES_HZ for b in BACKENDS)
+
+
+def test_main_table_chatter_has_clear_tones(table):
+    """With Menagerie's armature the in-loop limit cycles have one tone each: 7 Hz at 50 Hz, 11 Hz at 100 Hz."""
+    assert table[50, 'in-loop']['chatter_hz'] == 7.0
+    assert table[100, 'in-loop']['chatter_hz'] == 11.0
+
+
+def test_without_armature_most_chatter_is_broadband():
+    """Armature 0: the in-loop joints chatter at every rate, but only 1 kHz (a step-by-step flip at 500 Hz)
+    has a clear tone; at 100, 200 and 400 Hz the motion has no dominant frequency."""
+    rows = {(r['rate_hz'], r['backend']): r for r in control.rate_rows(control.rate_sweep(armature=0.0))}
+    assert all(chatters(rows[rate, 'in-loop']) for rate in control.RATES_HZ)
+    assert [rows[rate, 'in-loop']['chatter_hz'] for rate in (100, 200, 400)] == [None, None, None]
+    assert rows[1000, 'in-loop']['chatter_hz'] == 500.0
+
+
+def test_chatter_frequency_finds_a_tone_and_refuses_broadband_motion():
+    """A tone (even one that wanders by a hertz) is found; noise, two far-apart tones and drift are None."""
+    t = np.arange(1000) * 1e-3
+    rng = np.random.default_rng(0)
+    assert control.chatter_frequency(t, np.sin(2 * np.pi * 7 * t)) == 7.0
+    wandering = np.sin(2 * np.pi * (7 * t + 0.15 * np.sin(2 * np.pi * t)))  # 7 ± 0.9 Hz over the second
+    assert control.chatter_frequency(t, wandering) == 7.0
+    assert control.chatter_frequency(t, rng.standard_normal(t.size)) is None
+    assert control.chatter_frequency(t, np.sin(2 * np.pi * 8 * t) + 0.9 * np.sin(2 * np.pi * 98 * t)) is None
+    assert control.chatter_frequency(t, t + 0.01 * np.sin(2 * np.pi * 20 * t)) is None  # drift: 1 Hz bin
 
 
 def test_in_loop_chatters_at_low_rates_and_in_step_is_quiet_wherever_it_does(table):
@@ -249,8 +297,8 @@ def test_backends_agree_at_1khz(integrator, tol):
 def test_without_armature_in_loop_chatters_even_at_1khz_and_in_step_does_not():
     a, b = control.hold_responses([HoldParams(rate_hz=1000, backend=backend, armature=0.0)
                                    for backend in BACKENDS])
-    assert a.chatter_hz is not None and a.worst_p2p_rad > 1e-3
-    assert b.chatter_hz is None and not b.diverged
+    assert a.chatters and a.chatter_hz == 500.0 and a.worst_p2p_rad > 1e-3  # one step up, one down
+    assert not b.chatters and b.chatter_hz is None and not b.diverged
 
 
 def test_feedforward_outside_the_clamp_overshoots_the_move():
@@ -330,6 +378,30 @@ def test_in_step_growth_per_second_does_not_depend_on_the_controller_rate():
     """In-step the tick only refreshes the setpoint: growth per tick ** rate is the same at every rate."""
     per_second = [control.worst_growth(rate_hz=r, backend='in-step') ** r for r in (50, 100, 200, 1000)]
     np.testing.assert_allclose(per_second, per_second[-1], rtol=1e-9)
+
+
+@pytest.mark.parametrize('backend', BACKENDS)
+@pytest.mark.parametrize('armature', [control.SO101_ARMATURE, 0.0])
+def test_growth_curve_is_tick_growth_for_the_worst_joint(backend, armature):
+    """The panel's vectorized curve is max over joints of tick_growth, to rounding, even or uneven ticks."""
+    rates = list(control.PANEL_RATES_HZ) + [129.0, 133.0, 134.0]
+    curve = control.growth_curve(rates, backend=backend, armature=armature)
+    damping = float(control.hold_model(HoldParams()).dof_damping[0])
+    expected = [max(control.tick_growth(rate_hz=r, kp=control.SO101_KP, kv=control.SO101_KV, inertia=i,
+                                        damping=damping, backend=backend)
+                    for i in control.standby_inertia(armature)) for r in rates]
+    np.testing.assert_allclose(curve, expected, rtol=1e-12)
+
+
+def test_panel_slider_moves_redraw_only_the_animated_artists():
+    """Rate, kp and backend moves keep the axes (no full redraw): the live panel stays under 100 ms."""
+    panel = control.pd_panel()
+    before = panel.full_redraws
+    for change in ({'rate_hz': 120.0}, {'kp': 1500.0}, {'backend': 'in-step'}, {'rate_hz': 400.0},
+                   {'kp': 700.0}, {'backend': 'in-loop'}):
+        panel.update(**change)
+        assert panel.error is None, panel.error
+    assert panel.full_redraws == before
 
 
 def test_panel_survives_extreme_settings_without_errors():
