@@ -232,7 +232,8 @@ def download_lerobot(repo_id: str, *, local_dir: str | pathlib.Path | None = Non
                      revision: str | None = None) -> pathlib.Path:
     """Download a LeRobot dataset's ``meta/`` and ``data/`` from the Hugging Face Hub (no videos).
 
-    Needs the ``huggingface_hub`` package and a network connection; shows a progress bar per file.
+    Needs the ``huggingface_hub`` package (the ``hub`` extra: ``pip install "physai[hub]"``; Colab ships
+    it) and a network connection; shows a progress bar per file.
 
     Args:
       repo_id: ``owner/name`` of a public dataset on the Hub.
@@ -248,7 +249,7 @@ def download_lerobot(repo_id: str, *, local_dir: str | pathlib.Path | None = Non
         from huggingface_hub import snapshot_download
     except ImportError:
         raise ImportError('downloading a dataset needs the huggingface_hub package: '
-                          'pip install huggingface_hub') from None
+                          'pip install "physai[hub]" (or pip install huggingface_hub)') from None
     path = snapshot_download(repo_id=repo_id, repo_type='dataset', revision=revision,
                              local_dir=None if local_dir is None else str(local_dir),
                              allow_patterns=['meta/*', 'meta/**', 'data/**'])

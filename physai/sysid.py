@@ -7,11 +7,12 @@ Open-loop replay
     adjusted to ``1 / (fps * substeps)`` so a whole number of steps fills a frame). The simulated joints
     at the end of frame t are compared with ``observation.state[t+1]``.
 
-    Contacts are off: Menagerie's simple collision boxes overlap each other in the folded rest pose the
-    recordings start and end in (:func:`overlap_depth`), so with contacts on the arm starts inside itself
-    and is pushed apart by contact forces the real arm never feels. Joint limits and the actuators'
-    ctrlrange stay as the model ships them (``ReplayConfig.limits``); note that the model's elbow range,
-    ±1.69 rad (±96.8°), is a few degrees narrower than the ≈99.6° this real elbow reaches when folded.
+    Contacts are off: Menagerie's simple collision boxes overlap each other in the folded rest pose
+    (:func:`overlap_depth`), in which most of the recorded episodes start and end, so with contacts on
+    the arm is pushed apart, wherever the boxes overlap, by contact forces the real arm never feels.
+    Joint limits and the actuators' ctrlrange stay as the model ships them (``ReplayConfig.limits``);
+    note that the model's elbow range, ±1.69 rad (±96.8°), is a few degrees narrower than the ≈99.6°
+    this real elbow reaches when folded.
 
 Joint convention
     radians = deg2rad(degrees), sign +1, offset 0 for the five arm joints: the gripper tip then comes
@@ -27,12 +28,14 @@ The servo model
     Every one of the six joints gets the same :class:`ArmServo`: MuJoCo's ``<position>`` actuator,
     ``force = clip(kp*(u - q) - kv*q̇, -forcerange, forcerange)`` (``actuator_gainprm[0] = kp``,
     ``actuator_biasprm[:3] = (0, -kp, -kv)``, ``actuator_forcerange``), on a joint with ``dof_damping``,
-    ``dof_frictionloss`` and ``dof_armature``.
+    ``dof_frictionloss`` and ``dof_armature``. kv acts inside the clamp and the joint damping outside it,
+    so a saturated joint moves no faster than forcerange/damping (less what gravity takes), whatever kv.
 
 The fit
     Six shared parameters in log10 space with bounds, fitted with MuJoCo's bounded Levenberg-Marquardt
     least squares (``mujoco.minimize.least_squares``) on per-frame residuals (sim - real, degrees) of the
-    fit episodes. ``least_squares`` asks for the residuals of several candidates at once (all six
+    fit episodes, from two starts, each run until the solver's own tolerances stop it (``max_iter`` is
+    only a cap). ``least_squares`` asks for the residuals of several candidates at once (all six
     finite-difference probes of a Jacobian in one call); :func:`replay` runs them, every candidate on every
     episode, as one ``mujoco.batch.Batch`` with one model per simulation. The models are copies of the
     arm without its meshes (:func:`_base_arm`), since copying the mesh data cost more than simulating.
@@ -448,6 +451,13 @@ class FitStart:
     iterations: int
     objectives: np.ndarray
     """(iterations + 1,) the cost at each iterate."""
+    max_iter: int
+    """The cap on iterations this start ran under."""
+
+    @property
+    def converged(self) -> bool:
+        """The solver's own tolerances stopped it before the ``max_iter`` cap."""
+        return self.iterations < self.max_iter
 
 
 @dataclasses.dataclass(frozen=True)
@@ -497,19 +507,24 @@ def _progress(total: int, desc: str, enabled: bool):
 
 
 def fit_servo(episodes: Sequence[Episode], *, starts: dict[str, ArmServo] | None = None,
-              config: ReplayConfig = ReplayConfig(), max_iter: int = 10, decimate: int = 1,
+              config: ReplayConfig = ReplayConfig(), max_iter: int = 50, decimate: int = 1,
               eps: float = 1e-3, progress: bool = True) -> FitResult:
     """Fit one :class:`ArmServo` to recorded episodes with ``mujoco.minimize.least_squares``.
 
-    The six parameters are fitted as log10 values inside ``LOG_BOUNDS``. Each start runs a fixed number
-    of Levenberg-Marquardt iterations, so the fit is deterministic and its cost known in advance.
+    The six parameters are fitted as log10 values inside ``LOG_BOUNDS``. Each start runs
+    Levenberg-Marquardt iterations until ``least_squares``'s own tolerances stop it (its default
+    ``xtol`` on the step and ``gtol`` on the free gradient, or no step that lowers the cost), at most
+    ``max_iter`` of them. The fit is deterministic however many iterations it takes: every replay is
+    (``mujoco.batch`` repeats ``mj_step`` bit for bit) and so is the solver. A start that hits the cap
+    is reported (``FitStart.converged``), not hidden.
 
     Args:
       episodes: the fit episodes.
       starts: named initial servos; default the two disputed models, Menagerie's and TheRobotStudio's
         gains, a factor 56 apart in kp (kv = 0 starts at the lower bound of kv).
       config: replay settings.
-      max_iter: iterations per start.
+      max_iter: the most iterations per start; a cap, not a target. On the book's recording both
+        default starts stop by themselves well before 50.
       decimate: residuals at every ``decimate``-th frame. The simulation still runs every step (the
         replay is open loop), so this only shrinks the least-squares algebra, which is cheap anyway.
       eps: finite-difference step in log10 units (0.1 % of a decade); far above the constraint
@@ -549,7 +564,7 @@ def fit_servo(episodes: Sequence[Episode], *, starts: dict[str, ArmServo] | None
             bar.refresh()
         objectives = np.array([float(log.objective) for log in trace])
         results.append(FitStart(name=name, start=start, servo=from_log(x), cost=float(objectives[-1]),
-                                iterations=len(trace) - 1, objectives=objectives))
+                                iterations=len(trace) - 1, objectives=objectives, max_iter=max_iter))
     if bar is not None:
         bar.close()
     best = min(results, key=lambda s: s.cost)
@@ -728,6 +743,11 @@ def kp_damping_map(episodes: Sequence[Episode], base: ArmServo, kps: Sequence[fl
 def leave_one_out(dataset: LeRobotDataset, **fit_kwargs) -> list[dict]:
     """Fit on all episodes but one and score the one left out, for each episode in turn.
 
+    Args:
+      dataset: the recording; every episode is left out once.
+      **fit_kwargs: passed to :func:`fit_servo` (``starts``, ``max_iter``, ``progress``, ...); its
+        ``config`` is also the replay the fitted servo is scored with.
+
     Returns:
       Rows with ``heldout`` (episode_index), the six fitted parameters, ``lag_ms``,
       ``fit_mae_deg`` and ``heldout_mae_deg``.
@@ -737,7 +757,7 @@ def leave_one_out(dataset: LeRobotDataset, **fit_kwargs) -> list[dict]:
     for k, out in enumerate(episodes):
         rest = episodes[:k] + episodes[k + 1:]
         fitted = fit_servo(rest, **fit_kwargs).servo
-        runs = replay([fitted], rest + [out])[0]
+        runs = replay([fitted], rest + [out], config=fit_kwargs.get('config', ReplayConfig()))[0]
         rows.append(dict(heldout=out.index, **fitted.as_dict(), lag_ms=fitted.lag_ms,
                          fit_mae_deg=mae_deg(runs[:-1]), heldout_mae_deg=runs[-1].mae_deg))
     return rows
@@ -853,10 +873,14 @@ def sysid_panel(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PAN
 
 def sysid_twin(episode: Episode, base: ArmServo, *, kps: Sequence[float] = TWIN_KPS,
                joints: Sequence[str] = PANEL_JOINTS):
-    """The panel's static twin over kp: ``base`` with each kp of ``kps``, precomputed in one batch."""
+    """The panel's static twin over kp: ``base`` with each kp of ``kps``, precomputed in one batch.
+
+    ``base.kp`` itself is always one of the frames (added to ``kps`` if missing, labelled "fitted") and
+    the one the slider starts on, so the twin opens on the servo the panel starts with.
+    """
     from physai import widgets as W
 
-    kps = tuple(float(k) for k in kps)
+    kps = tuple(sorted({float(k) for k in kps} | {float(base.kp)}))
     runs = replay([dataclasses.replace(base, kp=k) for k in kps], [episode])
     reps = [row[0] for row in runs]
     mae = np.array([r.mae_deg for r in reps])
@@ -875,11 +899,13 @@ def sysid_twin(episode: Episode, base: ArmServo, *, kps: Sequence[float] = TWIN_
                  W.twin_markers([kp], [rep.mae_deg], label='this kp')]
         return [lines, curve]
 
-    default = int(np.argmin(np.abs(np.log(np.array(kps) / base.kp))))
-    sliders = [W.TwinSlider('kp', 'kp (N·m/rad)', kps, default=default)]
+    default = kps.index(float(base.kp))
+    labels = [format(k, '.4g') + (' (fitted)' if i == default else '') for i, k in enumerate(kps)]
+    sliders = [W.TwinSlider('kp', 'kp (N·m/rad)', kps, labels, default=default)]
     axes = [W.TwinAxes(xlabel='time (s)', ylabel='joint angle (deg)', legend='ll'),
             W.TwinAxes(xlabel='kp (N·m/rad)', ylabel='mean |sim − real| (deg)', xlog=True,
                        ylog=True, legend='ur')]
     return W.static_twin('sysid-kp', sliders, axes, frame, width=430, height=280,
-                         caption=f'Episode {episode.index} replayed with the fitted servo at other kp '
-                                 f'(kv, forcerange, damping, frictionloss, armature as fitted).')
+                         caption=f'Episode {episode.index} replayed with the fitted servo (kp '
+                                 f'{base.kp:.4g}, where the slider starts) and at other kp (kv, '
+                                 f'forcerange, damping, frictionloss, armature as fitted).')

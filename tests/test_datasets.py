@@ -185,6 +185,18 @@ def test_download_asks_the_hub_for_meta_and_data_only(tmp_path, monkeypatch):
         datasets.download_lerobot('not a repo id')
 
 
+def test_download_without_huggingface_hub_names_the_hub_extra(monkeypatch):
+    """No huggingface_hub installed: the error says how to get it, through physai's declared extra."""
+    import tomllib
+
+    monkeypatch.setitem(sys.modules, 'huggingface_hub', None)  # makes the import fail
+    with pytest.raises(ImportError, match=r'pip install "physai\[hub\]"'):
+        load_lerobot('someone/so101_dataset', download=True)
+    pyproject = pathlib.Path(__file__).resolve().parents[1] / 'pyproject.toml'
+    extras = tomllib.loads(pyproject.read_text())['project']['optional-dependencies']
+    assert any(req.startswith('huggingface_hub') for req in extras['hub'])
+
+
 @pytest.mark.skipif(not REAL.is_dir(), reason='../shared/datasets/so101_record_test is not here')
 def test_the_real_so101_recording():
     """4 episodes at 30 fps; arm joints in degrees (within ±180), the gripper within 0..100."""
