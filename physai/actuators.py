@@ -414,11 +414,6 @@ def pendulum_model(pendulum: PendulumParams, actuator: Actuator | None = None) -
     explicit one (or None) becomes ``<motor>`` (gain 1, no bias, no clamp): its ``ctrl`` is the torque.
     """
     m = copy.copy(_base_model())
-    m.dof_armature[0] = pendulum.armature
-    m.dof_damping[0] = pendulum.damping
-    m.dof_frictionloss[0] = pendulum.frictionloss
-    m.opt.timestep = pendulum.timestep
-    m.opt.integrator = INTEGRATOR_ENUM[pendulum.integrator]
     if actuator is not None and not actuator.explicit:
         m.actuator_gainprm[0, 0] = actuator.kp
         m.actuator_biasprm[0, :3] = (0.0, -actuator.kp, -actuator.kv)
@@ -430,7 +425,17 @@ def pendulum_model(pendulum: PendulumParams, actuator: Actuator | None = None) -
         m.actuator_gainprm[0, 0] = 1.0
         m.actuator_biasprm[0, :3] = 0.0
         m.actuator_forcelimited[0] = False
-    mujoco.mj_setConst(m, mujoco.MjData(m))
+    return _with_pendulum(m, pendulum)
+
+
+def _with_pendulum(m: mujoco.MjModel, pendulum: PendulumParams) -> mujoco.MjModel:
+    """Write the pendulum's joint and option fields into ``m``, then the constants that follow them."""
+    m.dof_armature[0] = pendulum.armature
+    m.dof_damping[0] = pendulum.damping
+    m.dof_frictionloss[0] = pendulum.frictionloss
+    m.opt.timestep = pendulum.timestep
+    m.opt.integrator = INTEGRATOR_ENUM[pendulum.integrator]
+    mujoco.mj_setConst(m, mujoco.MjData(m))  # armature changes dof_invweight0 (friction loss)
     return m
 
 
@@ -554,12 +559,7 @@ def _run_implicit(actuators: Sequence[Actuator], pendulums: Sequence[PendulumPar
         diverged = bool(bad[i])
         fast = np.nonzero(~np.isfinite(v) | (np.abs(v) > SPEED_BOUND))[0]
         if diverged:
-            # the records repeat the reset state after the warning: cut them
-            same = (q == q[-1]) & (v == v[-1])
-            k = len(q)
-            while k > 1 and same[k - 1]:
-                k -= 1
-            end = max(k - 1, 1)
+            end = servo.valid_length(q)
             q, v, tau = q[:end], v[:end], tau[:end - 1]
         if fast.size:
             end = min(int(fast[0]) + 1, len(q))
@@ -700,12 +700,9 @@ def lag_ms(run: Run) -> float:
     edges = np.nonzero(np.diff(cmd) > 0)[0] + 1
     lags = []
     for k in edges:
-        mid = 0.5 * (cmd[k - 1] + cmd[k])
-        later = np.nonzero(run.q[k:] >= mid)[0]
-        if later.size:
-            j = k + later[0]
-            frac = (mid - run.q[j - 1]) / (run.q[j] - run.q[j - 1])
-            lags.append(run.t[j - 1] + frac * (run.t[j] - run.t[j - 1]) - run.t[k])
+        crossed = servo.crossing_time(run.t[k - 1:], run.q[k - 1:], 0.5 * (cmd[k - 1] + cmd[k]))
+        if math.isfinite(crossed):
+            lags.append(crossed - run.t[k])
     return 1e3 * float(np.mean(lags)) if lags else math.nan
 
 
@@ -865,7 +862,7 @@ MAP_KVS = (0.5, 1, 2, 5, 10, 20, 50, 100, 200)  # N·m·s/rad
 MAP_KPS = (100, 1000, 10000)  # N·m/rad
 
 
-def growth_pair(kp: float, kv: float, timestep: float, inertia: float = LINK_INERTIA
+def explicit_implicit_growth(kp: float, kv: float, timestep: float, inertia: float = LINK_INERTIA
                 ) -> tuple[float, float]:
     """Growth per step of the PD-held pendulum near horizontal, explicit and implicit.
 
@@ -909,7 +906,7 @@ def divergence_map(*, timesteps: Sequence[float] = MAP_TIMESTEPS, kvs: Sequence[
     results = _run_implicit(actuators, pendulums, commands, 0.0, 0.0)
     rows = []
     for k, (kp, kv, h) in enumerate(cells):
-        explicit_growth, implicit_growth = growth_pair(kp, kv, h)
+        explicit_growth, implicit_growth = explicit_implicit_growth(kp, kv, h)
         rows.append({'kp': kp, 'kv': kv, 'timestep': h, 'h_omega': h * math.sqrt(kp / LINK_INERTIA),
                      'h_c': h * kv / LINK_INERTIA, 'explicit_growth': explicit_growth,
                      'implicit_growth': implicit_growth,
@@ -953,13 +950,8 @@ _GENERAL = PENDULUM_XML[_START:PENDULUM_XML.index('/>', _START) + 2]  # the actu
 
 
 def _native_model(actuator_xml: str, pendulum: PendulumParams) -> mujoco.MjModel:
-    m = mujoco.MjModel.from_xml_string(PENDULUM_XML.replace(_GENERAL, actuator_xml))
-    m.dof_armature[0] = pendulum.armature
-    m.dof_damping[0] = pendulum.damping
-    m.dof_frictionloss[0] = pendulum.frictionloss
-    m.opt.timestep = pendulum.timestep
-    m.opt.integrator = INTEGRATOR_ENUM[pendulum.integrator]
-    return m
+    return _with_pendulum(mujoco.MjModel.from_xml_string(PENDULUM_XML.replace(_GENERAL, actuator_xml)),
+                          pendulum)
 
 
 def _loop(m: mujoco.MjModel, d: mujoco.MjData, nstep: int, ctrl: Callable) -> np.ndarray:
@@ -1175,9 +1167,7 @@ def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.
 
     def compute(values: dict) -> dict:
         run, metrics = run_cached(**values)
-        actuator = panel_actuator(values['model'], values['kp'], values['kv'],
-                                  values['effort_limit'], values['velocity_limit'], values['delay'])
-        return {'run': run, 'metrics': metrics, 'actuator': actuator}
+        return {'run': run, 'metrics': metrics, 'actuator': run.actuator}
 
     def setup(fig) -> dict:
         ax1, ax2, ax3 = fig.subplots(1, 3, gridspec_kw={'width_ratios': [1.2, 1, 1]})

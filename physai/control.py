@@ -68,7 +68,7 @@ import numpy as np
 
 from physai import servo as _servo  # noqa: F401  (installs the book's quiet MuJoCo warning handler)
 from physai.registry import experiment
-from physai import checks
+from physai import checks, so101
 from physai.actuators import pd_torque
 from physai.checks import INTEGRATOR_ENUM, INTEGRATORS
 from physai.sim import semi_implicit_euler, step_growth
@@ -98,7 +98,9 @@ class JointCommand:
     damping: float = 0.0
     """Damping, N·m·s/rad, >= 0 (kv, ``-actuator_biasprm[2]`` in-step). Not the joint's ``dof_damping``."""
     effort: float = 0.0
-    """Feed-forward torque, N·m (``qfrc_applied`` in both backends)."""
+    """Feed-forward torque, N·m. In-loop: part of the clamped torque written to ``qfrc_applied``; in-step:
+    the servo's ``biasprm[0]`` inside its clamp (``feedforward='in-clamp'``) or ``qfrc_applied``
+    (``feedforward='applied'``)."""
     max_effort: float = math.inf
     """Largest |tau|, N·m, > 0; in-step it can only narrow the actuator's ``forcerange``."""
 
@@ -363,10 +365,10 @@ def tick_growth(*, rate_hz: float, kp: float, kv: float, inertia: float, timeste
 # The experiment: the SO-101 holding a standby pose after a move
 
 # Menagerie's servo (class sts3215 in so101.xml), the gains the chapter keeps
-SO101_KP = 998.22  # N·m/rad
-SO101_KV = 2.731  # N·m·s/rad
-SO101_ARMATURE = 0.028  # kg·m²
-SO101_MAX_EFFORT = 2.94  # N·m, the actuators' forcerange
+SO101_KP = so101.MENAGERIE_KP  # N·m/rad
+SO101_KV = so101.MENAGERIE_KV  # N·m·s/rad
+SO101_ARMATURE = so101.MENAGERIE_ARMATURE  # kg·m²
+SO101_MAX_EFFORT = so101.MENAGERIE_FORCERANGE  # N·m, the actuators' forcerange
 
 RATES_HZ = (50, 100, 200, 400, 1000)
 PHYSICS_TIMESTEP = 0.001  # s: physics at 1 kHz
@@ -687,7 +689,7 @@ def _hold_batch(params: list[HoldParams], duration: float, nthread: int) -> list
             if not together:
                 rows = loop_masks[:, k]
             now = loop_ids[rows]
-            tau = kp_loop[rows] * (pos_ref[k] - qpos[now]) + kv_loop[rows] * (vel_ref[k] - qvel[now])
+            tau = pd_torque(pos_ref[k], qpos[now], vel_ref[k], qvel[now], kp_loop[rows], kv_loop[rows])
             qfrc_applied[now] = np.clip(tau, -limit_loop[rows], limit_loop[rows])
             q[loop_ids, k:end] = batch.rollout(end - k, record=('qpos',), ids=loop_ids)['qpos']
     bad = batch.warning[:, mujoco.mjtWarning.mjWARN_BADQACC, 1] > 0

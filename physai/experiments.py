@@ -7,24 +7,24 @@ import math
 import mujoco
 import numpy as np
 
-from physai import servo
+from physai import servo, so101
 from physai.registry import experiment
 from physai.servo import LINK_INERTIA, TAU_G, ServoParams
-from physai.sim import (actuator_force, kv_from_dampratio, semi_implicit_euler, servo_loop,
-                        servo_sag, step_growth)
+from physai.sim import actuator_force, kv_from_dampratio, servo_loop, servo_sag
+from physai.stability import integrator_growth
 
 KP_SWEEP = (1, 3, 10, 30, 100, 300, 1000)
 
 # Menagerie's SO-101 servo (class sts3215 in so101.xml)
-SO101_KP = 998.22
-SO101_KV = 2.731
-SO101_DAMPING = 0.6
-SO101_FRICTIONLOSS = 0.052
-SO101_FORCERANGE = (-2.94, 2.94)
-SO101_ARMATURE = 0.028
-ARMATURE_SWEEP = (0.028, 0.010, 0.005, 0.002, 0.001, 0.0)
-GROWTH_ARMATURES = (0.028, 0.010, 0.005, 0.002, 0.0)
-KP_LIMIT = (998.22, 3000, 10000, 30000)
+SO101_KP = so101.MENAGERIE_KP
+SO101_KV = so101.MENAGERIE_KV
+SO101_DAMPING = so101.MENAGERIE_DAMPING
+SO101_FRICTIONLOSS = so101.MENAGERIE_FRICTIONLOSS
+SO101_FORCERANGE = (-so101.MENAGERIE_FORCERANGE, so101.MENAGERIE_FORCERANGE)
+SO101_ARMATURE = so101.MENAGERIE_ARMATURE
+ARMATURE_SWEEP = (SO101_ARMATURE, 0.010, 0.005, 0.002, 0.001, 0.0)
+GROWTH_ARMATURES = (SO101_ARMATURE, 0.010, 0.005, 0.002, 0.0)
+KP_LIMIT = (SO101_KP, 3000, 10000, 30000)
 
 ACTUATOR_LAWS_XML = """
 <mujoco model="actuator-laws">
@@ -130,10 +130,8 @@ def growth_pair(params: ServoParams) -> tuple[float, float]:
     """
     inertia = params.inertia
     w2, c = params.kp / inertia, (params.kv_effective + params.damping) / inertia
-    h = params.timestep
-    euler = step_growth(semi_implicit_euler, h, w2, c, c_implicit=params.damping / inertia)
-    implicitfast = step_growth(semi_implicit_euler, h, w2, c, c_implicit=c)
-    return euler, implicitfast
+    return tuple(integrator_growth(integrator, params.timestep, w2, c, c_joint=params.damping / inertia)
+                 for integrator in ('Euler', 'implicitfast'))
 
 
 @experiment('growth', summary='growth per step predicts which SO-101 servo settings MuJoCo diverges on',

@@ -36,6 +36,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from physai.servo import SETTLED_P2P_DEG, crossing_time
+
 BOOK_STYLE = {
     'figure.facecolor': 'white',
     'axes.facecolor': 'white',
@@ -76,14 +78,6 @@ COLORS = {
 }
 """The book's colors by meaning, shared by the figures, the live panels and the static twins."""
 
-INTEGRATOR_COLORS = {
-    'Euler': '#d62728',
-    'RK4': '#9467bd',
-    'implicit': '#8c564b',
-    'implicitfast': '#1f6fb4',
-    'discrete': '#2a9d4b',
-}
-"""One color per MuJoCo integrator, so a chapter's plots agree on which curve is which."""
 
 
 def use_book_style() -> None:
@@ -149,24 +143,6 @@ def log_axis(ax: Axes, which: str = 'x') -> None:
         axis.set_minor_formatter(mticker.NullFormatter())
 
 
-def first_crossing(t: np.ndarray, x: np.ndarray, level: float) -> float:
-    """First time ``x`` reaches ``level`` (from below), linear interpolation between samples; NaN if never.
-
-    Args:
-      t: (n,) times, s.
-      x: (n,) values.
-      level: the level to reach.
-    """
-    above = np.nonzero(np.asarray(x) >= level)[0]
-    if above.size == 0:
-        return math.nan
-    k = int(above[0])
-    if k == 0:
-        return float(t[0])
-    frac = (level - x[k - 1]) / (x[k] - x[k - 1])
-    return float(t[k - 1] + frac * (t[k] - t[k - 1]))
-
-
 def rise_marks(response) -> tuple[float, float, float, float, float]:
     """Where the 10-90 % rise of a step response starts and ends.
 
@@ -186,8 +162,8 @@ def rise_marks(response) -> tuple[float, float, float, float, float]:
     if span == 0:
         return (math.nan,) * 5
     progress = (np.asarray(response.q) - q0) / span
-    t10 = first_crossing(response.t, progress, 0.1)
-    t90 = first_crossing(response.t, progress, 0.9)
+    t10 = crossing_time(response.t, progress, 0.1)
+    t90 = crossing_time(response.t, progress, 0.9)
     return t10, t90, q0 + 0.1 * span, q0 + 0.9 * span, q_final
 
 
@@ -266,9 +242,8 @@ class StepResponseMarks:
         self.readout.set_text(readout(response))
 
 
-SWINGING_P2P_DEG = 0.05
-"""Peak-to-peak over the settle window (degrees) above which a stable run is still swinging; the same
-threshold as :data:`physai.servo.SETTLED_P2P_DEG`."""
+SWINGING_P2P_DEG = SETTLED_P2P_DEG
+"""Peak-to-peak over the settle window (degrees) above which a stable run is still swinging."""
 
 
 def readout(response) -> str:

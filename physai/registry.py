@@ -58,7 +58,7 @@ class Experiment:
         if self.choices:
             if arg not in self.choices:
                 raise ValueError(
-                        f'{self.name} needs one of {", ".join(self.choices)}, got {arg!r}')
+                        f'{self.name}: PARAM must be one of {", ".join(self.choices)}, got {arg!r}')
             return self.func(arg)
         if arg is not None:
             raise ValueError(f'{self.name} takes no argument, got {arg!r}')
@@ -116,7 +116,7 @@ def get(name: str) -> Experiment:
     """The experiment called ``name``; ValueError listing the valid names otherwise."""
     _load_providers()
     if name not in _REGISTRY:
-        raise ValueError(f'unknown experiment {name!r}; valid names: {", ".join(sorted(_REGISTRY))}')
+        raise ValueError(f'experiment must be one of {", ".join(sorted(_REGISTRY))}, got {name!r}')
     return _REGISTRY[name]
 
 

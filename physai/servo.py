@@ -126,7 +126,7 @@ class ServoParams:
             low, high = self.forcerange
             if low > high:
                 raise ValueError(
-                    f'forcerange low must not exceed high, got ({low}, {high}) N·m')
+                    f'forcerange must be (low, high) N·m with low <= high, got ({low}, {high})')
 
     @property
     def inertia(self) -> float:
@@ -207,9 +207,15 @@ class StepResponse:
         return not self.diverged and self.p2p_deg <= SETTLED_P2P_DEG
 
 
-def _crossing_time(t: np.ndarray, x: np.ndarray, level: float) -> float:
-    """First time x reaches level, interpolating linearly between samples; NaN if never."""
-    above = np.nonzero(x >= level)[0]
+def crossing_time(t: np.ndarray, x: np.ndarray, level: float) -> float:
+    """First time ``x`` reaches ``level`` from below, interpolating linearly between samples; NaN if never.
+
+    Args:
+      t: (n,) times, s.
+      x: (n,) values.
+      level: the level to reach.
+    """
+    above = np.nonzero(np.asarray(x) >= level)[0]
     if above.size == 0:
         return math.nan
     k = above[0]
@@ -225,7 +231,7 @@ def rise_time(t: np.ndarray, q: np.ndarray, q_final: float) -> float:
     if span == 0 or not math.isfinite(span):
         return math.nan
     progress = (q - q[0]) / span
-    return _crossing_time(t, progress, 0.9) - _crossing_time(t, progress, 0.1)
+    return crossing_time(t, progress, 0.9) - crossing_time(t, progress, 0.1)
 
 
 def summarize(params: ServoParams, t: np.ndarray, q: np.ndarray, bad_qacc: bool,
@@ -244,8 +250,12 @@ def summarize(params: ServoParams, t: np.ndarray, q: np.ndarray, bad_qacc: bool,
         diverged=False)
 
 
-def _valid_length(q: np.ndarray) -> int:
-    """Length of a diverged record before MuJoCo's reset: batch rollouts repeat the reset state."""
+def valid_length(q: np.ndarray) -> int:
+    """Length of a diverged batch record before MuJoCo's reset.
+
+    A rollout stops stepping a simulation once its warnings rise and repeats the state MuJoCo restarted
+    it from, so the record ends in a constant run; everything before that run is the real trajectory.
+    """
     same = q == q[-1]
     k = len(q)
     while k > 0 and same[k - 1]:
@@ -302,7 +312,7 @@ def step_responses(params: Sequence[ServoParams], *, q0: float = -0.5, duration:
     for i, p in enumerate(params):
         q = np.concatenate([[q0], records[i]])
         if bad[i]:
-            q = q[:_valid_length(q)]
+            q = q[:valid_length(q)]
         t = p.timestep * np.arange(len(q))
         results.append(summarize(p, t, q, bool(bad[i])))
     return results

@@ -62,7 +62,7 @@ def actuator_force(ctrl, length, velocity, gainprm: Sequence[float], biasprm: Se
     if forcerange is not None:
         low, high = forcerange
         if low > high:
-            raise ValueError(f'forcerange low must not exceed high, got ({low}, {high})')
+            raise ValueError(f'forcerange must be (low, high) with low <= high, got ({low}, {high})')
         force = np.clip(force, low, high)
     return force
 

@@ -47,6 +47,23 @@ def load_so101(entry: str = 'so101') -> mujoco.MjModel:
     return copy.copy(_load(entry))
 
 
+# --- Menagerie's servo: class sts3215 in so101.xml, the same on every joint (tests/test_chapter1.py checks
+# these against the compiled model) -----------------------------------------------------------------------
+
+MENAGERIE_KP = 998.22
+"""``<position kp>``, N·m/rad."""
+MENAGERIE_KV = 2.731
+"""``<position kv>``, N·m·s/rad."""
+MENAGERIE_FORCERANGE = 2.94
+"""``<position forcerange="-2.94 2.94">``, N·m (symmetric)."""
+MENAGERIE_ARMATURE = 0.028
+"""``<joint armature>``, kg·m²."""
+MENAGERIE_DAMPING = 0.6
+"""``<joint damping>``, N·m·s/rad."""
+MENAGERIE_FRICTIONLOSS = 0.052
+"""``<joint frictionloss>``, N·m."""
+
+
 # --- chapter 1: the SO-101's servos as MuJoCo sees them ---------------------------------------------
 
 FOLLOWER_GEAR_RATIO = 345

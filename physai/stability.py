@@ -38,7 +38,7 @@ import math
 
 import numpy as np
 
-from physai import checks
+from physai import checks, so101
 
 from physai.registry import experiment
 from physai.servo import LINK_INERTIA, ServoParams, step_responses
@@ -106,8 +106,8 @@ def armature_at_h_omega(h_omega: float, kp: float, timestep: float,
 
 
 # The hard exercise: Euler, kv = 0, joint damping 0.6, SO-101 kp, dt 5 ms.
-LIMIT_KP = 998.22
-LIMIT_DAMPING = 0.6
+LIMIT_KP = so101.MENAGERIE_KP
+LIMIT_DAMPING = so101.MENAGERIE_DAMPING
 LIMIT_TIMESTEP = 0.005
 LIMIT_ARMATURES = tuple(round(0.0001 * k, 4) for k in range(0, 31))  # 0 ... 0.003 kg·m²
 LIMIT_DURATION = 10.0  # s: near the bound the growth is slow, so run longer than a step response
@@ -122,8 +122,6 @@ def armature_limit_runs(armatures=LIMIT_ARMATURES, *, kp: float = LIMIT_KP, kv: 
       One row per armature: ``armature`` (kg·m²), ``h_omega``, ``growth`` (spectral radius of the
       linear step), ``bound_stable`` (bool) and ``mujoco`` (``stable`` / ``diverged``).
     """
-    from physai.sim import semi_implicit_euler, step_growth
-
     params = [ServoParams(kp=kp, kv=kv, armature=a, damping=damping, timestep=timestep,
                           integrator=integrator) for a in armatures]
     responses = step_responses(params, duration=duration)
@@ -133,7 +131,7 @@ def armature_limit_runs(armatures=LIMIT_ARMATURES, *, kp: float = LIMIT_KP, kv: 
         w2, c = kp / inertia, (kv + damping) / inertia
         ci = c_implicit_for(integrator, kv, damping, inertia)
         rows.append({'armature': p.armature, 'h_omega': p.h_omega,
-                     'growth': step_growth(semi_implicit_euler, timestep, w2, c, c_implicit=ci),
+                     'growth': integrator_growth(integrator, timestep, w2, c, c_joint=damping / inertia),
                      'bound_stable': is_stable_linear(timestep, w2, c, ci),
                      'mujoco': 'diverged' if r.diverged else 'stable'})
     return rows

@@ -67,6 +67,7 @@ from physai import checks
 from physai import servo as _servo  # installs the quiet MuJoCo warning handler
 from physai.datasets import Episode, LeRobotDataset, load_lerobot
 from physai.registry import experiment
+from physai import so101
 from physai.so101 import ARM_JOINTS, JOINTS, load_so101
 
 SHARED_DATASET = pathlib.Path(__file__).resolve().parents[2] / 'shared' / 'datasets' / 'so101_record_test'
@@ -124,14 +125,13 @@ class ArmServo:
 
 
 PARAMS = ('kp', 'kv', 'forcerange', 'damping', 'frictionloss', 'armature')
-UNITS = {'kp': 'N·m/rad', 'kv': 'N·m·s/rad', 'forcerange': 'N·m', 'damping': 'N·m·s/rad',
-         'frictionloss': 'N·m', 'armature': 'kg·m²'}
 
-MENAGERIE = ArmServo(kp=998.22, kv=2.731, forcerange=2.94, damping=0.6, frictionloss=0.052,
-                     armature=0.028)
+MENAGERIE = ArmServo(kp=so101.MENAGERIE_KP, kv=so101.MENAGERIE_KV, forcerange=so101.MENAGERIE_FORCERANGE,
+                     damping=so101.MENAGERIE_DAMPING, frictionloss=so101.MENAGERIE_FRICTIONLOSS,
+                     armature=so101.MENAGERIE_ARMATURE)
 """MuJoCo Menagerie's ``sts3215`` class in ``robotstudio_so101/so101.xml``."""
-THEROBOTSTUDIO = ArmServo(kp=17.8, kv=0.0, forcerange=3.35, damping=0.6, frictionloss=0.052,
-                          armature=0.028)
+THEROBOTSTUDIO = ArmServo(kp=17.8, kv=0.0, forcerange=3.35, damping=so101.MENAGERIE_DAMPING,
+                          frictionloss=so101.MENAGERIE_FRICTIONLOSS, armature=so101.MENAGERIE_ARMATURE)
 """TheRobotStudio's own ``sts3215`` class (its joints carry the same damping, frictionloss, armature)."""
 PUBLISHED_FIT = ArmServo(kp=108.18, kv=13.377, forcerange=3.478, damping=0.722, frictionloss=0.0183,
                          armature=0.2045)
@@ -278,7 +278,7 @@ class Replay:
     action_deg: np.ndarray
     """(nframe, 5) the commands fed to the servo."""
     diverged: bool
-    """MuJoCo raised a warning (bad acceleration) and stopped the simulation."""
+    """MuJoCo raised a warning (a bad acceleration, say) and the simulation stopped there."""
 
     @property
     def error_deg(self) -> np.ndarray:
@@ -692,8 +692,9 @@ def split(dataset: LeRobotDataset) -> tuple[list[Episode], list[Episode]]:
     """
     if len(dataset) < 2:
         raise ValueError(f'the dataset needs at least 2 episodes (fit and held out), got {len(dataset)}')
-    n_fit = min(len(FIT_EPISODES), len(dataset) - 1)
-    return list(dataset.episodes[:n_fit]), [dataset.episodes[n_fit]]
+    if len(dataset) > HELDOUT_EPISODE:
+        return [dataset.episodes[i] for i in FIT_EPISODES], [dataset.episodes[HELDOUT_EPISODE]]
+    return list(dataset.episodes[:-1]), [dataset.episodes[-1]]
 
 
 MODELS = ('teleport', 'teleport-best-shift', 'menagerie', 'therobotstudio', 'published-fit', 'fitted')

@@ -334,16 +334,6 @@ def _encode_png(fig, compress_level: int = 1) -> bytes:
     return out.getvalue()
 
 
-def render_png(fig, *, compress_level: int = 1) -> bytes:
-    """Draw ``fig`` on its Agg canvas and encode it as PNG bytes (fast zlib level).
-
-    Faster than ``fig.savefig``, which builds a new renderer and compresses harder. Animated
-    artists are not drawn (matplotlib leaves them to blitting); :class:`Panel` draws them itself.
-    """
-    fig.canvas.draw()
-    return _encode_png(fig, compress_level)
-
-
 def _subplot_params(fig) -> tuple[float, ...]:
     p = fig.subplotpars
     return (p.left, p.right, p.bottom, p.top, p.wspace, p.hspace)

@@ -33,9 +33,9 @@ def test_rise_marks_of_a_diverged_run_are_nan():
 def test_first_crossing_interpolates_linearly_between_samples():
     t = np.array([0.0, 1.0, 2.0])
     x = np.array([0.0, 0.4, 1.0])
-    assert plots.first_crossing(t, x, 0.7) == pytest.approx(1.5)
-    assert plots.first_crossing(t, x, 0.0) == 0.0
-    assert math.isnan(plots.first_crossing(t, x, 2.0))
+    assert servo.crossing_time(t, x, 0.7) == pytest.approx(1.5)
+    assert servo.crossing_time(t, x, 0.0) == 0.0
+    assert math.isnan(servo.crossing_time(t, x, 2.0))
 
 
 def test_step_response_marks_show_sag_and_flag_divergence():
@@ -98,9 +98,3 @@ def test_readout_calls_out_a_run_that_never_settles():
     swinging = servo.step_response(30000)
     assert not swinging.diverged
     assert plots.readout(swinging).endswith(f'swing {swinging.p2p_deg:.2g}°')
-
-
-def test_swinging_threshold_is_the_servo_modules():
-    from physai import servo
-
-    assert plots.SWINGING_P2P_DEG == servo.SETTLED_P2P_DEG

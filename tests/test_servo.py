@@ -118,7 +118,7 @@ BAD_INPUT = [
      "integrator must be one of Euler, RK4, implicit, implicitfast, discrete, got 'rk4'"),
     (dict(kp=1, damping=-1), 'damping must be a finite number >= 0 N·m·s/rad, got -1'),
     (dict(kp=1, frictionloss=-0.1), 'frictionloss must be a finite number >= 0 N·m, got -0.1'),
-    (dict(kp=1, forcerange=(2, -2)), r'forcerange low must not exceed high, got \(2, -2\) N·m'),
+    (dict(kp=1, forcerange=(2, -2)), r'forcerange must be \(low, high\) N·m with low <= high, got \(2, -2\)'),
     (dict(kp=1, duration=0.3), r'duration must be in \(0.5, 600\] s \(longer than the settle window\), got 0.3'),
     (dict(kp=1, q0=100.0), r'q0 must be an angle in \[-pi, pi\] rad, got 100.0'),
 ]

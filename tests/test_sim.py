@@ -44,7 +44,7 @@ def test_affine_force_law_matches_qfrc_actuator(shortcut):
 def test_forcerange_clips_and_rejects_inverted_range():
     """The clamp bounds the force; a range whose low exceeds its high is an error."""
     assert sim.actuator_force(10.0, 0.0, 0.0, [1.0], [0, 0, 0], (-2, 2)) == 2.0
-    with pytest.raises(ValueError, match=r'forcerange low must not exceed high, got \(3, -3\)'):
+    with pytest.raises(ValueError, match=r'forcerange must be \(low, high\) with low <= high, got \(3, -3\)'):
         sim.actuator_force(1.0, 0.0, 0.0, [1.0], [0, 0, 0], (3, -3))
 
 

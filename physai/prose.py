@@ -1,0 +1,33 @@
+"""Numbers for the book's prose, glued into the text with myst-nb.
+
+A chapter computes a number and glues it under a name; its markdown shows it with
+``{glue:text}`name:.2f```. The book build (Jupyter Book, myst-nb) reads the glued outputs stored in the
+notebook. Where myst-nb is not installed (a notebook opened on Colab) gluing does nothing, since there is no
+book build to read it; the computation and its printed tables run the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+def glue(name: str, value, display: bool = False) -> None:
+    """Glue ``value`` under ``name`` for the prose (myst-nb's ``glue``); a no-op without myst-nb."""
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        return
+    myst_glue(name, value, display=display)
+
+
+def keep(name: str, value: float) -> None:
+    """Glue a number rounded to 10 significant digits, so the stored output is stable across runs."""
+    glue(name, float(f'{float(value):.10g}'))
+
+
+def spoken_list(values: Iterable[float]) -> str:
+    """Whole numbers as prose: '50', '50 and 100', '50, 100 and 200'."""
+    words = [f'{float(v):.0f}' for v in values]
+    if not words:
+        raise ValueError('values must hold at least one number, got none')
+    return words[0] if len(words) == 1 else ', '.join(words[:-1]) + ' and ' + words[-1]
