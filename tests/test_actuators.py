@@ -5,8 +5,6 @@ plain mj_step loop, the sweeps' physics, the implicit/explicit divergence map an
 import dataclasses
 import json
 import math
-import os
-import tempfile
 
 import mujoco
 import numpy as np
@@ -565,30 +563,16 @@ def test_an_implicit_pd_held_at_its_forcerange_is_the_explicit_one():
     np.testing.assert_array_equal(implicit.q, explicit.q)
 
 
-@pytest.mark.skipif(not os.path.exists('/usr/bin/chromium'), reason='headless Chromium is not installed')
-def test_effort_limit_twin_redraws_in_a_browser_without_a_kernel():
-    sync_api = pytest.importorskip('playwright.sync_api')
+def test_effort_limit_twin_redraws_in_a_browser_without_a_kernel(twin_page):
+    open_page, errors = twin_page
     root = 'physai-twin-ch2-effort-limit'
-    args = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-            '--disable-component-update', '--disable-sync', '--no-first-run']
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, 'twin.html')
-        with open(path, 'w', encoding='utf-8') as f:
-            f.write('<!doctype html><html><head><meta charset="utf-8"></head><body>'
-                    f'{A.effort_limit_twin().data}</body></html>')
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path='/usr/bin/chromium', args=args)
-            page = browser.new_page()
-            errors = []
-            page.on('pageerror', lambda e: errors.append(str(e)))
-            page.goto(f'file://{path}')
-            before = page.inner_html(f'#{root}-plot-0')
-            assert '<path' in before
-            page.eval_on_selector(f'#{root}-effort_limit',
-                                  "e => { e.value = 4; e.dispatchEvent(new Event('input')); }")
-            assert page.inner_html(f'#{root}-plot-0') != before
-            assert page.inner_text(f'#{root}-effort_limit-value') == '6'
-            page.select_option(f'#{root}-model', label='implicit')
-            assert page.inner_html(f'#{root}-plot-1') != ''
-            browser.close()
+    page = open_page(A.effort_limit_twin().data)
+    before = page.inner_html(f'#{root}-plot-0')
+    assert '<path' in before
+    page.eval_on_selector(f'#{root}-effort_limit',
+                          "e => { e.value = 4; e.dispatchEvent(new Event('input')); }")
+    assert page.inner_html(f'#{root}-plot-0') != before
+    assert page.inner_text(f'#{root}-effort_limit-value') == '6'
+    page.select_option(f'#{root}-model', label='implicit')
+    assert page.inner_html(f'#{root}-plot-1') != ''
     assert errors == []

@@ -14,7 +14,7 @@ INTEGRATORS = ('Euler', 'implicitfast', 'implicit', 'RK4')
 
 # One link on a hinge, driven by a plain motor (gain 1, no bias): the in-step backend must turn it into
 # exactly the servo that the second model writes with <position>.
-MOTOR_XML = """
+LINK_XML = """
 <mujoco>
   <option timestep="0.002" integrator="{integrator}"/>
   <worldbody>
@@ -24,25 +24,13 @@ MOTOR_XML = """
     </body>
   </worldbody>
   <actuator>
-    <motor name="drive" joint="hinge" gear="{gear}" {limits}/>
+    ACTUATOR
   </actuator>
 </mujoco>
 """
-
-POSITION_XML = """
-<mujoco>
-  <option timestep="0.002" integrator="{integrator}"/>
-  <worldbody>
-    <body>
-      <joint name="hinge" type="hinge" axis="0 -1 0" damping="0.05" armature="0.01"/>
-      <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.01" mass="0.3"/>
-    </body>
-  </worldbody>
-  <actuator>
-    <position name="drive" joint="hinge" gear="{gear}" kp="{kp}" kv="{kv}" {limits}/>
-  </actuator>
-</mujoco>
-"""
+MOTOR_XML = LINK_XML.replace('ACTUATOR', '<motor name="drive" joint="hinge" gear="{gear}" {limits}/>')
+POSITION_XML = LINK_XML.replace(
+    'ACTUATOR', '<position name="drive" joint="hinge" gear="{gear}" kp="{kp}" kv="{kv}" {limits}/>')
 
 # A second, unactuated hinge for the fall-back.
 TWO_JOINT_XML = """

@@ -246,22 +246,16 @@ def test_every_static_twin_changes_its_picture_when_a_slider_moves(site, browser
             sliders = twin.locator('input[type="range"]').all()
             assert sliders, f'{page}: #{twin_id} has no slider'
             assert twin.evaluate(PICTURE_JS), f'{page}: #{twin_id} has no svg, canvas or img'
-            for index, slider in enumerate(sliders):
+            controls = ([('slider', s, MOVE_JS) for s in sliders]
+                        + [('choice', s, SELECT_JS) for s in twin.locator('select').all()])
+            for index, (kind, control, move) in enumerate(controls):
                 before = twin.evaluate(PICTURE_JS)
-                slider.evaluate(MOVE_JS)
+                control.evaluate(move)
                 try:
                     visit.page.wait_for_function(f'([root, before]) => ({PICTURE_JS})(root) !== before',
                                                  arg=[twin.element_handle(), before], timeout=5_000)
                 except Exception:
-                    pytest.fail(f'{page}: #{twin_id} slider {index} moved, the picture did not change')
-            for index, select in enumerate(twin.locator('select').all()):
-                before = twin.evaluate(PICTURE_JS)
-                select.evaluate(SELECT_JS)
-                try:
-                    visit.page.wait_for_function(f'([root, before]) => ({PICTURE_JS})(root) !== before',
-                                                 arg=[twin.element_handle(), before], timeout=5_000)
-                except Exception:
-                    pytest.fail(f'{page}: #{twin_id} choice {index} changed, the picture did not change')
+                    pytest.fail(f'{page}: #{twin_id} {kind} {index} moved, the picture did not change')
             twin.screenshot(path=SCREENSHOTS / f'{page.replace("/", "__")}-{twin_id}.png')
         assert not visit.our_errors(), f'{page}: JavaScript errors from our code:\n' + '\n'.join(visit.our_errors())
     finally:

@@ -6,7 +6,6 @@ import json
 import math
 import os
 import pathlib
-import tempfile
 
 import mujoco
 import numpy as np
@@ -387,28 +386,15 @@ def test_panel_survives_extreme_sliders_and_the_twin_is_stable():
 
 
 @pytest.mark.skipif(not os.path.exists('/usr/bin/chromium'), reason='headless Chromium is not installed')
-def test_twin_redraws_in_a_browser_without_a_kernel():
+def test_twin_redraws_in_a_browser_without_a_kernel(twin_page):
     """Moving the kp slider of the static twin changes both plots, with no kernel and no errors."""
-    sync_api = pytest.importorskip('playwright.sync_api')
+    open_page, errors = twin_page
     root = 'physai-twin-sysid-kp'
-    html = sysid.sysid_twin(synthetic_episode(30), SOFT, kps=(1.0, 10.0, 100.0)).data
-    args = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-            '--disable-component-update', '--disable-sync', '--no-first-run']
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, 'twin.html')
-        with open(path, 'w', encoding='utf-8') as f:
-            f.write(f'<!doctype html><html><head><meta charset="utf-8"></head><body>{html}</body></html>')
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path='/usr/bin/chromium', args=args)
-            page = browser.new_page()
-            errors = []
-            page.on('pageerror', lambda e: errors.append(str(e)))
-            page.goto(f'file://{path}')
-            before = [page.inner_html(f'#{root}-plot-{i}') for i in (0, 1)]
-            assert all('<path' in b for b in before)
-            page.eval_on_selector(f'#{root}-kp', "e => { e.value = 0; e.dispatchEvent(new Event('input')); }")
-            after = [page.inner_html(f'#{root}-plot-{i}') for i in (0, 1)]
-            browser.close()
+    page = open_page(sysid.sysid_twin(synthetic_episode(30), SOFT, kps=(1.0, 10.0, 100.0)).data)
+    before = [page.inner_html(f'#{root}-plot-{i}') for i in (0, 1)]
+    assert all('<path' in b for b in before)
+    page.eval_on_selector(f'#{root}-kp', "e => { e.value = 0; e.dispatchEvent(new Event('input')); }")
+    after = [page.inner_html(f'#{root}-plot-{i}') for i in (0, 1)]
     assert after[0] != before[0] and after[1] != before[1]
     assert errors == []
 

@@ -3,9 +3,7 @@
 import io
 import json
 import math
-import os
 import re
-import tempfile
 
 import matplotlib
 
@@ -272,40 +270,18 @@ def test_compact_numbers_keep_relative_precision_on_log_data():
     assert widgets._compact_numbers(np.array([-28.65, -1e-9, 0.0]), 4) == '[-28.65,0,0]'
 
 
-def _chromium() -> str | None:
-    path = '/usr/bin/chromium'
-    return path if os.path.exists(path) else None
-
-
-@pytest.mark.skipif(_chromium() is None, reason='headless Chromium is not installed')
-def test_twin_redraws_when_a_slider_moves_in_a_browser(twin_text):
+def test_twin_redraws_when_a_slider_moves_in_a_browser(twin_text, twin_page):
     """No kernel: the page's own script redraws the SVG when kp, armature or integrator change."""
-    sync_api = pytest.importorskip('playwright.sync_api')
-    args = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-            '--disable-component-update', '--disable-sync', '--no-first-run']
+    open_page, errors = twin_page
     root = 'physai-twin-servo'
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, 'twin.html')
-        with open(path, 'w', encoding='utf-8') as f:
-            f.write(f'<!doctype html><html><head><meta charset="utf-8"></head><body>{twin_text}'
-                    '</body></html>')
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=_chromium(), args=args)
-            page = browser.new_page()
-            errors = []
-            page.on('pageerror', lambda e: errors.append(str(e)))
-            page.goto(f'file://{path}')
-            before = page.inner_html(f'#{root}-plot-0')
-            assert '<path' in before and 'sag' in before
-            page.eval_on_selector(f'#{root}-kp',
-                                  "e => { e.value = 8; e.dispatchEvent(new Event('input')); }")
-            after_kp = page.inner_html(f'#{root}-plot-0')
-            assert after_kp != before
-            assert page.inner_text(f'#{root}-kp-value') == '10000'
-            page.select_option(f'#{root}-integrator', label='Euler')
-            page.eval_on_selector(f'#{root}-armature',
-                                  "e => { e.value = 0; e.dispatchEvent(new Event('input')); }")
-            assert 'diverged' in page.inner_html(f'#{root}-plot-0')
-            assert page.inner_html(f'#{root}-plot-2') != ''
-            browser.close()
+    page = open_page(twin_text)
+    before = page.inner_html(f'#{root}-plot-0')
+    assert '<path' in before and 'sag' in before
+    page.eval_on_selector(f'#{root}-kp', "e => { e.value = 8; e.dispatchEvent(new Event('input')); }")
+    assert page.inner_html(f'#{root}-plot-0') != before
+    assert page.inner_text(f'#{root}-kp-value') == f'{widgets.TWIN_KP[8]:g}'
+    page.select_option(f'#{root}-integrator', label='Euler')
+    page.eval_on_selector(f'#{root}-armature', "e => { e.value = 0; e.dispatchEvent(new Event('input')); }")
+    assert 'diverged' in page.inner_html(f'#{root}-plot-0')
+    assert page.inner_html(f'#{root}-plot-2') != ''
     assert errors == []
