@@ -12,17 +12,24 @@ import os
 import sys
 
 from physai import registry
+from physai.so101 import ModelUnavailable
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog='python -m physai', description='Run one of the book\'s experiments and print its table.')
-    parser.add_argument('name', help='an experiment name, or "list" to see them all')
+    parser.add_argument('name', nargs='?', help='an experiment name, or "list" to see them all')
     parser.add_argument('arg', nargs='?', default=None, help='the argument some experiments take')
     parser.add_argument('--json', action='store_true', help='print the rows as a JSON list of objects')
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # before argparse's own "required: name", which would hide what was wrong
+        parser.error(f'unrecognized arguments: {" ".join(unknown)}')
+    if args.name is None:
+        parser.error('the following arguments are required: name (an experiment, or "list")')
 
     if args.name == 'list':
+        if args.arg is not None:
+            parser.error(f'list takes no argument, got {args.arg!r}')
         if args.json:
             print(registry.to_json([{'name': name, 'summary': registry.get(name).summary,
                                      'choices': list(registry.get(name).choices)}
@@ -44,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         rows = exp.run(args.arg)
-    except ValueError as err:
+    except (ValueError, ModelUnavailable) as err:
         print(f'error: {err}', file=sys.stderr)
         return 2
     print(registry.to_json(rows) if args.json else exp.table(rows, args.arg))

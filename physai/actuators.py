@@ -54,7 +54,7 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-from physai import checks, servo  # servo also installs the book's MuJoCo warning handler
+from physai import checks, perturb, robust, servo  # servo also installs the book's MuJoCo warning handler
 from physai.checks import INTEGRATOR_ENUM, INTEGRATORS
 from physai.registry import experiment
 from physai.sim import semi_implicit_euler, servo_sag, step_growth
@@ -595,6 +595,7 @@ def simulate(actuators: Sequence[Actuator], *,
     checks.positive('duration', duration, 's')
     if not (math.isfinite(q0) and math.isfinite(v0)):
         raise ValueError(f'q0 and v0 must be finite (rad, rad/s), got {q0!r}, {v0!r}')
+    q0 = q0 + perturb.size()  # a last-bit nudge when PHYSAI_PERTURB asks for one (physai.perturb)
     actuators = list(actuators)
     pendulums = (list(pendulum) if isinstance(pendulum, (list, tuple))
                  else [pendulum] * len(actuators))
@@ -656,11 +657,16 @@ def step_metrics(run: Run, *, at: float = 0.5) -> dict:
     tail = _tail(run, TAIL)
     final = float(np.mean(tail))
     move = final - start
-    progress = (q - start) / move
-    rise = servo.rise_time(t, q, final)
-    overshoot = max(0.0, float(np.max(progress)) - 1.0) * 100
-    outside = np.nonzero(np.abs(q - final) > SETTLE_BAND * abs(move))[0]
-    settling = 0.0 if outside.size == 0 else float(t[min(outside[-1] + 1, len(t) - 1)] - at)
+    wanted = float(run.command[-1]) - start
+    if abs(move) < servo.RISE_START * abs(wanted) or move == 0:
+        # it never got a tenth of its way: there is no rise, overshoot or settling of a move to report
+        rise = overshoot = settling = nan
+    else:
+        progress = (q - start) / move
+        rise = servo.rise_time(t, q, final)
+        overshoot = max(0.0, float(np.max(progress)) - 1.0) * 100
+        outside = np.nonzero(np.abs(q - final) > SETTLE_BAND * abs(move))[0]
+        settling = 0.0 if outside.size == 0 else float(t[min(outside[-1] + 1, len(t) - 1)] - at)
     return {'final_rad': final, 'error_deg': math.degrees(float(run.command[-1]) - final),
             'overshoot_pct': overshoot, 'rise_ms': 1e3 * rise, 'settling_s': settling,
             'peak_speed': float(np.max(np.abs(run.v))), 'p2p_deg': math.degrees(float(np.ptp(tail))),
@@ -883,35 +889,38 @@ def explicit_implicit_growth(kp: float, kv: float, timestep: float, inertia: flo
 
 def divergence_map(*, timesteps: Sequence[float] = MAP_TIMESTEPS, kvs: Sequence[float] = MAP_KVS,
                    kps: Sequence[float] = MAP_KPS, duration: float = 3.0) -> list[dict]:
-    """Which (timestep, kv, kp) cells diverge with the explicit PD and with the implicit one.
+    """Which (timestep, kv, kp) cells diverge with the explicit PD and with the implicit one, per integrator.
 
     Every cell holds the pendulum at horizontal from hanging (command π/2 from t = 0) for ``duration``
-    seconds, once with :class:`ImplicitPD` under implicitfast and once with the explicit :class:`IdealPD`
-    (no clamp). The explicit PD through a ``<motor>`` is the same step as ``<position>`` under MuJoCo's
-    Euler integrator (which takes ``kv`` explicitly), so all cells run together on
-    ``mujoco.batch.Batch`` as ``<position>`` models under the two integrators;
-    ``tests/test_actuators.py`` checks that equality against the per-step loop of :func:`simulate`.
+    seconds: with the explicit :class:`IdealPD` (no clamp), with :class:`ImplicitPD` under implicitfast (kv
+    implicit, kp explicit) and with :class:`ImplicitPD` under MuJoCo's ``discrete`` integrator, which solves the
+    step in the metric ``M + hD + h²K`` and so takes the spring kp implicitly as well. The explicit PD through a
+    ``<motor>`` is the same step as ``<position>`` under MuJoCo's Euler integrator (which takes ``kv``
+    explicitly), so all cells run together on ``mujoco.batch.Batch`` as ``<position>`` models under the three
+    integrators; ``tests/test_actuators.py`` checks that equality against the per-step loop of :func:`simulate`.
 
     Returns:
       Rows ``kp``, ``kv``, ``timestep``, ``h_omega``, ``h_c``, ``explicit_growth``, ``implicit_growth``,
-      ``explicit``, ``implicit`` (``stable`` / ``diverged`` from MuJoCo).
+      ``explicit``, ``implicit`` (implicitfast), ``discrete`` (``stable`` / ``diverged`` from MuJoCo).
     """
     cells = [(kp, kv, h) for kp in kps for kv in kvs for h in timesteps]
+    integrators = ('Euler', 'implicitfast', 'discrete')
     actuators, pendulums = [], []
     for kp, kv, h in cells:
-        for integrator in ('Euler', 'implicitfast'):
+        for integrator in integrators:
             actuators.append(ImplicitPD(kp=kp, kv=kv))
             pendulums.append(PendulumParams(timestep=h, integrator=integrator))
     commands = [np.full(max(1, round(duration / p.timestep)), HORIZONTAL) for p in pendulums]
     results = _run_implicit(actuators, pendulums, commands, 0.0, 0.0)
+    verdicts = ['diverged' if r[3] else 'stable' for r in results]
     rows = []
     for k, (kp, kv, h) in enumerate(cells):
         explicit_growth, implicit_growth = explicit_implicit_growth(kp, kv, h)
+        explicit, implicit, discrete = verdicts[3 * k:3 * k + 3]
         rows.append({'kp': kp, 'kv': kv, 'timestep': h, 'h_omega': h * math.sqrt(kp / LINK_INERTIA),
                      'h_c': h * kv / LINK_INERTIA, 'explicit_growth': explicit_growth,
-                     'implicit_growth': implicit_growth,
-                     'explicit': 'diverged' if results[2 * k][3] else 'stable',
-                     'implicit': 'diverged' if results[2 * k + 1][3] else 'stable'})
+                     'implicit_growth': implicit_growth, 'explicit': explicit, 'implicit': implicit,
+                     'discrete': discrete})
     return rows
 
 
@@ -955,6 +964,7 @@ def _native_model(actuator_xml: str, pendulum: PendulumParams) -> mujoco.MjModel
 
 
 def _loop(m: mujoco.MjModel, d: mujoco.MjData, nstep: int, ctrl: Callable) -> np.ndarray:
+    perturb.nudge(d.qpos)
     q = np.empty(nstep + 1)
     q[0] = d.qpos[0]
     for k in range(nstep):
@@ -1014,8 +1024,9 @@ def native_delay_run(cfg: DelayedPD, *, pendulum: PendulumParams = PendulumParam
 
 
 def _max_diff(a: np.ndarray, b: np.ndarray) -> float:
+    """The largest difference over the common length; a round-off bound when it is rounding."""
     n = min(len(a), len(b))
-    return float(np.max(np.abs(a[:n] - b[:n])))
+    return robust.difference(np.max(np.abs(a[:n] - b[:n])))
 
 
 @experiment('actuator-native', summary="our DC motor and delay against MuJoCo 3.17's <dcmotor> and delay",
@@ -1037,7 +1048,7 @@ def native_comparison() -> list[dict]:
             mujoco.mj_forward(m, d)
             worst = max(worst, abs(float(d.actuator_force[0]) - float(want)))
     rows.append({'case': 'dcmotor torque at full voltage vs dc_motor_envelope', 'integrator': '-',
-                 'max_abs_diff': worst, 'unit': 'N m'})
+                 'max_abs_diff': robust.difference(worst), 'unit': 'N m'})
     for integrator in ('Euler', 'implicitfast'):
         p = PendulumParams(integrator=integrator)
         ours = simulate([cfg], pendulum=p, command=Step(), duration=4.0)[0].q
@@ -1070,10 +1081,10 @@ def native_comparison() -> list[dict]:
 
 
 @experiment('actuator-map',
-            summary='timestep x kv x kp: where the explicit PD diverges and the implicit holds',
+            summary='timestep x kv x kp: where the explicit PD diverges and the implicit (implicitfast, discrete) holds',
             columns=(('kp', '.0f'), ('kv', '.1f'), ('timestep', '.5f'), ('h_omega', '.3f'), ('h_c', '.3f'),
                      ('explicit_growth', '.4f'), ('implicit_growth', '.4f'), ('explicit', 's'),
-                     ('implicit', 's')))
+                     ('implicit', 's'), ('discrete', 's')))
 def actuator_map() -> list[dict]:
     return divergence_map()
 

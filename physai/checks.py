@@ -26,7 +26,8 @@ INTEGRATOR_ENUM = {
 MAX_TIMESTEP = 0.1  # s
 
 
-def _is_real(value) -> bool:
+def is_real(value) -> bool:
+    """A real number (int, float, NumPy scalar), not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
@@ -36,17 +37,24 @@ def _unit(unit: str) -> str:
 
 def finite(name: str, value, unit: str = '') -> float:
     """A finite number."""
-    if not (_is_real(value) and math.isfinite(value)):
+    if not (is_real(value) and math.isfinite(value)):
         raise ValueError(f'{name} must be a finite number{_unit(unit)}, got {value!r}')
     return float(value)
 
 
 def at_least(name: str, value, low: float, unit: str = '', *, strict: bool = False) -> float:
     """A finite number >= low (> low when ``strict``)."""
-    ok = _is_real(value) and math.isfinite(value) and (value > low if strict else value >= low)
+    ok = is_real(value) and math.isfinite(value) and (value > low if strict else value >= low)
     if not ok:
         sign = '>' if strict else '>='
         raise ValueError(f'{name} must be a finite number {sign} {low:g}{_unit(unit)}, got {value!r}')
+    return float(value)
+
+
+def at_most(name: str, value, high: float, unit: str = '') -> float:
+    """A finite number <= high."""
+    if not (is_real(value) and math.isfinite(value) and value <= high):
+        raise ValueError(f'{name} must be a finite number <= {high:g}{_unit(unit)}, got {value!r}')
     return float(value)
 
 
@@ -62,14 +70,14 @@ def nonnegative(name: str, value, unit: str = '') -> float:
 
 def limit(name: str, value, unit: str = '') -> float:
     """A number > 0, where inf means no limit."""
-    if not (_is_real(value) and not math.isnan(value) and value > 0):
+    if not (is_real(value) and not math.isnan(value) and value > 0):
         raise ValueError(f'{name} must be > 0{_unit(unit)} (inf for no limit), got {value!r}')
     return float(value)
 
 
 def timestep(value, name: str = 'timestep') -> float:
     """A physics step in (0, 0.1] s."""
-    if not (_is_real(value) and math.isfinite(value) and 0 < value <= MAX_TIMESTEP):
+    if not (is_real(value) and math.isfinite(value) and 0 < value <= MAX_TIMESTEP):
         raise ValueError(f'{name} must be in (0, {MAX_TIMESTEP:g}] s, got {value!r}')
     return float(value)
 

@@ -99,8 +99,14 @@ def _read_info(root: pathlib.Path) -> dict:
     path = root / 'meta' / 'info.json'
     if not path.is_file():
         raise FileNotFoundError(f'no meta/info.json in {root}: not a LeRobot dataset folder')
-    with open(path) as f:
-        info = json.load(f)
+    try:
+        with open(path, encoding='utf-8') as f:
+            info = json.load(f)
+    except json.JSONDecodeError as err:
+        raise ValueError(f'{path} must be valid JSON, got an error at line {err.lineno} column {err.colno}: '
+                         f'{err.msg}') from None
+    if not isinstance(info, dict):
+        raise ValueError(f'{path} must hold a JSON object, got {type(info).__name__}')
     version = info.get('codebase_version')
     if version not in VERSIONS:
         raise ValueError(
@@ -145,6 +151,34 @@ def _check_finite(values: np.ndarray, feature: str, episode: int, frames: np.nda
                          f'frame {int(frames[k])} ({int(bad.sum())} non-finite frames)')
 
 
+def _check_frames(table, info: dict, root: pathlib.Path) -> None:
+    """The frames agree with meta/info.json: no frame twice, every episode there, the counts it states."""
+    where = root / 'meta' / 'info.json'
+    twice = table.duplicated(['episode_index', 'frame_index'], keep=False)
+    if twice.any():
+        first = table[twice].iloc[0]
+        files = sorted(set(table[twice & (table['episode_index'] == first['episode_index'])
+                                 & (table['frame_index'] == first['frame_index'])]['_file']))
+        raise ValueError(f'every frame must appear once, got episode {int(first["episode_index"])} frame '
+                         f'{int(first["frame_index"])} more than once (in {", ".join(files)}; '
+                         f'{int(twice.sum())} rows share their episode and frame index) in {root}')
+    indices = sorted(int(i) for i in table['episode_index'].unique())
+    total = info.get('total_episodes')
+    if isinstance(total, int) and not isinstance(total, bool):
+        outside = [i for i in indices if not 0 <= i < total]
+        if outside:
+            raise ValueError(f'episode_index must be in [0, {total - 1}] ({where} says total_episodes = {total}), '
+                             f'got {outside}')
+        empty = [i for i in range(total) if i not in indices]
+        if empty:
+            raise ValueError(f'every episode {where} counts (total_episodes = {total}) must have frames, got none '
+                             f'for episode {", ".join(map(str, empty))}')
+    frames = info.get('total_frames')
+    if isinstance(frames, int) and not isinstance(frames, bool) and frames != len(table):
+        raise ValueError(f'the data files must hold the {frames} frames {where} counts (total_frames), '
+                         f'got {len(table)}')
+
+
 def read_lerobot(root: str | pathlib.Path, *, joints: Sequence[str] | None = None,
                  known_joints: Sequence[str] = JOINTS) -> LeRobotDataset:
     """Read a LeRobot v3.0 or v2.1 dataset folder.
@@ -160,8 +194,10 @@ def read_lerobot(root: str | pathlib.Path, *, joints: Sequence[str] | None = Non
 
     Raises:
       FileNotFoundError: no folder, no meta/info.json, or no data files.
-      ValueError: an unsupported version, a missing ``action`` / ``observation.state``, joint names
-        that differ between the two or are unknown, a row of the wrong width, a non-finite frame.
+      ValueError: invalid JSON in meta/info.json, an unsupported version, a missing ``action`` /
+        ``observation.state``, joint names that differ between the two or are unknown, a row of the wrong width,
+        a non-finite frame, an empty data file, a frame stored twice, or episodes and frames that disagree with
+        info.json's ``total_episodes`` / ``total_frames``.
     """
     import pandas as pd
 
@@ -195,16 +231,19 @@ def read_lerobot(root: str | pathlib.Path, *, joints: Sequence[str] | None = Non
     for path in _data_files(root, version):
         table = pd.read_parquet(path)
         where = str(path.relative_to(root))
+        if len(table) == 0:
+            raise ValueError(f'{where} in {root} has no frames (an empty data file)')
         for column in (ACTION, STATE, 'episode_index'):
             if column not in table.columns:
                 raise ValueError(f'{where} has no {column!r} column; columns: '
                                  f'{", ".join(map(str, table.columns))}')
         table = table.assign(**{ACTION: list(_stack(table[ACTION], ACTION, len(names), where)),
                                 STATE: list(_stack(table[STATE], STATE, len(names), where))})
-        frames.append(table)
+        frames.append(table.assign(_file=where))
     table = pd.concat(frames, ignore_index=True)
     if 'frame_index' not in table.columns:
         table['frame_index'] = table.groupby('episode_index').cumcount()
+    _check_frames(table, info, root)
     fps = float(info['fps'])
 
     episodes = []
@@ -280,3 +319,24 @@ def load_lerobot(source: str | pathlib.Path, *, download: bool = False,
         raise FileNotFoundError(f'no dataset folder at {source}{hint}')
     return read_lerobot(download_lerobot(str(source), local_dir=local_dir, revision=revision),
                         joints=joints)
+
+
+SHIPPED_RECORDING = 'so101_record_test'
+"""The real SO-101 recording that ships inside physai (``physai/data/so101_record_test``; see its PROVENANCE.md)."""
+
+
+def shipped_recording() -> pathlib.Path:
+    """The folder of the real SO-101 recording shipped with physai as package data (chapter 4's data).
+
+    A LeRobot v3.0 dataset, 4 episodes at 30 fps (``meta/`` and ``data/``, no videos), from the public Hugging Face
+    dataset ``SamueleSandrini/record-test``, Apache-2.0 (``PROVENANCE.md`` in the folder). It is installed with
+    physai by ``pip install`` (pyproject.toml's package-data), so it is there on Colab without a download.
+
+    Raises:
+      FileNotFoundError: the package was installed without its data.
+    """
+    path = pathlib.Path(__file__).resolve().parent / 'data' / SHIPPED_RECORDING
+    if not (path / 'meta' / 'info.json').is_file():
+        raise FileNotFoundError(f'the recording shipped with physai is missing from {path}: reinstall physai '
+                                '(pip install --force-reinstall physai), whose package data holds it')
+    return path

@@ -14,8 +14,9 @@ import math
 import mujoco
 import numpy as np
 
+from physai import checks, perturb
 from physai.registry import experiment
-from physai.servo import LINK_XML, SETTLE_WINDOW, TAU_G
+from physai.servo import LINK_XML, SETTLE_WINDOW, TAU_G, diverged
 from physai.sim import servo_sag
 
 _POSITION_LINE = '<position name="servo" joint="hinge" kp="1" kv="0"/>'
@@ -33,10 +34,12 @@ def link_with_actuator(actuator: str, *, armature: float = 0.028, timestep: floa
     return mujoco.MjModel.from_xml_string(xml)
 
 
-def _simulate(m: mujoco.MjModel, *, q0: float, ctrl: float, duration: float) -> np.ndarray:
-    """q after each step, (nstep + 1,), from rest at q0 with a constant ctrl."""
+def _simulate(m: mujoco.MjModel, *, q0: float, ctrl: float, duration: float) -> tuple[np.ndarray, bool]:
+    """q after each step, (nstep + 1,), from rest at q0 with a constant ctrl, and whether the run diverged
+    (:func:`physai.servo.diverged`; MuJoCo resets a run whose acceleration blows up, so read its warning)."""
     d = mujoco.MjData(m)
     d.qpos[0] = q0
+    perturb.nudge(d.qpos)
     d.ctrl[0] = ctrl
     mujoco.mj_forward(m, d)
     nstep = round(duration / m.opt.timestep)
@@ -45,7 +48,7 @@ def _simulate(m: mujoco.MjModel, *, q0: float, ctrl: float, duration: float) -> 
     for k in range(1, nstep + 1):
         mujoco.mj_step(m, d)
         q[k] = d.qpos[0]
-    return q
+    return q, diverged(q, d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0)
 
 
 def motor_hold(gear: float = 1.0, *, duration: float = 1.0) -> list[dict]:
@@ -63,8 +66,8 @@ def motor_hold(gear: float = 1.0, *, duration: float = 1.0) -> list[dict]:
     d = mujoco.MjData(m)
     mujoco.mj_forward(m, d)
     ctrl = float(d.qfrc_bias[0] / gear)
-    q = _simulate(m, q0=0.0, ctrl=ctrl, duration=duration)
-    q_low = _simulate(m, q0=0.0, ctrl=0.99 * ctrl, duration=duration)
+    q, _ = _simulate(m, q0=0.0, ctrl=ctrl, duration=duration)
+    q_low, _ = _simulate(m, q0=0.0, ctrl=0.99 * ctrl, duration=duration)
     return [
         {'quantity': 'ctrl that holds q = 0 (N m)', 'value': ctrl},
         {'quantity': 'tau_g = m g L/2 (N m)', 'value': TAU_G},
@@ -75,6 +78,10 @@ def motor_hold(gear: float = 1.0, *, duration: float = 1.0) -> list[dict]:
     ]
 
 
+MAX_GEAR = 1e4
+"""The largest gear ratio :func:`gear_sag` takes (a real gearbox is below 1000)."""
+
+
 def gear_sag(kp: float = 100.0, gears=(1.0, 2.0), *, duration: float = 3.0) -> list[dict]:
     """Sag of the ``<position kp dampratio=1>`` servo for several gears, MuJoCo vs the formula.
 
@@ -83,19 +90,28 @@ def gear_sag(kp: float = 100.0, gears=(1.0, 2.0), *, duration: float = 3.0) -> l
 
     Returns:
       Rows ``gear``, ``joint_stiffness`` (g²·kp, N·m/rad), ``sag_deg`` (MuJoCo, mean error over the
-      last 0.5 s), ``servo_sag_deg`` (formula), ``sag_ratio`` (gear 1's sag over this one's).
+      last 0.5 s; NaN when the run diverged), ``servo_sag_deg`` (formula), ``mujoco`` ('stable' or
+      'diverged', :func:`physai.servo.diverged`), ``sag_ratio`` (gear 1's sag over this one's).
     """
+    checks.positive('kp', kp, 'N·m/rad')
+    gears = tuple(gears) if isinstance(gears, (list, tuple)) else gears
+    if not (isinstance(gears, tuple) and gears
+            and all(checks.is_real(g) and 0 < g <= MAX_GEAR for g in gears)):
+        raise ValueError(f'gears must be one or more gear ratios in (0, {MAX_GEAR:g}], got {gears!r}')
+    if not (checks.is_real(duration) and SETTLE_WINDOW < duration <= 60):
+        raise ValueError(f'duration must be in ({SETTLE_WINDOW}, 60] s, got {duration!r}')
     rows = []
     for gear in gears:
         m = link_with_actuator(
             f'<position name="servo" joint="hinge" kp="{kp}" dampratio="1" gear="{gear}"/>')
-        q = _simulate(m, q0=-0.5, ctrl=0.0, duration=duration)
+        q, bad = _simulate(m, q0=-0.5, ctrl=0.0, duration=duration)
         t = m.opt.timestep * np.arange(len(q))
-        sag = -math.degrees(float(np.mean(q[t >= t[-1] - SETTLE_WINDOW + 1e-12])))
+        sag = math.nan if bad else -math.degrees(float(np.mean(q[t >= t[-1] - SETTLE_WINDOW + 1e-12])))
         rows.append({'gear': float(gear), 'joint_stiffness': gear**2 * kp, 'sag_deg': sag,
-                     'servo_sag_deg': math.degrees(servo_sag(gear**2 * kp, TAU_G))})
+                     'servo_sag_deg': math.degrees(servo_sag(gear**2 * kp, TAU_G)),
+                     'mujoco': 'diverged' if bad else 'stable'})
     for row in rows:
-        row['sag_ratio'] = rows[0]['sag_deg'] / row['sag_deg']
+        row['sag_ratio'] = rows[0]['sag_deg'] / row['sag_deg']  # NaN where either run diverged
     return rows
 
 
@@ -107,6 +123,6 @@ def motor_hold_table() -> list[dict]:
 
 @experiment('gear-sag', summary='exercise: <position kp=100> with gear 1 and 2, the sag',
             columns=(('gear', '.0f'), ('joint_stiffness', '.1f'), ('sag_deg', '.5f'),
-                     ('servo_sag_deg', '.5f'), ('sag_ratio', '.4f')))
+                     ('servo_sag_deg', '.5f'), ('mujoco', 's'), ('sag_ratio', '.4f')))
 def gear_sag_table() -> list[dict]:
     return gear_sag()

@@ -247,10 +247,16 @@ SWINGING_P2P_DEG = SETTLED_P2P_DEG
 
 
 def readout(response) -> str:
-    """'sag 0.169°   rise 56.7 ms' for a settled run; one that never settles adds its peak-to-peak swing."""
-    rise = f'{response.rise_ms:.1f} ms' if math.isfinite(response.rise_ms) else 'n/a'
+    """What a step response measured, in the book's words.
+
+    'sag 0.169°   rise 56.7 ms' for a settled run (rise 'n/a' when it never got 10 % of its way); 'never settles,
+    swing 127° p2p' for a stable run still moving at the end; 'diverged' for a run MuJoCo gave up on.
+    """
+    if response.diverged:
+        return 'diverged'
     if not response.settled:
-        return f'sag {response.sag_deg:.3f}°  rise {rise}  swing {response.p2p_deg:.2g}°'
+        return f'never settles, swing {response.p2p_deg:.2g}° p2p'
+    rise = f'{response.rise_ms:.1f} ms' if math.isfinite(response.rise_ms) else 'n/a'
     return f'sag {response.sag_deg:.3f}°   rise {rise}'
 
 

@@ -20,9 +20,15 @@ def glue(name: str, value, display: bool = False) -> None:
     myst_glue(name, value, display=display)
 
 
+KEEP_DIGITS = 6
+"""Significant digits of a number kept for the prose: more than any sentence shows (at most 6 today), and few
+enough that a last-bit change in a simulation (another processor, ``PHYSAI_PERTURB``) leaves the stored output
+as it is."""
+
+
 def keep(name: str, value: float) -> None:
-    """Glue a number rounded to 10 significant digits, so the stored output is stable across runs."""
-    glue(name, float(f'{float(value):.10g}'))
+    """Glue a number rounded to ``KEEP_DIGITS`` significant digits, so the stored output is robust."""
+    glue(name, float(f'{float(value):.{KEEP_DIGITS}g}'))
 
 
 def spoken_list(values: Iterable[float]) -> str:

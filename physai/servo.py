@@ -21,9 +21,9 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-from physai import checks
+from physai import checks, perturb
 from physai.checks import INTEGRATOR_ENUM, INTEGRATORS
-from physai.sim import kv_from_dampratio
+from physai.sim import DIVERGED_BOUND, kv_from_dampratio  # noqa: F401 (|q| beyond it: diverged)
 
 LINK_MASS = 0.3  # kg
 LINK_LENGTH = 0.2  # m, the capsule's axis from the hinge to its far end
@@ -33,8 +33,26 @@ TAU_G = LINK_MASS * GRAVITY * LINK_LENGTH / 2  # N·m, gravity torque of the hor
 
 
 SETTLE_WINDOW = 0.5  # s, the tail over which sag and peak-to-peak are measured
-DIVERGED_BOUND = 20 * math.pi  # rad, |q| beyond this counts as diverged
 SETTLED_P2P_DEG = 0.05  # degrees: a stable run still swinging more than this over the window never settled
+STILL_RAD = 1e-9  # rad: a tail whose peak-to-peak is below this holds still, however little the run moved
+CREEP_SHARE = 0.01  # a tail still moving by more than this share of the run's whole travel has not settled
+RISE_START = 0.1  # a run that never got this share of the way from q0 to the command has no rise time
+MAX_STEPS = 1_000_000
+"""Physics steps one run may take (duration / timestep): 3 s at 3 µs; beyond it is an error, not a hang."""
+MAX_TOTAL_STEPS = 50_000_000
+"""Physics steps one batch may take over all its runs (about 400 MB of recorded angles)."""
+
+
+def diverged(q: np.ndarray, bad_qacc: bool = False) -> bool:
+    """The package's one divergence rule: MuJoCo's bad-acceleration warning fired (it then resets the
+    simulation, so the record can look finite afterwards), a non-finite angle, or ``|q| > DIVERGED_BOUND``.
+
+    Args:
+      q: (n, ...) recorded joint angles, rad.
+      bad_qacc: whether ``mjWARN_BADQACC`` counted a warning during the run.
+    """
+    q = np.asarray(q, dtype=float)
+    return bool(bad_qacc or not np.all(np.isfinite(q)) or np.any(np.abs(q) > DIVERGED_BOUND))
 
 # MuJoCo prints a warning when it resets a diverged simulation. Here a diverged run is a result that
 # step_responses reads from the warning counters, so the text is kept (the latest few) instead of printed.
@@ -120,7 +138,9 @@ class ServoParams:
         checks.nonnegative('damping', self.damping, 'N·m·s/rad')
         checks.nonnegative('frictionloss', self.frictionloss, 'N·m')
         if self.forcerange is not None:
-            if len(self.forcerange) != 2 or not all(math.isfinite(f) for f in self.forcerange):
+            if (not isinstance(self.forcerange, Sequence) or isinstance(self.forcerange, str)
+                    or len(self.forcerange) != 2
+                    or not all(checks.is_real(f) and math.isfinite(f) for f in self.forcerange)):
                 raise ValueError(f'forcerange must be two finite numbers (low, high) N·m, '
                                  f'got {self.forcerange!r}')
             low, high = self.forcerange
@@ -189,9 +209,10 @@ class StepResponse:
     q: np.ndarray
     """(n,) joint angle, rad."""
     sag_deg: float
-    """Mean error u - q over the last 0.5 s, degrees (NaN if diverged)."""
+    """Mean error u - q over the last 0.5 s, degrees; NaN unless the run settled (see :attr:`settled`)."""
     rise_ms: float
-    """10 % to 90 % rise time towards the settled value, ms (NaN if diverged or never reached)."""
+    """10 % to 90 % rise time towards the settled value, ms; NaN unless the run settled and got at least
+    ``RISE_START`` of the way from q0 to the command."""
     p2p_deg: float
     """Peak-to-peak of q over the last 0.5 s, degrees (NaN if diverged)."""
     diverged: bool
@@ -199,12 +220,13 @@ class StepResponse:
 
     @property
     def settled(self) -> bool:
-        """Stable and at rest over the last 0.5 s (peak-to-peak at most ``SETTLED_P2P_DEG``).
+        """Stable and at rest over the last 0.5 s; the sag is measured only then (NaN otherwise).
 
-        A run right on a stability bound neither grows nor decays: not diverged, but its sag and
-        rise time describe a swing, not a servo holding still.
+        At rest means a peak-to-peak of at most ``SETTLED_P2P_DEG`` that is also small next to how far the run
+        travelled (at most ``CREEP_SHARE`` of it) or below ``STILL_RAD``. A run right on a stability bound
+        swings for ever; a heavily overdamped one still creeps at the end: neither has settled.
         """
-        return not self.diverged and self.p2p_deg <= SETTLED_P2P_DEG
+        return not self.diverged and math.isfinite(self.sag_deg)
 
 
 def crossing_time(t: np.ndarray, x: np.ndarray, level: float) -> float:
@@ -236,18 +258,20 @@ def rise_time(t: np.ndarray, q: np.ndarray, q_final: float) -> float:
 
 def summarize(params: ServoParams, t: np.ndarray, q: np.ndarray, bad_qacc: bool,
               u: float = 0.0) -> StepResponse:
-    """Sag, rise time, peak-to-peak and divergence of one trajectory."""
-    diverged = bool(bad_qacc or not np.all(np.isfinite(q)) or np.any(np.abs(q) > DIVERGED_BOUND))
-    if diverged or t[-1] <= SETTLE_WINDOW:  # a run shorter than the window has no settled figures
-        return StepResponse(params, t, q, math.nan, math.nan, math.nan, diverged)
+    """Sag, rise time, peak-to-peak and divergence of one trajectory, each only where the run measured it."""
+    if diverged(q, bad_qacc) or t[-1] <= SETTLE_WINDOW:  # a run shorter than the window has no settled figures
+        return StepResponse(params, t, q, math.nan, math.nan, math.nan, diverged(q, bad_qacc))
     tail = q[t >= t[-1] - SETTLE_WINDOW + 1e-12]
     q_final = float(np.mean(tail))
-    return StepResponse(
-        params, t, q,
-        sag_deg=math.degrees(u - q_final),
-        rise_ms=1e3 * rise_time(t, q, q_final),
-        p2p_deg=math.degrees(float(np.ptp(tail))),
-        diverged=False)
+    p2p = float(np.ptp(tail))
+    travel = float(np.max(np.abs(q - q[0])))
+    at_rest = math.degrees(p2p) <= SETTLED_P2P_DEG and (p2p <= STILL_RAD or p2p <= CREEP_SHARE * travel)
+    if not at_rest:
+        return StepResponse(params, t, q, math.nan, math.nan, math.degrees(p2p), False)
+    way = (q - q[0]) / (u - q[0]) if u != q[0] else np.zeros_like(q)
+    rise = 1e3 * rise_time(t, q, q_final) if np.max(way) >= RISE_START else math.nan
+    return StepResponse(params, t, q, sag_deg=math.degrees(u - q_final), rise_ms=rise,
+                        p2p_deg=math.degrees(p2p), diverged=False)
 
 
 def valid_length(q: np.ndarray) -> int:
@@ -263,24 +287,40 @@ def valid_length(q: np.ndarray) -> int:
     return max(k, 1)
 
 
-def step_responses(params: Sequence[ServoParams], *, q0: float = -0.5, duration: float = 3.0,
-                   nthread: int = 0) -> list[StepResponse]:
+def step_responses(params: Sequence[ServoParams], *, q0: float | Sequence[float] = -0.5,
+                   duration: float = 3.0, nthread: int = 0) -> list[StepResponse]:
     """Step responses for many parameter sets, simulated together on ``mujoco.batch.Batch``.
 
     Args:
       params: the configurations, (nsim,).
-      q0: start angle, rad, at rest; the command is 0.
+      q0: start angle, rad, at rest, one for every run or one per run, (nsim,); the command is 0.
       duration: simulated time, s; sag, rise and peak-to-peak need more than the 0.5 s window (NaN otherwise).
       nthread: Batch threads (0: all CPUs).
 
     Returns:
       One :class:`StepResponse` per configuration, in order.
     """
-    if not (isinstance(q0, (int, float, np.floating)) and abs(q0) <= math.pi):
-        raise ValueError(f'q0 must be an angle in [-pi, pi] rad, got {q0!r}')
     if not (isinstance(duration, (int, float, np.floating)) and 0 < duration <= 600):
         raise ValueError(f'duration must be in (0, 600] s, got {duration!r}')
     params = list(params)
+    for k, p in enumerate(params):
+        if not isinstance(p, ServoParams):
+            raise TypeError(f'params[{k}] must be a ServoParams, got {type(p).__name__} {p!r}')
+    steps = [max(1, round(duration / p.timestep)) for p in params]
+    if steps and max(steps) > MAX_STEPS:
+        k = int(np.argmax(steps))
+        raise ValueError(f'duration / timestep must be at most MAX_STEPS = {MAX_STEPS:,} steps per run, got '
+                         f'{duration!r} s / {params[k].timestep!r} s = {steps[k]:,}')
+    if sum(steps) > MAX_TOTAL_STEPS:
+        raise ValueError(f'the batch must take at most MAX_TOTAL_STEPS = {MAX_TOTAL_STEPS:,} steps in all, got '
+                         f'{sum(steps):,} ({len(params)} runs)')
+    starts = np.asarray(q0, dtype=float) if np.ndim(q0) else None
+    if starts is None:
+        if not (isinstance(q0, (int, float, np.floating)) and abs(q0) <= math.pi):
+            raise ValueError(f'q0 must be an angle in [-pi, pi] rad, got {q0!r}')
+        starts = np.full(len(params), float(q0))
+    elif starts.shape != (len(params),) or not np.all(np.abs(starts) <= math.pi):
+        raise ValueError(f'q0 must be one angle or one per run ({len(params)}) in [-pi, pi] rad, got {q0!r}')
     if not params:
         return []
     batch = mujoco.batch.Batch(_base_model(), len(params), nthread=nthread)
@@ -298,9 +338,11 @@ def step_responses(params: Sequence[ServoParams], *, q0: float = -0.5, duration:
     batch.expand('opt.integrator')[:] = [INTEGRATOR_ENUM[p.integrator] for p in params]
     batch.set_const()  # armature changes dof_invweight0, which the friction-loss constraint reads
     batch.reset()
-    batch.qpos[:, 0] = q0
+    batch.qpos[:, 0] = starts
+    perturb.nudge(batch.qpos)
+    starts = batch.qpos[:, 0].copy()  # the record starts where the simulation did
     batch.forward()
-    nsteps = np.array([max(1, round(duration / p.timestep)) for p in params])
+    nsteps = np.array(steps)
     records: dict[int, np.ndarray] = {}
     for nstep in np.unique(nsteps):
         ids = np.nonzero(nsteps == nstep)[0]
@@ -310,7 +352,7 @@ def step_responses(params: Sequence[ServoParams], *, q0: float = -0.5, duration:
     bad = batch.warning[:, mujoco.mjtWarning.mjWARN_BADQACC, 1] > 0
     results = []
     for i, p in enumerate(params):
-        q = np.concatenate([[q0], records[i]])
+        q = np.concatenate([[starts[i]], records[i]])
         if bad[i]:
             q = q[:valid_length(q)]
         t = p.timestep * np.arange(len(q))

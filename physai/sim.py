@@ -18,11 +18,17 @@ h          ``m.opt.timestep``                          s
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from physai import checks
+
+DIVERGED_BOUND = 20 * math.pi
+"""rad: a hand-stepped run beyond this has diverged (the same bound as :data:`physai.servo.DIVERGED_BOUND`)."""
+MAX_LOOP_STEPS = 1_000_000
+"""Steps :func:`servo_loop` takes at most (a pure-Python loop: about a second per 10⁵ steps)."""
 
 
 def _positive_array(name: str, value, unit: str):
@@ -32,6 +38,19 @@ def _positive_array(name: str, value, unit: str):
         return checks.positive(name, value, unit)
     if not np.all(np.isfinite(array) & (array > 0)):
         raise ValueError(f'{name} must be finite numbers > 0 {unit}, got {value!r}')
+    return array
+
+
+def _numbers(name: str, value, count: int, *, exactly: bool = False) -> np.ndarray:
+    """At least (or exactly) ``count`` finite numbers, as a float array (ValueError otherwise)."""
+    try:
+        array = np.asarray(value, dtype=float).ravel()
+    except (TypeError, ValueError):
+        array = None
+    wrong_size = array is None or (array.size != count if exactly else array.size < count)
+    if wrong_size or not np.all(np.isfinite(array[:count])):
+        need = f'{count}' if exactly else f'at least {count}'
+        raise ValueError(f'{name} must hold {need} finite number{"s" if count > 1 else ""}, got {value!r}')
     return array
 
 
@@ -56,6 +75,9 @@ def actuator_force(ctrl, length, velocity, gainprm: Sequence[float], biasprm: Se
     Returns:
       The actuator force, the broadcast shape of the inputs.
     """
+    gainprm, biasprm = _numbers('gainprm', gainprm, 1), _numbers('biasprm', biasprm, 3)
+    if forcerange is not None:
+        _numbers('forcerange', forcerange, 2, exactly=True)
     force = (gainprm[0] * np.asarray(ctrl, dtype=float) + biasprm[0]
              + biasprm[1] * np.asarray(length, dtype=float)
              + biasprm[2] * np.asarray(velocity, dtype=float))
@@ -172,9 +194,26 @@ def step_growth(step: Callable, h: float, w2: float, c: float, **step_kwargs) ->
     def accel(q, v):
         return -w2 * q - c * v
 
-    columns = [step(1.0, 0.0, accel, h, **step_kwargs), step(0.0, 1.0, accel, h, **step_kwargs)]
-    matrix = np.array(columns, dtype=float).T
+    with np.errstate(over='ignore', invalid='ignore'):
+        columns = [step(1.0, 0.0, accel, h, **step_kwargs), step(0.0, 1.0, accel, h, **step_kwargs)]
+        matrix = np.array(columns, dtype=float).T
+    if not np.all(np.isfinite(matrix)):  # a step so large it overflows: it diverges, say so
+        return math.inf
     return float(np.max(np.abs(np.linalg.eigvals(matrix))))
+
+
+def _check_loop(*, kp, kv, inertia, tau_g, h, nstep, q0, u, damping) -> None:
+    """:func:`servo_loop`'s inputs, each with its range (ValueError naming the first one outside it)."""
+    checks.nonnegative('kp', kp, 'N·m/rad')
+    checks.nonnegative('kv', kv, 'N·m·s/rad')
+    checks.positive('inertia', inertia, 'kg·m²')
+    checks.finite('tau_g', tau_g, 'N·m')
+    checks.timestep(h, 'h')
+    if not (isinstance(nstep, numbers.Integral) and 0 <= nstep <= MAX_LOOP_STEPS):
+        raise ValueError(f'nstep must be a whole number in [0, {MAX_LOOP_STEPS:,}], got {nstep!r}')
+    checks.finite('q0', q0, 'rad')
+    checks.finite('u', u, 'rad')
+    checks.nonnegative('damping', damping, 'N·m·s/rad')
 
 
 def servo_loop(kp: float, kv: float, inertia: float, tau_g: float, h: float, nstep: int, *,
@@ -194,15 +233,23 @@ def servo_loop(kp: float, kv: float, inertia: float, tau_g: float, h: float, nst
       q0: start angle, rad; u: the command, rad; damping: joint damping, N·m·s/rad.
 
     Returns:
-      q, (nstep + 1,), rad, starting with q0.
+      q, (nstep + 1,), rad, starting with q0. A run that diverges (``|q|`` beyond ``DIVERGED_BOUND``, 20π
+      rad, as in :mod:`physai.servo`) is NaN from there on.
+
+    Raises:
+      ValueError: a parameter outside its range (named in the message); ``nstep`` above ``MAX_LOOP_STEPS``.
     """
+    _check_loop(kp=kp, kv=kv, inertia=inertia, tau_g=tau_g, h=h, nstep=nstep, q0=q0, u=u, damping=damping)
     c = (kv + damping) / inertia
 
     def accel(q, v):
         return (kp * (u - q) - (kv + damping) * v - tau_g * math.cos(q)) / inertia
 
-    q = np.empty(nstep + 1)
+    q = np.full(nstep + 1, np.nan)
     q[0], v = q0, 0.0
     for k in range(nstep):
         q[k + 1], v = semi_implicit_euler(q[k], v, accel, h, c_implicit=c)
+        if not abs(q[k + 1]) <= DIVERGED_BOUND:  # diverged (or NaN): the rest stays NaN
+            q[k + 1] = np.nan
+            break
     return q

@@ -14,6 +14,8 @@ import pathlib
 
 import mujoco
 
+from physai import perturb
+
 ARM_JOINTS = ('shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll')
 JOINTS = ARM_JOINTS + ('gripper',)
 
@@ -30,6 +32,10 @@ def menagerie_root() -> str | None:
     return None
 
 
+class ModelUnavailable(RuntimeError):
+    """The SO-101 model can be neither found locally nor downloaded; the message says how to fix it."""
+
+
 @functools.cache
 def _load(entry: str) -> mujoco.MjModel:
     import mujoco_menagerie
@@ -37,7 +43,15 @@ def _load(entry: str) -> mujoco.MjModel:
     root = menagerie_root()
     if root is not None and not os.environ.get('MENAGERIE_ROOT'):
         os.environ['MENAGERIE_ROOT'] = root
-    return mujoco_menagerie.load('robotstudio_so101', entry)
+    try:
+        return mujoco_menagerie.load('robotstudio_so101', entry)
+    except mujoco_menagerie.MenagerieError as err:  # not under MENAGERIE_ROOT, or the download failed
+        where = (f'MENAGERIE_ROOT={os.environ["MENAGERIE_ROOT"]} has no robotstudio_so101'
+                 if os.environ.get('MENAGERIE_ROOT') else f'the download failed ({type(err).__name__})')
+        raise ModelUnavailable(
+            f'the SO-101 model is not available: {where}. Set MENAGERIE_ROOT to a copy of MuJoCo Menagerie '
+            f'holding robotstudio_so101 (the book ships one beside the repository in ../shared/menagerie), '
+            f'or give Python network access so that mujoco_menagerie can download it.') from err
 
 
 def load_so101(entry: str = 'so101') -> mujoco.MjModel:
@@ -166,6 +180,7 @@ def so101_hold(*, armature: float | None = None, forcelimited: bool = True, time
         m.opt.timestep = timestep
     d = mujoco.MjData(m)
     mujoco.mj_setConst(m, d)  # constants that depend on armature
+    perturb.nudge(d.qpos)
     d.ctrl[:] = np.clip(step, m.actuator_ctrlrange[:, 0], m.actuator_ctrlrange[:, 1])
     mujoco.mj_forward(m, d)
     nstep = round(duration / m.opt.timestep)

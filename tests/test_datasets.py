@@ -209,3 +209,54 @@ def test_the_real_so101_recording():
             assert np.all((values[:, 5] >= 0) & (values[:, 5] <= 100))
         # the follower tracks the leader: action and next state within a few degrees on average
         assert np.abs(ep.action[:-1, :5] - ep.state[1:, :5]).mean() < 5
+
+
+# ---------------------------------------------------------------------------------------------
+# the data must agree with meta/info.json: once accepted silently, now each a clear error
+
+
+def _counted(lengths) -> dict:
+    return {**_info('v3.0'), 'total_episodes': len(lengths), 'total_frames': int(sum(lengths))}
+
+
+def test_a_duplicated_data_file_is_refused(tmp_path):
+    """A second copy of file-000 doubled every episode; the held-out error changed without a word."""
+    root = make_v30(tmp_path, info=_counted((5, 7)))
+    data = root / 'data' / 'chunk-000'
+    (data / 'file-001.parquet').write_bytes((data / 'file-000.parquet').read_bytes())
+    with pytest.raises(ValueError, match=r'every frame must appear once, got episode \d frame \d more than once '
+                                         r'\(in data/chunk-000/file-000.parquet, data/chunk-000/file-001.parquet'):
+        read_lerobot(root)
+
+
+def test_an_episode_index_beyond_info_is_refused(tmp_path):
+    frames = pd.concat([_frames(0, 5), _frames(99, 7)], ignore_index=True)
+    root = make_v30(tmp_path, info=_counted((5, 7)), frames=frames)
+    with pytest.raises(ValueError, match=r'episode_index must be in \[0, 1\] .*total_episodes = 2\), got \[99\]'):
+        read_lerobot(root)
+
+
+def test_an_episode_without_frames_is_refused(tmp_path):
+    root = make_v30(tmp_path, (5, 7), info={**_info('v3.0'), 'total_episodes': 3})
+    with pytest.raises(ValueError, match='must have frames, got none for episode 2'):
+        read_lerobot(root)
+
+
+def test_a_frame_count_that_disagrees_with_info_is_refused(tmp_path):
+    root = make_v30(tmp_path, (5, 7), info={**_counted((5, 7)), 'total_frames': 13})
+    with pytest.raises(ValueError, match=r'must hold the 13 frames .* \(total_frames\), got 12'):
+        read_lerobot(root)
+
+
+def test_an_empty_data_file_is_named(tmp_path):
+    root = make_v30(tmp_path, frames=_frames(0, 5).iloc[:0])
+    with pytest.raises(ValueError, match=r'data/chunk-000/file-000.parquet in .* has no frames'):
+        read_lerobot(root)
+
+
+def test_a_truncated_info_json_names_its_file(tmp_path):
+    root = make_v30(tmp_path)
+    path = root / 'meta' / 'info.json'
+    path.write_text(path.read_text()[:40])
+    with pytest.raises(ValueError, match=rf'{path} must be valid JSON, got an error at line 1'):
+        read_lerobot(root)

@@ -1,5 +1,8 @@
 """Numbers for the prose: glued for the book build, silently skipped where myst-nb is absent (Colab)."""
 
+import json
+import pathlib
+import re
 import sys
 
 import pytest
@@ -23,3 +26,32 @@ def test_spoken_list(values, text):
 def test_spoken_list_needs_a_number():
     with pytest.raises(ValueError, match='values must hold at least one number, got none'):
         prose.spoken_list([])
+
+
+def _glued_numbers(notebook: dict) -> dict:
+    values = {}
+    for cell in notebook['cells']:
+        for output in cell.get('outputs', []):
+            text = output.get('data', {}).get('application/papermill.record/text/plain')
+            if text is not None:
+                values[output['metadata']['scrapbook']['name']] = ''.join(text)
+    return values
+
+
+@pytest.mark.parametrize('path', sorted(pathlib.Path(__file__).parents[1].glob('notebooks/*.ipynb')),
+                         ids=lambda p: p.name)
+def test_prose_shows_no_more_digits_than_keep_stores(path):
+    """A sentence that printed more significant digits than `keep` stores would show rounding as if it were data."""
+    notebook = json.loads(path.read_text(encoding='utf-8'))
+    values = _glued_numbers(notebook)
+    for cell in notebook['cells']:
+        if cell['cell_type'] != 'markdown':
+            continue
+        for name, spec in re.findall(r'\{glue:text\}`(\w+):([^`]+)`', ''.join(cell['source'])):
+            try:
+                value = float(values[name])
+            except (KeyError, ValueError):
+                continue  # text, or glued by a name the book test checks
+            mantissa = format(value, spec).split('e')[0]
+            digits = re.sub(r'\D', '', mantissa).lstrip('0')
+            assert len(digits) <= max(prose.KEEP_DIGITS, len(f'{value:.{prose.KEEP_DIGITS}g}')), (name, spec)

@@ -129,3 +129,41 @@ def test_bad_input_names_the_parameter_and_what_is_allowed(kwargs, message):
     kp = kwargs.pop('kp')
     with pytest.raises(ValueError, match=message):
         step_response(kp, **kwargs)
+
+
+@pytest.mark.parametrize('kwargs', [{'kv': 1e9}, {'armature': 1e9}, {'damping': 1e9}, {'dampratio': 1e9}])
+def test_a_link_that_barely_moved_reports_no_sag_and_no_rise(kwargs):
+    """With damping or inertia of 1e9 the link creeps 1e-7 rad in 3 s: it neither settled nor rose."""
+    response = servo.step_response(100.0, **kwargs)
+    assert not response.diverged and not response.settled
+    assert math.isnan(response.sag_deg) and math.isnan(response.rise_ms)
+
+
+def test_a_run_on_the_stability_bound_has_no_sag():
+    """kp 30000 at armature 0.028 under implicitfast swings ±64° for ever: never settles, so no sag or rise."""
+    response = servo.step_response(30000.0)
+    assert not response.diverged and not response.settled and response.p2p_deg > 100
+    assert math.isnan(response.sag_deg) and math.isnan(response.rise_ms)
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    ({'timestep': 1e-9}, 'duration / timestep must be at most MAX_STEPS = 1,000,000 steps per run'),
+    ({'timestep': 1e-7}, 'duration / timestep must be at most MAX_STEPS = 1,000,000 steps per run'),
+    ({'forcerange': 5}, 'forcerange must be two finite numbers (low, high) N·m, got 5'),
+])
+def test_a_run_too_long_or_a_malformed_clamp_is_refused_before_simulating(kwargs, message):
+    """Once a hang (3e7 steps) or a TypeError from deep inside MuJoCo's rollout."""
+    with pytest.raises(ValueError) as err:
+        servo.step_response(100.0, **kwargs)
+    assert str(err.value).startswith(message)
+
+
+def test_step_responses_wants_servo_params():
+    with pytest.raises(TypeError, match=r"params\[0\] must be a ServoParams, got dict"):
+        servo.step_responses([{'kp': 100}])
+
+
+def test_many_runs_share_one_batch_limit():
+    params = [servo.ServoParams(kp=100.0, timestep=1e-5)] * 200
+    with pytest.raises(ValueError, match='the batch must take at most MAX_TOTAL_STEPS'):
+        servo.step_responses(params)

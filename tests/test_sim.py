@@ -167,3 +167,25 @@ def test_step_growth_bounds(h_omega, hc):
 def test_step_growth_is_one_without_damping_below_the_limit():
     """An undamped oscillator stepped semi-implicitly neither grows nor decays while hω < 2."""
     assert sim.step_growth(sim.semi_implicit_euler, 0.01, 100.0**2, 0.0) == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize('call, message', [
+    (lambda: sim.servo_loop(100, 1, 0.0, 0.3, 0.005, 10), 'inertia must be a finite number > 0 kg·m², got 0.0'),
+    (lambda: sim.servo_loop(100, 1, 0.03, 0.3, 0.005, -1), 'nstep must be a whole number in [0, 1,000,000], got -1'),
+    (lambda: sim.servo_loop(100, 1, 0.03, 0.3, 0.0, 10), 'h must be in (0, 0.1] s, got 0.0'),
+    (lambda: sim.actuator_force(0, 0, 0, [], [0, 0, 0]), 'gainprm must hold at least 1 finite number, got []'),
+    (lambda: sim.actuator_force(0, 0, 0, [1], [0, 0]), 'biasprm must hold at least 3 finite numbers, got [0, 0]'),
+    (lambda: sim.actuator_force(0, 0, 0, [1], [0, 0, 0], 5), 'forcerange must hold 2 finite numbers, got 5'),
+])
+def test_bad_input_to_the_hand_written_functions_is_named(call, message):
+    """Once a ZeroDivisionError or an IndexError, now an error that names the parameter and its range."""
+    with pytest.raises(ValueError) as err:
+        call()
+    assert str(err.value) == message
+
+
+def test_servo_loop_marks_a_diverged_run_with_nan_instead_of_overflowing():
+    """kp 1e7 at h = 10 ms is far past the explicit bound: the loop stops at 20π rad and says so with NaN."""
+    q = sim.servo_loop(1e7, 0.0, 0.001, 0.3, 0.01, 50)
+    assert len(q) == 51 and np.isnan(q[-1])
+    assert np.all(np.abs(q[np.isfinite(q)]) <= sim.DIVERGED_BOUND)

@@ -1,5 +1,10 @@
 """The SO-101 model from MuJoCo Menagerie and the servo constants the book quotes from it."""
 
+import os
+import pathlib
+import subprocess
+import sys
+
 import mujoco
 import numpy as np
 import pytest
@@ -29,3 +34,32 @@ def test_every_joint_carries_menagerie_s_sts3215_servo(model):
 def test_menagerie_runs_implicitfast_at_5_ms(model):
     assert model.opt.integrator == mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     assert model.opt.timestep == 0.005
+
+
+def test_a_missing_model_is_one_line_and_exit_2():
+    """Offline without Menagerie the command line says what is missing and how to fix it, nothing more."""
+    env = {**os.environ, 'MENAGERIE_ROOT': '/nonexistent'}
+    done = subprocess.run([sys.executable, '-m', 'physai', 'so101'], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    assert done.stdout == ''
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith('error: the SO-101 model is not available')
+    assert 'MENAGERIE_ROOT' in lines[0] and 'network' in lines[0]
+
+
+def test_a_failed_download_is_reported_as_the_model_being_unavailable(monkeypatch):
+    import mujoco_menagerie
+
+    def offline(*_args, **_kwargs):
+        raise mujoco_menagerie.DownloadError('https://example.invalid: Name or service not known')
+
+    monkeypatch.delenv('MENAGERIE_ROOT', raising=False)
+    monkeypatch.setattr(so101, '_SHARED_MENAGERIE', pathlib.Path('/nonexistent'))
+    monkeypatch.setattr(mujoco_menagerie, 'load', offline)
+    so101._load.cache_clear()
+    try:
+        with pytest.raises(so101.ModelUnavailable, match='the download failed'):
+            so101.load_so101()
+    finally:
+        so101._load.cache_clear()

@@ -1,0 +1,110 @@
+"""Robust figures: numbers printed only to the precision that survives a last-bit change in the simulation.
+
+Three kinds of quantity need more than a format string (see DESIGN.md, "Reproducible anywhere"):
+
+- **Round-off.** Two computations that agree to rounding differ by 1e-17 on one processor and 3e-16 on
+  another. Print the bound they satisfy, not the raw difference: :func:`roundoff_bound`.
+- **Chaos.** A limit cycle's amplitude or tone on one run is one draw from a distribution. Print a summary of
+  an ensemble of runs from slightly perturbed starts, to the digits the ensemble supports: :func:`ensemble`.
+- **Fits.** A fit's parameters are known to the spread of its starts and folds, not to its last digit:
+  :func:`round_sig`, with the digits chosen from that spread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+ROUNDOFF_FLOOR = 1e-12
+"""The smallest bound :func:`roundoff_bound` reports: differences below it are rounding, on any processor."""
+
+
+def roundoff_bound(value: float, floor: float = ROUNDOFF_FLOOR) -> float:
+    """The power of ten that bounds ``|value|`` from above, and at least ``floor``.
+
+    ``roundoff_bound(2.2e-16) == 1e-12`` (the floor); ``roundoff_bound(7.3e-05) == 1e-04``. Print it as "agrees
+    to better than 1e-12 rad": unlike the raw difference, the bound is the same on every processor (unless the
+    difference sits right at a power of ten, which a real round-off difference does not).
+
+    Raises:
+      ValueError: ``value`` is not finite, or ``floor`` is not a positive finite number.
+    """
+    if not math.isfinite(value):
+        raise ValueError(f'value must be a finite number, got {value!r}')
+    if not (math.isfinite(floor) and floor > 0):
+        raise ValueError(f'floor must be a finite number > 0, got {floor!r}')
+    magnitude = abs(float(value))
+    if magnitude <= floor:
+        return floor
+    return 10.0 ** math.ceil(math.log10(magnitude))
+
+
+class Below(float):
+    """A round-off bound: a float (JSON and arithmetic see the bound) that prints as ``< 1e-12``.
+
+    Any format spec gives the same text, so a table column or an f-string shows the bound, not digits.
+    """
+
+    def __format__(self, spec: str) -> str:
+        return f'< {float(self):.0e}'
+
+    def __repr__(self) -> str:
+        return float.__repr__(self)
+
+
+def roundoff(value: float, floor: float = ROUNDOFF_FLOOR) -> Below:
+    """:func:`roundoff_bound` as a :class:`Below`, for a table cell that shows a round-off agreement."""
+    return Below(roundoff_bound(value, floor))
+
+
+ROUNDING_BELOW = 1e-9
+"""A difference below this between two computations of the same physics is rounding (see :func:`difference`)."""
+
+
+def difference(value: float) -> float:
+    """A difference as a table shows it: a :class:`Below` bound when it is rounding, the value otherwise.
+
+    Below ``ROUNDING_BELOW`` the difference between two computations of the same physics is rounding, whose digits
+    depend on the processor: it becomes ``roundoff(value)``. Above it, it is a real difference and stays as is.
+    """
+    value = float(value)
+    return roundoff(value) if abs(value) < ROUNDING_BELOW else value
+
+
+def round_sig(value: float, digits: int) -> float:
+    """``value`` rounded to ``digits`` significant digits (0 stays 0; NaN and infinities pass through)."""
+    if not (isinstance(digits, int) and digits >= 1):
+        raise ValueError(f'digits must be an integer >= 1, got {digits!r}')
+    if value == 0 or not math.isfinite(value):
+        return value
+    return round(float(value), digits - 1 - math.floor(math.log10(abs(value))))
+
+
+@dataclasses.dataclass(frozen=True)
+class Ensemble:
+    """A summary of one quantity over an ensemble of runs from slightly different starts."""
+
+    median: float
+    """The median over the runs."""
+    low: float
+    """The smallest value."""
+    high: float
+    """The largest value."""
+    n: int
+    """The number of runs."""
+
+    def rounded(self, digits: int = 1) -> 'Ensemble':
+        """The same summary with each figure rounded to ``digits`` significant digits."""
+        return Ensemble(round_sig(self.median, digits), round_sig(self.low, digits),
+                        round_sig(self.high, digits), self.n)
+
+
+def ensemble(values: Iterable[float]) -> Ensemble:
+    """Median, smallest and largest of ``values`` (finite numbers, at least one), (n,)."""
+    x = np.asarray(list(values), dtype=float)
+    if x.size == 0 or not np.all(np.isfinite(x)):
+        raise ValueError(f'values must be one or more finite numbers, got {x.tolist()!r}')
+    return Ensemble(float(np.median(x)), float(x.min()), float(x.max()), int(x.size))
