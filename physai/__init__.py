@@ -23,8 +23,15 @@ Modules by physical concept:
 - ``physai.control``: chapter 3, where the PD runs: the MIT-form ``JointCommand``, ``PDController`` in the
   controller (``'in-loop'``, held ``qfrc_applied``) or in MuJoCo's step (``'in-step'``, position servo), the
   ``pd-rate`` experiment on the SO-101, growth per controller tick, the chapter's panel and static twin.
-- ``physai.colab``: every chapter's first cell, ``INSTALL_CELL`` (installs MuJoCo 3.17.0 and physai on Colab,
-  nothing elsewhere); ``python -m physai.colab NOTEBOOK...`` writes it into a chapter.
+- ``physai.colab``: every chapter's short first cell, ``INSTALL_CELL`` (on Colab it installs physai, then
+  ``colab.setup()`` installs MuJoCo 3.17.0 and raises ``RestartNeeded`` when the runtime must restart; nothing
+  elsewhere); ``python -m physai.colab NOTEBOOK...`` writes it into a chapter.
+- ``physai.edition``: the Colab edition generator (``python -m physai.edition`` writes ``colab/`` from the chapters:
+  numbers written in, answers folded, outputs cleared).
+- ``physai.buildit``: the learner's side of chapter 1's Build it: ``stub(NAME)`` to complete, ``check(fn)``
+  against MuJoCo, ``solution(NAME)``.
+- ``physai.perturb`` and ``physai.robust``: the last-bit nudge (``PHYSAI_PERTURB``) that proves the stored outputs
+  robust, and the robust figures themselves (round-off bounds, ensembles, significant digits).
 """
 
 from physai.actuators import (DCMotor, DelayedPD, IdealPD, ImplicitPD, PendulumParams, RemotizedPD,

@@ -1,66 +1,121 @@
-"""The Colab set-up: the first code cell of every chapter.
+"""The Colab set-up: the short first code cell of every chapter, and the work it hands over to this module.
 
-On Google Colab (``'google.colab' in sys.modules``) the cell turns the runtime into the book's: it removes a newer
-MuJoCo (4.x ships as ``mujoco`` + ``mujoco-core`` + ``mujoco-studio``), installs the pinned ``mujoco==3.17.0``, the
-pinned MuJoCo Menagerie package and ``physai`` from the book's repository, prints each step as it goes, and ends by
-importing MuJoCo and printing its version, or by saying plainly that the runtime must be restarted. Anywhere else it
-does nothing and prints nothing, so nbval and local runs are unaffected.
+On Google Colab (``'google.colab' in sys.modules``) the first cell, ``INSTALL_CELL``, does two things and nothing
+else: it installs ``physai`` from the book's repository (``pip install --no-deps``, so nothing else moves yet), then
+runs this file by its path and calls :func:`setup`. Anywhere else it does nothing and prints nothing, so nbval and
+local runs are unaffected.
 
-On Colab ``physai`` is not installed yet when the cell runs, so the cell cannot import it: ``INSTALL_CELL`` is the
-source text of the block of this module between the two ``colab cell`` markers, followed by the call
-``colab_setup()``. The functions are therefore the cell itself, testable here with a fake ``google.colab`` module
-and a fake pip. ``tests/test_colab.py`` checks the commands and that every chapter's first code cell equals
-``INSTALL_CELL``; ``python -m physai.colab notebooks/*.ipynb`` rewrites the first code cells after a change here.
+:func:`setup` turns the runtime into the book's: it removes a newer MuJoCo (4.x ships as ``mujoco`` +
+``mujoco-core`` + ``mujoco-studio``), installs the pinned ``mujoco==3.17.0``, the pinned MuJoCo Menagerie package and
+the rest of physai's requirements, printing each step, and ends by importing MuJoCo and printing its version. If a
+package it changed was already imported in this session (a MuJoCo 4 imported before the cell ran, say), it raises
+:class:`RestartNeeded`, which stops "Run all" at the first cell instead of letting every later cell fail.
+
+Why the cell runs this file by its path instead of ``from physai.colab import setup``: importing ``physai`` imports
+MuJoCo, and a MuJoCo 4 imported before it is replaced would need a restart on every fresh runtime. So this module
+imports nothing from ``physai`` and nothing outside the standard library (a test checks it).
+
+``tests/test_colab.py`` checks the cell and :func:`setup` with a fake ``google.colab`` module and a fake pip, and
+that every chapter's first code cell equals ``INSTALL_CELL``; ``python -m physai.colab notebooks/*.ipynb`` rewrites
+the first code cells after a change here.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import pathlib
-import sys
-
-# --- colab cell: begin ---
-# Set-up for Google Colab: installs MuJoCo 3.17.0 and physai there; does nothing anywhere else.
+import re
 import sys
 
 REPOSITORY_URL = 'https://github.com/physai-book/simulated-actuators'
+"""The book's repository (``_config.yml``'s ``repository.url``; a test checks they agree)."""
+PHYSAI_SPEC = f'physai @ git+{REPOSITORY_URL}'
+"""What pip installs as physai on Colab."""
 PINS = {'mujoco': '3.17.0', 'mujoco-menagerie': '2026.10.4'}
-MUJOCO_4 = ('mujoco-core', 'mujoco-studio')  # installed beside `mujoco` by MuJoCo 4.x
-LOADED_CHECK = ('mujoco', 'numpy', 'matplotlib')  # a change of these after their import needs a restart
+"""Exact versions the book's numbers are for (requirements.txt and pyproject.toml say the same; a test checks)."""
+MUJOCO_PARTS = ('mujoco', 'mujoco-core', 'mujoco-studio')
+"""The distributions of a MuJoCo 4.x install: all of them go before the pinned 3.x goes in."""
+LOADED_CHECK = ('mujoco', 'numpy', 'matplotlib', 'pandas')
+"""Modules whose installed version must still be the imported one after the set-up (else: restart)."""
+
+INSTALL_CELL: str = f'''\
+# On Google Colab: install physai from the book's repository; its colab.py then installs the pinned MuJoCo
+# 3.17.0 and stops "Run all" with an error if the runtime must restart. Elsewhere this cell does nothing.
+import sys
+if 'google.colab' in sys.modules:
+    import importlib.util, os, runpy, subprocess
+    subprocess.run([sys.executable, '-m', 'pip', 'install', '--quiet', '--no-deps',
+                    '{PHYSAI_SPEC}'], check=True)
+    importlib.invalidate_caches()
+    physai_dir = importlib.util.find_spec('physai').submodule_search_locations[0]
+    runpy.run_path(os.path.join(physai_dir, 'colab.py'))['setup']()'''
+"""The exact source of every chapter's first code cell (and of the Colab edition's)."""
+
+INSTALL_CELL_TAG = 'hide-input'
+"""The install cell's tag: the book page folds its source away (it prints nothing outside Colab)."""
 
 
-def pip_commands(installed):
+class RestartNeeded(RuntimeError):
+    """The runtime holds an imported package whose installed version has changed: restart, then rerun the cell."""
+
+
+def _name(requirement: str) -> str:
+    """The normalized distribution name of a requirement string (``'numpy>=1.26'`` -> ``'numpy'``)."""
+    return re.split(r'[\s<>=!~;\[@(]', requirement.strip(), maxsplit=1)[0].lower().replace('_', '-')
+
+
+def requirements(requires: list[str] | None) -> list[str]:
+    """physai's own requirements (``importlib.metadata.requires('physai')``) without extras, pins first.
+
+    The pins of ``PINS`` are always in, exact, whatever the metadata says.
+    """
+    wanted = [f'{name}=={version}' for name, version in PINS.items()]
+    for requirement in requires or []:
+        if 'extra ==' in requirement.replace('extra==', 'extra =='):
+            continue
+        if _name(requirement) not in PINS:
+            wanted.append(requirement.split(';')[0].strip())
+    return wanted
+
+
+def pip_commands(installed: dict, requires: list[str] | None = None) -> list[list[str]]:
     """The pip commands (argument lists after ``python -m pip``) that give the book's packages.
 
     Args:
-        installed: distribution name -> installed version (None when absent) for mujoco, mujoco-core,
-            mujoco-studio, mujoco-menagerie and physai.
+        installed: distribution name -> installed version (None when absent) for ``MUJOCO_PARTS``, the
+            names of ``PINS`` and of physai's requirements.
+        requires: physai's requirement strings, as ``importlib.metadata.requires('physai')`` gives them.
+
+    Returns:
+        An ``uninstall`` of every MuJoCo part when any part other than the pinned ``mujoco`` is there (MuJoCo 4's
+        ``mujoco-core``, ``mujoco-studio``) or ``mujoco`` has another version; then one ``install`` of all of
+        physai's requirements (pins exact) when any pin differs or any requirement is missing. Nothing when the
+        runtime already matches.
     """
     commands = []
-    stale = [name for name in MUJOCO_4 if installed.get(name)]
-    if stale or installed.get('mujoco') not in (None, PINS['mujoco']):
-        stale = (['mujoco'] if installed.get('mujoco') else []) + stale
-        commands.append(['uninstall', '--yes', *stale])
-    wanted = [f'{name}=={version}' for name, version in PINS.items()
-              if installed.get(name) != version or name in stale]
-    if not installed.get('physai'):
-        wanted.append(f'physai @ git+{REPOSITORY_URL}')
-    if wanted:
+    parts = [name for name in MUJOCO_PARTS if installed.get(name)]
+    if any(name != 'mujoco' for name in parts) or installed.get('mujoco') not in (None, PINS['mujoco']):
+        commands.append(['uninstall', '--yes', *parts])
+    wanted = requirements(requires)
+    pins_differ = bool(commands) or any(installed.get(name) != version for name, version in PINS.items())
+    missing = any(not installed.get(_name(requirement)) for requirement in wanted)
+    if pins_differ or missing:
         commands.append(['install', '--progress-bar', 'off', *wanted])
     return commands
 
 
-def restart_reasons(modules, installed):
-    """Modules imported before the install whose installed version has changed since (needs a restart)."""
+def restart_reasons(modules, installed) -> list[str]:
+    """Modules imported before the set-up whose installed version has changed since (each needs a restart)."""
     reasons = []
     for name in LOADED_CHECK:
         loaded = getattr(modules.get(name), '__version__', None)
         if loaded is not None and loaded != installed.get(name):
-            reasons.append(f'{name} {loaded} is loaded but {installed.get(name)} is installed')
+            reasons.append(f'{name} {loaded} is imported but {installed.get(name)} is installed')
     return reasons
 
 
-def installed_version(name):
+def installed_version(name: str) -> str | None:
     """The installed version of distribution ``name``, or None."""
     import importlib.metadata
     try:
@@ -69,7 +124,16 @@ def installed_version(name):
         return None
 
 
-def run_pip(args, say):
+def physai_requires() -> list[str]:
+    """physai's requirement strings from its installed metadata (empty when physai is not installed)."""
+    import importlib.metadata
+    try:
+        return importlib.metadata.requires('physai') or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+
+
+def run_pip(args: list[str], say) -> None:
     """Run ``python -m pip *args``, passing its output on line by line; raise if pip fails."""
     import subprocess
     process = subprocess.Popen([sys.executable, '-m', 'pip', *args], stdout=subprocess.PIPE,
@@ -81,15 +145,31 @@ def run_pip(args, say):
         raise RuntimeError(f'pip {args[0]} failed with exit code {process.returncode}: see its output above')
 
 
-def colab_setup(modules=None, version_of=installed_version, pip=run_pip, say=print):
-    """On Colab, install the book's packages and check them; elsewhere do nothing and print nothing."""
-    import importlib
+RESTART_ADVICE = ('Choose Runtime > Restart session, then run this cell again (it will only check), then the '
+                  'rest of the notebook.')
+
+
+def setup(modules=None, version_of=installed_version, pip=run_pip, say=print, requires=physai_requires) -> None:
+    """On Colab, install the book's packages and check them; elsewhere do nothing and print nothing.
+
+    Args:
+        modules: the imported modules (default ``sys.modules``); ``google.colab`` among them means Colab.
+        version_of: distribution name -> installed version or None.
+        pip: ``pip(args, say)`` runs one pip command.
+        say: prints one line.
+        requires: returns physai's requirement strings.
+
+    Raises:
+        RestartNeeded: a package this set-up changed had already been imported in this session.
+        RuntimeError: a pip command failed.
+    """
     import time
     modules = sys.modules if modules is None else modules
     if 'google.colab' not in modules:
         return
-    names = ('mujoco', *MUJOCO_4, 'mujoco-menagerie', 'physai')
-    commands = pip_commands({name: version_of(name) for name in names})
+    wanted = requires()
+    names = {*MUJOCO_PARTS, *PINS, *(_name(r) for r in requirements(wanted))}
+    commands = pip_commands({name: version_of(name) for name in sorted(names)}, wanted)
     for step, args in enumerate(commands, 1):
         start = time.monotonic()
         say(f'[{step}/{len(commands)}] pip {" ".join(args)}')
@@ -98,27 +178,30 @@ def colab_setup(modules=None, version_of=installed_version, pip=run_pip, say=pri
     importlib.invalidate_caches()
     reasons = restart_reasons(modules, {name: version_of(name) for name in LOADED_CHECK})
     if reasons:
-        say('RESTART NEEDED: ' + '; '.join(reasons) + '.')
-        say('Choose Runtime > Restart session, then run this cell again (it will only check).')
-        return
+        raise RestartNeeded('RESTART NEEDED: ' + '; '.join(reasons) + '. ' + RESTART_ADVICE)
     import mujoco
     if mujoco.__version__ != PINS['mujoco']:
-        say(f'RESTART NEEDED: MuJoCo {mujoco.__version__} is loaded, the book needs {PINS["mujoco"]}.')
-        say('Choose Runtime > Restart session, then run this cell again (it will only check).')
-        return
+        raise RestartNeeded(f'RESTART NEEDED: MuJoCo {mujoco.__version__} is imported, the book needs '
+                            f'{PINS["mujoco"]}. ' + RESTART_ADVICE)
+    _enable_widgets(modules)
     say(f'Ready: MuJoCo {mujoco.__version__} and physai {version_of("physai")} are installed.')
-# --- colab cell: end ---
 
 
-def _cell_source() -> str:
-    text = pathlib.Path(__file__).read_text(encoding='utf-8')
-    begin = text.index('# --- colab cell: begin ---\n') + len('# --- colab cell: begin ---\n')
-    end = text.index('# --- colab cell: end ---')
-    return text[begin:end].rstrip() + '\n\n\ncolab_setup()'
+def _enable_widgets(modules) -> None:
+    """Let Colab show ipywidgets 8 (physai needs >= 8.1; Colab ships 7.x and shows 8.x through its custom widget
+    manager, which a notebook has to switch on)."""
+    output = getattr(modules.get('google.colab'), 'output', None)
+    if output is None:
+        try:
+            from google.colab import output
+        except ImportError:  # not a real Colab (the tests' fake one)
+            return
+    enable = getattr(output, 'enable_custom_widget_manager', None)
+    if enable is not None:
+        enable()
 
 
-INSTALL_CELL: str = _cell_source()
-"""The exact source of every chapter's first code cell."""
+colab_setup = setup  # the name of earlier versions of the cell
 
 
 def first_code_cell(notebook: dict) -> dict | None:
@@ -130,10 +213,6 @@ def cell_text(cell: dict) -> str:
     """A cell's source as one string (nbformat stores either a string or a list of lines)."""
     source = cell.get('source', '')
     return source if isinstance(source, str) else ''.join(source)
-
-
-INSTALL_CELL_TAG = 'hide-input'
-"""The install cell's tag: the book page folds its source away (it prints nothing outside Colab)."""
 
 
 def update_notebook(path: str | pathlib.Path) -> bool:
@@ -150,7 +229,7 @@ def update_notebook(path: str | pathlib.Path) -> bool:
     if cell is None:
         raise ValueError(f'notebook must have a code cell to hold the Colab set-up, got none in {path}')
     tags = cell.setdefault('metadata', {}).setdefault('tags', [])
-    if cell_text(cell) == INSTALL_CELL and INSTALL_CELL_TAG in tags:
+    if cell_text(cell) == INSTALL_CELL and INSTALL_CELL_TAG in tags and not cell.get('outputs'):
         return False
     cell['source'] = INSTALL_CELL.splitlines(keepends=True)
     cell['outputs'] = []

@@ -31,9 +31,9 @@ def keep(name: str, value: float) -> None:
     glue(name, float(f'{float(value):.{KEEP_DIGITS}g}'))
 
 
-def spoken_list(values: Iterable[float]) -> str:
-    """Whole numbers as prose: '50', '50 and 100', '50, 100 and 200'."""
-    words = [f'{float(v):.0f}' for v in values]
+def spoken_list(values: Iterable[float], fmt: str = '.0f') -> str:
+    """Numbers as prose: '50', '50 and 100', '50, 100 and 200' (``fmt='g'``: '0.002, 0.001 and 0')."""
+    words = [format(float(v), fmt) for v in values]
     if not words:
         raise ValueError('values must hold at least one number, got none')
     return words[0] if len(words) == 1 else ', '.join(words[:-1]) + ' and ' + words[-1]

@@ -1,6 +1,7 @@
-"""The Colab set-up cell, simulated: a fake ``google.colab`` module and a fake pip that records its commands.
+"""The Colab set-up, simulated: a fake ``google.colab`` module and a fake pip that records its commands.
 
-The cell is executed from its exact source (``INSTALL_CELL``), as Colab would run it; pip never runs.
+The first cell is executed from its exact source (``INSTALL_CELL``), as Colab would run it: it "installs" physai
+(the fake pip), finds this repository's ``physai/colab.py`` by its path and calls ``setup()``; pip never runs.
 """
 
 import importlib.metadata
@@ -21,10 +22,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / 'notebooks').glob('*.ipynb'))
 PHYSAI_SPEC = 'physai @ git+https://github.com/physai-book/simulated-actuators'
 PIP = [sys.executable, '-m', 'pip']
+REQUIRES = ['mujoco==3.17.0', 'mujoco-menagerie==2026.10.4', 'numpy>=1.26', 'pandas>=2.0',
+            'huggingface_hub>=0.20; extra == "hub"']
+WANTED = ['mujoco==3.17.0', 'mujoco-menagerie==2026.10.4', 'numpy>=1.26', 'pandas>=2.0']
 
 
 class FakePip:
-    """Stands in for ``subprocess.Popen`` running pip: records the command and updates the fake installed set."""
+    """Stands in for ``subprocess.Popen`` / ``subprocess.run`` running pip: records the command and updates the
+    fake installed set."""
 
     def __init__(self, installed, *, output=('Collecting mujoco==3.17.0\n',), returncode=0):
         self.installed = installed
@@ -32,18 +37,27 @@ class FakePip:
         self.returncode = returncode
         self.commands = []
 
-    def __call__(self, args, **kwargs):
+    def _apply(self, args):
         self.commands.append(list(args))
         action, packages = args[3], [a for a in args[4:] if not a.startswith('-') and a != 'off']
         for package in packages:
             if action == 'uninstall':
                 self.installed[package] = None
-            else:
+            elif '==' in package or ' @ ' in package:  # a range (numpy>=1.26) leaves the real version
                 name, _, version = package.replace(' @ ', '==').partition('==')
                 self.installed[name] = version if name != 'physai' else '0.1.0'
+
+    def __call__(self, args, **kwargs):  # Popen
+        self._apply(args)
         process = types.SimpleNamespace(stdout=iter(self.output), returncode=self.returncode)
         process.wait = lambda: self.returncode
         return process
+
+    def run(self, args, check=False, **kwargs):  # subprocess.run, as the cell calls it
+        self._apply(args)
+        if check and self.returncode:
+            raise subprocess.CalledProcessError(self.returncode, args)
+        return subprocess.CompletedProcess(args, self.returncode)
 
 
 @pytest.fixture
@@ -60,16 +74,17 @@ def runtime(monkeypatch):
         return real_version(name)
 
     monkeypatch.setattr(importlib.metadata, 'version', version)
+    monkeypatch.setattr(importlib.metadata, 'requires', lambda name: list(REQUIRES))
     fake = types.SimpleNamespace(installed=installed, pip=None)
 
     def use_pip(**kwargs):
         fake.pip = FakePip(installed, **kwargs)
         monkeypatch.setattr(subprocess, 'Popen', fake.pip)
+        monkeypatch.setattr(subprocess, 'run', fake.pip.run)
         return fake.pip
 
     def on_colab():
-        google = types.ModuleType('google')
-        monkeypatch.setitem(sys.modules, 'google', google)
+        monkeypatch.setitem(sys.modules, 'google', types.ModuleType('google'))
         monkeypatch.setitem(sys.modules, 'google.colab', types.ModuleType('google.colab'))
 
     fake.use_pip = use_pip
@@ -86,6 +101,13 @@ def run_cell() -> str:
     return out.getvalue()
 
 
+BOOTSTRAP = PIP + ['install', '--quiet', '--no-deps', PHYSAI_SPEC]
+
+
+def test_the_cell_is_short():
+    assert len(colab.INSTALL_CELL.splitlines()) <= 12
+
+
 def test_cell_does_nothing_and_prints_nothing_outside_colab(runtime):
     runtime.installed.update({'mujoco': '4.0.0', 'mujoco-core': '4.0.0', 'physai': None})
     assert 'google.colab' not in sys.modules
@@ -93,14 +115,15 @@ def test_cell_does_nothing_and_prints_nothing_outside_colab(runtime):
     assert runtime.pip.commands == []
 
 
-def test_colab_with_mujoco_4_removes_it_then_installs_the_pins_and_physai(runtime):
+def test_colab_with_mujoco_4_installs_physai_then_removes_mujoco_4_and_installs_the_pins(runtime):
     runtime.on_colab()
     runtime.installed.update({'mujoco': '4.0.0', 'mujoco-core': '4.0.0', 'mujoco-studio': '4.0.0',
                               'mujoco-menagerie': None, 'physai': None})
     printed = run_cell()
     assert runtime.pip.commands == [
+        BOOTSTRAP,
         PIP + ['uninstall', '--yes', 'mujoco', 'mujoco-core', 'mujoco-studio'],
-        PIP + ['install', '--progress-bar', 'off', 'mujoco==3.17.0', 'mujoco-menagerie==2026.10.4', PHYSAI_SPEC],
+        PIP + ['install', '--progress-bar', 'off', *WANTED],
     ]
     lines = printed.splitlines()
     assert lines[0] == '[1/2] pip uninstall --yes mujoco mujoco-core mujoco-studio'
@@ -113,9 +136,9 @@ def test_colab_with_older_mujoco_3_replaces_it(runtime):
     runtime.installed.update({'mujoco': '3.3.0', 'mujoco-core': None, 'mujoco-studio': None,
                               'mujoco-menagerie': None, 'physai': None})
     run_cell()
-    assert runtime.pip.commands == [
+    assert runtime.pip.commands[1:] == [
         PIP + ['uninstall', '--yes', 'mujoco'],
-        PIP + ['install', '--progress-bar', 'off', 'mujoco==3.17.0', 'mujoco-menagerie==2026.10.4', PHYSAI_SPEC],
+        PIP + ['install', '--progress-bar', 'off', *WANTED],
     ]
 
 
@@ -124,32 +147,40 @@ def test_second_run_after_install_only_checks(runtime):
     runtime.installed.update({'mujoco': '3.17.0', 'mujoco-core': None, 'mujoco-studio': None,
                               'mujoco-menagerie': '2026.10.4', 'physai': '0.1.0'})
     printed = run_cell()
-    assert runtime.pip.commands == []
+    assert runtime.pip.commands == [BOOTSTRAP]
     assert printed == 'Ready: MuJoCo 3.17.0 and physai 0.1.0 are installed.\n'
 
 
-def test_a_mujoco_4_already_imported_asks_plainly_for_a_restart(runtime):
-    loaded = {'google.colab': types.ModuleType('google.colab'),
-              'mujoco': types.SimpleNamespace(__version__='4.0.0')}
-    installed = {'mujoco': '4.0.0', 'mujoco-core': '4.0.0', 'numpy': None, 'matplotlib': None}
-    commands, said = [], []
+def test_a_mujoco_4_already_imported_stops_run_all_with_a_restart_error(runtime, monkeypatch):
+    runtime.on_colab()
+    runtime.installed.update({'mujoco': '4.0.0', 'mujoco-core': '4.0.0', 'mujoco-studio': '4.0.0',
+                              'mujoco-menagerie': None, 'physai': None})
+    monkeypatch.setitem(sys.modules, 'mujoco', types.SimpleNamespace(__version__='4.0.0'))
+    with pytest.raises(RuntimeError, match='RESTART NEEDED: mujoco 4.0.0 is imported but 3.17.0 is installed'
+                       ) as error:
+        run_cell()
+    assert type(error.value).__name__ == 'RestartNeeded'
+    assert 'Runtime > Restart session' in str(error.value)
+    assert [args[3] for args in runtime.pip.commands] == ['install', 'uninstall', 'install']
 
-    def pip(args, say):
-        commands.append(args)
-        installed.update({'mujoco': '3.17.0', 'mujoco-core': None} if args[0] == 'install' else {})
 
-    colab.colab_setup(modules=loaded, version_of=installed.get, pip=pip, say=said.append)
-    assert [args[0] for args in commands] == ['uninstall', 'install']
-    assert said[-2] == 'RESTART NEEDED: mujoco 4.0.0 is loaded but 3.17.0 is installed.'
-    assert said[-1].startswith('Choose Runtime > Restart session')
+def test_setup_raises_restart_needed_when_numpy_changed_under_it():
+    loaded = {'google.colab': types.ModuleType('google.colab'), 'numpy': types.SimpleNamespace(__version__='1.0')}
+    installed = {'mujoco': '3.17.0', 'mujoco-menagerie': '2026.10.4', 'numpy': '2.4.6', 'pandas': '3.1.1'}
+    with pytest.raises(colab.RestartNeeded, match='numpy 1.0 is imported but 2.4.6 is installed'):
+        colab.setup(modules=loaded, version_of=installed.get, pip=lambda args, say: None, say=lambda line: None,
+                    requires=lambda: list(REQUIRES))
 
 
 def test_a_failing_pip_stops_the_cell_with_its_exit_code(runtime):
     runtime.on_colab()
     runtime.installed.update({'mujoco': None, 'physai': None})
     runtime.use_pip(output=('ERROR: No matching distribution found for mujoco==3.17.0\n',), returncode=1)
-    with pytest.raises(RuntimeError, match='pip install failed with exit code 1'):
+    with pytest.raises(subprocess.CalledProcessError):
         run_cell()
+    runtime.installed.update({'physai': '0.1.0'})
+    with pytest.raises(RuntimeError, match='pip install failed with exit code 1'):
+        colab.setup(modules={'google.colab': None}, pip=colab.run_pip, say=lambda line: None)
 
 
 def test_pip_output_is_shown_without_already_satisfied_lines(monkeypatch):
@@ -163,14 +194,26 @@ def test_pip_output_is_shown_without_already_satisfied_lines(monkeypatch):
 
 
 @pytest.mark.parametrize('installed, expected', [
-    ({}, [['install', '--progress-bar', 'off', 'mujoco==3.17.0', 'mujoco-menagerie==2026.10.4', PHYSAI_SPEC]]),
-    ({'mujoco': '3.17.0', 'mujoco-menagerie': '2026.10.4'}, [['install', '--progress-bar', 'off', PHYSAI_SPEC]]),
-    ({'mujoco': '3.17.0', 'mujoco-core': '4.0.1', 'mujoco-menagerie': '2026.10.4', 'physai': '0.1.0'},
-     [['uninstall', '--yes', 'mujoco', 'mujoco-core'], ['install', '--progress-bar', 'off', 'mujoco==3.17.0']]),
-    ({'mujoco': '3.17.0', 'mujoco-menagerie': '2026.10.4', 'physai': '0.1.0'}, []),
+    ({}, [['install', '--progress-bar', 'off', *WANTED]]),
+    ({'mujoco': '3.17.0', 'mujoco-menagerie': '2026.10.4', 'numpy': '2.0', 'pandas': None},
+     [['install', '--progress-bar', 'off', *WANTED]]),
+    ({'mujoco': '3.17.0', 'mujoco-core': '4.0.1', 'mujoco-menagerie': '2026.10.4', 'numpy': '2.0', 'pandas': '3'},
+     [['uninstall', '--yes', 'mujoco', 'mujoco-core'], ['install', '--progress-bar', 'off', *WANTED]]),
+    ({'mujoco': '3.17.0', 'mujoco-menagerie': '2026.10.4', 'numpy': '2.0', 'pandas': '3'}, []),
 ])
 def test_pip_commands_touch_only_what_differs_from_the_pins(installed, expected):
-    assert colab.pip_commands(installed) == expected
+    assert colab.pip_commands(installed, REQUIRES) == expected
+
+
+def test_colab_py_imports_only_the_standard_library():
+    """The cell runs physai/colab.py by its path before MuJoCo is replaced: it must not import physai (which
+    imports MuJoCo) or anything else outside the standard library."""
+    code = ('import runpy, sys; before = set(sys.modules); '
+            f'runpy.run_path({str(ROOT / "physai" / "colab.py")!r}); '
+            'print(sorted(m for m in set(sys.modules) - before if m.split(".")[0] in '
+            '("physai", "mujoco", "numpy", "matplotlib", "pandas", "yaml")))')
+    result = subprocess.run([sys.executable, '-I', '-c', code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == '[]'
 
 
 def test_repository_url_is_the_one_in_config():
@@ -178,12 +221,14 @@ def test_repository_url_is_the_one_in_config():
     assert colab.REPOSITORY_URL == config['repository']['url']
 
 
-def test_pins_match_requirements():
+def test_pins_match_requirements_and_pyproject():
     pins = dict(line.split('#')[0].strip().split('==') for line in
                 (ROOT / 'requirements.txt').read_text(encoding='utf-8').splitlines()
                 if '==' in line.split('#')[0])
+    pyproject = (ROOT / 'pyproject.toml').read_text(encoding='utf-8')
     for name, version in colab.PINS.items():
         assert pins[name] == version
+        assert f'"{name}=={version}"' in pyproject
 
 
 @pytest.mark.parametrize('path', NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
@@ -211,3 +256,52 @@ def test_update_notebook_writes_the_install_cell(tmp_path):
     assert colab.cell_text(cell) == colab.INSTALL_CELL
     assert cell['metadata']['tags'] == ['hide-input']
     assert colab.update_notebook(path) is False
+
+
+# --- the recording chapter 4 uses ships with physai --------------------------------------------------------------
+
+SHARED_RECORDING = ROOT.parent / 'shared' / 'datasets' / 'so101_record_test'
+
+
+def test_the_shipped_recording_is_the_real_one_with_its_provenance():
+    from physai import datasets
+    path = datasets.shipped_recording()
+    assert path == ROOT / 'physai' / 'data' / 'so101_record_test'
+    provenance = (path / 'PROVENANCE.md').read_text(encoding='utf-8')
+    assert 'Apache License 2.0' in provenance and 'SamueleSandrini/record-test' in provenance
+    dataset = datasets.load_lerobot(path)
+    assert (len(dataset), dataset.fps, dataset.robot_type) == (4, 30.0, 'so101_follower')
+    assert sum(episode.nframe for episode in dataset) == 1492
+    if SHARED_RECORDING.is_dir():
+        for original in sorted(p for p in SHARED_RECORDING.rglob('*') if p.is_file()):
+            copy = path / original.relative_to(SHARED_RECORDING)
+            assert copy.read_bytes() == original.read_bytes(), f'{copy} differs from {original}'
+
+
+def test_a_wheel_of_physai_carries_the_recording(tmp_path):
+    """What ``pip install`` (and so Colab) gets: every file of the recording inside the wheel."""
+    import shutil
+    import zipfile
+    source = tmp_path / 'source'  # a copy, so that the build leaves nothing in the repository
+    shutil.copytree(ROOT / 'physai', source / 'physai', ignore=shutil.ignore_patterns('__pycache__'))
+    for name in ('pyproject.toml', 'README.md'):
+        shutil.copy(ROOT / name, source / name)
+    result = subprocess.run([sys.executable, '-m', 'pip', 'wheel', '--no-deps', '--no-build-isolation', '--quiet',
+                             '-w', str(tmp_path), str(source)], capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    wheel = zipfile.ZipFile(next(tmp_path.glob('physai-*.whl')))
+    shipped = ROOT / 'physai' / 'data' / 'so101_record_test'
+    wanted = {f'physai/data/so101_record_test/{p.relative_to(shipped)}' for p in shipped.rglob('*') if p.is_file()}
+    assert wanted <= set(wheel.namelist())
+    assert 'physai/colab.py' in wheel.namelist()
+
+
+def test_on_colab_the_custom_widget_manager_is_switched_on_for_ipywidgets_8():
+    calls = []
+    google_colab = types.SimpleNamespace(output=types.SimpleNamespace(
+        enable_custom_widget_manager=lambda: calls.append('enabled')))
+    installed = {'mujoco': '3.17.0', 'mujoco-menagerie': '2026.10.4', 'numpy': '2.4.6', 'pandas': '3.1.1'}
+    said = []
+    colab.setup(modules={'google.colab': google_colab}, version_of=installed.get, pip=lambda args, say: None,
+                say=said.append, requires=lambda: list(REQUIRES))
+    assert calls == ['enabled'] and said[-1].startswith('Ready: MuJoCo 3.17.0')

@@ -55,3 +55,7 @@ def test_prose_shows_no_more_digits_than_keep_stores(path):
             mantissa = format(value, spec).split('e')[0]
             digits = re.sub(r'\D', '', mantissa).lstrip('0')
             assert len(digits) <= max(prose.KEEP_DIGITS, len(f'{value:.{prose.KEEP_DIGITS}g}')), (name, spec)
+
+
+def test_spoken_list_takes_a_format():
+    assert prose.spoken_list([0.002, 0.001, 0.0], 'g') == '0.002, 0.001 and 0'

@@ -214,7 +214,9 @@ def test_chapter_has_figure_buttons_and_hidden_answers_in_dark_mode(site, browse
         assert visit.page.locator('span.eqno').count() > 0, f'{page}: no numbered equation'
         colab = visit.page.locator('a[href^="https://colab.research.google.com/github/"]')
         assert colab.count() == 1, f'{page}: no Colab launch button'
-        assert colab.get_attribute('href').endswith(f'/blob/main/{page}.ipynb'), colab.get_attribute('href')
+        # the button opens the chapter's Colab edition (colab/, written by python -m physai.edition)
+        assert colab.get_attribute('href').endswith(f'/blob/main/colab/{page.rsplit("/", 1)[-1]}.ipynb'), \
+            colab.get_attribute('href')
         download = visit.page.locator(f'a.btn-download-source-button[href$="{page}.ipynb"]')
         assert download.count() == 1, f'{page}: no download button for the notebook'
         notebook = visit.page.request.get(urllib.parse.urljoin(visit.url, download.get_attribute('href')))

@@ -8,6 +8,11 @@ single-file SVG build, ``es5/tex-svg.js`` (fonts inside, no further downloads), 
 Jupyter Book 1 runs sphinx-thebe's set-up twice, so every page declared ``const THEBE_JS_URL`` twice and the
 browser threw "Identifier 'THEBE_JS_URL' has already been declared" on every page. ``_drop_duplicate_scripts``
 keeps the first copy of each script.
+
+The theme's Colab launch button opens the page's source notebook, ``notebooks/NN_name.ipynb``, which is MyST: on
+Colab its glued numbers, answers and equation references would show as raw source. ``_open_colab_edition`` points
+the button at the generated Colab edition instead, ``colab/NN_name.ipynb`` (``python -m physai.edition``), on the
+same repository and branch.
 """
 
 import shutil
@@ -62,7 +67,35 @@ def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
     scripts[:] = unique
 
 
+COLAB_PREFIX = 'https://colab.research.google.com/github/'
+EDITION_DIR = 'colab'  # physai.edition.EDITION_DIR
+
+
+def colab_edition_url(url):
+    """A Colab launch URL of ``notebooks/NN_name.ipynb`` turned into the one of ``colab/NN_name.ipynb``.
+
+    Any other URL comes back unchanged.
+    """
+    if not url.startswith(COLAB_PREFIX) or '/blob/' not in url or not url.endswith('.ipynb'):
+        return url
+    repo, _, path = url.partition('/blob/')
+    branch, _, path = path.partition('/')
+    if not path.startswith('notebooks/'):
+        return url
+    return f'{repo}/blob/{branch}/{EDITION_DIR}/{path.rsplit("/", 1)[-1]}'
+
+
+def _open_colab_edition(app, pagename, templatename, context, doctree):
+    def walk(buttons):
+        for button in buttons:
+            if isinstance(button.get('url'), str):
+                button['url'] = colab_edition_url(button['url'])
+            walk(button.get('buttons', []))
+    walk(context.get('header_buttons', []))
+
+
 def setup(app):
+    app.connect('html-page-context', _open_colab_edition, priority=600)  # after the theme's launch buttons (501)
     app.connect('config-inited', _use_local_mathjax)
     app.connect('build-finished', _copy_mathjax)
     app.connect('html-page-context', _drop_duplicate_scripts, priority=900)

@@ -1,0 +1,389 @@
+"""The Colab edition stands in for Colab here: rendered by a plain CommonMark renderer, and executed with a fake
+``google.colab`` and a fake pip.
+
+Colab renders plain Markdown. ``markdown-it-py``'s ``commonmark`` preset, with no MyST plugin, shows what a learner
+would see: no glue placeholder, no directive, no role may survive, every answer must be folded in ``<details>``, and
+every number the book page shows (myst-nb's own formatting of the stored glue values) must be in the text.
+"""
+
+import json
+import pathlib
+import re
+import sys
+
+import pytest
+from markdown_it import MarkdownIt
+
+from physai import colab, edition
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BOOK = edition.Book(ROOT)
+CHAPTERS = edition.chapters(BOOK)
+IDS = [pathlib.PurePosixPath(page).name for page in CHAPTERS]
+COMMONMARK = MarkdownIt('commonmark')
+
+
+def source(page: str) -> dict:
+    return json.loads(edition.page_path(ROOT, page).read_text(encoding='utf-8'))
+
+
+def committed(page: str) -> dict:
+    path = ROOT / edition.edition_name(page)
+    assert path.is_file(), f'{path.relative_to(ROOT)} is missing: run python -m physai.edition'
+    return json.loads(path.read_text(encoding='utf-8'))
+
+
+def text(cell: dict) -> str:
+    return colab.cell_text(cell)
+
+
+def rendered(notebook: dict) -> list[str]:
+    """The HTML of each Markdown cell, as a plain CommonMark renderer makes it."""
+    return [COMMONMARK.render(text(cell)) for cell in notebook['cells'] if cell['cell_type'] == 'markdown']
+
+
+# --- in sync ----------------------------------------------------------------------------------------------------
+
+def test_committed_edition_is_what_the_generator_writes_now():
+    files = edition.render(BOOK)
+    assert sorted(files) == sorted(str(p.relative_to(ROOT)) for p in (ROOT / edition.EDITION_DIR).glob('*.ipynb')), (
+        'colab/ holds other notebooks than the chapters of _toc.yml: run python -m physai.edition')
+    for name, expected in files.items():
+        assert (ROOT / name).read_text(encoding='utf-8') == expected, (
+            f'{name} is out of date with its chapter: run python -m physai.edition')
+
+
+def test_book_url_is_the_github_pages_site_of_the_repository():
+    owner, repo = colab.REPOSITORY_URL.removeprefix('https://github.com/').split('/')
+    assert edition.BOOK_URL == f'https://{owner}.github.io/{repo}/'
+
+
+# --- what a plain Markdown renderer shows ----------------------------------------------------------------------
+
+@pytest.mark.parametrize('page', CHAPTERS, ids=IDS)
+def test_no_myst_survives_in_the_edition(page):
+    notebook = committed(page)
+    for cell in notebook['cells']:
+        if cell['cell_type'] != 'markdown':
+            continue
+        md = text(cell)
+        assert '{glue' not in md, md
+        assert not re.search(r'^\s*(`{3,}|:{3,})\{', md, re.M), f'a MyST directive is left:\n{md}'
+        assert not re.search(r'^\(\S+\)=\s*$', md, re.M), f'a MyST target is left:\n{md}'
+    for html in rendered(notebook):
+        for role in ('{eq}', '{ref}', '{doc}', '{glue', '{numref}', '{math}'):
+            assert role not in html, f'{role} is shown raw:\n{html}'
+        assert not re.search(r'\$\$[ \t]*\([\w-]+\)[ \t]*$', html, re.M), f'an equation label is shown raw:\n{html}'
+
+
+@pytest.mark.parametrize('page', CHAPTERS, ids=IDS)
+def test_every_answer_is_folded_in_details(page):
+    dropdowns = sum(len(re.findall(r'^(`{3,}|:{3,})\{(admonition|dropdown)\}.*\n(?::[\w-]+:.*\n)*?:class:.*dropdown',
+                                   text(cell), re.M))
+                    for cell in source(page)['cells'] if cell['cell_type'] == 'markdown')
+    html = '\n'.join(rendered(committed(page)))
+    summaries = re.findall(r'<details>\s*<summary>([^<]*)</summary>', html)
+    assert len([s for s in summaries if s != 'Worked solution']) == dropdowns > 0
+    outside = re.sub(r'<details>.*?</details>', '', html, flags=re.S)
+    assert not re.search(r'>\s*(Worked answer|Answer)\b', outside), 'an answer is outside <details>'
+    assert 'Answer' not in ''.join(re.findall(r'<pre>.*?</pre>', html, re.S)), 'an answer renders as code'
+    for summary in summaries:
+        assert summary in ('Answer', 'Worked answer', 'Worked solution', 'Hint') or summary.startswith('Answer'), summary
+
+
+@pytest.mark.parametrize('page', CHAPTERS, ids=IDS)
+def test_every_number_the_page_shows_is_in_the_text(page):
+    """Each glued number, formatted by myst-nb itself as the HTML page shows it, is in the same cell's text."""
+    from myst_nb.core.variables import format_plain_text
+    notebook = source(page)
+    values = edition.glued_values(notebook)
+    markdown = [cell for cell in notebook['cells'] if cell['cell_type'] == 'markdown']
+    converted = [cell for cell in committed(page)['cells'] if cell['cell_type'] == 'markdown'
+                 and cell['id'] != 'colab-edition' and '-your-turn-' not in cell['id']]  # the chapter's own
+    assert len(markdown) == len(converted)
+    count = 0
+    for original, cell in zip(markdown, converted):
+        html = COMMONMARK.render(text(cell))
+        for key, fmt in re.findall(r'\{glue:text\}`([^`:]+):?([^`]*)`', text(original)):
+            shown = format_plain_text(values[key], fmt or 's')
+            assert shown in html, f'{page}: {key}:{fmt} shows {shown!r} on the page but not in:\n{text(cell)}'
+            count += 1
+    assert count > 0
+
+
+@pytest.mark.parametrize('fmt', ['.0f', '.2f', '.3f', '.1e', '.0e', '.4g', 's', ''])
+def test_formatting_is_myst_nbs(fmt):
+    from myst_nb.core.variables import format_plain_text
+    for page in CHAPTERS:
+        for value in edition.glued_values(source(page)).values():
+            try:
+                expected = format_plain_text(value, fmt)
+            except (TypeError, ValueError):
+                continue
+            assert edition.format_plain_text(value, fmt) == expected
+
+
+def test_equations_are_numbered_like_the_html_book():
+    """One count over the pages of _toc.yml, as the built page shows (checked against _build/html when built)."""
+    numbers = list(BOOK.equations.values())
+    assert numbers == list(range(1, len(numbers) + 1))
+    html_dir = ROOT / '_build' / 'html'
+    newest_source = max(edition.page_path(ROOT, page).stat().st_mtime for page in CHAPTERS)
+    if not html_dir.is_dir() or any(not (html_dir / f'{page}.html').is_file()
+                                    or (html_dir / f'{page}.html').stat().st_mtime < newest_source
+                                    for page in CHAPTERS):
+        pytest.skip('no up-to-date build in _build/html to compare with (make book)')
+    for page in CHAPTERS:
+        html = (html_dir / f'{page}.html').read_text(encoding='utf-8')
+        shown = re.findall(r'id="equation-([^"]+)".*?<span class="eqno">\((\d+)\)', html, re.S)
+        assert shown == [(label, str(BOOK.equations[label])) for label, _ in shown]
+
+
+@pytest.mark.parametrize('page', CHAPTERS, ids=IDS)
+def test_edition_cells_are_cleared_and_start_with_the_install_cell(page):
+    notebook = committed(page)
+    assert colab.cell_text(colab.first_code_cell(notebook)) == colab.INSTALL_CELL
+    for cell in notebook['cells']:
+        if cell['cell_type'] == 'code':
+            assert cell['outputs'] == [] and cell['execution_count'] is None
+    code = [text(c) for c in source(page)['cells']
+            if c['cell_type'] == 'code' and 'remove-cell' not in c.get('metadata', {}).get('tags', [])]
+    expected = []
+    for original in code[1:]:
+        your_turn, rest = edition.build_it(original)
+        expected += [text(c) for c in your_turn if c['cell_type'] == 'code'] + [rest]
+    assert [text(c) for c in notebook['cells'] if c['cell_type'] == 'code'][1:] == expected
+    assert notebook['metadata']['kernelspec']['name'] == 'python3'
+    import nbformat
+    nbformat.validate(nbformat.reads(json.dumps(notebook), as_version=4))
+
+
+def test_check_mode_reports_a_stale_edition_and_writes_nothing(tmp_path):
+    import shutil
+    for name in ('_toc.yml', 'book', 'notebooks'):
+        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, tmp_path / name)
+    said = []
+    assert edition.write(tmp_path, check=True, out=said.append) == 1
+    assert not (tmp_path / edition.EDITION_DIR).exists()
+    assert all(line.endswith('out of date (run python -m physai.edition)') for line in said) and len(said) == len(CHAPTERS)
+    assert edition.write(tmp_path, out=said.append) == 0
+    assert edition.write(tmp_path, check=True, out=said.append) == 0
+
+
+# --- the converter on small pieces of MyST ----------------------------------------------------------------------
+
+def convert(md: str, values=None, page='notebooks/01_position_actuators') -> str:
+    return edition.Converter(BOOK, page, values or {}).convert(md)
+
+
+def test_a_dropdown_admonition_becomes_details_with_its_title_as_summary():
+    md = '```{admonition} Worked answer\n:class: dropdown\nIt is **{glue:text}`x:.2f`** N.\n```'
+    assert convert(md, {'x': '1.2345'}) == (
+        '\n<details>\n<summary>Worked answer</summary>\n\nIt is **1.23** N.\n\n</details>\n')
+
+
+def test_other_admonitions_become_quoted_blocks_with_a_bold_title():
+    md = '```{admonition} The sliders on Colab\n:class: tip\nLine one.\n\nLine two.\n```'
+    assert convert(md).strip() == '> **The sliders on Colab**\n>\n> Line one.\n>\n> Line two.'
+    assert convert(':::{note}\nCareful.\n:::').strip() == '> **Note**\n>\n> Careful.'
+
+
+def test_labelled_equations_and_their_references_get_the_books_numbers():
+    md = 'See {eq}`eq-sag`:\n\n$$\ne = \\tau / k\n$$ (eq-sag)\n'
+    n = BOOK.equations['eq-sag']
+    assert convert(md) == f'See ({n}):\n\n$$\ne = \\tau / k\n\\tag{{{n}}}\n$$\n'
+
+
+def test_doc_roles_and_page_links_become_links_to_the_published_book():
+    assert convert('{doc}`../book/colab`') == f'[On Google Colab]({edition.BOOK_URL}book/colab.html)'
+    assert convert('[run it](../book/local.md)') == f'[run it]({edition.BOOK_URL}book/local.html)'
+    assert convert('[up](#the-problem)') == (
+        f'[up]({edition.BOOK_URL}notebooks/01_position_actuators.html#the-problem)')
+    assert convert('[MuJoCo](https://mujoco.org)') == '[MuJoCo](https://mujoco.org)'
+
+
+def test_plain_code_fences_are_left_alone():
+    md = '```python\nx = {1: 2}  # {glue:text}`not_a_role`\n```'
+    assert convert(md).strip() == md
+
+
+def test_an_unknown_directive_or_a_missing_glue_value_fails_loudly():
+    with pytest.raises(ValueError, match='does not know the directive'):
+        convert('```{mermaid}\ngraph\n```')
+    with pytest.raises(KeyError, match='no glued value'):
+        convert('{glue:text}`missing:.2f`')
+
+
+def test_remove_cell_cells_are_dropped_and_nbval_tags_left_out():
+    notebook = {'metadata': {}, 'cells': [
+        {'cell_type': 'code', 'metadata': {}, 'source': 'install', 'outputs': []},
+        {'cell_type': 'code', 'metadata': {'tags': ['remove-cell']}, 'source': 'secret', 'outputs': []},
+        {'cell_type': 'code', 'metadata': {'tags': ['nbval-ignore-output', 'hide-input']}, 'source': 'x = 1',
+         'outputs': [{'output_type': 'stream', 'name': 'stdout', 'text': '1'}], 'execution_count': 3}]}
+    out = edition.convert_notebook(notebook, BOOK, 'notebooks/01_position_actuators')
+    code = [c for c in out['cells'] if c['cell_type'] == 'code']
+    assert [text(c) for c in code] == [colab.INSTALL_CELL, 'x = 1']
+    assert code[1]['metadata'] == {'tags': ['hide-input']} and code[1]['outputs'] == []
+
+
+# --- executed as on Colab ---------------------------------------------------------------------------------------
+
+FAKE_COLAB = r'''
+# Test preamble (not part of the edition): a fake Colab runtime.
+import importlib.metadata, subprocess, sys, types
+INSTALLED = {installed!r}
+PIP_COMMANDS = []
+sys.modules['google'] = types.ModuleType('google')
+sys.modules['google.colab'] = types.ModuleType('google.colab')
+{imported}
+_real_version, _real_run, _real_popen = importlib.metadata.version, subprocess.run, subprocess.Popen
+
+def _version(name):
+    if name in INSTALLED:
+        if INSTALLED[name] is None:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return INSTALLED[name]
+    return _real_version(name)
+
+def _pip(args):
+    PIP_COMMANDS.append(list(args[3:]))
+    for package in [a for a in args[4:] if not a.startswith('-') and a != 'off']:
+        if args[3] == 'uninstall':
+            INSTALLED[package] = None
+        elif '==' in package:
+            name, _, version = package.partition('==')
+            INSTALLED[name] = version
+
+def _run(args, *a, **k):
+    if list(args[1:3]) != ['-m', 'pip']:
+        return _real_run(args, *a, **k)
+    _pip(args)
+    return subprocess.CompletedProcess(args, 0)
+
+def _popen(args, *a, **k):
+    if list(args[1:3]) != ['-m', 'pip']:
+        return _real_popen(args, *a, **k)
+    _pip(args)
+    return types.SimpleNamespace(stdout=iter(['Successfully installed (fake pip)\n']), returncode=0, wait=lambda: 0)
+
+importlib.metadata.version = _version
+subprocess.run, subprocess.Popen = _run, _popen
+'''
+
+
+def execute(page: str, *, installed: dict, imported: str = '', timeout: int = 600):
+    """Run the edition of ``page`` top to bottom after a fake-Colab preamble; return (notebook, error or None)."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+    notebook = nbformat.reads(json.dumps(committed(page)), as_version=4)
+    preamble = nbformat.v4.new_code_cell(FAKE_COLAB.format(installed=installed, imported=imported))
+    notebook.cells.insert(0, preamble)
+    client = NotebookClient(notebook, timeout=timeout, kernel_name='python3',
+                            resources={'metadata': {'path': str(ROOT / edition.EDITION_DIR)}})
+    try:
+        client.execute()
+    except CellExecutionError as error:
+        return notebook, error
+    return notebook, None
+
+
+def test_run_all_stops_at_the_first_cell_when_mujoco_4_was_already_imported():
+    page = CHAPTERS[0]
+    notebook, error = execute(page, installed={'mujoco': '4.0.0', 'mujoco-core': '4.0.0', 'mujoco-studio': '4.0.0',
+                                               'physai': '0.1.0'},
+                              imported="sys.modules['mujoco'] = types.SimpleNamespace(__version__='4.0.0')")
+    assert error is not None, 'Run all went on past the install cell'
+    assert error.ename == 'RestartNeeded'
+    assert 'RESTART NEEDED: mujoco 4.0.0 is imported but 3.17.0 is installed' in error.evalue
+    assert 'Runtime > Restart session' in error.evalue
+    code = [cell for cell in notebook.cells if cell.cell_type == 'code']
+    install = next(k for k, cell in enumerate(code) if cell.source == colab.INSTALL_CELL)
+    assert install == 1  # right after the test's preamble
+    assert all(cell.get('execution_count') is None for cell in code[install + 1:]), 'a later cell ran'
+
+
+def test_chapter_1_runs_top_to_bottom_on_a_fresh_fake_colab():
+    """The pinned MuJoCo is the one installed here; on the fake Colab the first cell only installs physai, checks,
+    and says it is ready; then every cell of chapter 1 runs."""
+    notebook, error = execute(CHAPTERS[0], installed={'physai': '0.1.0'})
+    assert error is None, f'{error.ename}: {error.evalue}'
+    code = [cell for cell in notebook.cells if cell.cell_type == 'code']
+    printed = ''.join(o.get('text', '') for o in code[1].outputs)
+    assert printed.strip().endswith('Ready: MuJoCo 3.17.0 and physai 0.1.0 are installed.')
+    assert all(cell.get('execution_count') for cell in code)
+    checks = [''.join(o.get('text', '') for o in cell.outputs) for cell in code if 'buildit.check(' in cell.source]
+    assert len(checks) == 6 and all('is not written yet' in out for out in checks), checks
+
+
+def test_build_it_gives_a_stub_a_check_and_the_folded_solution_for_each_function():
+    from physai import buildit
+    your_turn, rest = edition.build_it('from physai.sim import servo_sag\n\nprint(inspect.getsource(servo_sag))\n'
+                                       'print(inspect.getsource(len))\nx = servo_sag(1.0, 0.3)')
+    assert [c['cell_type'] for c in your_turn] == ['markdown', 'code', 'code', 'markdown']
+    assert text(your_turn[1]) == buildit.stub('servo_sag')
+    assert text(your_turn[2]) == 'from physai import buildit\n\nbuildit.check(servo_sag)'
+    assert text(your_turn[3]).startswith('<details>\n<summary>Worked solution</summary>\n\n```python\ndef servo_sag(')
+    assert 'getsource(servo_sag)' not in rest and 'print(inspect.getsource(len))' in rest
+    assert edition.build_it('print(inspect.getsource(len))') == ([], 'print(inspect.getsource(len))')
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('page', CHAPTERS[1:], ids=IDS[1:])
+def test_every_other_chapter_runs_top_to_bottom_on_a_fresh_fake_colab(page):
+    notebook, error = execute(page, installed={'physai': '0.1.0'})
+    assert error is None, f'{error.ename}: {error.evalue}'
+
+
+# --- the page's Colab button opens the edition -----------------------------------------------------------------
+
+def book_extension():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('physai_book', ROOT / 'book' / '_ext' / 'physai_book.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_colab_launch_url_is_turned_into_the_editions():
+    ext = book_extension()
+    base = 'https://colab.research.google.com/github/physai-book/simulated-actuators/blob/main/'
+    assert ext.colab_edition_url(base + 'notebooks/01_position_actuators.ipynb') == (
+        base + 'colab/01_position_actuators.ipynb')
+    for other in (base + 'book/intro.md', 'https://mybinder.org/v2/gh/x/y/main?urlpath=tree/notebooks/a.ipynb'):
+        assert ext.colab_edition_url(other) == other
+    assert ext.EDITION_DIR == edition.EDITION_DIR
+    buttons = [{'type': 'group', 'buttons': [{'text': 'Colab', 'url': base + 'notebooks/02_actuator_models.ipynb'}]}]
+    ext._open_colab_edition(None, 'notebooks/02_actuator_models', None, {'header_buttons': buttons}, None)
+    assert buttons[0]['buttons'][0]['url'] == base + 'colab/02_actuator_models.ipynb'
+
+
+@pytest.mark.slow
+def test_the_built_pages_colab_button_opens_the_edition(tmp_path):
+    """Build the book (strict, as make book does) into a scratch folder and read each chapter's Colab link."""
+    import subprocess
+    result = subprocess.run([str(pathlib.Path(sys.executable).parent / 'jupyter-book'), 'build', '--all', '-W', '-n',
+                             '--keep-going', '--path-output', str(tmp_path), str(ROOT)],
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, f'the book build failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}'
+    html_dir = tmp_path / '_build' / 'html'
+    assert not (html_dir / 'colab').exists(), 'the edition must not become pages of the book'
+    for page in CHAPTERS:
+        links = set(re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"',
+                               (html_dir / f'{page}.html').read_text(encoding='utf-8')))
+        name = pathlib.PurePosixPath(page).name
+        assert links == {f'https://colab.research.google.com/github/physai-book/simulated-actuators/blob/main/'
+                         f'colab/{name}.ipynb'}, links
+        assert (ROOT / edition.edition_name(page)).is_file()
+
+
+@pytest.mark.parametrize('page', CHAPTERS, ids=IDS)
+def test_every_pasted_number_of_the_built_page_is_in_the_edition(page):
+    """When an up-to-date build is at hand, read the numbers off the HTML page itself (myst-nb's pasted text)."""
+    built = ROOT / '_build' / 'html' / f'{page}.html'
+    if not built.is_file() or built.stat().st_mtime < edition.page_path(ROOT, page).stat().st_mtime:
+        pytest.skip('no up-to-date build of this page in _build/html (make book)')
+    shown = re.findall(r'<span class="pasted-text">([^<]*)</span>', built.read_text(encoding='utf-8'))
+    text_of_edition = '\n'.join(text(cell) for cell in committed(page)['cells'] if cell['cell_type'] == 'markdown')
+    missing = sorted({value for value in shown if value not in text_of_edition})
+    assert shown and not missing, f'{page}: the page shows {missing} but the edition does not'
