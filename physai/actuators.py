@@ -607,7 +607,12 @@ def simulate(actuators: Sequence[Actuator], *,
     if implicit and not command.position_only:
         raise ValueError('command must be a position command (velocity = effort = 0) for an implicit '
                          f'PD (<position>), got velocity={command.velocity!r}, effort={command.effort!r}')
-    commands = [held_commands(command, p, max(1, round(duration / p.timestep))) for p in pendulums]
+    steps = [max(1, round(duration / p.timestep)) for p in pendulums]
+    if steps and max(steps) > servo.MAX_STEPS:  # the same cap as the link's runs: an error, not a hang
+        k = int(np.argmax(steps))
+        raise ValueError(f'duration / timestep must be at most MAX_STEPS = {servo.MAX_STEPS:,} steps per run, '
+                         f'got {duration!r} s / {pendulums[k].timestep!r} s = {steps[k]:,}')
+    commands = [held_commands(command, p, n) for p, n in zip(pendulums, steps)]
     results: list = [None] * len(actuators)
     if implicit:
         for i, res in zip(implicit, _run_implicit([actuators[i] for i in implicit],

@@ -107,7 +107,7 @@ def kv_from_dampratio(kp, dampratio, inertia):
     inertia = _positive_array('inertia', inertia, 'kg·m²')
     if np.any(~np.isfinite(np.asarray(dampratio, dtype=float)) | (np.asarray(dampratio) < 0)):
         raise ValueError(f'dampratio must be a finite number >= 0, got {dampratio!r}')
-    return 2.0 * dampratio * np.sqrt(kp * inertia)
+    return 2.0 * dampratio * np.sqrt(kp) * np.sqrt(inertia)  # two roots: kp*inertia may overflow
 
 
 def servo_sag(kp: float, tau_g: float, *, tol: float = 1e-14, max_iter: int = 100) -> float:
