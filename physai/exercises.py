@@ -78,8 +78,8 @@ def motor_hold(gear: float = 1.0, *, duration: float = 1.0) -> list[dict]:
     ]
 
 
-MAX_GEAR = 1e4
-"""The largest gear ratio :func:`gear_sag` takes (a real gearbox is below 1000)."""
+MIN_GEAR, MAX_GEAR = 1e-3, 1e4
+"""The gear ratios :func:`gear_sag` takes (a real gearbox lies well inside)."""
 
 
 def gear_sag(kp: float = 100.0, gears=(1.0, 2.0), *, duration: float = 3.0) -> list[dict]:
@@ -96,8 +96,8 @@ def gear_sag(kp: float = 100.0, gears=(1.0, 2.0), *, duration: float = 3.0) -> l
     checks.positive('kp', kp, 'N·m/rad')
     gears = tuple(gears) if isinstance(gears, (list, tuple)) else gears
     if not (isinstance(gears, tuple) and gears
-            and all(checks.is_real(g) and 0 < g <= MAX_GEAR for g in gears)):
-        raise ValueError(f'gears must be one or more gear ratios in (0, {MAX_GEAR:g}], got {gears!r}')
+            and all(checks.is_real(g) and MIN_GEAR <= g <= MAX_GEAR for g in gears)):
+        raise ValueError(f'gears must be one or more gear ratios in [{MIN_GEAR:g}, {MAX_GEAR:g}], got {gears!r}')
     if not (checks.is_real(duration) and SETTLE_WINDOW < duration <= 60):
         raise ValueError(f'duration must be in ({SETTLE_WINDOW}, 60] s, got {duration!r}')
     rows = []

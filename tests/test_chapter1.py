@@ -285,3 +285,12 @@ def test_so101_sag_on_the_link_is_below_one_encoder_step():
     from physai.sim import servo_sag
     from physai.so101 import STS3215_STEPS_PER_TURN
     assert math.degrees(servo_sag(SO101_KP, TAU_G)) < 360 / STS3215_STEPS_PER_TURN
+
+
+def test_gear_sag_flags_a_diverged_run_instead_of_reporting_a_sag():
+    """kp 1e6 diverges at 5 ms with gear 1 and 30: once reported as a sag of 14578°, now flagged with no sag."""
+    rows = exercises.gear_sag(kp=1e6, gears=(1.0, 30.0))
+    assert [row['mujoco'] for row in rows] == ['diverged', 'diverged']
+    assert all(math.isnan(row['sag_deg']) and math.isnan(row['sag_ratio']) for row in rows)
+    with pytest.raises(ValueError, match=r'gears must be one or more gear ratios in \[0.001, 10000\], got \(1.0, -2.0\)'):
+        exercises.gear_sag(gears=(1.0, -2.0))

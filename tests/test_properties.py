@@ -26,7 +26,11 @@ ANY_NUMBER = st.one_of(
     st.integers(min_value=-10**6, max_value=10**6),
 )
 WRONG_TYPES = st.sampled_from([None, 'abc', [1.0, 2.0], {'kp': 1.0}, True])
-EXAMPLES = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: the same inputs on every run and every machine, so CI never meets a new one by luck (widen
+# max_examples locally to explore); no example database is written into the repository
+EXAMPLES = settings(max_examples=120, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+FEWER = settings(EXAMPLES, max_examples=40)
 
 
 def _consistent(response: servo.StepResponse) -> None:
@@ -115,8 +119,8 @@ def test_closed_forms_answer_any_input_with_an_error_or_a_number(kp, tau_g, damp
             value = call()
         except ValueError as err:
             assert ' must ' in str(err)
-        else:
-            assert math.isfinite(value) and value >= 0
+        else:  # inf only where the exact value is beyond floating point (kp*inertia near 1e308)
+            assert not math.isnan(value) and value >= 0
     try:
         growth = sim.step_growth(sim.semi_implicit_euler, h, w2, c)
     except ValueError as err:
@@ -125,7 +129,7 @@ def test_closed_forms_answer_any_input_with_an_error_or_a_number(kp, tau_g, damp
         assert growth >= 0 or math.isnan(w2) or math.isnan(c)  # inf means diverged, never an overflow error
 
 
-@settings(max_examples=40, deadline=None)
+@FEWER
 @given(kp=st.one_of(ANY_NUMBER, st.floats(min_value=1.0, max_value=1e7)),
        gear=st.one_of(ANY_NUMBER, st.floats(min_value=0.1, max_value=50.0)))
 def test_gear_sag_flags_a_diverged_run_instead_of_reporting_its_sag(kp, gear):
@@ -142,7 +146,7 @@ def test_gear_sag_flags_a_diverged_run_instead_of_reporting_its_sag(kp, gear):
             assert abs(row['sag_deg']) < 180
 
 
-@settings(max_examples=40, deadline=None)
+@FEWER
 @given(model=st.sampled_from(A.MODELS + ('bogus',)), kp=ANY_NUMBER, kv=ANY_NUMBER, effort_limit=ANY_NUMBER,
        timestep=st.one_of(ANY_NUMBER, st.sampled_from([1 / 360, 0.001, 0.02])))
 def test_pendulum_answers_any_input_with_an_error_or_a_flagged_run(model, kp, kv, effort_limit, timestep):
@@ -155,7 +159,7 @@ def test_pendulum_answers_any_input_with_an_error_or_a_flagged_run(model, kp, kv
     assert run.diverged or (np.all(np.isfinite(q)) and np.all(np.abs(q) <= 1e3))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(EXAMPLES, max_examples=60)
 @given(argv=st.lists(st.one_of(st.sampled_from(['list', '--json', '--bogus', '-x', 'extra', 'kp-sweeep',
                                                   'actuator-sweep', 'stiffness', 'nope']),
                                st.text(alphabet='abcdefghij-_ ', min_size=1, max_size=12)), max_size=3))

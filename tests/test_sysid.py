@@ -504,3 +504,13 @@ def test_a_replay_that_rattles_is_called_chattering_not_stable(real):
     soft = sysid.ArmServo(kp=7.92, kv=0.698, forcerange=1.23, damping=0.159, frictionloss=0.16, armature=0.0353)
     smooth = sysid.replay([soft], heldout)[0][0]
     assert not smooth.chatters and smooth.chatter_deg < 0.1
+
+
+@needs_real
+def test_the_panel_calls_a_rattling_replay_chattering(real):
+    """At kp 30000, armature 0, 20 ms and Euler the panel once said 'stable' while the joints chattered ±20°."""
+    _, heldout = sysid.split(real)
+    panel = sysid.sysid_panel(heldout[0], sysid.MENAGERIE)
+    panel.update(kp=30000.0, armature=0.0, timestep=0.02, integrator='Euler')
+    assert panel.error is None
+    assert panel.state['status'].get_text().startswith('chatters')
