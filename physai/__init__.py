@@ -28,7 +28,7 @@ Modules by physical concept:
   elsewhere); ``python -m physai.colab NOTEBOOK...`` writes it into a chapter.
 - ``physai.edition``: the Colab edition generator (``python -m physai.edition`` writes ``colab/`` from the chapters:
   numbers written in, answers folded, outputs cleared).
-- ``physai.buildit``: the learner's side of chapter 1's Build it: ``stub(NAME)`` to complete, ``check(fn)``
+- ``physai.buildit``: the learner's side of every chapter's Build it: ``stub(NAME)`` to complete, ``check(fn)``
   against MuJoCo, ``solution(NAME)``.
 - ``physai.perturb`` and ``physai.robust``: the last-bit nudge (``PHYSAI_PERTURB``) that proves the stored outputs
   robust, and the robust figures themselves (round-off bounds, ensembles, significant digits).

@@ -1,11 +1,13 @@
-"""Build it, for real: the learner writes chapter 1's functions, and each is checked against MuJoCo.
+"""Build it, for real: the learner writes the Build-it functions of every chapter, each checked against MuJoCo.
 
-Every "Build it" step of chapter 1 names one function of :mod:`physai.sim`. For each, this module gives
+Every "Build it" step names one or two functions of physai (chapter 1 :mod:`physai.sim`, chapter 2
+:mod:`physai.actuators`, chapter 3 :mod:`physai.control`, chapter 4 :mod:`physai.sysid`; see :data:`CHAPTERS`).
+For each, this module gives
 
 - :func:`stub`: the source of a cell to complete, the reference's signature and docstring (the equation is in it)
   with a body that raises ``NotImplementedError``;
 - :func:`check`: runs the learner's function on a fixed set of inputs and compares it with MuJoCo (or, where MuJoCo
-  has no single field for it, with the reference in :mod:`physai.sim`, itself tested against MuJoCo), and prints
+  has no single field for it, with physai's reference, itself tested against MuJoCo in ``tests/``), and prints
   either that it passes or the first input where it differs, with what was expected and what it gave.
 
 A check of a function that still raises ``NotImplementedError`` says so and passes nothing, without raising, so a
@@ -28,11 +30,24 @@ from collections.abc import Callable
 import mujoco
 import numpy as np
 
-from physai import sim
+from physai import actuators, control, sim, sysid
 from physai.servo import LINK_INERTIA, LINK_XML, TAU_G
 
-FUNCTIONS = ('actuator_force', 'kv_from_dampratio', 'semi_implicit_euler', 'servo_loop', 'servo_sag', 'step_growth')
-"""The functions chapter 1's Build it has the reader write, in the order of its steps."""
+CHAPTERS = {
+    1: ('actuator_force', 'kv_from_dampratio', 'semi_implicit_euler', 'servo_loop', 'servo_sag', 'step_growth'),
+    2: ('pd_torque', 'dc_motor_envelope', 'remotized_limit', 'delay_commands'),
+    3: ('mit_torque', 'write', 'zoh_step'),
+    4: ('to_radians', 'residuals'),
+}
+"""chapter -> the functions its Build it has the reader write, in the order of its steps.
+
+``write`` is the method ``PDController.write``: the learner writes it as a plain ``def write(self, data, commands)``
+and the check runs it on a subclass of ``PDController``. Chapter 2's runner ``actuators._run_explicit`` stays a worked
+solution: it is the book's plumbing around ``mj_step`` (buffers, warnings), not a law to write."""
+FUNCTIONS = tuple(name for names in CHAPTERS.values() for name in names)
+"""Every function a Build it has the reader write, chapter by chapter."""
+_MODULES = {**dict.fromkeys(CHAPTERS[1], sim), **dict.fromkeys(CHAPTERS[2], actuators),
+            **dict.fromkeys(CHAPTERS[3], control), **dict.fromkeys(CHAPTERS[4], sysid), 'write': control.PDController}
 
 
 class BuildItError(AssertionError):
@@ -55,6 +70,28 @@ class Result:
 
 STUB_IMPORTS = 'import math\nfrom collections.abc import Callable, Sequence\n\nimport numpy as np\n\n\n'
 """What a stub's signature and a body may use, imported at the top of the cell."""
+_STUB_EXTRA = {
+    'mit_torque': "from physai.actuators import pd_torque  # chapter 2's PD law\n"
+                  'from physai.control import JointCommand\n',
+    'zoh_step': "from physai.sim import semi_implicit_euler  # chapter 1's step\n",
+    'write': 'from physai.control import JointCommand, PDController, mit_torque\n',
+    'to_radians': "from physai.so101 import ARM_JOINTS, JOINTS, load_so101  # joint order; the model's ranges\n",
+    'residuals': ('from physai.datasets import Episode\n'
+                  'from physai.sysid import PARAMS, ReplayConfig, from_log, replay\n'),
+}
+"""Names a stub's signature or docstring uses beyond ``STUB_IMPORTS`` (physai's own, from earlier chapters)."""
+_STUB_NOTES = {
+    'write': """\
+self is a PDController (the check makes one with your write): its __init__ has set self.model, self.joints,
+self.dofs, self.qposadr (addresses of joint k), self.in_step (bool per joint), self.actuators, self.gear (g per
+joint), self.forcerange (the actuator's own clamp as joint torque, N·m) and self.feedforward.
+In-loop joint k:  data.qfrc_applied[dof] = mit_torque(cmd, q, qd), from the state now, held until the next tick.
+In-step joint k, actuator a:  kp = stiffness/g², kv = damping/g², ff = damping*velocity + effort (N·m);
+  gainprm[a, 0] = kp, biasprm[a, :3] = (ff/g, -kp, -kv) with feedforward 'in-clamp' (else 0 and
+  qfrc_applied[dof] = ff), ctrl[a] = g*position, and the clamp: the narrower of self.forcerange[k] and
+  ±max_effort, divided by |g|, in actuator_forcerange (actuator_forcelimited when either end is finite).""",
+}
+"""Extra guidance a stub carries as comments above its body (what ``self`` holds, for a method)."""
 
 
 def stub(name: str) -> str:
@@ -63,34 +100,50 @@ def stub(name: str) -> str:
     Raises:
         ValueError: ``name`` is not one of ``FUNCTIONS``.
     """
-    function = _reference(name)
-    source = inspect.getsource(function)
+    function = reference(name)
+    source = _source(function)
     header = source[:source.index('"""')]  # the def line(s), up to the docstring
     doc = textwrap.indent('"""' + (inspect.getdoc(function) or '') + '\n"""', '    ')
-    return (f'{STUB_IMPORTS}{header.rstrip()}\n{doc}\n'
+    imports = STUB_IMPORTS if name not in _STUB_EXTRA else f"{STUB_IMPORTS.rstrip()}\n\n{_STUB_EXTRA[name]}\n\n"
+    if name == 'write':  # the method's annotations name mujoco.MjData
+        imports = imports.replace('import numpy as np', 'import mujoco\nimport numpy as np')
+    notes = textwrap.indent(_STUB_NOTES[name], '    # ') + '\n' if name in _STUB_NOTES else ''
+    return (f'{imports}{header.rstrip()}\n{doc}\n{notes}'
             f'    # Your code here: replace the next line by the body, then run the check below.\n'
             f'    raise NotImplementedError(\'{name}: not written yet\')\n')
 
 
+def compared_with(name: str) -> str:
+    """What :func:`check` compares ``name`` with, in a few words: ``'MuJoCo'`` or ``"physai's reference"``."""
+    return "physai's reference" if _known(name) in _AGAINST_REFERENCE else 'MuJoCo'
+
+
 def solution(name: str) -> str:
-    """The worked solution: the source of ``physai.sim.<name>``."""
-    return inspect.getsource(_reference(name))
+    """The worked solution: the source of physai's ``<name>`` (``reference(name)``)."""
+    return _source(reference(name))
+
+
+def _source(function: Callable) -> str:
+    source = inspect.getsource(function)
+    return textwrap.dedent(source) if source[:1].isspace() else source  # a method, written at the top level
 
 
 def check(function: Callable, name: str | None = None, *, strict: bool = False, say=print) -> Result:
     """Check a learner's ``function`` against MuJoCo; print one sentence saying what was found.
 
     Args:
-        function: the learner's function (same signature as ``physai.sim.<name>``).
+        function: the learner's function (same signature as ``reference(name)``); for ``write``, the learner's
+            ``def write(self, data, commands)`` (run on a subclass of ``PDController``) or such a subclass.
         name: which function of ``FUNCTIONS`` it is; default ``function.__name__``.
         strict: raise :class:`BuildItError` on a disagreement instead of only printing it.
         say: prints the sentence.
     """
     name = name or function.__name__
     cases, compare = _CHECKS[_known(name)]()
+    call = _CALLS.get(name, lambda f, case: f(*case.args, **case.kwargs))
     for k, case in enumerate(cases, 1):
         try:
-            got = function(*case.args, **case.kwargs)
+            got = call(function, case)
         except NotImplementedError:
             return _report(Result(name, False, k - 1, f'{name} is not written yet: complete its cell above, run '
                                   'it, then run this check again.'), say, strict=False, mark='… ')
@@ -117,8 +170,10 @@ def _known(name: str) -> str:
     return name
 
 
-def _reference(name: str) -> Callable:
-    return getattr(sim, _known(name))
+def reference(name: str) -> Callable:
+    """physai's own ``name``, the worked solution (``physai.sim.servo_sag``, ``physai.control.mit_torque``...)."""
+    return getattr(_MODULES[_known(name)], name)
+
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,9 +189,13 @@ def _case(expected, *args, **kwargs) -> _Case:
         if callable(value):
             return getattr(value, '__name__', 'a function')
         if isinstance(value, np.ndarray):
+            if value.ndim > 1:  # on one line, rows as nested lists
+                return np.array2string(value, precision=4, separator=', ').replace('\n', '')
             return np.array2string(value, precision=4)
         if isinstance(value, float):
             return f'{value:.6g}'
+        if isinstance(value, (list, tuple)) and value and all(hasattr(v, 'nframe') for v in value):  # episodes
+            return '[' + ', '.join(f'episode {v.index} ({v.nframe} frames)' for v in value) + ']'
         return repr(value)
     shown = ', '.join([fmt(a) for a in args] + [f'{k}={fmt(v)}' for k, v in kwargs.items()])
     return _Case(args, kwargs, expected, f'({shown})')
@@ -156,7 +215,8 @@ def _close(tol: float, unit: str = '') -> Callable[[_Case, object], str | None]:
         if np.any(bad):
             if expected.ndim:
                 i = int(np.flatnonzero(bad)[0])
-                return (f'at index {i} expected {expected.flat[i]:.10g}{unit}, got {value.flat[i]:.10g} '
+                where = i if expected.ndim == 1 else tuple(int(k) for k in np.unravel_index(i, expected.shape))
+                return (f'at index {where} expected {expected.flat[i]:.10g}{unit}, got {value.flat[i]:.10g} '
                         f'({int(bad.sum())} of {bad.size} values differ)')
             return f'expected {float(expected):.10g}{unit}, got {float(value):.10g}'
         return None
@@ -164,7 +224,9 @@ def _close(tol: float, unit: str = '') -> Callable[[_Case, object], str | None]:
 
 
 def _show(value: np.ndarray) -> str:
-    return np.array2string(np.asarray(value), precision=6) if np.ndim(value) else f'{float(value):.10g}'
+    if not np.ndim(value):
+        return f'{float(value):.10g}'
+    return np.array2string(np.asarray(value), precision=6, threshold=12, edgeitems=3).replace('\n', '')
 
 
 # --- the cases and their oracles ---------------------------------------------------------------------------------
@@ -296,6 +358,271 @@ def _growth_cases():
     return cases, _close(1e-9)
 
 
+# chapter 2 ------------------------------------------------------------------------------------------------------
+
+_PD_XML = """
+<mujoco>
+  <option timestep="0.002" gravity="0 0 0"/>
+  <worldbody>
+    <body><joint name="j" type="hinge" axis="0 1 0"/><geom size="0.05" mass="1"/></body>
+  </worldbody>
+  <actuator><general joint="j" gaintype="fixed" biastype="affine"/></actuator>
+</mujoco>
+"""
+
+
+def _mujoco_pd(q_target, q, v_target, v, kp, kv, tau_ff=0.0, max_effort=math.inf) -> float:
+    """MuJoCo's actuator_force of a <general> PD: gain kp on ctrl = q*, bias (kv·qd* + τ_ff, −kp, −kv)."""
+    m = mujoco.MjModel.from_xml_string(_PD_XML)
+    m.actuator_gainprm[0, 0] = kp
+    m.actuator_biasprm[0, :3] = (kv * v_target + tau_ff, -kp, -kv)
+    if math.isfinite(max_effort):
+        m.actuator_forcelimited[0] = 1
+        m.actuator_forcerange[0] = (-max_effort, max_effort)
+    d = mujoco.MjData(m)
+    d.qpos[0], d.qvel[0], d.ctrl[0] = q, v, q_target
+    mujoco.mj_forward(m, d)
+    return float(d.actuator_force[0])
+
+
+def _pd_torque_cases():
+    cases = []
+    for q_target, q, v_target, v, kp, kv, tau_ff in [(0.3, -0.5, 0.0, 0.0, 40.0, 0.8, 0.0),
+                                                      (0.3, 0.2, 0.0, 0.5, 40.0, 0.8, 0.1),
+                                                      (-1.0, 0.4, 2.0, -1.5, 998.22, 2.5, -0.7),
+                                                      (0.0, 0.0, 1.0, 0.0, 10.0, 3.0, 0.0)]:
+        cases.append(_case(_mujoco_pd(q_target, q, v_target, v, kp, kv, tau_ff), q_target, q, v_target, v, kp, kv,
+                           tau_ff=tau_ff))
+    # the law broadcasts: the same target against three states at once
+    q, v = np.array([-0.5, 0.0, 0.5]), np.array([1.0, 0.0, -2.0])
+    cases.append(_case(np.array([_mujoco_pd(0.25, qi, 0.0, vi, 40.0, 0.8) for qi, vi in zip(q, v)]),
+                       0.25, q, 0.0, v, 40.0, 0.8))
+    return cases, _close(1e-9, ' N·m')
+
+
+def _pair(what: tuple[str, str], tol: float, unit: str):
+    """Compare a pair of arrays, naming which of the two differs."""
+    def compare(case, got):
+        try:
+            first, second = got
+        except (TypeError, ValueError):
+            return f'expected a pair ({what[0]}, {what[1]}), got {got!r}'
+        for label, expected, value in zip(what, case.expected, (first, second)):
+            problem = _close(tol, unit)(_Case((), {}, expected, ''), value)
+            if problem:
+                return f'{label}: {problem}'
+        return None
+    return compare
+
+
+def _envelope_cases():
+    cases = []
+    v = np.array([-40.0, -10.0, -5.0, 0.0, 2.5, 5.0, 7.5, 10.0, 40.0])
+    for s, e, vmax in [(10.0, 6.0, 5.0), (3.0, 4.0, 8.0), (2.94, 2.94, 6.28)]:
+        kwargs = dict(saturation_effort=s, effort_limit=e, velocity_limit=vmax)
+        cases.append(_case(actuators.dc_motor_envelope(v, **kwargs), v, **kwargs))
+    cases.append(_case(actuators.dc_motor_envelope(0.0, saturation_effort=10.0, effort_limit=6.0, velocity_limit=5.0),
+                       0.0, saturation_effort=10.0, effort_limit=6.0, velocity_limit=5.0))
+    return cases, _pair(('tau_min', 'tau_max'), 1e-12, ' N·m')
+
+
+def _remotized_cases():
+    cases = []
+    q = np.array([-0.5, 0.0, math.pi / 4, math.pi / 2, 3.0])
+    for table in [((0.0, 6.0), (math.pi / 2, 3.5)), ((-1.0, 2.0), (0.0, 5.0), (1.0, 3.0))]:
+        table = tuple((float(a), float(b)) for a, b in table)
+        cases.append(_case(actuators.remotized_limit(q, table), q, table))
+        cases.append(_case(float(actuators.remotized_limit(2.0, table)), 2.0, table))
+    return cases, _close(1e-12, ' N·m')
+
+
+def _delay_cases():
+    commands = np.array([[1.0, 0.1, 0.5], [2.0, 0.2, 0.6], [3.0, 0.3, 0.7], [4.0, 0.4, 0.8], [5.0, 0.5, 0.9]])
+    cases = []
+    for delay in (0, 2, 1, 7):
+        expected = commands[[max(k - delay, 0) for k in range(len(commands))]]  # out[k] = commands[max(k - d, 0)]
+        cases.append(_case(expected, commands, delay))
+    cases.append(_case(np.array([1.0, 1.0, 1.0, 2.0]), np.array([1.0, 2.0, 3.0, 4.0]), 2))
+    return cases, _close(0.0)
+
+
+# chapter 3 ------------------------------------------------------------------------------------------------------
+
+def _mit_cases():
+    cases = []
+    for kwargs, q, qd in [(dict(position=0.3, stiffness=40.0, damping=0.8, effort=0.1, max_effort=5.0), 0.2, 0.5),
+                          (dict(position=0.3, stiffness=40.0, damping=0.8, effort=0.1, max_effort=5.0), -0.5, 0.0),
+                          (dict(position=-1.0, velocity=2.0, stiffness=10.0, damping=1.5, effort=-0.2,
+                                max_effort=3.0), 1.0, -4.0),
+                          (dict(position=0.5, velocity=-1.0, stiffness=100.0, damping=2.0), -0.5, 3.0)]:
+        command = control.JointCommand(**kwargs)
+        expected = _mujoco_pd(command.position, q, command.velocity, qd, command.stiffness, command.damping,
+                              command.effort, command.max_effort)
+        cases.append(_case(expected, command, q, qd))
+    command = control.JointCommand(position=0.3, stiffness=40.0, damping=0.8, effort=0.1, max_effort=5.0)
+    q, qd = np.array([-0.5, 0.0, 0.2, 0.3]), np.array([0.0, 1.0, 0.5, -20.0])
+    cases.append(_case(np.array([_mujoco_pd(0.3, qi, 0.0, vi, 40.0, 0.8, 0.1, 5.0) for qi, vi in zip(q, qd)]),
+                       command, q, qd))
+    return cases, _close(1e-9, ' N·m')
+
+
+_ZOH_XML = """
+<mujoco>
+  <option timestep="{h}" integrator="Euler" gravity="0 0 0"/>
+  <worldbody>
+    <body><joint name="j" type="hinge" axis="0 1 0" damping="{damping}"/>
+      <geom type="sphere" size="0.01" mass="1"/><inertial pos="0 0 0" mass="1" diaginertia="2 2 2"/></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def _mujoco_zoh(q, v, accel, h, substeps, c_joint) -> tuple[float, float]:
+    """MuJoCo's Euler (joint damping implicit) with I·accel(q, v) applied and held over each tick's steps."""
+    m = mujoco.MjModel.from_xml_string(_ZOH_XML.format(h=h, damping=c_joint * 2.0))
+    inertia = float(m.dof_M0[0])
+    d = mujoco.MjData(m)
+    d.qpos[0], d.qvel[0] = q, v
+    for n in substeps:
+        d.qfrc_applied[0] = inertia * accel(float(d.qpos[0]), float(d.qvel[0]))
+        for _ in range(n):
+            mujoco.mj_step(m, d)
+    return float(d.qpos[0]), float(d.qvel[0])
+
+
+def _zoh_cases():
+    def pd_40(q, v):
+        return -40.0 * q - 0.8 * v
+
+    def pd_stiff(q, v):
+        return -2.5e4 * q - 20.0 * v
+    cases = []
+    for q, v, accel, h, substeps, c_joint in [(0.5, 0.0, pd_40, 0.001, (1,), 0.0),
+                                              (0.5, 0.0, pd_40, 0.001, (5,), 0.0),
+                                              (0.1, -1.0, pd_stiff, 0.001, (3, 2), 0.0),
+                                              (-0.2, 0.4, pd_stiff, 0.001, (3, 2), 15.0),
+                                              (0.3, 2.0, pd_40, 0.005, (2, 2, 2), 4.0)]:
+        expected = np.array(_mujoco_zoh(q, v, accel, h, substeps, c_joint))
+        cases.append(_case(expected, q, v, accel, h, substeps=substeps, c_joint=c_joint))
+
+    def compare(case, got):
+        try:
+            q, v = got
+        except (TypeError, ValueError):
+            return f"expected a pair (q', v'), got {got!r}"
+        return _close(1e-9)(case, np.array([q, v], dtype=float))
+    return cases, compare
+
+
+_PD_LINK_XML = """
+<mujoco>
+  <option timestep="0.002" integrator="{integrator}"/>
+  <worldbody>
+    <body>
+      <joint name="hinge" type="hinge" axis="0 -1 0" damping="0.05" armature="0.01"/>
+      <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.01" mass="0.3"/>
+    </body>
+  </worldbody>
+  <actuator>{actuator}</actuator>
+</mujoco>
+"""
+_WRITE_STEPS = 300
+
+
+def _mujoco_servo(backend, integrator, gear, feedforward, command) -> np.ndarray:
+    """qpos of every step of MuJoCo's own servo: a <general> PD (gain kp/g², bias (ff/g, −kp/g², −kv/g²), gear g,
+    forcerange ±max_effort/|g|, ctrl g·q*), the feed-forward in qfrc_applied when it is not in the clamp."""
+    g, c = gear, command
+    kp, kv, ff = c.stiffness / g**2, c.damping / g**2, c.damping * c.velocity + c.effort
+    in_clamp = backend == 'in-loop' or feedforward == 'in-clamp'
+    limit = (f'forcelimited="true" forcerange="{-c.max_effort / abs(g)!r} {c.max_effort / abs(g)!r}"'
+             if math.isfinite(c.max_effort) else '')
+    actuator = (f'<general joint="hinge" gear="{g!r}" gaintype="fixed" biastype="affine" gainprm="{kp!r}" '
+                f'biasprm="{(ff / g if in_clamp else 0.0)!r} {-kp!r} {-kv!r}" {limit}/>')
+    m = mujoco.MjModel.from_xml_string(_PD_LINK_XML.format(integrator=integrator, actuator=actuator))
+    d = mujoco.MjData(m)
+    d.qpos[0] = -0.5
+    d.ctrl[0] = g * c.position
+    d.qfrc_applied[0] = 0.0 if in_clamp else ff
+    q = []
+    for _ in range(_WRITE_STEPS):
+        mujoco.mj_step(m, d)
+        q.append(float(d.qpos[0]))
+    return np.array(q)
+
+
+def _run_write(write, case) -> np.ndarray:
+    """The learner's write on a PDController driving a plain <motor>, one tick per physics step: qpos per step."""
+    backend, integrator, gear, feedforward, command = case.args
+    cls = write if isinstance(write, type) else type('PDControllerWithYourWrite', (control.PDController,),
+                                                         {'write': write})
+    m = mujoco.MjModel.from_xml_string(_PD_LINK_XML.format(
+        integrator=integrator, actuator=f'<motor name="drive" joint="hinge" gear="{gear!r}"/>'))
+    d = mujoco.MjData(m)
+    d.qpos[0] = -0.5
+    pd = cls(m, ['hinge'], backend=backend, feedforward=feedforward)
+    q = []
+    for _ in range(_WRITE_STEPS):
+        pd.write(d, [command])
+        mujoco.mj_step(m, d)
+        q.append(float(d.qpos[0]))
+    return np.array(q)
+
+
+def _write_cases():
+    JointCommand = control.JointCommand
+    cases = []
+    for args in [('in-loop', 'Euler', 1.0, 'in-clamp', JointCommand(position=0.3, stiffness=40.0, damping=0.8,
+                                                                     effort=0.05, max_effort=5.0)),
+                 ('in-loop', 'Euler', 2.0, 'in-clamp', JointCommand(position=0.3, velocity=0.5, stiffness=40.0,
+                                                                     damping=0.8, max_effort=2.0)),
+                 ('in-step', 'implicitfast', 1.0, 'in-clamp', JointCommand(position=0.3, stiffness=40.0, damping=0.8)),
+                 ('in-step', 'RK4', 2.0, 'in-clamp', JointCommand(position=0.3, velocity=0.5, stiffness=40.0,
+                                                                   damping=0.8, effort=0.1, max_effort=2.0)),
+                 ('in-step', 'implicitfast', 1.0, 'applied', JointCommand(position=-0.2, velocity=0.2,
+                                                                           stiffness=100.0, damping=2.0, effort=0.3,
+                                                                           max_effort=3.0))]:
+        cases.append(_case(_mujoco_servo(*args), *args))
+    return cases, _close(1e-9, ' rad (qpos after that step)')
+
+
+# chapter 4 ------------------------------------------------------------------------------------------------------
+
+def _to_radians_cases():
+    joints = list(sysid.JOINTS)
+    values = np.array([[0.0, 90.0, -45.0, 10.0, 180.0, 0.0], [12.5, -30.0, 60.0, -90.0, 5.0, 50.0],
+                       [-170.0, 1.0, 2.0, 3.0, 4.0, 100.0]])
+    shuffled = [joints[k] for k in (5, 2, 0, 4, 1, 3)]
+    cases = [_case(sysid.to_radians(values, joints), values, joints),
+             _case(sysid.to_radians(values[:, [joints.index(j) for j in shuffled]], shuffled),
+                   values[:, [joints.index(j) for j in shuffled]], shuffled),
+             _case(sysid.to_radians(values[:, :5], joints[:5]), values[:, :5], joints[:5]),
+             _case(sysid.to_radians(values[0], joints), values[0], joints)]
+    return cases, _close(1e-12, ' rad')
+
+
+def _episode(index: int, nframe: int, seed: int):
+    """A short recording in the dataset's units: smooth commands, a state that trails them (degrees, 0..100)."""
+    from physai.datasets import Episode
+    rng = np.random.default_rng(seed)
+    t = np.arange(nframe) / 30.0
+    action = np.stack([a * np.sin(2 * np.pi * f * t + p) for a, f, p in rng.uniform((5, 0.3, 0), (30, 1.5, 6), (6, 3))],
+                      axis=1)
+    action[:, 5] = 50 + 0.5 * action[:, 5]  # the gripper's 0..100
+    state = np.vstack([action[:1], action[:-1]]) + rng.normal(0, 0.2, action.shape)
+    return Episode(index=index, fps=30.0, joints=tuple(sysid.JOINTS), action=action, state=state, timestamp=t)
+
+
+def _residuals_cases():
+    x = sysid.to_log(sysid.MENAGERIE)
+    two = np.stack([x, x + np.array([0.3, -0.2, 0.1, 0.0, 0.2, -0.1])], axis=1)
+    one, other = [_episode(0, 24, 0)], [_episode(0, 24, 0), _episode(1, 31, 1)]
+    cases = []
+    for args, kwargs in [((x, one), {}), ((two, one), {}), ((x, other), {'decimate': 3}), ((two, other), {})]:
+        cases.append(_case(sysid.residuals(*args, **kwargs), *args, **kwargs))
+    return cases, _close(1e-9, ' deg/√nres')
+
+
 _CHECKS = {
     'actuator_force': _actuator_force_cases,
     'kv_from_dampratio': _kv_cases,
@@ -303,7 +630,21 @@ _CHECKS = {
     'servo_loop': _loop_cases,
     'servo_sag': _sag_cases,
     'step_growth': _growth_cases,
+    'pd_torque': _pd_torque_cases,
+    'dc_motor_envelope': _envelope_cases,
+    'remotized_limit': _remotized_cases,
+    'delay_commands': _delay_cases,
+    'mit_torque': _mit_cases,
+    'zoh_step': _zoh_cases,
+    'write': _write_cases,
+    'to_radians': _to_radians_cases,
+    'residuals': _residuals_cases,
 }
+_CALLS = {'write': _run_write}
+"""How a check calls a learner's function when it is not ``function(*args, **kwargs)``."""
+_AGAINST_REFERENCE = ('semi_implicit_euler', 'step_growth', 'dc_motor_envelope', 'remotized_limit', 'delay_commands',
+                      'to_radians', 'residuals')
+"""Checked against physai's reference (or the docstring's formula), where MuJoCo has no single field for it."""
 _ORACLE = {
     'actuator_force': "MuJoCo's qfrc_actuator / gear for a motor, a position and a velocity actuator",
     'kv_from_dampratio': "the kv MuJoCo resolves from <position dampratio> when the model compiles",
@@ -311,4 +652,13 @@ _ORACLE = {
     'servo_loop': "MuJoCo's mj_step on the book's link (implicitfast), every step",
     'servo_sag': "MuJoCo's static balance: no net torque on the link held at the sag",
     'step_growth': 'the reference growth (physai.sim, checked against MuJoCo runs in the growth table)',
+    'pd_torque': "MuJoCo's actuator_force of a <general> PD (gain kp, bias kv·qd* + τ_ff, −kp, −kv)",
+    'dc_motor_envelope': 'the reference band (physai.actuators, tested in tests/test_actuators.py)',
+    'remotized_limit': "the reference lookup (physai.actuators: np.interp, held at the table's ends)",
+    'delay_commands': 'out[k] = commands[max(k - delay, 0)], row by row',
+    'mit_torque': "MuJoCo's actuator_force of a <general> PD clamped by forcerange ±max_effort",
+    'zoh_step': "MuJoCo's Euler step (joint damping implicit) with the PD force held over each tick",
+    'write': "MuJoCo's own <general> PD servo (and <motor> in-loop under Euler), qpos at every step",
+    'to_radians': "the reference (physai.sysid, the gripper's range read from the SO-101 model)",
+    'residuals': 'the reference (physai.sysid.residuals on the same sysid.replay, a batch of MuJoCo runs)',
 }

@@ -16,9 +16,11 @@ learner opens on Colab, ``colab/NN_name.ipynb``, from the same notebooks (they s
   and the first code cell is :data:`physai.colab.INSTALL_CELL`;
 - a first Markdown cell says what the notebook is and links to the chapter's page;
 - Build it, for real: where the chapter prints the source of a function the reader is to write
-  (``print(inspect.getsource(NAME))`` for a NAME of :data:`physai.buildit.FUNCTIONS`), the edition gives instead a
-  cell to complete (:func:`physai.buildit.stub`), a check against MuJoCo (:func:`physai.buildit.check`) and the
-  worked solution folded in ``<details>``; the rest of the cell runs as before, with physai's own function.
+  (``print(inspect.getsource(NAME))``, NAME plain or ``module.NAME``, for a NAME of
+  :data:`physai.buildit.FUNCTIONS`), the edition gives instead a cell to complete (:func:`physai.buildit.stub`), a
+  check against MuJoCo (:func:`physai.buildit.check`) and the worked solution folded in ``<details>``; the rest of
+  the cell runs as before, with physai's own function. Other printed sources (a runner, a method) stay as they are:
+  the worked solution, shown.
 
 ``python -m physai.edition`` writes the edition into ``colab/``; ``python -m physai.edition --check`` exits 1 when
 the committed edition differs from what it would write (``tests/test_edition.py`` checks the same).
@@ -329,7 +331,8 @@ class Converter:
 
 # --- Build it, for real ------------------------------------------------------------------------------------------
 
-GETSOURCE = re.compile(r'^print\(inspect\.getsource\((?P<name>\w+)\)\)[ \t]*\n?', re.M)
+GETSOURCE = re.compile(r'^print\(inspect\.getsource\((?P<name>[\w.]+)\)\)[ \t]*\n?', re.M)
+"""A line printing the source of a function, plain (``servo_sag``) or from a module (``A.pd_torque``)."""
 
 
 def build_it(source: str) -> tuple[list[dict], str]:
@@ -339,7 +342,8 @@ def build_it(source: str) -> tuple[list[dict], str]:
     and the cell's own source without those prints. A cell that prints no such function comes back unchanged.
     """
     from physai import buildit
-    names = [name for name in GETSOURCE.findall(source) if name in buildit.FUNCTIONS]
+    printed = [name for name in GETSOURCE.findall(source) if name.rsplit('.', 1)[-1] in buildit.FUNCTIONS]
+    names = [name.rsplit('.', 1)[-1] for name in printed]  # A.pd_torque -> pd_torque, defined by the stub
     if not names:
         return [], source
     cells = []
@@ -348,7 +352,8 @@ def build_it(source: str) -> tuple[list[dict], str]:
         cells += [
             {'cell_type': 'markdown', 'metadata': {},
              'source': f'**Your turn: write `{name}`.** Complete the cell below: its docstring gives the equation. '
-                       'Run it, then run the check after it, which compares your function with MuJoCo and says '
+                       'Run it, then run the check after it, which compares your function with '
+                       f'{buildit.compared_with(name)} and says '
                        'which input is wrong, or that it passes. The worked solution is folded below the check.'},
             {'cell_type': 'code', 'execution_count': None, 'metadata': {}, 'outputs': [],
              'source': buildit.stub(name)},
@@ -357,7 +362,7 @@ def build_it(source: str) -> tuple[list[dict], str]:
             {'cell_type': 'markdown', 'metadata': {},
              'source': f'<details>\n<summary>Worked solution</summary>\n\n```python\n{solution}\n```\n\n</details>'},
         ]
-    rest = GETSOURCE.sub(lambda m: '' if m.group('name') in names else m.group(0), source).strip('\n')
+    rest = GETSOURCE.sub(lambda m: '' if m.group('name') in printed else m.group(0), source).strip('\n')
     note = f'# From here on the chapter uses physai\'s own {", ".join(names)} (the worked solution).\n'
     return cells, note + rest
 

@@ -328,6 +328,44 @@ def test_build_it_gives_a_stub_a_check_and_the_folded_solution_for_each_function
     assert edition.build_it('print(inspect.getsource(len))') == ([], 'print(inspect.getsource(len))')
 
 
+def test_build_it_takes_a_function_or_a_method_printed_from_its_module_and_leaves_the_runner_as_it_is():
+    from physai import buildit
+    your_turn, rest = edition.build_it('print(inspect.getsource(A.pd_torque))\n'
+                                       'print(inspect.getsource(A._run_explicit))\n'
+                                       'print(inspect.getsource(PDController.write))\n'
+                                       'x = A.pd_torque(1, 0, 0, 0, 2, 0)')
+    assert [c['cell_type'] for c in your_turn] == ['markdown', 'code', 'code', 'markdown'] * 2
+    assert text(your_turn[1]) == buildit.stub('pd_torque')
+    assert text(your_turn[2]) == 'from physai import buildit\n\nbuildit.check(pd_torque)'
+    assert text(your_turn[5]) == buildit.stub('write') and 'import mujoco\nimport numpy as np' in text(your_turn[5])
+    assert 'def write(self, data: mujoco.MjData' in text(your_turn[5])
+    assert text(your_turn[6]) == 'from physai import buildit\n\nbuildit.check(write)'
+    assert text(your_turn[7]).startswith('<details>\n<summary>Worked solution</summary>\n\n```python\n'
+                                         'def write(self,')
+    assert rest == ("# From here on the chapter uses physai's own pd_torque, write (the worked solution).\n"
+                    'print(inspect.getsource(A._run_explicit))\nx = A.pd_torque(1, 0, 0, 0, 2, 0)')
+
+
+WORKED_SOLUTIONS = {'_run_explicit'}
+"""Printed sources the edition leaves as worked solutions: chapter 2's runner (plumbing around mj_step)."""
+
+
+@pytest.mark.parametrize('page', CHAPTERS, ids=IDS)
+def test_every_build_it_step_has_a_stub_and_a_check_in_the_chapters_order(page):
+    """Each function the chapter prints is a "Your turn" with its check, except the few left as worked solutions."""
+    from physai import buildit
+    printed = [name.rsplit('.', 1)[-1] for cell in source(page)['cells'] if cell['cell_type'] == 'code'
+               for name in edition.GETSOURCE.findall(text(cell))]
+    assert printed and set(printed) <= set(buildit.FUNCTIONS) | WORKED_SOLUTIONS, printed
+    chapter = int(pathlib.PurePosixPath(page).name[:2])
+    assert sorted(n for n in printed if n in buildit.FUNCTIONS) == sorted(buildit.CHAPTERS[chapter])
+    code = [text(cell) for cell in committed(page)['cells'] if cell['cell_type'] == 'code']
+    checks = re.findall(r'^buildit\.check\((\w+)\)$', '\n'.join(code), re.M)
+    assert checks == [n for n in printed if n in buildit.FUNCTIONS]
+    for name in checks:
+        assert buildit.stub(name) in code
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize('page', CHAPTERS[1:], ids=IDS[1:])
 def test_every_other_chapter_runs_top_to_bottom_on_a_fresh_fake_colab(page):
