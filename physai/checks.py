@@ -51,13 +51,6 @@ def at_least(name: str, value, low: float, unit: str = '', *, strict: bool = Fal
     return float(value)
 
 
-def at_most(name: str, value, high: float, unit: str = '') -> float:
-    """A finite number <= high."""
-    if not (is_real(value) and math.isfinite(value) and value <= high):
-        raise ValueError(f'{name} must be a finite number <= {high:g}{_unit(unit)}, got {value!r}')
-    return float(value)
-
-
 def positive(name: str, value, unit: str = '') -> float:
     """A finite number > 0."""
     return at_least(name, value, 0, unit, strict=True)

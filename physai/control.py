@@ -39,7 +39,7 @@ physics at 1 kHz, a controller at 50 ... 1000 Hz, both backends (:func:`hold_res
 :func:`physai.sim.step_growth`: the controller tick is the step that integrates the PD explicitly).
 Below the critical rate the in-loop chatter is a chaotic limit cycle, whose amplitude and tone on one run depend
 on the last bits of its start: the ``pd-rate`` table therefore sums up ensembles of runs from starts a nanoradian
-apart (:func:`hold_ensembles`), to the precision they support (:func:`series_125`).
+apart (:func:`hold_ensembles`), to the precision they support (:func:`physai.robust.series_125`).
 
 Symbols and their MuJoCo fields:
 
@@ -724,25 +724,6 @@ ENSEMBLE_RANGE = (2.5, 97.5)
 of 64 runs move too much from one ensemble to the next to print even on the 1-2-5 series."""
 
 
-def series_125(value: float, how: str = 'nearest') -> float:
-    """``value`` on the 1-2-5 series (..., 0.1, 0.2, 0.5, 1, 2, 5, ...): nearest in ratio, or next ``'down'``/``'up'``.
-
-    An ensemble's median or range moves from one draw of the ensemble to the next; one significant digit on the
-    1-2-5 series is coarse enough that the printed figure does not (``tests/test_control.py`` checks it).
-    """
-    checks.positive('value', value)
-    checks.one_of('how', how, ('nearest', 'down', 'up'))
-    decade = 10.0 ** math.floor(math.log10(value))
-    ladder = [decade * m for m in (1, 2, 5, 10)]
-    if how == 'nearest':
-        best = min(ladder, key=lambda v: abs(math.log(value / v)))
-    elif how == 'down':
-        best = max(v for v in ladder if v <= value * (1 + 1e-12))
-    else:
-        best = min(v for v in ladder if v >= value * (1 - 1e-12))
-    return float(f'{best:.1g}')
-
-
 @dataclasses.dataclass(frozen=True)
 class HoldEnsemble:
     """One configuration run from ``n`` starts ``ENSEMBLE_SPACING`` apart, and what the chapter reads off them."""
@@ -803,7 +784,7 @@ class HoldEnsemble:
         """The chatter tone as the ensemble supports it: ``'5-10'`` (Hz), ``'500'``, ``'broadband'`` or None.
 
         Where at least half the chattering runs have a tone, the band from their lower to their upper quartile,
-        widened to the 1-2-5 series (:func:`series_125`); a band of one value prints as that value. Where fewer
+        widened to the 1-2-5 series (:func:`physai.robust.series_125`); a band of one value prints as that value. Where fewer
         do, ``'broadband'``; a still ensemble has none.
         """
         if self.state != 'chatters':
@@ -812,7 +793,7 @@ class HoldEnsemble:
         if 2 * tones.size < self.n:
             return 'broadband'
         q1, q3 = np.percentile(tones, [25, 75])
-        low, high = series_125(float(q1), 'down'), series_125(float(q3), 'up')
+        low, high = robust.series_125(float(q1), 'down'), robust.series_125(float(q3), 'up')
         return f'{low:g}' if low == high else f'{low:g}-{high:g}'
 
     @property
@@ -831,8 +812,8 @@ class HoldEnsemble:
             row['p2p_rad'] = robust.Below(STILL_P2P)
         elif self.state == 'chatters':
             low, high = self.p2p_range
-            row.update(p2p_rad=series_125(self.p2p.median), p2p_low=series_125(low, 'down'),
-                       p2p_high=series_125(high, 'up'))
+            row.update(p2p_rad=robust.series_125(self.p2p.median), p2p_low=robust.series_125(low, 'down'),
+                       p2p_high=robust.series_125(high, 'up'))
         return row
 
 

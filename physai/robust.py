@@ -8,12 +8,16 @@ Three kinds of quantity need more than a format string (see DESIGN.md, "Reproduc
   an ensemble of runs from slightly perturbed starts, to the digits the ensemble supports: :func:`ensemble`.
 - **Fits.** A fit's parameters are known to the spread of its starts and folds, not to its last digit:
   :func:`round_sig`, with the digits chosen from that spread.
+
+An ensemble's median or range is printed on the 1-2-5 series (:func:`series_125`), one significant digit coarse
+enough that it does not move from one draw of the ensemble to the next.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from collections.abc import Iterable
 
 import numpy as np
@@ -81,6 +85,27 @@ def round_sig(value: float, digits: int) -> float:
     if value == 0 or not math.isfinite(value):
         return value
     return round(float(value), digits - 1 - math.floor(math.log10(abs(value))))
+
+
+def series_125(value: float, how: str = 'nearest') -> float:
+    """``value`` on the 1-2-5 series (..., 0.1, 0.2, 0.5, 1, 2, 5, ...): nearest in ratio, or next ``'down'``/``'up'``.
+
+    An ensemble's median or range moves from one draw of the ensemble to the next; one significant digit on the
+    1-2-5 series is coarse enough that the printed figure does not (``tests/test_control.py`` checks it on the SO-101's chatter).
+    """
+    if not (isinstance(value, numbers.Real) and math.isfinite(value) and value > 0):
+        raise ValueError(f'value must be a finite number > 0, got {value!r}')
+    if how not in ('nearest', 'down', 'up'):
+        raise ValueError(f"how must be one of nearest, down, up, got {how!r}")
+    decade = 10.0 ** math.floor(math.log10(value))
+    ladder = [decade * m for m in (1, 2, 5, 10)]
+    if how == 'nearest':
+        best = min(ladder, key=lambda v: abs(math.log(value / v)))
+    elif how == 'down':
+        best = max(v for v in ladder if v <= value * (1 + 1e-12))
+    else:
+        best = min(v for v in ladder if v >= value * (1 - 1e-12))
+    return float(f'{best:.1g}')
 
 
 @dataclasses.dataclass(frozen=True)

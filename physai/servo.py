@@ -23,7 +23,7 @@ import numpy as np
 
 from physai import checks, perturb
 from physai.checks import INTEGRATOR_ENUM, INTEGRATORS
-from physai.sim import DIVERGED_BOUND, kv_from_dampratio  # noqa: F401 (|q| beyond it: diverged)
+from physai.sim import DIVERGED_BOUND, kv_from_dampratio
 
 LINK_MASS = 0.3  # kg
 LINK_LENGTH = 0.2  # m, the capsule's axis from the hinge to its far end

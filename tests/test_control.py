@@ -305,15 +305,6 @@ def test_plotted_joint_chatters_in_every_run(ensembles, bare_ensembles):
     assert control.so101_joints()[ensembles[50, 'in-loop'].joint] == 'shoulder_lift'
 
 
-@pytest.mark.parametrize('value, how, expected', [
-    (0.159, 'nearest', 0.2), (0.047, 'nearest', 0.05), (0.0087, 'nearest', 0.01), (0.13, 'nearest', 0.1),
-    (0.115, 'down', 0.1), (0.034, 'down', 0.02), (0.05, 'down', 0.05), (0.0635, 'up', 0.1), (0.189, 'up', 0.2),
-    (500.0, 'up', 500.0), (7.0, 'up', 10.0), (6.0, 'down', 5.0),
-])
-def test_series_125_rounds_onto_one_two_five(value, how, expected):
-    assert control.series_125(value, how) == expected
-
-
 def test_without_armature_most_chatter_is_broadband(bare_ensembles):
     """Armature 0: the in-loop joints chatter at every rate in every run, but only 1 kHz (a step-by-step flip at
     500 Hz) has a clear tone; at 50 ... 400 Hz most runs have no dominant frequency. In-step stays still."""

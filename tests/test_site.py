@@ -27,7 +27,8 @@ import time
 import urllib.parse
 
 import pytest
-import yaml
+
+from physai.edition import toc_pages
 
 ROOT = pathlib.Path(os.environ.get('PHYSAI_BOOK_ROOT', pathlib.Path(__file__).resolve().parents[1]))
 HTML = ROOT / '_build' / 'html'
@@ -37,22 +38,7 @@ CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-backg
                  '--disable-component-update', '--disable-sync', '--no-first-run']
 
 
-def toc_pages() -> list[str]:
-    """The toc's pages, root first (paths without suffix, as in _toc.yml)."""
-    toc = yaml.safe_load((ROOT / '_toc.yml').read_text(encoding='utf-8'))
-    pages = [toc['root']]
-
-    def walk(entries):
-        for entry in entries:
-            if 'file' in entry:
-                pages.append(entry['file'])
-            walk(entry.get('chapters', []) + entry.get('sections', []))
-
-    walk(toc.get('parts', []) + toc.get('chapters', []))
-    return pages
-
-
-PAGES = toc_pages()
+PAGES = toc_pages(ROOT)
 
 # JavaScript run in the page: the picture of a twin (SVG markup, canvas pixels, image sources) as one string.
 PICTURE_JS = """root => Array.from(root.querySelectorAll('svg, canvas, img')).map(el =>

@@ -1,0 +1,60 @@
+"""Robust figures: round-off bounds, significant digits and the 1-2-5 series print the same on any processor."""
+
+import json
+import math
+
+import pytest
+
+from physai import registry, robust
+
+
+@pytest.mark.parametrize('value, bound', [(2.2e-16, 1e-12), (0.0, 1e-12), (-3.6e-15, 1e-12), (7.3e-05, 1e-4),
+                                          (1e-3, 1e-3), (1.2e-3, 1e-2)])
+def test_roundoff_bound_is_the_power_of_ten_above_and_at_least_the_floor(value, bound):
+    assert robust.roundoff_bound(value) == pytest.approx(bound, rel=1e-12)
+
+
+def test_a_bound_prints_as_a_bound_and_serializes_as_its_number():
+    """Whatever format a table column asks for, the cell shows '< 1e-12'; JSON keeps the number."""
+    below = robust.roundoff(3.3e-16)
+    assert f'{below:.1e}' == f'{below:.4f}' == '< 1e-12'
+    assert registry.format_table([{'diff': below}], [('diff', '.2e')]).splitlines()[1].strip() == '< 1e-12'
+    assert json.loads(registry.to_json([{'diff': below}])) == [{'diff': 1e-12}]
+
+
+def test_difference_keeps_real_differences_and_bounds_rounding():
+    assert robust.difference(4.67e-3) == 4.67e-3 and not isinstance(robust.difference(4.67e-3), robust.Below)
+    assert isinstance(robust.difference(1e-17), robust.Below)
+
+
+@pytest.mark.parametrize('value, digits, expected', [(7.9163, 3, 7.92), (0.06982, 3, 0.0698), (108.3, 2, 110.0),
+                                                     (0.0, 2, 0.0)])
+def test_round_sig(value, digits, expected):
+    assert robust.round_sig(value, digits) == expected
+    assert math.isnan(robust.round_sig(math.nan, 2))
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match='value must be a finite number, got nan'):
+        robust.roundoff_bound(math.nan)
+    with pytest.raises(ValueError, match='digits must be an integer >= 1, got 0'):
+        robust.round_sig(1.0, 0)
+    with pytest.raises(ValueError, match='value must be a finite number > 0, got 0'):
+        robust.series_125(0)
+    with pytest.raises(ValueError, match='values must be one or more finite numbers'):
+        robust.ensemble([])
+
+
+def test_ensemble_summarizes_median_and_range():
+    e = robust.ensemble([0.3, 0.1, 0.2, 0.4])
+    assert (e.median, e.low, e.high, e.n) == (0.25, 0.1, 0.4, 4)
+    assert e.rounded(1).median == 0.2
+
+
+@pytest.mark.parametrize('value, how, expected', [
+    (0.159, 'nearest', 0.2), (0.047, 'nearest', 0.05), (0.0087, 'nearest', 0.01), (0.13, 'nearest', 0.1),
+    (0.115, 'down', 0.1), (0.034, 'down', 0.02), (0.05, 'down', 0.05), (0.0635, 'up', 0.1), (0.189, 'up', 0.2),
+    (500.0, 'up', 500.0), (7.0, 'up', 10.0), (6.0, 'down', 5.0),
+])
+def test_series_125_rounds_onto_one_two_five(value, how, expected):
+    assert robust.series_125(value, how) == expected
