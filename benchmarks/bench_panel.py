@@ -27,8 +27,9 @@ matplotlib.use('agg')
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from physai import plots, widgets  # noqa: E402
-from physai.servo import INTEGRATORS  # noqa: E402
+from physai.experiments import position_actuators
+from physai.interface import live, plots, position_actuators_panels
+from physai.laws.checks import INTEGRATORS
 
 
 def slider_changes(n: int, seed: int = 0) -> list[dict]:
@@ -52,11 +53,11 @@ def slider_changes(n: int, seed: int = 0) -> list[dict]:
 def naive_update(values: dict) -> bytes:
     """Everything from scratch: the three computations, a new figure, an inline PNG."""
     values = {**values, 'dampratio': 1.0, 'q0': -0.5, 'duration': 3.0}
-    response = widgets.servo_step.__wrapped__(**{k: values[k] for k in (
+    response = position_actuators.servo_step.__wrapped__(**{k: values[k] for k in (
         'kp', 'armature', 'timestep', 'integrator', 'dampratio', 'q0', 'duration')})
-    curve = widgets.servo_kp_curve.__wrapped__(**{k: values[k] for k in (
+    curve = position_actuators.servo_kp_curve.__wrapped__(**{k: values[k] for k in (
         'armature', 'timestep', 'integrator', 'dampratio', 'q0', 'duration')})
-    stab = widgets.servo_stability.__wrapped__(**{k: values[k] for k in (
+    stab = position_actuators.servo_stability.__wrapped__(**{k: values[k] for k in (
         'timestep', 'integrator', 'dampratio', 'q0')})
     with plots.book_style():
         fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(13.0, 3.9), dpi=80)
@@ -88,7 +89,7 @@ def main() -> None:
     args = parser.parse_args()
 
     changes = slider_changes(args.changes)
-    panel = widgets.servo_panel()
+    panel = position_actuators_panels.servo_panel()
     panel_ms = []
     for change in changes:
         start = time.perf_counter()
@@ -98,7 +99,7 @@ def main() -> None:
     kp_ms = [ms for ms, c in zip(panel_ms, changes) if 'kp' in c]
     other_ms = [ms for ms, c in zip(panel_ms, changes) if 'kp' not in c]
 
-    values = {c.name: c.default_value for c in widgets.common_controls()}
+    values = {c.name: c.default_value for c in live.common_controls()}
     naive_ms = []
     for change in changes[:args.naive]:
         values.update(change)

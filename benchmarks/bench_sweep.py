@@ -16,8 +16,8 @@ import time
 import mujoco
 import numpy as np
 
-from physai import servo
-from physai.servo import ServoParams
+from physai.engine import link
+from physai.engine.link import ServoParams
 
 GRID = [ServoParams(kp=kp, armature=a, integrator=i, kv=2.731, damping=0.6)
         for kp in np.geomspace(10, 30000, 10) for a in (0.0, 0.005, 0.01, 0.028)
@@ -28,7 +28,7 @@ def loop_sweep(grid):
     """The naive path: one model and one MjData per response, mj_step from Python."""
     out = []
     for params in grid:
-        m = servo.link_model(params)
+        m = link.link_model(params)
         d = mujoco.MjData(m)
         d.qpos[0] = -0.5
         mujoco.mj_forward(m, d)
@@ -41,7 +41,7 @@ def loop_sweep(grid):
                 break
             q.append(d.qpos[0])
         q = np.array(q)
-        out.append(servo.summarize(params, params.timestep * np.arange(len(q)), q, bad))
+        out.append(link.summarize(params, params.timestep * np.arange(len(q)), q, bad))
     return out
 
 
@@ -55,7 +55,7 @@ def timed(fn, repeats=5):
 
 
 def main():
-    batched_ms, batched = timed(lambda: servo.step_responses(GRID))
+    batched_ms, batched = timed(lambda: link.step_responses(GRID))
     loop_ms, looped = timed(lambda: loop_sweep(GRID))
     same = all(a.diverged == b.diverged and np.array_equal(a.q, b.q) for a, b in zip(batched, looped))
     print(f'{len(GRID)} step responses, identical results: {same}')

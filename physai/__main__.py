@@ -11,8 +11,8 @@ import argparse
 import os
 import sys
 
-from physai import registry
-from physai.so101 import ModelUnavailable
+from physai.experiments import registry
+from physai.engine.so101 import ModelUnavailable
 
 
 def main(argv: list[str] | None = None) -> int:

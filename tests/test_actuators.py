@@ -10,12 +10,14 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai import actuators as A
+from physai.engine import pendulum
+from physai.experiments import actuator_models
+from physai.interface import actuator_models_panels, plots
+from physai.laws import drives
 from physai.__main__ import main
-from physai import plots
-from physai.actuators import (Command, DCMotor, DelayedPD, IdealPD, ImplicitPD, PendulumParams,
-                              RemotizedPD, Square, Step)
-from physai.sim import servo_sag
+from physai.engine.pendulum import Command, PendulumParams, Square, Step
+from physai.laws.drives import DCMotor, DelayedPD, IdealPD, ImplicitPD, RemotizedPD
+from physai.laws.sim import servo_sag
 
 S, E, V = 12.0, 6.0, 8.0  # stall torque, cap, no-load speed of the test motor
 
@@ -35,7 +37,7 @@ MOTOR_XML = """
 
 
 def _envelope(v):
-    return A.dc_motor_envelope(v, saturation_effort=S, effort_limit=E, velocity_limit=V)
+    return drives.dc_motor_envelope(v, saturation_effort=S, effort_limit=E, velocity_limit=V)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -45,7 +47,7 @@ def _envelope(v):
 def test_dc_motor_at_rest_allows_the_full_cap_both_ways():
     assert _envelope(0.0) == (-E, E)
     # a cap above the stall torque: the stall torque limits
-    low, high = A.dc_motor_envelope(0.0, saturation_effort=4.0, effort_limit=E, velocity_limit=V)
+    low, high = drives.dc_motor_envelope(0.0, saturation_effort=4.0, effort_limit=E, velocity_limit=V)
     assert (low, high) == (-4.0, 4.0)
 
 
@@ -106,7 +108,7 @@ TABLE = ((-1.0, 2.0), (0.0, 4.0), (1.0, 1.0))
 @pytest.mark.parametrize('q, limit', [(-1.0, 2.0), (-0.5, 3.0), (0.0, 4.0), (0.25, 3.25), (1.0, 1.0),
                                       (-3.0, 2.0), (7.0, 1.0)])
 def test_remotized_limit_interpolates_between_points_and_holds_beyond_ends(q, limit):
-    assert A.remotized_limit(q, TABLE) == pytest.approx(limit)
+    assert drives.remotized_limit(q, TABLE) == pytest.approx(limit)
     pd = RemotizedPD(kp=1000.0, kv=0.0, table=TABLE)
     assert pd.torque(q, 0.0, q + 10.0) == pytest.approx(limit)
     assert pd.torque(q, 0.0, q - 10.0) == pytest.approx(-limit)
@@ -115,15 +117,15 @@ def test_remotized_limit_interpolates_between_points_and_holds_beyond_ends(q, li
 
 def test_delay_holds_the_first_command_never_zeros():
     commands = np.array([[0.7, 0.1, 0.2], [1.0, 0.0, 0.0], [2.0, 0.0, 0.0], [3.0, 0.0, 0.0]])
-    out = A.delay_commands(commands, 2)
+    out = drives.delay_commands(commands, 2)
     np.testing.assert_array_equal(out, commands[[0, 0, 0, 1]])
-    np.testing.assert_array_equal(A.delay_commands(commands, 0), commands)
-    np.testing.assert_array_equal(A.delay_commands(commands, 10), commands[[0, 0, 0, 0]])
+    np.testing.assert_array_equal(drives.delay_commands(commands, 0), commands)
+    np.testing.assert_array_equal(drives.delay_commands(commands, 10), commands[[0, 0, 0, 0]])
 
 
 def test_delayed_actuator_on_a_constant_command_is_not_delayed_at_all():
     """The buffer starts full of the first command, so a run that starts commanded is not delayed."""
-    runs = A.simulate([DelayedPD(kp=100.0, kv=5.0, delay=d) for d in (0, 48)], command=A.HORIZONTAL,
+    runs = pendulum.simulate([DelayedPD(kp=100.0, kv=5.0, delay=d) for d in (0, 48)], command=pendulum.HORIZONTAL,
                       duration=1.0)
     np.testing.assert_array_equal(runs[0].q, runs[1].q)
 
@@ -131,7 +133,7 @@ def test_delayed_actuator_on_a_constant_command_is_not_delayed_at_all():
 def test_command_delay_only_shifts_the_response_of_a_pendulum_at_rest():
     """The feedback is not delayed, so the delayed run is the undelayed one, d steps later."""
     d = 12
-    base, late = A.simulate([DelayedPD(kp=100.0, kv=5.0, delay=k) for k in (0, d)], duration=2.0)
+    base, late = pendulum.simulate([DelayedPD(kp=100.0, kv=5.0, delay=k) for k in (0, d)], duration=2.0)
     np.testing.assert_allclose(late.q[d:], base.q[:-d], atol=1e-12)
 
 
@@ -171,7 +173,7 @@ def _motor_loop(actuator, command, nstep, *, decimation=6, velocity=None, effort
     RemotizedPD(kp=100.0, kv=5.0, delay=6, table=((0.0, 6.0), (math.pi / 2, 3.5))),
 ], ids=['ideal', 'effort-limited', 'dc-motor', 'delayed', 'remotized'])
 def test_explicit_runner_equals_a_plain_mj_step_loop(actuator):
-    run = A.simulate([actuator], command=Square(period=1.0), duration=2.0)[0]
+    run = pendulum.simulate([actuator], command=Square(period=1.0), duration=2.0)[0]
     ref, _ = _motor_loop(actuator, Square(period=1.0), len(run.q) - 1)
     np.testing.assert_allclose(run.q, ref, rtol=0, atol=1e-12)
 
@@ -193,7 +195,7 @@ def _effort(t):
 def test_velocity_and_effort_commands_are_held_and_delayed_together_with_the_position(actuator):
     """A delayed PD sees the whole command (q*, qd*, tau_ff) of d steps ago, not just a late q*."""
     command = Command(position=Square(period=1.0), velocity=_velocity, effort=_effort)
-    run = A.simulate([actuator], command=command, duration=2.0)[0]
+    run = pendulum.simulate([actuator], command=command, duration=2.0)[0]
     ref, tau = _motor_loop(actuator, Square(period=1.0), len(run.q) - 1, velocity=_velocity,
                            effort=_effort)
     np.testing.assert_allclose(run.q, ref, rtol=0, atol=1e-12)
@@ -216,7 +218,7 @@ def test_delayed_pd_holds_the_whole_first_command_right_after_a_reset(delay):
     pd = DelayedPD(kp=100.0, kv=5.0, delay=delay)
     command = Command(position=lambda t: 0.3 + 2 * t, velocity=lambda t: 1.0 - 5 * t,
                       effort=lambda t: 0.8 + 9 * t)
-    run = A.simulate([pd], command=command, duration=0.5)[0]
+    run = pendulum.simulate([pd], command=command, duration=0.5)[0]
     first = (0.3, 1.0, 0.8)
     held = delay + run.pendulum.decimation
     for k in range(held):
@@ -229,7 +231,7 @@ def test_delayed_pd_holds_the_whole_first_command_right_after_a_reset(delay):
         only = [0.0, 0.0, 0.0]
         only[part] = first[part]
         parts = dict(zip(('position', 'velocity', 'effort'), only))
-        run = A.simulate([pd], command=Command(**{k: (lambda t, x=x: x + 3 * t) for k, x in parts.items()}),
+        run = pendulum.simulate([pd], command=Command(**{k: (lambda t, x=x: x + 3 * t) for k, x in parts.items()}),
                          duration=0.2)[0]
         for k in range(held):
             assert run.torque[k] == pd.torque(run.q[k], run.v[k], *only)
@@ -238,8 +240,8 @@ def test_delayed_pd_holds_the_whole_first_command_right_after_a_reset(delay):
 def test_a_zero_velocity_and_effort_command_is_the_position_command_to_the_bit():
     for actuator in (IdealPD(kp=100.0, kv=5.0), DelayedPD(kp=100.0, kv=5.0, delay=24),
                      DCMotor(kp=100.0, kv=5.0, effort_limit=E, saturation_effort=S, velocity_limit=4.0)):
-        plain = A.simulate([actuator], command=Square(), duration=3.0)[0]
-        full = A.simulate([actuator], command=Command(position=Square(), velocity=0.0, effort=0.0),
+        plain = pendulum.simulate([actuator], command=Square(), duration=3.0)[0]
+        full = pendulum.simulate([actuator], command=Command(position=Square(), velocity=0.0, effort=0.0),
                           duration=3.0)[0]
         np.testing.assert_array_equal(plain.q, full.q)
         np.testing.assert_array_equal(plain.torque, full.torque)
@@ -247,25 +249,25 @@ def test_a_zero_velocity_and_effort_command_is_the_position_command_to_the_bit()
 
 def test_an_implicit_pd_takes_a_position_command_only():
     with pytest.raises(ValueError, match='command must be a position command'):
-        A.simulate([ImplicitPD(kp=100.0, kv=5.0)], command=Command(position=1.0, velocity=0.5))
+        pendulum.simulate([ImplicitPD(kp=100.0, kv=5.0)], command=Command(position=1.0, velocity=0.5))
     with pytest.raises(ValueError, match='effort must be a finite number'):
         Command(effort=math.nan)
 
 
 def test_command_is_held_between_60_hz_ticks():
     p = PendulumParams()
-    cmds = A.held_commands(lambda t: t, p, 20)
+    cmds = pendulum.held_commands(lambda t: t, p, 20)
     assert p.decimation == 6
     assert cmds.shape == (20, 3)
     np.testing.assert_allclose(cmds[:, 0], np.repeat([0.0, 1 / 60, 2 / 60, 3 / 60], 6)[:20])
     np.testing.assert_array_equal(cmds[:, 1:], 0.0)  # a plain function is a position command
-    full = A.held_commands(Command(position=1.0, velocity=lambda t: -t, effort=lambda t: 2 * t), p, 20)
+    full = pendulum.held_commands(Command(position=1.0, velocity=lambda t: -t, effort=lambda t: 2 * t), p, 20)
     np.testing.assert_allclose(full, np.stack([np.ones(20), -cmds[:, 0], 2 * cmds[:, 0]], axis=1))
 
 
 def test_implicit_pd_law_is_mujocos_position_actuator_force():
     pd = ImplicitPD(kp=40.0, kv=2.0, effort_limit=5.0)
-    m = A.pendulum_model(PendulumParams(), pd)
+    m = pendulum.pendulum_model(PendulumParams(), pd)
     d = mujoco.MjData(m)
     rng = np.random.default_rng(0)
     for _ in range(50):
@@ -276,8 +278,8 @@ def test_implicit_pd_law_is_mujocos_position_actuator_force():
 
 def test_implicit_runs_are_bit_identical_to_a_loop_over_mj_step():
     pd = ImplicitPD(kp=100.0, kv=5.0)
-    run = A.simulate([pd], command=Step(), duration=2.0)[0]
-    m = A.pendulum_model(PendulumParams(), pd)
+    run = pendulum.simulate([pd], command=Step(), duration=2.0)[0]
+    m = pendulum.pendulum_model(PendulumParams(), pd)
     d = mujoco.MjData(m)
     q = [0.0]
     for k in range(len(run.q) - 1):
@@ -288,13 +290,13 @@ def test_implicit_runs_are_bit_identical_to_a_loop_over_mj_step():
 
 
 def test_pendulum_holds_horizontal_with_tau_g():
-    assert A.TAU_G == pytest.approx(2.943)
-    m = A.pendulum_model(PendulumParams())
+    assert pendulum.TAU_G == pytest.approx(2.943)
+    m = pendulum.pendulum_model(PendulumParams())
     d = mujoco.MjData(m)
     d.qpos[0] = math.pi / 2
     mujoco.mj_forward(m, d)
-    assert d.qfrc_bias[0] == pytest.approx(A.TAU_G, rel=1e-12)
-    assert d.M[0] == pytest.approx(A.LINK_INERTIA, rel=1e-12)
+    assert d.qfrc_bias[0] == pytest.approx(pendulum.TAU_G, rel=1e-12)
+    assert d.M[0] == pytest.approx(pendulum.LINK_INERTIA, rel=1e-12)
 
 
 def test_implicit_equals_ideal_pd_to_first_order_in_the_timestep():
@@ -303,21 +305,21 @@ def test_implicit_equals_ideal_pd_to_first_order_in_the_timestep():
     tenfold."""
     gaps = []
     for h in (1e-3, 1e-4):
-        explicit, implicit = A.simulate([IdealPD(kp=100.0, kv=5.0), ImplicitPD(kp=100.0, kv=5.0)],
+        explicit, implicit = pendulum.simulate([IdealPD(kp=100.0, kv=5.0), ImplicitPD(kp=100.0, kv=5.0)],
                                         pendulum=PendulumParams(timestep=h), duration=4.0)
         gaps.append(np.max(np.abs(explicit.q - implicit.q)))
     assert gaps[1] < 2e-3
     assert gaps[0] / gaps[1] == pytest.approx(10, rel=0.1)
-    explicit, implicit = A.simulate([IdealPD(kp=100.0, kv=5.0), ImplicitPD(kp=100.0, kv=5.0)])
+    explicit, implicit = pendulum.simulate([IdealPD(kp=100.0, kv=5.0), ImplicitPD(kp=100.0, kv=5.0)])
     assert np.max(np.abs(explicit.q - implicit.q)) < 0.05  # at the Experiment's 1/360 s: 2° at most
 
 
 def test_explicit_pd_is_mujocos_position_actuator_under_euler():
     """Euler takes kv explicitly, exactly what a torque computed from the step's start does."""
-    for h in (A.TIMESTEP, 0.01):
+    for h in (pendulum.TIMESTEP, 0.01):
         for kv in (5.0, 50.0):
-            explicit = A.simulate([IdealPD(kp=100.0, kv=kv)], pendulum=PendulumParams(timestep=h))[0]
-            euler = A.simulate([ImplicitPD(kp=100.0, kv=kv)],
+            explicit = pendulum.simulate([IdealPD(kp=100.0, kv=kv)], pendulum=PendulumParams(timestep=h))[0]
+            euler = pendulum.simulate([ImplicitPD(kp=100.0, kv=kv)],
                                pendulum=PendulumParams(timestep=h, integrator='Euler'))[0]
             assert explicit.diverged == euler.diverged
             np.testing.assert_allclose(explicit.q, euler.q, rtol=0, atol=1e-12)
@@ -329,10 +331,10 @@ def test_explicit_pd_is_mujocos_position_actuator_under_euler():
 
 def _turning_angle(effort):
     """Root of tau_g*(1 - cos q) = E*q between the balance angle and π, by bisection."""
-    low, high = A.swing_angle(effort), math.pi
+    low, high = actuator_models.swing_angle(effort), math.pi
     for _ in range(60):
         mid = 0.5 * (low + high)
-        if A.TAU_G * (1 - math.cos(mid)) - effort * mid < 0:
+        if pendulum.TAU_G * (1 - math.cos(mid)) - effort * mid < 0:
             low = mid
         else:
             high = mid
@@ -343,11 +345,11 @@ def test_effort_limits_below_hold_torque_swing_about_where_gravity_equals_the_li
     """With E < tau_g the torque sits at +E, the damping term is gone, and the link swings
     undamped through the balance angle asin(E/tau_g), fastest there, between q = 0 and the
     turning angle where tau_g*(1 - cos q) = E*q (energy)."""
-    sweep = A.sweep('effort-limit')
+    sweep = actuator_models.sweep('effort-limit')
     for value, run, row in zip(sweep.values, sweep.runs, sweep.rows):
         tail = run.t >= run.t[-1] - 2.0
-        if value < A.TAU_G:
-            balance = A.swing_angle(value)
+        if value < pendulum.TAU_G:
+            balance = actuator_models.swing_angle(value)
             clipped = run.torque[tail[:-1]] == value
             lo, hi = run.q[tail].min(), run.q[tail].max()
             assert lo < balance < hi
@@ -363,24 +365,24 @@ def test_effort_limits_below_hold_torque_swing_about_where_gravity_equals_the_li
                 assert np.mean(clipped) > 0.95 and row['p2p_rad'] > 1.0
         else:
             assert row['p2p_rad'] < 1e-3
-            assert row['mean_angle_rad'] == pytest.approx(math.pi / 2 - servo_sag(400.0, A.TAU_G), abs=1e-4)
+            assert row['mean_angle_rad'] == pytest.approx(math.pi / 2 - servo_sag(400.0, pendulum.TAU_G), abs=1e-4)
 
 
 def test_stiffness_sweep_error_is_chapter_one_sag():
     """At horizontal gravity pulls with tau_g*cos(e) at error e: the same balance as chapter 1."""
-    for row in A.sweep('stiffness').rows:
+    for row in actuator_models.sweep('stiffness').rows:
         assert row['error_deg'] == pytest.approx(row['servo_sag_deg'], rel=3e-3)  # kp 10 is still creeping
 
 
 def test_damping_sweep_overshoot_falls_as_damping_rises():
-    rows = A.sweep('damping').rows
+    rows = actuator_models.sweep('damping').rows
     overshoot = [row['overshoot_pct'] for row in rows]
     assert overshoot[0] > 50 and overshoot[2] < 0.1
     assert overshoot[:3] == sorted(overshoot[:3], reverse=True)
 
 
 def test_velocity_limit_caps_the_speed_of_the_dc_motor():
-    sweep = A.sweep('velocity-limit')
+    sweep = actuator_models.sweep('velocity-limit')
     for value, row in zip(sweep.values, sweep.rows):
         assert row['peak_speed'] < value
     rise = [row['rise_ms'] for row in sweep.rows]
@@ -388,14 +390,14 @@ def test_velocity_limit_caps_the_speed_of_the_dc_motor():
 
 
 def test_delay_adds_exactly_its_own_time_to_the_lag():
-    rows = A.sweep('delay').rows
+    rows = actuator_models.sweep('delay').rows
     for row in rows:
         assert row['lag_ms'] - rows[0]['lag_ms'] == pytest.approx(row['delay_ms'], abs=1e-6)
         assert row['overshoot_pct'] == pytest.approx(rows[0]['overshoot_pct'], abs=1e-6)
 
 
 def test_joint_friction_stops_the_free_swing_sooner_the_larger_it_is():
-    rows = A.sweep('friction').rows
+    rows = actuator_models.sweep('friction').rows
     turns = [row['turns'] for row in rows]
     assert turns == sorted(turns, reverse=True)
     assert rows[0]['decay_s'] is None  # no friction: it never slows down for good (printed '-')
@@ -419,7 +421,7 @@ def test_actuator_sweep_json_has_its_keys_and_five_rows(capsys, param):
     assert main(['actuator-sweep', param, '--json']) == 0
     rows = json.loads(capsys.readouterr().out)
     assert len(rows) == 5 and all(list(row) == SWEEP_KEYS[param] for row in rows)
-    assert [row[SWEEP_KEYS[param][0]] for row in rows] == list(A.SWEEPS[param])
+    assert [row[SWEEP_KEYS[param][0]] for row in rows] == list(actuator_models.SWEEPS[param])
     assert main(['actuator-sweep', param]) == 0
     table = capsys.readouterr().out.splitlines()
     assert table[0].split() == SWEEP_KEYS[param] and len(table) == 6
@@ -436,7 +438,7 @@ def test_actuator_sweep_rejects_an_unknown_parameter(capsys):
 
 def test_growth_above_one_exactly_where_mujoco_diverges_on_the_map():
     """Chapter 1's growth per step, with kv explicit or implicit, predicts every cell of the map."""
-    rows = A.divergence_map()
+    rows = actuator_models.divergence_map()
     for row in rows:
         assert (row['explicit_growth'] > 1) == (row['explicit'] == 'diverged'), row
         assert (row['implicit_growth'] > 1) == (row['implicit'] == 'diverged'), row
@@ -448,7 +450,7 @@ def test_growth_above_one_exactly_where_mujoco_diverges_on_the_map():
 def test_discrete_takes_the_spring_implicitly_and_holds_every_cell_of_the_map():
     """"Implicit damping cannot rescue a spring too stiff for the step" is a rule about implicitfast: MuJoCo's
     discrete integrator solves the step in M + hD + h²K, so it holds the cells where both other models diverge."""
-    rows = A.divergence_map()
+    rows = actuator_models.divergence_map()
     both = [r for r in rows if r['explicit'] == 'diverged' and r['implicit'] == 'diverged']
     assert both and all(r['h_omega'] ** 2 > 4 for r in both)  # too stiff for the step under implicitfast
     assert all(r['discrete'] == 'stable' for r in rows)
@@ -456,9 +458,9 @@ def test_discrete_takes_the_spring_implicitly_and_holds_every_cell_of_the_map():
 
 def test_the_damping_sweeps_largest_kv_would_blow_up_the_explicit_pd():
     """kv = 100 at 1/360 s gives h*kv/I = 2.2 > 2: fine implicitly, divergent explicitly."""
-    explicit, implicit = A.simulate([IdealPD(kp=100.0, kv=100.0), ImplicitPD(kp=100.0, kv=100.0)])
+    explicit, implicit = pendulum.simulate([IdealPD(kp=100.0, kv=100.0), ImplicitPD(kp=100.0, kv=100.0)])
     assert explicit.diverged and not implicit.diverged
-    assert A.TIMESTEP * 100.0 / A.LINK_INERTIA > 2
+    assert pendulum.TIMESTEP * 100.0 / pendulum.LINK_INERTIA > 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -466,7 +468,7 @@ def test_the_damping_sweeps_largest_kv_would_blow_up_the_explicit_pd():
 
 
 def test_native_dcmotor_has_our_envelope_and_matches_our_motor_under_euler():
-    rows = {(r['case'], r['integrator']): r['max_abs_diff'] for r in A.native_comparison()}
+    rows = {(r['case'], r['integrator']): r['max_abs_diff'] for r in actuator_models.native_comparison()}
     assert rows[('dcmotor torque at full voltage vs dc_motor_envelope', '-')] <= 1e-12
     assert rows[('dcmotor, back-EMF compensated vs DCMotor', 'Euler')] <= 1e-12
     assert rows[('dcmotor, back-EMF compensated vs DCMotor', 'implicitfast')] < 1e-2
@@ -495,7 +497,7 @@ def test_native_dcmotor_has_our_envelope_and_matches_our_motor_under_euler():
     (lambda: PendulumParams(timestep=0.0), 'timestep must be in (0, 0.1] s, got 0.0'),
     (lambda: PendulumParams(integrator='rk4'), 'integrator must be one of Euler, RK4'),
     (lambda: PendulumParams(armature=-0.1), 'armature must be a finite number >= 0'),
-    (lambda: A.sweep('stifness'), 'param must be one of stiffness'),
+    (lambda: actuator_models.sweep('stifness'), 'param must be one of stiffness'),
 ])
 def test_bad_input_names_the_parameter_the_value_and_what_is_allowed(make, message):
     with pytest.raises(ValueError, match=message.replace('(', r'\(').replace(')', r'\)')):
@@ -516,8 +518,8 @@ def test_configs_are_frozen_and_keyword_only():
 
 def test_panel_survives_every_model_at_extreme_settings():
     """No slider position raises or blanks the panel: a diverged run is drawn and flagged."""
-    panel = A.actuator_panel()
-    for model in A.MODELS:
+    panel = actuator_models_panels.actuator_panel()
+    for model in drives.MODELS:
         for change in ({'kp': 30000.0, 'timestep': 0.02}, {'kv': 300.0, 'effort_limit': 100.0},
                        {'kp': 1.0, 'kv': 0.1, 'armature': 0.1}, {'effort_limit': 0.5, 'delay': 60},
                        {'velocity_limit': 1.0, 'integrator': 'RK4'}):
@@ -530,30 +532,30 @@ def test_panel_survives_every_model_at_extreme_settings():
 def test_panel_readout_says_a_run_that_never_settles_is_still_swinging():
     """A DC motor with V 1 rad/s and kv 100 at a 20 ms step chatters along its band by ±8°: it has
     no settling error or rise time, and the readout says so instead of printing them."""
-    run, metrics = A.panel_run('DC motor', 100.0, 100.0, 0.0, 0.02, 'implicitfast', 100.0, 1.0, 0)
+    run, metrics = actuator_models_panels.panel_run('DC motor', 100.0, 100.0, 0.0, 0.02, 'implicitfast', 100.0, 1.0, 0)
     assert not run.diverged and metrics['p2p_deg'] > 10 > plots.SWINGING_P2P_DEG
-    text = A.panel_readout(run, metrics)
+    text = actuator_models_panels.panel_readout(run, metrics)
     assert text.startswith('still swinging:') and text.endswith('rise n/a')
     assert f"{metrics['p2p_deg']:.3g}° peak to peak" in text and 'settling error' not in text
     # a heavily overdamped PD is still on its way: it creeps, it does not swing
-    run, metrics = A.panel_run('implicit', 100.0, 300.0, 0.0, A.TIMESTEP, 'implicitfast', 100.0, 8.0, 0)
-    assert A.panel_readout(run, metrics).startswith('still creeping:')
-    run, metrics = A.panel_run('ideal PD', 100.0, 5.0, 0.0, A.TIMESTEP, 'implicitfast', 6.0, 8.0, 0)
+    run, metrics = actuator_models_panels.panel_run('implicit', 100.0, 300.0, 0.0, pendulum.TIMESTEP, 'implicitfast', 100.0, 8.0, 0)
+    assert actuator_models_panels.panel_readout(run, metrics).startswith('still creeping:')
+    run, metrics = actuator_models_panels.panel_run('ideal PD', 100.0, 5.0, 0.0, pendulum.TIMESTEP, 'implicitfast', 6.0, 8.0, 0)
     assert metrics['p2p_deg'] < plots.SWINGING_P2P_DEG
-    assert A.panel_readout(run, metrics) == f"settling error {metrics['error_deg']:.2f}°   rise 182 ms"
-    run, metrics = A.panel_run('ideal PD', 100.0, 100.0, 0.0, A.TIMESTEP, 'implicitfast', 100.0, 8.0, 0)
-    assert A.panel_readout(run, metrics) == f'diverged after {run.t[-1]:.3f} s'
+    assert actuator_models_panels.panel_readout(run, metrics) == f"settling error {metrics['error_deg']:.2f}°   rise 182 ms"
+    run, metrics = actuator_models_panels.panel_run('ideal PD', 100.0, 100.0, 0.0, pendulum.TIMESTEP, 'implicitfast', 100.0, 8.0, 0)
+    assert actuator_models_panels.panel_readout(run, metrics) == f'diverged after {run.t[-1]:.3f} s'
 
 
 def test_panel_flags_the_explicit_pd_that_explodes():
-    run, metrics = A.panel_run('ideal PD', 100.0, 100.0, 0.0, A.TIMESTEP, 'implicitfast', 100.0, 8.0, 0)
+    run, metrics = actuator_models_panels.panel_run('ideal PD', 100.0, 100.0, 0.0, pendulum.TIMESTEP, 'implicitfast', 100.0, 8.0, 0)
     assert run.diverged and metrics['diverged']
-    run, metrics = A.panel_run('implicit', 100.0, 100.0, 0.0, A.TIMESTEP, 'implicitfast', 100.0, 8.0, 0)
+    run, metrics = actuator_models_panels.panel_run('implicit', 100.0, 100.0, 0.0, pendulum.TIMESTEP, 'implicitfast', 100.0, 8.0, 0)
     assert not run.diverged
 
 
 def test_effort_limit_twin_is_byte_stable_small_and_changes_with_the_limit():
-    first, second = A.effort_limit_twin().data, A.effort_limit_twin().data
+    first, second = actuator_models_panels.effort_limit_twin().data, actuator_models_panels.effort_limit_twin().data
     assert first == second
     assert len(first) < 500_000
     start = first.index('"frames":') + len('"frames":')
@@ -566,7 +568,7 @@ def test_effort_limit_twin_is_byte_stable_small_and_changes_with_the_limit():
 def test_an_implicit_pd_held_at_its_forcerange_is_the_explicit_one():
     """While the force is clamped it does not depend on velocity, so implicitfast has no kv to fold
     into the step: with E = 1 N·m (clamped throughout) implicit and explicit agree to the bit."""
-    implicit, explicit = A.simulate([ImplicitPD(kp=400.0, kv=20.0, effort_limit=1.0),
+    implicit, explicit = pendulum.simulate([ImplicitPD(kp=400.0, kv=20.0, effort_limit=1.0),
                                      IdealPD(kp=400.0, kv=20.0, effort_limit=1.0)],
                                     command=Step(at=0.0), duration=6.0)
     np.testing.assert_array_equal(implicit.q, explicit.q)
@@ -575,7 +577,7 @@ def test_an_implicit_pd_held_at_its_forcerange_is_the_explicit_one():
 def test_effort_limit_twin_redraws_in_a_browser_without_a_kernel(twin_page):
     open_page, errors = twin_page
     root = 'physai-twin-ch2-effort-limit'
-    page = open_page(A.effort_limit_twin().data)
+    page = open_page(actuator_models_panels.effort_limit_twin().data)
     before = page.inner_html(f'#{root}-plot-0')
     assert '<path' in before
     page.eval_on_selector(f'#{root}-effort_limit',

@@ -6,7 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from physai import buildit, sim, sysid
+from physai.book import buildit
+from physai.engine import replay, so101
+from physai.laws import sim
+from physai.engine.hold import PDController
 
 
 @pytest.mark.parametrize('name', buildit.FUNCTIONS)
@@ -77,13 +80,12 @@ def _radians_in_dataset_order(values, joints):
     return np.deg2rad(np.atleast_2d(np.asarray(values, dtype=float)))  # the gripper's 0..100 taken as degrees
 
 
-def _residuals_unscaled(x, episodes, *, config=sysid.ReplayConfig(), decimate=1):
-    return sysid.residuals(x, episodes, config=config, decimate=decimate) * math.sqrt(5 * 23)  # no 1/sqrt(nres)
+def _residuals_unscaled(x, episodes, *, config=replay.ReplayConfig(), decimate=1):
+    return replay.residuals(x, episodes, config=config, decimate=decimate) * math.sqrt(5 * 23)  # no 1/sqrt(nres)
 
 
 def _write_ignoring_the_gear(self, data, commands):
     """In-step gains taken as joint gains: kp = stiffness instead of stiffness/g²."""
-    from physai.control import PDController
     PDController.write(self, data, commands)
     for k, command in enumerate(commands):
         if self.in_step[k]:
@@ -162,10 +164,10 @@ def test_every_chapter_has_its_functions_and_each_a_reference_in_physai():
 
 def test_a_stub_imports_what_its_signature_and_earlier_chapters_give():
     """mit_torque's signature names JointCommand and its docstring chapter 2's pd_torque: the stub imports both."""
-    assert 'from physai.control import JointCommand' in buildit.stub('mit_torque')
-    assert "from physai.sim import semi_implicit_euler  # chapter 1's step" in buildit.stub('zoh_step')
+    assert 'from physai.laws.loop import JointCommand' in buildit.stub('mit_torque')
+    assert "from physai.laws.sim import semi_implicit_euler  # chapter 1's step" in buildit.stub('zoh_step')
     assert buildit.stub('servo_sag').startswith(buildit.STUB_IMPORTS + 'def servo_sag(')
-    assert np.isclose(buildit.reference('to_radians')(np.zeros(6), sysid.JOINTS)[0, 0], 0.0)
+    assert np.isclose(buildit.reference('to_radians')(np.zeros(6), so101.JOINTS)[0, 0], 0.0)
 
 
 def test_the_your_turn_text_names_what_the_check_compares_with():

@@ -9,10 +9,15 @@ import math
 import numpy as np
 import pytest
 
-from physai import exercises, registry, servo, stability
-from physai.experiments import SO101_FORCERANGE, clamped_chatter, growth_pair, so101_servo
-from physai.servo import LINK_INERTIA, TAU_G
-from physai.sim import semi_implicit_euler, step_growth
+from physai.engine import link
+from physai.experiments import position_actuators, registry
+from physai.interface import live
+from physai.laws import stability
+from physai.engine.link import LINK_INERTIA, TAU_G
+from physai.engine.so101 import STS3215_STEPS_PER_TURN
+from physai.experiments.position_actuators import (SO101_FORCERANGE, SO101_KP, clamped_chatter, growth_pair,
+                                                   so101_servo, so101_servos)
+from physai.laws.sim import semi_implicit_euler, servo_sag, step_growth
 
 
 @pytest.fixture(scope='module')
@@ -57,7 +62,7 @@ def test_rise_shortfall_is_the_timestep_except_for_the_softest_servo():
     inertia = LINK_INERTIA + 0.028
     timesteps = (0.005, 0.001, 0.0002)
     def ratio(kp, h):
-        return servo.step_response(kp, timestep=h).rise_ms / (1e3 * stability.critical_rise_time(kp, inertia))
+        return link.step_response(kp, timestep=h).rise_ms / (1e3 * stability.critical_rise_time(kp, inertia))
 
     stiff = [ratio(100.0, h) for h in timesteps]
     assert stiff[0] < stiff[1] < stiff[2] < 1.0
@@ -82,32 +87,30 @@ def test_panel_euler_at_dampratio_one_breaks_where_the_so101_kv_holds(kp):
     """The live panel damps with dampratio 1: at kp ≈ 1000 and armature 0.028 its kv is over four times the
     SO-101's 2.731, and Euler, which takes kv explicitly, diverges (hω 0.88 > 0.83) where the SO-101's kv
     holds. Just past the bound's armature it settles; implicitfast settles even at armature 0."""
-    from physai import widgets
     h = 0.005
-    panel = widgets.servo_step(kp, 0.028, h, 'Euler')
+    panel = position_actuators.servo_step(kp, 0.028, h, 'Euler')
     assert panel.diverged and panel.params.h_omega < 2
     assert panel.params.kv_effective / 2.731 > 4
-    so101_kv = servo.step_response(kp, kv=2.731, armature=0.028, integrator='Euler')
+    so101_kv = link.step_response(kp, kv=2.731, armature=0.028, integrator='Euler')
     assert so101_kv.settled
     star = stability.critical_h_omega('Euler', 1.0)
-    bound_armature = stability.armature_at_h_omega(star, kp, h)
+    bound_armature = stability.armature_at_h_omega(star, kp, h, link_inertia=LINK_INERTIA)
     assert 0.028 < bound_armature < math.ceil(1e3 * bound_armature) / 1e3
-    assert widgets.servo_step(kp, math.ceil(1e3 * bound_armature) / 1e3, h, 'Euler').settled
-    assert widgets.servo_step(kp, 0.028, h, 'implicitfast').settled
-    assert widgets.servo_step(kp, 0.0, h, 'implicitfast').settled
+    assert position_actuators.servo_step(kp, math.ceil(1e3 * bound_armature) / 1e3, h, 'Euler').settled
+    assert position_actuators.servo_step(kp, 0.028, h, 'implicitfast').settled
+    assert position_actuators.servo_step(kp, 0.0, h, 'implicitfast').settled
 
 
 def test_panel_top_kp_sits_on_the_implicitfast_bound_and_never_settles():
     """kp 30000 at armature 0.028, ζ = 1: hω = 4.830, on implicitfast's bound 2 + 2√2 (growth per step
     1.001), so the link flips about the command for the whole run, neither flagged as diverged nor settled.
     discrete, which has no bound, settles at the same point."""
-    from physai import widgets
-    kp_top = widgets.common_controls()[0].max
-    run = widgets.servo_step(kp_top, 0.028, 0.005, 'implicitfast')
+    kp_top = live.common_controls()[0].max
+    run = position_actuators.servo_step(kp_top, 0.028, 0.005, 'implicitfast')
     assert run.params.h_omega == pytest.approx(2 + 2 * math.sqrt(2), abs=0.005)
     assert not run.diverged and not run.settled and run.p2p_deg > 90
     assert np.all(np.sign(np.diff(run.q[-20:])) != np.sign(np.diff(run.q[-21:-1])))  # flips every step
-    assert widgets.servo_step(kp_top, 0.028, 0.005, 'discrete').settled
+    assert position_actuators.servo_step(kp_top, 0.028, 0.005, 'discrete').settled
 
 def test_growth_above_one_exactly_where_mujoco_diverges():
     """The spectral radius of one linearized step predicts every Euler and implicitfast run."""
@@ -160,7 +163,7 @@ def test_clamped_euler_chatters_instead_of_exploding():
 def test_clamped_euler_chatter_is_decided_by_the_last_bits():
     """At armature 0.002 two starts 1e-9 rad apart can end differently: one chattering, one caught by friction."""
     params = [so101_servo(0.002, integrator='Euler', forcerange=SO101_FORCERANGE)] * 16
-    p2p = [r.p2p_deg for r in servo.step_responses(params, q0=-0.5 + 1e-9 * np.arange(16))]
+    p2p = [r.p2p_deg for r in link.step_responses(params, q0=-0.5 + 1e-9 * np.arange(16))]
     assert min(p2p) < 1e-6 < 0.3 < max(p2p)
 
 
@@ -172,7 +175,7 @@ def test_clamped_euler_without_friction_chatters_wherever_unclamped_explodes():
         params.append(so101_servo(a, integrator='Euler', frictionloss=0.0))
         params.append(so101_servo(a, integrator='Euler', frictionloss=0.0,
                                   forcerange=SO101_FORCERANGE))
-    responses = servo.step_responses(params)
+    responses = link.step_responses(params)
     for k, a in enumerate(armatures):
         free, clamped = responses[2 * k], responses[2 * k + 1]
         assert not clamped.diverged, a
@@ -199,7 +202,7 @@ def test_stability_bound_agrees_with_growth_per_step(integrator):
 def test_critical_armature_separates_mujoco_runs():
     """Euler with kv 0 and damping 0.6: the bound sits between the last diverging and first stable grid point,
     well below the armature that the damping-free rule hω = 2 asks for."""
-    runs = stability.armature_limit_runs()
+    runs = position_actuators.armature_limit_runs()
     for row in runs:
         assert (row['mujoco'] == 'diverged') == (not row['bound_stable']), row
         assert (row['mujoco'] == 'diverged') == (row['growth'] > 1), row
@@ -244,7 +247,7 @@ def test_so101_json_has_exactly_its_keys():
 def test_motor_needs_ctrl_equal_to_gravity_torque():
     """A motor has no spring: holding the link takes ctrl = tau_g/gear, and 1 % less lets it fall."""
     for gear in (1.0, 2.0):
-        rows = {r['quantity'].split(' (')[0]: r['value'] for r in exercises.motor_hold(gear)}
+        rows = {r['quantity'].split(' (')[0]: r['value'] for r in position_actuators.motor_hold(gear)}
         assert rows['ctrl that holds q = 0'] * gear == pytest.approx(TAU_G, rel=1e-12)
         assert rows['drift after 1 s with that ctrl'] < 1e-9
         assert rows['drop after 1 s with 1 % less ctrl'] > 1.0
@@ -260,7 +263,6 @@ def test_gear_two_quarters_the_sag():
 
 def test_bad_timestep_for_so101_table_is_rejected():
     """The table's timestep must be a physics step MuJoCo accepts."""
-    from physai.so101 import so101_servos
     with pytest.raises(ValueError, match=r'timestep must be in \(0, 0.1\] s, got 0'):
         so101_servos(0)
 
@@ -281,16 +283,13 @@ def test_so101_without_armature_chatters_because_of_the_clamp():
 
 def test_so101_sag_on_the_link_is_below_one_encoder_step():
     """At Menagerie's kp the link sags less than one 12-bit step of the STS3215's sensor: stiff enough."""
-    from physai.experiments import SO101_KP
-    from physai.sim import servo_sag
-    from physai.so101 import STS3215_STEPS_PER_TURN
     assert math.degrees(servo_sag(SO101_KP, TAU_G)) < 360 / STS3215_STEPS_PER_TURN
 
 
 def test_gear_sag_flags_a_diverged_run_instead_of_reporting_a_sag():
     """kp 1e6 diverges at 5 ms with gear 1 and 30: once reported as a sag of 14578°, now flagged with no sag."""
-    rows = exercises.gear_sag(kp=1e6, gears=(1.0, 30.0))
+    rows = position_actuators.gear_sag(kp=1e6, gears=(1.0, 30.0))
     assert [row['mujoco'] for row in rows] == ['diverged', 'diverged']
     assert all(math.isnan(row['sag_deg']) and math.isnan(row['sag_ratio']) for row in rows)
     with pytest.raises(ValueError, match=r'gears must be one or more gear ratios in \[0.001, 10000\], got \(1.0, -2.0\)'):
-        exercises.gear_sag(gears=(1.0, -2.0))
+        position_actuators.gear_sag(gears=(1.0, -2.0))

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from physai import checks
+from physai.engine import mj
+from physai.laws import checks
 
 
 @pytest.mark.parametrize('call, message', [
@@ -35,4 +36,4 @@ def test_good_values_pass_through_as_floats():
 
 
 def test_every_integrator_name_maps_to_mujoco():
-    assert set(checks.INTEGRATOR_ENUM) == set(checks.INTEGRATORS)
+    assert set(mj.INTEGRATOR_ENUM) == set(checks.INTEGRATORS)

@@ -1,7 +1,7 @@
 """The Colab set-up, simulated: a fake ``google.colab`` module and a fake pip that records its commands.
 
 The first cell is executed from its exact source (``INSTALL_CELL``), as Colab would run it: it "installs" physai
-(the fake pip), finds this repository's ``physai/colab.py`` by its path and calls ``setup()``; pip never runs.
+(the fake pip), finds this repository's ``physai/book/colab.py`` by its path and calls ``setup()``; pip never runs.
 """
 
 import importlib.metadata
@@ -16,7 +16,8 @@ from contextlib import redirect_stdout
 import pytest
 import yaml
 
-from physai import colab
+from physai.book import colab
+from physai.engine import datasets
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / 'notebooks').glob('*.ipynb'))
@@ -206,10 +207,10 @@ def test_pip_commands_touch_only_what_differs_from_the_pins(installed, expected)
 
 
 def test_colab_py_imports_only_the_standard_library():
-    """The cell runs physai/colab.py by its path before MuJoCo is replaced: it must not import physai (which
+    """The cell runs physai/book/colab.py by its path before MuJoCo is replaced: it must not import physai (which
     imports MuJoCo) or anything else outside the standard library."""
     code = ('import runpy, sys; before = set(sys.modules); '
-            f'runpy.run_path({str(ROOT / "physai" / "colab.py")!r}); '
+            f'runpy.run_path({str(ROOT / "physai" / "book" / "colab.py")!r}); '
             'print(sorted(m for m in set(sys.modules) - before if m.split(".")[0] in '
             '("physai", "mujoco", "numpy", "matplotlib", "pandas", "yaml")))')
     result = subprocess.run([sys.executable, '-I', '-c', code], capture_output=True, text=True, check=True)
@@ -236,12 +237,12 @@ def test_every_chapter_starts_with_the_install_cell(path):
     cell = colab.first_code_cell(json.loads(path.read_text(encoding='utf-8')))
     assert cell is not None, f'{path.name} has no code cell'
     assert colab.cell_text(cell) == colab.INSTALL_CELL, (
-        f'{path.name}: first code cell differs from physai.colab.INSTALL_CELL; '
-        f'run `python -m physai.colab {path.relative_to(ROOT)}`')
+        f'{path.name}: first code cell differs from physai.book.colab.INSTALL_CELL; '
+        f'run `python -m physai.book.colab {path.relative_to(ROOT)}`')
     assert cell.get('outputs', []) == [], f'{path.name}: the install cell prints nothing outside Colab'
     assert colab.INSTALL_CELL_TAG in cell.get('metadata', {}).get('tags', []), (
         f'{path.name}: tag the install cell {colab.INSTALL_CELL_TAG!r} '
-        f'(python -m physai.colab {path.relative_to(ROOT)})')
+        f'(python -m physai.book.colab {path.relative_to(ROOT)})')
 
 
 def test_update_notebook_writes_the_install_cell(tmp_path):
@@ -264,7 +265,6 @@ SHARED_RECORDING = ROOT.parent / 'shared' / 'datasets' / 'so101_record_test'
 
 
 def test_the_shipped_recording_is_the_real_one_with_its_provenance():
-    from physai import datasets
     path = datasets.shipped_recording()
     assert path == ROOT / 'physai' / 'data' / 'so101_record_test'
     provenance = (path / 'PROVENANCE.md').read_text(encoding='utf-8')
@@ -293,7 +293,7 @@ def test_a_wheel_of_physai_carries_the_recording(tmp_path):
     shipped = ROOT / 'physai' / 'data' / 'so101_record_test'
     wanted = {f'physai/data/so101_record_test/{p.relative_to(shipped)}' for p in shipped.rglob('*') if p.is_file()}
     assert wanted <= set(wheel.namelist())
-    assert 'physai/colab.py' in wheel.namelist()
+    assert 'physai/book/colab.py' in wheel.namelist()
 
 
 def test_on_colab_the_custom_widget_manager_is_switched_on_for_ipywidgets_8():

@@ -1,4 +1,4 @@
-"""Where the PD runs (physai.control): both backends against MuJoCo's own <position> servo and a plain loop."""
+"""Where the PD runs (physai.engine.hold): both backends against MuJoCo's own <position> servo and a plain loop."""
 
 import math
 import warnings
@@ -7,8 +7,13 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai import control, perturb, registry, robust
-from physai.control import BACKENDS, HoldParams, JointCommand, PDController
+from physai.engine import hold, perturb
+from physai.experiments import registry, where_pd_runs
+from physai.interface import where_pd_runs_panels
+from physai.laws import loop, robust
+from physai.engine.hold import HoldParams, PDController
+from physai.laws.drives import pd_torque
+from physai.laws.loop import BACKENDS, JointCommand
 
 INTEGRATORS = ('Euler', 'implicitfast', 'implicit', 'RK4')
 
@@ -77,12 +82,11 @@ def test_in_step_servo_is_mujocos_position_actuator_step_for_step(integrator, ge
 
 
 def test_mit_torque_is_chapter_2s_pd_law_clipped_to_max_effort():
-    """mit_torque = physai.actuators.pd_torque(stiffness, damping, effort), then clip to ±max_effort."""
-    from physai.actuators import pd_torque
+    """mit_torque = physai.laws.drives.pd_torque(stiffness, damping, effort), then clip to ±max_effort."""
     command = JointCommand(position=0.3, velocity=0.2, stiffness=40.0, damping=0.8, effort=0.1, max_effort=5.0)
     q, qd = np.linspace(-1.0, 1.0, 9), np.linspace(2.0, -2.0, 9)
     expected = np.clip(pd_torque(0.3, q, 0.2, qd, 40.0, 0.8, 0.1), -5.0, 5.0)
-    np.testing.assert_array_equal(control.mit_torque(command, q, qd), expected)
+    np.testing.assert_array_equal(loop.mit_torque(command, q, qd), expected)
     assert np.max(np.abs(expected)) == 5.0  # the clamp is exercised
 
 
@@ -152,18 +156,18 @@ def test_max_effort_narrows_the_actuator_forcerange_never_widens_it():
 
 
 def test_tick_mask_is_even_where_the_rates_divide_and_alternates_at_400_hz():
-    assert np.flatnonzero(control.tick_mask(50, 0.001, 100)).tolist() == [0, 20, 40, 60, 80]
-    assert control.tick_mask(1000, 0.001, 7).all()
-    assert np.diff(np.flatnonzero(control.tick_mask(400, 0.001, 40))).tolist() == [3, 2] * 7 + [3]
-    assert control.tick_pattern(400, 0.001) == (3, 2)
+    assert np.flatnonzero(loop.tick_mask(50, 0.001, 100)).tolist() == [0, 20, 40, 60, 80]
+    assert loop.tick_mask(1000, 0.001, 7).all()
+    assert np.diff(np.flatnonzero(loop.tick_mask(400, 0.001, 40))).tolist() == [3, 2] * 7 + [3]
+    assert loop.tick_pattern(400, 0.001) == (3, 2)
 
 
 @pytest.mark.parametrize('rate_hz, pattern', [(129, (8, 8, 8, 7)), (400 / 3, (8, 7)), (125, (8,)), (2000, (1,))])
 def test_tick_pattern_has_the_mean_tick_of_the_rate(rate_hz, pattern):
     """The pattern's ticks cover the steps of the rate's nearest fraction (129 Hz: 31 steps in 4 ticks)."""
-    assert control.tick_pattern(rate_hz, 0.001) == pattern
+    assert loop.tick_pattern(rate_hz, 0.001) == pattern
     for rate in (13.3, 77.0, 129.0, 134.0, 415.0):
-        got = control.tick_pattern(rate, 0.001)
+        got = loop.tick_pattern(rate, 0.001)
         assert sum(got) / len(got) == pytest.approx(1000.0 / rate, rel=2e-3)
         assert max(got) - min(got) <= 1  # as even as the rate allows
 
@@ -174,15 +178,15 @@ def test_tick_pattern_has_the_mean_tick_of_the_rate(rate_hz, pattern):
 
 def hold_by_loop(params: HoldParams, duration: float = 1.0):
     """The slow, obvious reference: one MjData, PDController.write at every tick, mj_step in between."""
-    m = control.hold_model(params)
-    controller = PDController(m, control.so101_joints(), backend=params.backend)
+    m = hold.hold_model(params)
+    controller = PDController(m, hold.so101_joints(), backend=params.backend)
     d = mujoco.MjData(m)
     d.qpos[:] += params.start_offset
     perturb.nudge(d.qpos)  # the same start as the batched run, nudged or not (PHYSAI_PERTURB)
     nstep = round(duration / params.timestep)
     t = params.timestep * np.arange(nstep)
-    position, velocity = control.reference(t)
-    mask = control.tick_mask(params.rate_hz, params.timestep, nstep)
+    position, velocity = hold.reference(t)
+    mask = loop.tick_mask(params.rate_hz, params.timestep, nstep)
     q = np.empty((nstep, m.nq))
     max_contacts = 0
     for k in range(nstep):
@@ -202,7 +206,7 @@ def test_batched_hold_matches_a_plain_loop_and_touches_nothing(backend, rate_hz)
     """The batched runner is the PDController loop (1e-9 rad), and no contact ever forms: contacts stay on."""
     params = HoldParams(rate_hz=rate_hz, backend=backend)
     q_loop, max_contacts = hold_by_loop(params)
-    (batched,) = control.hold_responses([params], duration=1.0)
+    (batched,) = hold.hold_responses([params], duration=1.0)
     np.testing.assert_allclose(batched.q, q_loop, atol=1e-9, rtol=0)
     assert max_contacts == 0
 
@@ -214,38 +218,38 @@ def table():
 
 @pytest.fixture(scope='module')
 def ensembles():
-    return {(e.params.rate_hz, e.params.backend): e for e in control.rate_ensembles()}
+    return {(e.params.rate_hz, e.params.backend): e for e in where_pd_runs.rate_ensembles()}
 
 
 @pytest.fixture(scope='module')
 def bare_ensembles():
-    return {(e.params.rate_hz, e.params.backend): e for e in control.rate_ensembles(armature=0.0)}
+    return {(e.params.rate_hz, e.params.backend): e for e in where_pd_runs.rate_ensembles(armature=0.0)}
 
 
 def chatters(row) -> bool:
     """A row chatters when its worst joint still moves in the last second, with a clear tone or not."""
-    return row['p2p_rad'] is not None and row['p2p_rad'] >= control.QUIET_P2P
+    return row['p2p_rad'] is not None and row['p2p_rad'] >= hold.QUIET_P2P
 
 
 def test_pd_rate_rows_have_the_documented_keys(table):
     for row in table.values():
         assert set(row) == {'rate_hz', 'backend', 'runs', 'chattering', 'p2p_rad', 'p2p_low', 'p2p_high',
                             'chatter_hz'}
-    assert sorted(table) == sorted((r, b) for r in control.RATES_HZ for b in BACKENDS)
+    assert sorted(table) == sorted((r, b) for r in where_pd_runs.RATES_HZ for b in BACKENDS)
 
 
 def test_in_loop_chatters_in_every_run_below_the_critical_rate_and_in_step_never_moves(ensembles):
     """The robust claims of the chapter: at 50 and 100 Hz every run of the in-loop ensemble chatters, by far
     (p2p > 0.01 rad, a hundred times QUIET_P2P); from 200 Hz on every run holds still, and in-step every run
     holds still at every rate (p2p < STILL_P2P)."""
-    for rate in control.RATES_HZ:
+    for rate in where_pd_runs.RATES_HZ:
         loop, step = ensembles[rate, 'in-loop'], ensembles[rate, 'in-step']
-        assert step.state == 'still' and step.still == step.n >= control.ENSEMBLE_PROBE
+        assert step.state == 'still' and step.still == step.n >= hold.ENSEMBLE_PROBE
         if rate in (50, 100):
-            assert loop.state == 'chatters' and loop.n == control.ENSEMBLE_SIZE
+            assert loop.state == 'chatters' and loop.n == hold.ENSEMBLE_SIZE
             assert np.all(loop.worst_p2p_rad > 0.01) and not loop.diverged.any()
         else:
-            assert loop.state == 'still' and loop.n == control.ENSEMBLE_PROBE
+            assert loop.state == 'still' and loop.n == hold.ENSEMBLE_PROBE
 
 
 def test_main_table_prints_what_the_ensemble_supports(table, ensembles):
@@ -264,17 +268,17 @@ def test_main_table_prints_what_the_ensemble_supports(table, ensembles):
 
 
 def test_pd_rate_table_survives_a_last_bit_change(monkeypatch, table):
-    """Every run nudged by 3e-11 rad (physai.perturb): each chaotic run changes, the printed table does not."""
+    """Every run nudged by 3e-11 rad (physai.engine.perturb): each chaotic run changes, the printed table does not."""
     exp = registry.get('pd-rate')
     plain = exp.table(list(table.values()))
-    plain_sample = {(e.params.rate_hz, e.params.backend): e for e in control.rate_ensembles()}[50, 'in-loop']
+    plain_sample = {(e.params.rate_hz, e.params.backend): e for e in where_pd_runs.rate_ensembles()}[50, 'in-loop']
     monkeypatch.setenv('PHYSAI_PERTURB', '3e-11')
-    control._rate_ensembles.cache_clear()
+    where_pd_runs._rate_ensembles.cache_clear()
     try:
         nudged = exp.table(exp.run())
-        moved = control.rate_ensembles()
+        moved = where_pd_runs.rate_ensembles()
     finally:
-        control._rate_ensembles.cache_clear()
+        where_pd_runs._rate_ensembles.cache_clear()
     assert nudged == plain
     # ... although the runs themselves did move: the chatter is chaotic
     sample = {(e.params.rate_hz, e.params.backend): e for e in moved}[50, 'in-loop']
@@ -283,14 +287,14 @@ def test_pd_rate_table_survives_a_last_bit_change(monkeypatch, table):
 
 def test_ensemble_runs_start_a_nanoradian_apart():
     """Run k of an ensemble is the configuration with every joint's start moved by k * ENSEMBLE_SPACING."""
-    members = control.ensemble_members(HoldParams(rate_hz=50, backend='in-loop'), 4)
-    assert [m.start_offset for m in members] == [k * control.ENSEMBLE_SPACING for k in range(4)]
-    base, run = control.hold_responses([members[0], members[3]], duration=0.002)
+    members = hold.ensemble_members(HoldParams(rate_hz=50, backend='in-loop'), 4)
+    assert [m.start_offset for m in members] == [k * hold.ENSEMBLE_SPACING for k in range(4)]
+    base, run = hold.hold_responses([members[0], members[3]], duration=0.002)
     assert 0 < np.max(np.abs(run.q - base.q)) < 1e-8  # 3e-9 rad at the start, a few steps later
 
 
 def test_a_still_configuration_stops_at_the_probe_and_a_moving_one_gets_the_full_ensemble():
-    e_still, e_loud = control.hold_ensembles([HoldParams(rate_hz=400, backend='in-step'),
+    e_still, e_loud = hold.hold_ensembles([HoldParams(rate_hz=400, backend='in-step'),
                                               HoldParams(rate_hz=50, backend='in-loop')], n=12, probe=4)
     assert (e_still.n, e_still.state, e_still.tone) == (4, 'still', None)
     assert (e_loud.n, e_loud.state, e_loud.chattering) == (12, 'chatters', 12)
@@ -300,15 +304,15 @@ def test_plotted_joint_chatters_in_every_run(ensembles, bare_ensembles):
     """The joint a figure shows does not depend on one run: the first joint that chatters in every run."""
     for e in list(ensembles.values()) + list(bare_ensembles.values()):
         if e.state == 'chatters':
-            assert np.all(e.p2p_rad[:, e.joint] >= control.QUIET_P2P)
-            assert not np.all(e.p2p_rad[:, :e.joint] >= control.QUIET_P2P, axis=0).any()
-    assert control.so101_joints()[ensembles[50, 'in-loop'].joint] == 'shoulder_lift'
+            assert np.all(e.p2p_rad[:, e.joint] >= hold.QUIET_P2P)
+            assert not np.all(e.p2p_rad[:, :e.joint] >= hold.QUIET_P2P, axis=0).any()
+    assert hold.so101_joints()[ensembles[50, 'in-loop'].joint] == 'shoulder_lift'
 
 
 def test_without_armature_most_chatter_is_broadband(bare_ensembles):
     """Armature 0: the in-loop joints chatter at every rate in every run, but only 1 kHz (a step-by-step flip at
     500 Hz) has a clear tone; at 50 ... 400 Hz most runs have no dominant frequency. In-step stays still."""
-    for rate in control.RATES_HZ:
+    for rate in where_pd_runs.RATES_HZ:
         loop = bare_ensembles[rate, 'in-loop']
         assert loop.state == 'chatters' and np.all(loop.worst_p2p_rad > 1e-3)
         assert bare_ensembles[rate, 'in-step'].state == 'still'
@@ -327,23 +331,23 @@ def test_twin_says_what_the_table_says_and_its_traces_show_it(ensembles, bare_en
     """nbval leaves the twin's traces out (a chaotic run's draw); their robust features are checked here: each
     frame's text is its ensemble's summary, and its trace moves (p2p >= QUIET_P2P over the last second) exactly
     where the ensemble chatters and is flat (to the twin's 4 digits) where it holds still."""
-    data = _twin_data(control.pd_twin().data)
+    data = _twin_data(where_pd_runs_panels.pd_twin().data)
     arrays, items, frames = data['arrays'], data['items'], data['frames']
-    combos = [(rate, backend, armature) for rate in control.RATES_HZ for backend in BACKENDS
-              for armature in control.TWIN_ARMATURES]
+    combos = [(rate, backend, armature) for rate in where_pd_runs.RATES_HZ for backend in BACKENDS
+              for armature in where_pd_runs_panels.TWIN_ARMATURES]
     assert len(frames) == len(combos)
-    names = control.so101_joints()
+    names = hold.so101_joints()
     for (rate, backend, armature), frame in zip(combos, frames):
         e = (ensembles if armature else bare_ensembles)[rate, backend]
         trace = [items[i] for i in frame[0] if items[i]['k'] == 'l' and items[i]['n'].startswith('q (')]
         texts = [items[i]['s'] for i in frame[0] if items[i]['k'] == 't']
-        assert texts == [control.ensemble_text(e)]
+        assert texts == [where_pd_runs_panels.ensemble_text(e)]
         assert trace[0]['n'] == f'q ({names[e.joint]}, run 1 of {e.n})'
         t, q_deg = np.array(arrays[trace[0]['x']], dtype=float), np.array(arrays[trace[0]['y']], dtype=float)
-        last = t >= t[-1] - control.SETTLE_WINDOW + 0.5 * control.PHYSICS_TIMESTEP
+        last = t >= t[-1] - hold.SETTLE_WINDOW + 0.5 * hold.PHYSICS_TIMESTEP
         p2p = math.radians(np.ptp(q_deg[last]))
         if e.state == 'chatters':
-            assert p2p >= control.QUIET_P2P
+            assert p2p >= hold.QUIET_P2P
         else:  # flat to the twin's 4 significant digits
             assert np.ptp(q_deg[last]) <= 10.0 ** (math.floor(math.log10(np.max(np.abs(q_deg)))) - 3)
 
@@ -352,19 +356,19 @@ def test_chatter_frequency_finds_a_tone_and_refuses_broadband_motion():
     """A tone (even one that wanders by a hertz) is found; noise, two far-apart tones and drift are None."""
     t = np.arange(1000) * 1e-3
     rng = np.random.default_rng(0)
-    assert control.chatter_frequency(t, np.sin(2 * np.pi * 7 * t)) == 7.0
+    assert hold.chatter_frequency(t, np.sin(2 * np.pi * 7 * t)) == 7.0
     wandering = np.sin(2 * np.pi * (7 * t + 0.15 * np.sin(2 * np.pi * t)))  # 7 ± 0.9 Hz over the second
-    assert control.chatter_frequency(t, wandering) == 7.0
-    assert control.chatter_frequency(t, rng.standard_normal(t.size)) is None
-    assert control.chatter_frequency(t, np.sin(2 * np.pi * 8 * t) + 0.9 * np.sin(2 * np.pi * 98 * t)) is None
-    assert control.chatter_frequency(t, t + 0.01 * np.sin(2 * np.pi * 20 * t)) is None  # drift: 1 Hz bin
+    assert hold.chatter_frequency(t, wandering) == 7.0
+    assert hold.chatter_frequency(t, rng.standard_normal(t.size)) is None
+    assert hold.chatter_frequency(t, np.sin(2 * np.pi * 8 * t) + 0.9 * np.sin(2 * np.pi * 98 * t)) is None
+    assert hold.chatter_frequency(t, t + 0.01 * np.sin(2 * np.pi * 20 * t)) is None  # drift: 1 Hz bin
 
 
 def test_in_loop_chatters_at_low_rates_and_in_step_is_quiet_wherever_it_does(table):
     """The PD sampled at 50 and 100 Hz chatters (p2p > 0.01 rad); the same gains in the step stay still."""
-    loud = [rate for rate in control.RATES_HZ if chatters(table[rate, 'in-loop'])]
+    loud = [rate for rate in where_pd_runs.RATES_HZ if chatters(table[rate, 'in-loop'])]
     assert loud == [50, 100]
-    for rate in control.RATES_HZ:
+    for rate in where_pd_runs.RATES_HZ:
         quiet = table[rate, 'in-step']
         assert not chatters(quiet) and quiet['p2p_rad'] < 1e-6
         if rate in loud:
@@ -373,14 +377,14 @@ def test_in_loop_chatters_at_low_rates_and_in_step_is_quiet_wherever_it_does(tab
 
 def test_chatter_is_where_the_tick_growth_exceeds_one(table):
     """Chapter 1's bound with the tick as the step: growth > 1 exactly at the rates that chatter."""
-    m = control.hold_model(HoldParams())
+    m = hold.hold_model(HoldParams())
     d = mujoco.MjData(m)
-    d.qpos[:] = control.STANDBY
+    d.qpos[:] = hold.STANDBY
     mujoco.mj_forward(m, d)
     inertia = np.zeros((m.nv, m.nv))
     mujoco.mj_fullM(m, d, inertia)
-    for rate in control.RATES_HZ:
-        growth = max(control.tick_growth(rate_hz=rate, kp=control.SO101_KP, kv=control.SO101_KV,
+    for rate in where_pd_runs.RATES_HZ:
+        growth = max(loop.tick_growth(rate_hz=rate, kp=hold.SO101_KP, kv=hold.SO101_KV,
                                          inertia=i, damping=0.6) for i in np.diag(inertia))
         assert (growth > 1) == chatters(table[rate, 'in-loop'])
 
@@ -389,13 +393,13 @@ def test_chatter_is_where_the_tick_growth_exceeds_one(table):
 def test_backends_agree_at_1khz(integrator, tol):
     """At 1 kHz the tick is the physics step: identical under Euler (kv explicit in both), within 1e-4 rad
     over the whole move and hold under implicitfast (only the step treats kv implicitly)."""
-    a, b = control.hold_responses([HoldParams(rate_hz=1000, backend=backend, integrator=integrator)
+    a, b = hold.hold_responses([HoldParams(rate_hz=1000, backend=backend, integrator=integrator)
                                    for backend in BACKENDS])
     assert np.max(np.abs(a.q - b.q)) < tol
 
 
 def test_without_armature_in_loop_chatters_even_at_1khz_and_in_step_does_not():
-    a, b = control.hold_responses([HoldParams(rate_hz=1000, backend=backend, armature=0.0)
+    a, b = hold.hold_responses([HoldParams(rate_hz=1000, backend=backend, armature=0.0)
                                    for backend in BACKENDS])
     assert a.chatters and a.chatter_hz == 500.0 and a.worst_p2p_rad > 1e-3  # one step up, one down
     assert not b.chatters and b.chatter_hz is None and not b.diverged
@@ -403,8 +407,8 @@ def test_without_armature_in_loop_chatters_even_at_1khz_and_in_step_does_not():
 
 def test_feedforward_outside_the_clamp_overshoots_the_move():
     """kv*velocity as qfrc_applied escapes the forcerange while moving: the arm overshoots by far."""
-    clamped, applied = control.hold_responses(
-        [HoldParams(rate_hz=1000, feedforward=f) for f in control.FEEDFORWARD], duration=1.0)
+    clamped, applied = hold.hold_responses(
+        [HoldParams(rate_hz=1000, feedforward=f) for f in loop.FEEDFORWARD], duration=1.0)
     assert np.max(np.abs(clamped.q - clamped.target)) < 0.05
     assert np.max(np.abs(applied.q - applied.target)) > 0.3
 
@@ -453,7 +457,7 @@ def test_bad_controller_setup_and_commands_raise():
     with pytest.raises(ValueError, match='commands\\[0\\] must be a JointCommand'):
         controller.write(d, [0.3])
     with pytest.raises(ValueError, match='integrator must be one of'):
-        control.tick_growth(rate_hz=100, kp=1, kv=0, inertia=1, integrator='leapfrog')
+        loop.tick_growth(rate_hz=100, kp=1, kv=0, inertia=1, integrator='leapfrog')
 
 
 def test_quiet_controller_setup_with_actuators_warns_nothing():
@@ -470,33 +474,33 @@ def test_held_pd_tick_is_the_zero_order_hold_map(n):
     q, v = 0.3, -1.2
     a = -w2 * q - c * v
     T, beta = n * h, (n + 1) / (2 * n)
-    q1, v1 = control.zoh_step(q, v, lambda q_, v_: -w2 * q_ - c * v_, h, substeps=(n,))
+    q1, v1 = loop.zoh_step(q, v, lambda q_, v_: -w2 * q_ - c * v_, h, substeps=(n,))
     assert v1 == pytest.approx(v + T * a, rel=1e-12)
     assert q1 == pytest.approx(q + T * v + beta * T**2 * a, rel=1e-12)
 
 
 def test_in_step_growth_per_second_does_not_depend_on_the_controller_rate():
     """In-step the tick only refreshes the setpoint: growth per tick ** rate is the same at every rate."""
-    per_second = [control.worst_growth(rate_hz=r, backend='in-step') ** r for r in (50, 100, 200, 1000)]
+    per_second = [where_pd_runs.worst_growth(rate_hz=r, backend='in-step') ** r for r in (50, 100, 200, 1000)]
     np.testing.assert_allclose(per_second, per_second[-1], rtol=1e-9)
 
 
 @pytest.mark.parametrize('backend', BACKENDS)
-@pytest.mark.parametrize('armature', [control.SO101_ARMATURE, 0.0])
+@pytest.mark.parametrize('armature', [hold.SO101_ARMATURE, 0.0])
 def test_growth_curve_is_tick_growth_for_the_worst_joint(backend, armature):
     """The panel's vectorized curve is max over joints of tick_growth, to rounding, even or uneven ticks."""
-    rates = list(control.PANEL_RATES_HZ) + [129.0, 133.0, 134.0]
-    curve = control.growth_curve(rates, backend=backend, armature=armature)
-    damping = float(control.hold_model(HoldParams()).dof_damping[0])
-    expected = [max(control.tick_growth(rate_hz=r, kp=control.SO101_KP, kv=control.SO101_KV, inertia=i,
+    rates = list(where_pd_runs_panels.PANEL_RATES_HZ) + [129.0, 133.0, 134.0]
+    curve = where_pd_runs.growth_curve(rates, backend=backend, armature=armature)
+    damping = float(hold.hold_model(HoldParams()).dof_damping[0])
+    expected = [max(loop.tick_growth(rate_hz=r, kp=hold.SO101_KP, kv=hold.SO101_KV, inertia=i,
                                         damping=damping, backend=backend)
-                    for i in control.standby_inertia(armature)) for r in rates]
+                    for i in where_pd_runs.standby_inertia(armature)) for r in rates]
     np.testing.assert_allclose(curve, expected, rtol=1e-12)
 
 
 def test_panel_slider_moves_redraw_only_the_animated_artists():
     """Rate, kp and backend moves keep the axes (no full redraw): the live panel stays under 100 ms."""
-    panel = control.pd_panel()
+    panel = where_pd_runs_panels.pd_panel()
     before = panel.full_redraws
     for change in ({'rate_hz': 120.0}, {'kp': 1500.0}, {'backend': 'in-step'}, {'rate_hz': 400.0},
                    {'kp': 700.0}, {'backend': 'in-loop'}):
@@ -506,7 +510,7 @@ def test_panel_slider_moves_redraw_only_the_animated_artists():
 
 
 def test_panel_survives_extreme_settings_without_errors():
-    panel = control.pd_panel()
+    panel = where_pd_runs_panels.pd_panel()
     for change in ({'backend': 'in-step'}, {'armature': 0.0, 'rate_hz': 1000.0}, {'kp': 30000.0},
                    {'timestep': 0.02, 'integrator': 'Euler'}, {'kv': 0.0, 'backend': 'in-loop'}):
         panel.update(**change)
@@ -519,11 +523,11 @@ def test_growth_saturates_to_inf_instead_of_overflowing():
     """kp 30000 without armature under RK4 at 0.5 ms grows past any float per tick: that is 'diverged', shown as
     inf, not an OverflowError in red on the panel."""
     for backend in BACKENDS:
-        growth = control.growth_curve([10.0, 50.0, 1000.0], backend=backend, kp=30000.0, armature=0.0,
+        growth = where_pd_runs.growth_curve([10.0, 50.0, 1000.0], backend=backend, kp=30000.0, armature=0.0,
                                       timestep=0.0005, integrator='RK4')
         assert np.all(growth > 1)
-    assert np.isinf(control.growth_curve([10.0], backend='in-step', kp=30000.0, armature=0.0, timestep=0.0005,
+    assert np.isinf(where_pd_runs.growth_curve([10.0], backend='in-step', kp=30000.0, armature=0.0, timestep=0.0005,
                                          integrator='RK4')[0])
-    panel = control.pd_panel()
+    panel = where_pd_runs_panels.pd_panel()
     panel.update(kp=30000.0, armature=0.0, timestep=0.0005, integrator='RK4')
     assert panel.error is None

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from physai import datasets
-from physai.datasets import load_lerobot, read_lerobot
+from physai.engine import datasets
+from physai.engine.datasets import load_lerobot, read_lerobot
 
 NAMES = ['shoulder_pan.pos', 'shoulder_lift.pos', 'elbow_flex.pos', 'wrist_flex.pos', 'wrist_roll.pos',
          'gripper.pos']

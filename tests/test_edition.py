@@ -14,7 +14,7 @@ import sys
 import pytest
 from markdown_it import MarkdownIt
 
-from physai import colab, edition
+from physai.book import buildit, colab, edition
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BOOK = edition.Book(ROOT)
@@ -29,7 +29,7 @@ def source(page: str) -> dict:
 
 def committed(page: str) -> dict:
     path = ROOT / edition.edition_name(page)
-    assert path.is_file(), f'{path.relative_to(ROOT)} is missing: run python -m physai.edition'
+    assert path.is_file(), f'{path.relative_to(ROOT)} is missing: run python -m physai.book.edition'
     return json.loads(path.read_text(encoding='utf-8'))
 
 
@@ -47,10 +47,10 @@ def rendered(notebook: dict) -> list[str]:
 def test_committed_edition_is_what_the_generator_writes_now():
     files = edition.render(BOOK)
     assert sorted(files) == sorted(str(p.relative_to(ROOT)) for p in (ROOT / edition.EDITION_DIR).glob('*.ipynb')), (
-        'colab/ holds other notebooks than the chapters of _toc.yml: run python -m physai.edition')
+        'colab/ holds other notebooks than the chapters of _toc.yml: run python -m physai.book.edition')
     for name, expected in files.items():
         assert (ROOT / name).read_text(encoding='utf-8') == expected, (
-            f'{name} is out of date with its chapter: run python -m physai.edition')
+            f'{name} is out of date with its chapter: run python -m physai.book.edition')
 
 
 def test_book_url_is_the_github_pages_site_of_the_repository():
@@ -165,7 +165,7 @@ def test_check_mode_reports_a_stale_edition_and_writes_nothing(tmp_path):
     said = []
     assert edition.write(tmp_path, check=True, out=said.append) == 1
     assert not (tmp_path / edition.EDITION_DIR).exists()
-    assert all(line.endswith('out of date (run python -m physai.edition)') for line in said) and len(said) == len(CHAPTERS)
+    assert all(line.endswith('out of date (run python -m physai.book.edition)') for line in said) and len(said) == len(CHAPTERS)
     assert edition.write(tmp_path, out=said.append) == 0
     assert edition.write(tmp_path, check=True, out=said.append) == 0
 
@@ -317,8 +317,7 @@ def test_chapter_1_runs_top_to_bottom_on_a_fresh_fake_colab():
 
 
 def test_build_it_gives_a_stub_a_check_and_the_folded_solution_for_each_function():
-    from physai import buildit
-    your_turn, rest = edition.build_it('from physai.sim import servo_sag\n\nprint(inspect.getsource(servo_sag))\n'
+    your_turn, rest = edition.build_it('from physai.laws.sim import servo_sag\n\nprint(inspect.getsource(servo_sag))\n'
                                        'print(inspect.getsource(len))\nx = servo_sag(1.0, 0.3)')
     assert [c['cell_type'] for c in your_turn] == ['markdown', 'code', 'code', 'markdown']
     assert text(your_turn[1]) == buildit.stub('servo_sag')
@@ -329,7 +328,6 @@ def test_build_it_gives_a_stub_a_check_and_the_folded_solution_for_each_function
 
 
 def test_build_it_takes_a_function_or_a_method_printed_from_its_module_and_leaves_the_runner_as_it_is():
-    from physai import buildit
     your_turn, rest = edition.build_it('print(inspect.getsource(A.pd_torque))\n'
                                        'print(inspect.getsource(A._run_explicit))\n'
                                        'print(inspect.getsource(PDController.write))\n'
@@ -353,7 +351,6 @@ WORKED_SOLUTIONS = {'_run_explicit'}
 @pytest.mark.parametrize('page', CHAPTERS, ids=IDS)
 def test_every_build_it_step_has_a_stub_and_a_check_in_the_chapters_order(page):
     """Each function the chapter prints is a "Your turn" with its check, except the few left as worked solutions."""
-    from physai import buildit
     printed = [name.rsplit('.', 1)[-1] for cell in source(page)['cells'] if cell['cell_type'] == 'code'
                for name in edition.GETSOURCE.findall(text(cell))]
     assert printed and set(printed) <= set(buildit.FUNCTIONS) | WORKED_SOLUTIONS, printed

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from physai import registry
+from physai.experiments import registry
 from physai.__main__ import main
 
 KEYS = {

@@ -1,4 +1,4 @@
-"""physai.plots: the book's figure style and the marks on a step response."""
+"""physai.interface.plots: the book's figure style and the marks on a step response."""
 
 import math
 
@@ -9,12 +9,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from physai import plots, servo  # noqa: E402
+from physai.engine import link
+from physai.interface import plots
 
 
 def test_rise_marks_span_exactly_the_reported_rise_time():
     """The 10 % and 90 % crossings drawn on the plot are the ones step_response measured."""
-    response = servo.step_response(30.0)
+    response = link.step_response(30.0)
     t10, t90, q10, q90, q_final = plots.rise_marks(response)
     assert 1e3 * (t90 - t10) == pytest.approx(response.rise_ms, abs=1e-9)
     assert math.degrees(-q_final) == pytest.approx(response.sag_deg, abs=1e-12)
@@ -25,7 +26,7 @@ def test_rise_marks_span_exactly_the_reported_rise_time():
 
 def test_rise_marks_of_a_diverged_run_are_nan():
     """A diverged run has no settled value, so nothing is marked."""
-    response = servo.step_response(30000.0, armature=0.0, integrator='Euler')
+    response = link.step_response(30000.0, armature=0.0, integrator='Euler')
     assert response.diverged
     assert all(math.isnan(v) for v in plots.rise_marks(response))
 
@@ -33,20 +34,20 @@ def test_rise_marks_of_a_diverged_run_are_nan():
 def test_first_crossing_interpolates_linearly_between_samples():
     t = np.array([0.0, 1.0, 2.0])
     x = np.array([0.0, 0.4, 1.0])
-    assert servo.crossing_time(t, x, 0.7) == pytest.approx(1.5)
-    assert servo.crossing_time(t, x, 0.0) == 0.0
-    assert math.isnan(servo.crossing_time(t, x, 2.0))
+    assert link.crossing_time(t, x, 0.7) == pytest.approx(1.5)
+    assert link.crossing_time(t, x, 0.0) == 0.0
+    assert math.isnan(link.crossing_time(t, x, 2.0))
 
 
 def test_step_response_marks_show_sag_and_flag_divergence():
     """The readout carries the sag and rise; a diverged run hides them and raises the red flag."""
     fig, ax = plt.subplots()
-    stable = servo.step_response(100.0)
+    stable = link.step_response(100.0)
     marks = plots.mark_step_response(ax, stable)
     assert f'sag {stable.sag_deg:.3f}°' in marks.readout.get_text()
     assert not marks.flag.get_visible()
     assert len(marks.rise.get_xdata()) == 2
-    marks.update(servo.step_response(30000.0, armature=0.0, integrator='Euler'))
+    marks.update(link.step_response(30000.0, armature=0.0, integrator='Euler'))
     assert marks.flag.get_visible()
     assert marks.flag.get_color() == plots.COLORS['diverged']
     assert 'diverged' in marks.readout.get_text()
@@ -56,7 +57,7 @@ def test_step_response_marks_show_sag_and_flag_divergence():
 
 def test_diverged_trajectory_is_clipped_to_the_fixed_angle_range():
     fig, ax = plt.subplots()
-    marks = plots.mark_step_response(ax, servo.step_response(3000.0, armature=0.0,
+    marks = plots.mark_step_response(ax, link.step_response(3000.0, armature=0.0,
                                                              integrator='Euler'), ylim=(-40, 15))
     y = marks.trajectory.get_ydata()
     assert np.all(np.isfinite(y)) and y.min() >= -41 and y.max() <= 16
@@ -92,12 +93,11 @@ def test_book_style_has_white_background_and_grid():
 
 def test_readout_calls_out_a_run_that_never_settles():
     """At kp 30000 and dampratio 1, hω sits on implicitfast's bound: stable in name, swinging for ever."""
-    from physai import servo
 
-    assert plots.readout(servo.step_response(100)) == 'sag 0.169°   rise 56.7 ms'
-    swinging = servo.step_response(30000)
+    assert plots.readout(link.step_response(100)) == 'sag 0.169°   rise 56.7 ms'
+    swinging = link.step_response(30000)
     assert not swinging.diverged
     assert plots.readout(swinging) == f'never settles, swing {swinging.p2p_deg:.2g}° p2p'
     assert 'sag' not in plots.readout(swinging) and 'rise' not in plots.readout(swinging)
-    creeping = servo.step_response(100, kv=1e9)  # moved 1.5e-7 rad in 3 s: no sag, no rise to report
+    creeping = link.step_response(100, kv=1e9)  # moved 1.5e-7 rad in 3 s: no sag, no rise to report
     assert not creeping.settled and plots.readout(creeping).startswith('never settles')

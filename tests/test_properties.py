@@ -14,8 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from physai import actuators as A
-from physai import checks, exercises, servo, sim
+from physai.engine import link
+from physai.experiments import position_actuators
+from physai.interface import actuator_models_panels
+from physai.laws import checks, drives, sim
 from physai.__main__ import main
 
 # numbers a reader might type, and the ones a slider end or a typo gives
@@ -33,7 +35,7 @@ EXAMPLES = settings(max_examples=120, deadline=None, derandomize=True, database=
 FEWER = settings(EXAMPLES, max_examples=40)
 
 
-def _consistent(response: servo.StepResponse) -> None:
+def _consistent(response: link.StepResponse) -> None:
     """The flags of a step response agree with its numbers."""
     assert len(response.t) == len(response.q) >= 1
     if response.diverged:
@@ -42,7 +44,7 @@ def _consistent(response: servo.StepResponse) -> None:
         return
     assert np.all(np.isfinite(response.q)) and np.all(np.abs(response.q) <= sim.DIVERGED_BOUND)
     if response.settled:
-        assert math.isfinite(response.sag_deg) and response.p2p_deg <= servo.SETTLED_P2P_DEG
+        assert math.isfinite(response.sag_deg) and response.p2p_deg <= link.SETTLED_P2P_DEG
         assert math.isnan(response.rise_ms) or response.rise_ms >= 0
     else:
         assert math.isnan(response.sag_deg) and math.isnan(response.rise_ms)
@@ -56,7 +58,7 @@ def _consistent(response: servo.StepResponse) -> None:
 def test_step_response_answers_any_input_with_an_error_or_consistent_flags(kp, kv, armature, damping, timestep,
                                                                          integrator, forcerange):
     try:
-        response = servo.step_response(kp, kv=kv, armature=armature, damping=damping, timestep=timestep,
+        response = link.step_response(kp, kv=kv, armature=armature, damping=damping, timestep=timestep,
                                        integrator=integrator, forcerange=forcerange, duration=1.0)
     except ValueError as err:
         assert ' must ' in str(err)  # names the parameter and what is allowed
@@ -71,7 +73,7 @@ def test_step_response_answers_any_input_with_an_error_or_consistent_flags(kp, k
 def test_extreme_but_valid_servos_are_flagged_not_reported_as_settled(kp, log_kv, log_armature, timestep,
                                                                       integrator):
     """Huge damping or inertia leaves the link where it started: it has no sag and no rise time to report."""
-    response = servo.step_response(kp, kv=10 ** log_kv, armature=10 ** log_armature, timestep=timestep,
+    response = link.step_response(kp, kv=10 ** log_kv, armature=10 ** log_armature, timestep=timestep,
                                    integrator=integrator)
     _consistent(response)
     if response.settled:  # it really got somewhere and stopped there
@@ -134,7 +136,7 @@ def test_closed_forms_answer_any_input_with_an_error_or_a_number(kp, tau_g, damp
        gear=st.one_of(ANY_NUMBER, st.floats(min_value=0.1, max_value=50.0)))
 def test_gear_sag_flags_a_diverged_run_instead_of_reporting_its_sag(kp, gear):
     try:
-        rows = exercises.gear_sag(kp=kp, gears=(1.0, gear), duration=1.0)
+        rows = position_actuators.gear_sag(kp=kp, gears=(1.0, gear), duration=1.0)
     except ValueError as err:
         assert ' must ' in str(err)
         return
@@ -147,11 +149,11 @@ def test_gear_sag_flags_a_diverged_run_instead_of_reporting_its_sag(kp, gear):
 
 
 @FEWER
-@given(model=st.sampled_from(A.MODELS + ('bogus',)), kp=ANY_NUMBER, kv=ANY_NUMBER, effort_limit=ANY_NUMBER,
+@given(model=st.sampled_from(drives.MODELS + ('bogus',)), kp=ANY_NUMBER, kv=ANY_NUMBER, effort_limit=ANY_NUMBER,
        timestep=st.one_of(ANY_NUMBER, st.sampled_from([1 / 360, 0.001, 0.02])))
 def test_pendulum_answers_any_input_with_an_error_or_a_flagged_run(model, kp, kv, effort_limit, timestep):
     try:
-        run, metrics = A.panel_run(model, kp, kv, 0.0, timestep, "implicitfast", effort_limit, math.inf, 0)
+        run, metrics = actuator_models_panels.panel_run(model, kp, kv, 0.0, timestep, "implicitfast", effort_limit, math.inf, 0)
     except ValueError as err:
         assert ' must ' in str(err)
         return

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from physai import prose
+from physai.book import prose
 
 
 def test_gluing_without_myst_nb_does_nothing(monkeypatch, capsys):

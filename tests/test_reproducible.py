@@ -1,4 +1,4 @@
-"""The book's numbers survive a last-bit change in every simulation (physai.perturb).
+"""The book's numbers survive a last-bit change in every simulation (physai.engine.perturb).
 
 MuJoCo repeats itself bit for bit on one processor, and differs in the last bits on another. The stored outputs
 must not depend on those bits: ``PHYSAI_PERTURB`` nudges the start of every simulation physai runs, and what the
@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import pytest
 
-from physai import perturb, servo
+from physai.engine import link, perturb
 
 NUDGE = '1e-12'
 
@@ -46,9 +46,9 @@ def test_a_bad_nudge_is_refused_by_name(monkeypatch, text):
 def test_nudge_reaches_the_simulation_and_only_its_last_bits(monkeypatch):
     """The nudge changes a step response's trajectory, but by no more than the nudge itself grows to."""
     monkeypatch.delenv(perturb.ENV, raising=False)
-    plain = servo.step_response(100.0)
+    plain = link.step_response(100.0)
     monkeypatch.setenv(perturb.ENV, NUDGE)
-    nudged = servo.step_response(100.0)
+    nudged = link.step_response(100.0)
     difference = np.max(np.abs(plain.q - nudged.q))
     assert 0 < difference < 1e-10
     assert f'{plain.sag_deg:.4f}' == f'{nudged.sag_deg:.4f}'

@@ -5,7 +5,8 @@ import math
 
 import pytest
 
-from physai import registry, robust
+from physai.experiments import registry
+from physai.laws import robust
 
 
 @pytest.mark.parametrize('value, bound', [(2.2e-16, 1e-12), (0.0, 1e-12), (-3.6e-15, 1e-12), (7.3e-05, 1e-4),

@@ -6,14 +6,15 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai import servo
-from physai.servo import LINK_XML, ServoParams, step_response, step_responses
-from physai.sim import servo_sag
+from physai.engine import link
+from physai.laws import checks
+from physai.engine.link import LINK_XML, ServoParams, step_response, step_responses
+from physai.laws.sim import servo_sag
 
 
-def _by_loop(params: ServoParams, q0: float = -0.5, duration: float = 3.0) -> servo.StepResponse:
+def _by_loop(params: ServoParams, q0: float = -0.5, duration: float = 3.0) -> link.StepResponse:
     """The slow, obviously correct reference: one MjData, one mj_step at a time."""
-    m = servo.link_model(params)
+    m = link.link_model(params)
     d = mujoco.MjData(m)
     d.qpos[0] = q0
     mujoco.mj_forward(m, d)
@@ -21,13 +22,13 @@ def _by_loop(params: ServoParams, q0: float = -0.5, duration: float = 3.0) -> se
     for _ in range(round(duration / params.timestep)):
         mujoco.mj_step(m, d)
         if d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0:
-            return servo.summarize(params, params.timestep * np.arange(len(q)), np.array(q), True)
+            return link.summarize(params, params.timestep * np.arange(len(q)), np.array(q), True)
         q.append(d.qpos[0])
-    return servo.summarize(params, params.timestep * np.arange(len(q)), np.array(q), False)
+    return link.summarize(params, params.timestep * np.arange(len(q)), np.array(q), False)
 
 
 GRID = [ServoParams(kp=kp, armature=a, integrator=i, kv=2.731, damping=0.6, timestep=h)
-        for kp in (30, 998.22, 30000) for a in (0.028, 0.0) for i in servo.INTEGRATORS
+        for kp in (30, 998.22, 30000) for a in (0.028, 0.0) for i in checks.INTEGRATORS
         for h in (0.002, 0.005)]
 
 
@@ -49,7 +50,7 @@ def test_link_model_matches_a_freshly_compiled_model():
            .replace('armature="0.028"', 'armature="0.01" damping="0.3" frictionloss="0.02"')
            .replace('timestep="0.005" integrator="implicitfast"', 'timestep="0.002" integrator="Euler"'))
     compiled = mujoco.MjModel.from_xml_string(xml)
-    ours = servo.link_model(params)
+    ours = link.link_model(params)
     for field in ('actuator_gainprm', 'actuator_biasprm', 'actuator_forcerange', 'actuator_forcelimited',
                   'dof_armature', 'dof_damping', 'dof_frictionloss', 'dof_invweight0'):
         np.testing.assert_allclose(getattr(ours, field), getattr(compiled, field), rtol=1e-12,
@@ -61,7 +62,7 @@ def test_link_model_matches_a_freshly_compiled_model():
 @pytest.mark.parametrize('armature', [0.0, 0.028, 0.1])
 def test_kv_follows_armature_when_dampratio_is_given(armature):
     """dampratio is resolved at compile time; changing armature at run time must recompute kv."""
-    kv = servo.link_model(ServoParams(kp=100.0, dampratio=1.0, armature=armature)).actuator_biasprm[0, 2]
+    kv = link.link_model(ServoParams(kp=100.0, dampratio=1.0, armature=armature)).actuator_biasprm[0, 2]
     xml = LINK_XML.replace('kp="1" kv="0"', 'kp="100" dampratio="1"').replace(
         'armature="0.028"', f'armature="{armature}"')
     assert kv == pytest.approx(mujoco.MjModel.from_xml_string(xml).actuator_biasprm[0, 2], rel=1e-12)
@@ -72,13 +73,13 @@ def test_sag_matches_static_balance(kp):
     """Once settled, the link rests where kp*e = tau_g*cos(e)."""
     r = step_response(kp)
     assert not r.diverged
-    assert r.sag_deg == pytest.approx(math.degrees(servo_sag(kp, servo.TAU_G)), abs=1e-3)
+    assert r.sag_deg == pytest.approx(math.degrees(servo_sag(kp, link.TAU_G)), abs=1e-3)
 
 
 def test_rise_time_of_a_linear_ramp_is_interpolated():
     """10 % to 90 % of a straight line from 0 to 1 over 1 s takes 0.8 s, between samples too."""
     t = np.linspace(0, 1, 7)
-    assert servo.rise_time(t, t.copy(), 1.0) == pytest.approx(0.8)
+    assert link.rise_time(t, t.copy(), 1.0) == pytest.approx(0.8)
 
 
 def test_divergence_is_a_result_and_the_record_stops_before_the_reset():
@@ -134,14 +135,14 @@ def test_bad_input_names_the_parameter_and_what_is_allowed(kwargs, message):
 @pytest.mark.parametrize('kwargs', [{'kv': 1e9}, {'armature': 1e9}, {'damping': 1e9}, {'dampratio': 1e9}])
 def test_a_link_that_barely_moved_reports_no_sag_and_no_rise(kwargs):
     """With damping or inertia of 1e9 the link creeps 1e-7 rad in 3 s: it neither settled nor rose."""
-    response = servo.step_response(100.0, **kwargs)
+    response = link.step_response(100.0, **kwargs)
     assert not response.diverged and not response.settled
     assert math.isnan(response.sag_deg) and math.isnan(response.rise_ms)
 
 
 def test_a_run_on_the_stability_bound_has_no_sag():
     """kp 30000 at armature 0.028 under implicitfast swings ±64° for ever: never settles, so no sag or rise."""
-    response = servo.step_response(30000.0)
+    response = link.step_response(30000.0)
     assert not response.diverged and not response.settled and response.p2p_deg > 100
     assert math.isnan(response.sag_deg) and math.isnan(response.rise_ms)
 
@@ -154,16 +155,16 @@ def test_a_run_on_the_stability_bound_has_no_sag():
 def test_a_run_too_long_or_a_malformed_clamp_is_refused_before_simulating(kwargs, message):
     """Once a hang (3e7 steps) or a TypeError from deep inside MuJoCo's rollout."""
     with pytest.raises(ValueError) as err:
-        servo.step_response(100.0, **kwargs)
+        link.step_response(100.0, **kwargs)
     assert str(err.value).startswith(message)
 
 
 def test_step_responses_wants_servo_params():
     with pytest.raises(TypeError, match=r"params\[0\] must be a ServoParams, got dict"):
-        servo.step_responses([{'kp': 100}])
+        link.step_responses([{'kp': 100}])
 
 
 def test_many_runs_share_one_batch_limit():
-    params = [servo.ServoParams(kp=100.0, timestep=1e-5)] * 200
+    params = [link.ServoParams(kp=100.0, timestep=1e-5)] * 200
     with pytest.raises(ValueError, match='the batch must take at most MAX_TOTAL_STEPS'):
-        servo.step_responses(params)
+        link.step_responses(params)

@@ -1,4 +1,4 @@
-"""physai.sim against MuJoCo: each hand-written law or step is compared with what mj_step computes."""
+"""physai.laws.sim against MuJoCo: each hand-written law or step is compared with what mj_step computes."""
 
 import math
 
@@ -6,8 +6,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai import sim
-from physai.servo import LINK_INERTIA, LINK_XML, TAU_G, ServoParams, link_model
+from physai.laws import sim
+from physai.engine.link import LINK_INERTIA, LINK_XML, ServoParams, TAU_G, link_model, step_response
 
 SHORTCUTS = {
     'motor': '<motor joint="j" gear="3"/>',
@@ -70,7 +70,6 @@ def test_servo_sag_balances_spring_and_gravity(kp):
 @pytest.mark.parametrize('kp', [0.05, 0.1, 0.3])
 def test_soft_servo_sag_is_where_mujoco_comes_to_rest(kp):
     """Below kp = tau_g the sag is tens of degrees; the root must still be the physical one in (0, π/2)."""
-    from physai.servo import step_response
 
     e = sim.servo_sag(kp, TAU_G)
     assert 0 < e < math.pi / 2

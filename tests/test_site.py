@@ -28,7 +28,7 @@ import urllib.parse
 
 import pytest
 
-from physai.edition import toc_pages
+from physai.book.edition import toc_pages
 
 ROOT = pathlib.Path(os.environ.get('PHYSAI_BOOK_ROOT', pathlib.Path(__file__).resolve().parents[1]))
 HTML = ROOT / '_build' / 'html'
@@ -200,7 +200,7 @@ def test_chapter_has_figure_buttons_and_hidden_answers_in_dark_mode(site, browse
         assert visit.page.locator('span.eqno').count() > 0, f'{page}: no numbered equation'
         colab = visit.page.locator('a[href^="https://colab.research.google.com/github/"]')
         assert colab.count() == 1, f'{page}: no Colab launch button'
-        # the button opens the chapter's Colab edition (colab/, written by python -m physai.edition)
+        # the button opens the chapter's Colab edition (colab/, written by python -m physai.book.edition)
         assert colab.get_attribute('href').endswith(f'/blob/main/colab/{page.rsplit("/", 1)[-1]}.ipynb'), \
             colab.get_attribute('href')
         download = visit.page.locator(f'a.btn-download-source-button[href$="{page}.ipynb"]')

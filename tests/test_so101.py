@@ -9,7 +9,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai import so101
+from physai.engine import so101
 
 
 @pytest.fixture(scope='module')

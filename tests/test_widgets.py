@@ -1,4 +1,4 @@
-"""physai.widgets: the live panel's update path, its caches, and the static twin's HTML."""
+"""physai.interface.live: the live panel's update path, its caches, and the static twin's HTML."""
 
 import io
 import json
@@ -11,13 +11,16 @@ matplotlib.use('agg')
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from physai import plots, widgets  # noqa: E402
-from physai.servo import INTEGRATORS, LINK_INERTIA, ServoParams, step_responses  # noqa: E402
+from physai.experiments import position_actuators, registry
+from physai.interface import live, plots, position_actuators_panels, twin
+from physai.laws import stability
+from physai.engine.link import LINK_INERTIA, ServoParams, step_responses
+from physai.laws.checks import INTEGRATORS
 
 
 @pytest.fixture(scope='module')
 def panel():
-    return widgets.servo_panel()
+    return position_actuators_panels.servo_panel()
 
 
 def _pixels(png: bytes) -> np.ndarray:
@@ -62,20 +65,20 @@ def test_reset_brings_every_control_back(panel):
 def test_kp_move_reuses_the_kp_curve_and_the_stability_map(panel):
     """The sag/rise-vs-kp curve does not depend on kp, the stability map not on kp or armature."""
     panel.update(kp=100.0, armature=0.021, timestep=0.004, integrator='implicitfast')
-    curve, stab, step = (widgets.servo_kp_curve.calls, widgets.servo_stability.calls,
-                         widgets.servo_step.calls)
+    curve, stab, step = (position_actuators.servo_kp_curve.calls, position_actuators.servo_stability.calls,
+                         position_actuators.servo_step.calls)
     redraws = panel.full_redraws
     for kp in (120.0, 300.0, 1000.0, 7.0):
         panel.update(kp=kp)
-    assert widgets.servo_kp_curve.calls == curve
-    assert widgets.servo_stability.calls == stab
-    assert widgets.servo_step.calls == step + 4
+    assert position_actuators.servo_kp_curve.calls == curve
+    assert position_actuators.servo_stability.calls == stab
+    assert position_actuators.servo_step.calls == step + 4
     assert panel.full_redraws == redraws  # only the animated artists were drawn
     panel.update(armature=0.022)
-    assert widgets.servo_kp_curve.calls == curve + 1
-    assert widgets.servo_stability.calls == stab
+    assert position_actuators.servo_kp_curve.calls == curve + 1
+    assert position_actuators.servo_stability.calls == stab
     panel.update(integrator='Euler')
-    assert widgets.servo_stability.calls == stab + 1
+    assert position_actuators.servo_stability.calls == stab + 1
 
 
 def test_blitted_image_equals_a_full_redraw(panel):
@@ -109,7 +112,7 @@ def test_an_exception_in_compute_is_drawn_not_raised():
     def draw(line, results, values):
         line.set_ydata([values['x'], values['x']])
 
-    panel = widgets.Panel([widgets.Slider('x', 'x', 0, 1, 0.2)], compute=compute, setup=setup,
+    panel = live.Panel([live.Slider('x', 'x', 0, 1, 0.2)], compute=compute, setup=setup,
                           draw=draw, figsize=(3, 2))
     png = panel.update(x=0.9)
     assert png.startswith(b'\x89PNG') and panel.error == 'RuntimeError: boom'
@@ -118,7 +121,7 @@ def test_an_exception_in_compute_is_drawn_not_raised():
 
 
 def test_cached_keys_only_on_the_parameters_it_names():
-    @widgets.cached(maxsize=2)
+    @registry.cached(maxsize=2)
     def square(a, b=1):
         return a * a + b
 
@@ -133,12 +136,12 @@ def test_cached_keys_only_on_the_parameters_it_names():
 
 def test_controls_validate_their_ranges():
     with pytest.raises(ValueError, match='default must be in'):
-        widgets.Slider('x', 'x', 0, 1, 2)
+        live.Slider('x', 'x', 0, 1, 2)
     with pytest.raises(ValueError, match='log slider needs min > 0'):
-        widgets.LogSlider('kp', 'kp', 0, 10, 1)
+        live.LogSlider('kp', 'kp', 0, 10, 1)
     with pytest.raises(ValueError, match='default must be one of'):
-        widgets.Choice('integrator', 'integrator', INTEGRATORS, 'Verlet')
-    kp, armature, timestep, integrator = widgets.common_controls()
+        live.Choice('integrator', 'integrator', INTEGRATORS, 'Verlet')
+    kp, armature, timestep, integrator = live.common_controls()
     assert (kp.min, kp.max, armature.min, armature.max) == (1.0, 30000.0, 0.0, 0.1)
     assert timestep.clamp(1.0) == pytest.approx(0.020)  # shown in ms, passed in s
     assert integrator.options == INTEGRATORS
@@ -182,19 +185,19 @@ def test_displaying_the_panel_without_a_front_end_adds_no_output():
 
 def test_critical_h_omega_matches_the_closed_forms():
     """ζ = 1: explicit damping h²ω² < 4 − 4hω, implicit damping h²ω² < 4 + 4hω; discrete has none."""
-    assert widgets.critical_h_omega('Euler') == pytest.approx(2 * (math.sqrt(2) - 1), rel=1e-9)
-    assert widgets.critical_h_omega('implicitfast') == pytest.approx(2 + 2 * math.sqrt(2),
+    assert stability.critical_h_omega('Euler') == pytest.approx(2 * (math.sqrt(2) - 1), rel=1e-9)
+    assert stability.critical_h_omega('implicitfast') == pytest.approx(2 + 2 * math.sqrt(2),
                                                                      rel=1e-9)
-    assert widgets.critical_h_omega('implicit') == widgets.critical_h_omega('implicitfast')
-    assert 2.0 < widgets.critical_h_omega('RK4') < 3.0
-    assert math.isinf(widgets.critical_h_omega('discrete'))
+    assert stability.critical_h_omega('implicit') == stability.critical_h_omega('implicitfast')
+    assert 2.0 < stability.critical_h_omega('RK4') < 3.0
+    assert math.isinf(stability.critical_h_omega('discrete'))
 
 
 @pytest.mark.parametrize('integrator', ['Euler', 'implicitfast', 'RK4'])
 def test_mujoco_diverges_beyond_the_growth_bound_and_not_inside_it(integrator):
     """Settings at 0.8 × hω* stay stable in MuJoCo, settings at 1.25 × hω* diverge."""
     h = 0.005
-    star = widgets.critical_h_omega(integrator)
+    star = stability.critical_h_omega(integrator)
     params, expected = [], []
     for armature in (0.0, 0.01, 0.05):
         inertia = LINK_INERTIA + armature
@@ -203,8 +206,8 @@ def test_mujoco_diverges_beyond_the_growth_bound_and_not_inside_it(integrator):
             params.append(ServoParams(kp=kp, armature=armature, timestep=h,
                                       integrator=integrator))
             expected.append(diverges)
-    responses = step_responses(params, duration=widgets.STABILITY_STEPS * h)
-    assert [widgets._grows(r, -0.5) for r in responses] == expected
+    responses = step_responses(params, duration=position_actuators.STABILITY_STEPS * h)
+    assert [position_actuators._grows(r, -0.5) for r in responses] == expected
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,11 +215,11 @@ def test_mujoco_diverges_beyond_the_growth_bound_and_not_inside_it(integrator):
 
 @pytest.fixture(scope='module')
 def twin_text():
-    return widgets.servo_twin().data
+    return position_actuators_panels.servo_twin().data
 
 
 def test_twin_html_is_byte_identical_across_calls(twin_text):
-    assert widgets.servo_twin().data == twin_text
+    assert position_actuators_panels.servo_twin().data == twin_text
 
 
 def test_twin_has_deterministic_ids_and_no_external_resources(twin_text):
@@ -234,8 +237,8 @@ def test_twin_data_holds_one_frame_per_slider_combination(twin_text):
     raw = re.search(r'<script type="application/json" id="physai-twin-servo-data">(.*?)</script>',
                     twin_text, re.S).group(1)
     data = json.loads(raw)
-    assert len(data['frames']) == (len(widgets.TWIN_KP) * len(widgets.TWIN_ARMATURE)
-                                   * len(widgets.TWIN_INTEGRATORS))
+    assert len(data['frames']) == (len(position_actuators_panels.TWIN_KP) * len(position_actuators_panels.TWIN_ARMATURE)
+                                   * len(position_actuators_panels.TWIN_INTEGRATORS))
     assert [s['name'] for s in data['spec']['sliders']] == ['kp', 'armature', 'integrator']
     assert all(len(frame) == 3 for frame in data['frames'])
     texts = {item['s'] for item in data['items'] if item['k'] == 't'}
@@ -245,29 +248,29 @@ def test_twin_data_holds_one_frame_per_slider_combination(twin_text):
 def test_generic_twin_with_a_delay_slider():
     """A later chapter's use: one slider over five delays, one plot."""
     t = np.linspace(0, 1, 101)
-    sliders = [widgets.TwinSlider('delay', 'delay (ms)', [0, 5, 10, 20, 40], default=2)]
-    axes = [widgets.TwinAxes(xlabel='time (s)', ylabel='q (deg)', ylim=(-30, 10))]
+    sliders = [twin.TwinSlider('delay', 'delay (ms)', [0, 5, 10, 20, 40], default=2)]
+    axes = [twin.TwinAxes(xlabel='time (s)', ylabel='q (deg)', ylim=(-30, 10))]
 
     def frame(delay):
-        items = [widgets.twin_line(t, -30 * np.exp(-t * 50 / (1 + delay)), label='q(t)')]
+        items = [twin.twin_line(t, -30 * np.exp(-t * 50 / (1 + delay)), label='q(t)')]
         if delay >= 40:
-            items.append(widgets.twin_text('diverged', color=plots.COLORS['diverged']))
+            items.append(twin.twin_text('diverged', color=plots.COLORS['diverged']))
         return [items]
 
-    text = widgets.static_twin('ch2-delay', sliders, axes, frame).data
+    text = twin.static_twin('ch2-delay', sliders, axes, frame).data
     assert 'id="physai-twin-ch2-delay-delay"' in text
-    assert text == widgets.twin_html('ch2-delay', sliders, axes, frame)
+    assert text == twin.twin_html('ch2-delay', sliders, axes, frame)
     with pytest.raises(ValueError, match='key must be lowercase'):
-        widgets.twin_html('Bad Key', sliders, axes, frame)
+        twin.twin_html('Bad Key', sliders, axes, frame)
     with pytest.raises(ValueError, match='one item list per axes'):
-        widgets.twin_html('x', sliders, axes, lambda delay: [[], []])
+        twin.twin_html('x', sliders, axes, lambda delay: [[], []])
 
 
 def test_compact_numbers_keep_relative_precision_on_log_data():
-    assert widgets._compact_numbers(np.array([1.0, 3.0, 30000.0]), 4) == '[1,3,30000]'
-    assert widgets._compact_numbers(np.array([16.87, 0.000612, np.nan]), 4) == \
+    assert twin._compact_numbers(np.array([1.0, 3.0, 30000.0]), 4) == '[1,3,30000]'
+    assert twin._compact_numbers(np.array([16.87, 0.000612, np.nan]), 4) == \
         '[16.87,0.000612,null]'
-    assert widgets._compact_numbers(np.array([-28.65, -1e-9, 0.0]), 4) == '[-28.65,0,0]'
+    assert twin._compact_numbers(np.array([-28.65, -1e-9, 0.0]), 4) == '[-28.65,0,0]'
 
 
 def test_twin_redraws_when_a_slider_moves_in_a_browser(twin_text, twin_page):
@@ -279,7 +282,7 @@ def test_twin_redraws_when_a_slider_moves_in_a_browser(twin_text, twin_page):
     assert '<path' in before and 'sag' in before
     page.eval_on_selector(f'#{root}-kp', "e => { e.value = 8; e.dispatchEvent(new Event('input')); }")
     assert page.inner_html(f'#{root}-plot-0') != before
-    assert page.inner_text(f'#{root}-kp-value') == f'{widgets.TWIN_KP[8]:g}'
+    assert page.inner_text(f'#{root}-kp-value') == f'{position_actuators_panels.TWIN_KP[8]:g}'
     page.select_option(f'#{root}-integrator', label='Euler')
     page.eval_on_selector(f'#{root}-armature', "e => { e.value = 0; e.dispatchEvent(new Event('input')); }")
     assert 'diverged' in page.inner_html(f'#{root}-plot-0')

@@ -10,18 +10,9 @@ import math
 import numbers
 from collections.abc import Sequence
 
-import mujoco
 
 INTEGRATORS = ('Euler', 'RK4', 'implicit', 'implicitfast', 'discrete')
 """MuJoCo's integrators by their MJCF names (``<option integrator>``)."""
-
-INTEGRATOR_ENUM = {
-    'Euler': mujoco.mjtIntegrator.mjINT_EULER,
-    'RK4': mujoco.mjtIntegrator.mjINT_RK4,
-    'implicit': mujoco.mjtIntegrator.mjINT_IMPLICIT,
-    'implicitfast': mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
-    'discrete': mujoco.mjtIntegrator.mjINT_DISCRETE,
-}
 
 MAX_TIMESTEP = 0.1  # s
 

@@ -38,11 +38,9 @@ import math
 
 import numpy as np
 
-from physai import checks, so101
+from physai.laws import checks
+from physai.laws.sim import semi_implicit_euler, step_growth
 
-from physai.registry import experiment
-from physai.servo import LINK_INERTIA, ServoParams, step_responses
-from physai.sim import semi_implicit_euler, step_growth
 
 IMPLICIT_DAMPING = ('Euler', 'implicit', 'implicitfast')
 
@@ -93,69 +91,15 @@ def critical_inertia(kp: float, *, kv: float, damping: float, timestep: float,
 
 
 def critical_armature(kp: float, *, kv: float, damping: float, timestep: float,
-                      integrator: str = 'Euler', link_inertia: float = LINK_INERTIA) -> float:
+                      integrator: str = 'Euler', link_inertia: float) -> float:
     """The armature (kg·m²) below which the step is unstable: critical inertia minus the link's part."""
     return critical_inertia(kp, kv=kv, damping=damping, timestep=timestep,
                             integrator=integrator) - link_inertia
 
 
-def armature_at_h_omega(h_omega: float, kp: float, timestep: float,
-                        link_inertia: float = LINK_INERTIA) -> float:
+def armature_at_h_omega(h_omega: float, kp: float, timestep: float, *, link_inertia: float) -> float:
     """The armature (kg·m²) at which ``h*sqrt(kp/(link_inertia + armature))`` equals ``h_omega``."""
     return timestep**2 * kp / h_omega**2 - link_inertia
-
-
-# The hard exercise: Euler, kv = 0, joint damping 0.6, SO-101 kp, dt 5 ms.
-LIMIT_KP = so101.MENAGERIE_KP
-LIMIT_DAMPING = so101.MENAGERIE_DAMPING
-LIMIT_TIMESTEP = 0.005
-LIMIT_ARMATURES = tuple(round(0.0001 * k, 4) for k in range(0, 31))  # 0 ... 0.003 kg·m²
-LIMIT_DURATION = 10.0  # s: near the bound the growth is slow, so run longer than a step response
-
-
-def armature_limit_runs(armatures=LIMIT_ARMATURES, *, kp: float = LIMIT_KP, kv: float = 0.0,
-                        damping: float = LIMIT_DAMPING, timestep: float = LIMIT_TIMESTEP,
-                        integrator: str = 'Euler', duration: float = LIMIT_DURATION) -> list[dict]:
-    """MuJoCo runs of the link over an armature grid: which diverge, and the linear prediction.
-
-    Returns:
-      One row per armature: ``armature`` (kg·m²), ``h_omega``, ``growth`` (spectral radius of the
-      linear step), ``bound_stable`` (bool) and ``mujoco`` (``stable`` / ``diverged``).
-    """
-    params = [ServoParams(kp=kp, kv=kv, armature=a, damping=damping, timestep=timestep,
-                          integrator=integrator) for a in armatures]
-    responses = step_responses(params, duration=duration)
-    rows = []
-    for p, r in zip(params, responses):
-        inertia = p.inertia
-        w2, c = kp / inertia, (kv + damping) / inertia
-        ci = c_implicit_for(integrator, kv, damping, inertia)
-        rows.append({'armature': p.armature, 'h_omega': p.h_omega,
-                     'growth': integrator_growth(integrator, timestep, w2, c, c_joint=damping / inertia),
-                     'bound_stable': is_stable_linear(timestep, w2, c, ci),
-                     'mujoco': 'diverged' if r.diverged else 'stable'})
-    return rows
-
-
-@experiment('armature-limit',
-            summary='Euler, kv 0, damping 0.6: the smallest stable armature, MuJoCo vs the bound vs h*omega=2',
-            columns=(('quantity', 's'), ('armature', '.6f')))
-def armature_limit() -> list[dict]:
-    """The hard exercise's answer: three estimates of where Euler stops diverging."""
-    runs = armature_limit_runs()
-    diverged = [r['armature'] for r in runs if r['mujoco'] == 'diverged']
-    stable = [r['armature'] for r in runs if r['mujoco'] == 'stable']
-    return [
-        {'quantity': 'largest diverging armature on the grid (MuJoCo)',
-         'armature': max(diverged) if diverged else math.nan},
-        {'quantity': 'smallest stable armature on the grid (MuJoCo)',
-         'armature': min(stable) if stable else math.nan},
-        {'quantity': 'bound h^2 w^2 = 4 + 2 h damping / I',
-         'armature': critical_armature(LIMIT_KP, kv=0.0, damping=LIMIT_DAMPING,
-                                       timestep=LIMIT_TIMESTEP)},
-        {'quantity': 'rule of thumb h w = 2',
-         'armature': armature_at_h_omega(2.0, LIMIT_KP, LIMIT_TIMESTEP)},
-    ]
 
 
 def loglog_slope(x, y) -> float:
@@ -210,13 +154,13 @@ def integrator_growth(integrator: str, h: float, w2: float, c: float, *,
                       c_joint: float = 0.0) -> float:
     """Growth per step of MuJoCo's ``integrator`` on the linearized servo ``a = -w2*q - c*v``.
 
-    Built on :func:`physai.sim.step_growth`. What each integrator treats implicitly, per unit inertia:
+    Built on :func:`physai.laws.sim.step_growth`. What each integrator treats implicitly, per unit inertia:
     Euler only the joint damping (``c_joint``); implicitfast and implicit all velocity damping ``c``
     (for one hinge without Coriolis forces they coincide); discrete the damping and the actuator
     stiffness (its metric M + hD + h²K, so ``c_implicit = c + h*w2``); RK4 nothing (classical RK4).
 
     Args:
-      integrator: one of :data:`physai.checks.INTEGRATORS`.
+      integrator: one of :data:`physai.laws.checks.INTEGRATORS`.
       h: timestep, s.
       w2: ω² = kp / I, 1/s².
       c: (kv + damping) / I, 1/s.

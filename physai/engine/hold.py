@@ -63,77 +63,17 @@ import functools
 import math
 import warnings
 from collections.abc import Sequence
-from fractions import Fraction
 
 import mujoco
 import mujoco.batch
 import numpy as np
 
-from physai import servo as _servo  # noqa: F401  (installs the book's quiet MuJoCo warning handler)
-from physai.registry import experiment
-from physai import checks, perturb, robust, so101
-from physai.actuators import pd_torque
-from physai.checks import INTEGRATOR_ENUM, INTEGRATORS
-from physai.sim import semi_implicit_euler, step_growth
-from physai.stability import integrator_growth
-
-BACKENDS = ('in-loop', 'in-step')
-"""Where the PD runs: ``'in-loop'`` (A, in the controller) or ``'in-step'`` (B, in MuJoCo's step)."""
-
-FEEDFORWARD = ('in-clamp', 'applied')
-"""Where in-step puts ``damping*velocity + effort``: the servo's ``biasprm[0]`` or ``qfrc_applied``."""
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The command and the PD law
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class JointCommand:
-    """One joint's command in the MIT form: a PD target plus a feed-forward torque."""
-
-    position: float = 0.0
-    """Position target, rad (``ctrl`` of the in-step servo)."""
-    velocity: float = 0.0
-    """Velocity target, rad/s."""
-    stiffness: float = 0.0
-    """Stiffness, N·m/rad, >= 0 (kp, ``actuator_gainprm[0]`` in-step)."""
-    damping: float = 0.0
-    """Damping, N·m·s/rad, >= 0 (kv, ``-actuator_biasprm[2]`` in-step). Not the joint's ``dof_damping``."""
-    effort: float = 0.0
-    """Feed-forward torque, N·m. In-loop: part of the clamped torque written to ``qfrc_applied``; in-step:
-    the servo's ``biasprm[0]`` inside its clamp (``feedforward='in-clamp'``) or ``qfrc_applied``
-    (``feedforward='applied'``)."""
-    max_effort: float = math.inf
-    """Largest |tau|, N·m, > 0; in-step it can only narrow the actuator's ``forcerange``."""
-
-    def __post_init__(self):
-        checks.finite('position', self.position, 'rad')
-        checks.finite('velocity', self.velocity, 'rad/s')
-        checks.nonnegative('stiffness', self.stiffness, 'N·m/rad')
-        checks.nonnegative('damping', self.damping, 'N·m·s/rad')
-        checks.finite('effort', self.effort, 'N·m')
-        checks.limit('max_effort', self.max_effort, 'N·m')
-
-
-def mit_torque(command: JointCommand, q, qd):
-    """The MIT-form torque of backend A: chapter 2's PD law, then the motor's clamp.
-
-    ``tau = clip(stiffness*(position - q) + damping*(velocity - qd) + effort, -max_effort, max_effort)``,
-    i.e. :func:`physai.actuators.pd_torque` with ``kp = stiffness``, ``kv = damping``,
-    ``tau_ff = effort``, clipped to ±``max_effort``.
-
-    Args:
-      command: the joint's command.
-      q: joint angle, rad (``d.qpos``), scalar or array.
-      qd: joint velocity, rad/s (``d.qvel``), broadcastable with ``q``.
-
-    Returns:
-      tau, N·m, the broadcast shape of ``q`` and ``qd``.
-    """
-    tau = pd_torque(command.position, np.asarray(q, dtype=float), command.velocity,
-                    np.asarray(qd, dtype=float), command.stiffness, command.damping, command.effort)
-    return np.clip(tau, -command.max_effort, command.max_effort)
+from physai.engine import perturb, so101
+from physai.laws import checks, robust
+from physai.engine.mj import INTEGRATOR_ENUM
+from physai.engine.so101 import load_so101
+from physai.laws.drives import pd_torque
+from physai.laws.loop import BACKENDS, FEEDFORWARD, JointCommand, mit_torque, tick_mask
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -265,119 +205,20 @@ class PDController:
         return data.qfrc_actuator[self.dofs] + data.qfrc_applied[self.dofs]
 
 
-def tick_mask(rate_hz: float, timestep: float, nstep: int) -> np.ndarray:
-    """Which physics steps start with a controller tick, (nstep,) bool.
-
-    Step k (time ``k*timestep``) starts a tick when ``floor(k*timestep*rate_hz)`` moves on, so a 400 Hz
-    controller on 1 kHz physics ticks every 3, 2, 3, 2, ... steps; step 0 always ticks. A rate at or above
-    the physics rate ticks at every step.
-    """
-    checks.positive('rate_hz', rate_hz, 'Hz')
-    checks.positive('timestep', timestep, 's')
-    counts = np.floor(np.arange(nstep) * (timestep * rate_hz) + 1e-9)
-    mask = np.ones(nstep, dtype=bool)
-    mask[1:] = counts[1:] > counts[:-1]
-    return mask
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Stability: chapter 1's growth per step, with the controller tick as the step
-
-
-def zoh_step(q, v, accel, h, *, substeps: Sequence[int] = (1,), c_joint: float = 0.0):
-    """Backend A over one or more controller ticks, as a linear step for :func:`physai.sim.step_growth`.
-
-    At the start of each tick the PD acceleration ``a = accel(q, v)`` is computed once and held
-    (zero-order hold); the physics then takes the tick's ``n`` steps of length ``h``, each MuJoCo's
-    semi-implicit Euler with only the joint damping implicit (an applied force is explicit):
-    ``v' = v + h*(a - c_joint*v)/(1 + h*c_joint)``, ``q' = q + h*v'``. Without joint damping one tick is
-    ``v' = v + T*a``, ``q' = q + T*v + beta*T²*a`` with ``T = n*h`` and ``beta = (n + 1)/(2n)``.
-
-    Args:
-      q, v: state, rad and rad/s.
-      accel: the PD's acceleration ``-w2*q - c*v``, 1/s² and 1/s per unit inertia.
-      h: the physics timestep, s.
-      substeps: physics steps per tick, one entry per tick (a 400 Hz controller on 1 kHz physics: (3, 2)).
-      c_joint: joint damping per unit inertia, ``dof_damping / I``, 1/s.
-
-    Returns:
-      ``(q', v')`` after ``len(substeps)`` ticks.
-    """
-    for n in substeps:
-        a_held = accel(q, v)
-        for _ in range(n):
-            q, v = semi_implicit_euler(q, v, lambda _q, _v: a_held - c_joint * _v, h, c_implicit=c_joint)
-    return q, v
-
-
-def tick_pattern(rate_hz: float, timestep: float) -> tuple[int, ...]:
-    """Physics steps per controller tick over one repeating pattern (400 Hz on 1 kHz: (3, 2)).
-
-    The steps per tick ``1/(rate_hz*timestep)`` are taken as the nearest fraction ``p/q`` with at most 50
-    ticks per pattern (``Fraction.limit_denominator(50)``), and the pattern is the one :func:`tick_mask`
-    makes at that exact ratio: tick j starts at step ``ceil(j*p/q)``, so the q ticks cover p steps and
-    the mean tick is ``p/q`` steps (129 Hz on 1 kHz: 31/4, (8, 8, 8, 7)).
-    """
-    checks.positive('rate_hz', rate_hz, 'Hz')
-    checks.positive('timestep', timestep, 's')
-    per_tick = Fraction(1.0 / (timestep * rate_hz)).limit_denominator(50)
-    if per_tick <= 1:
-        return (1,)
-    p, q = per_tick.numerator, per_tick.denominator
-    starts = [-(-j * p // q) for j in range(q + 1)]  # ceil(j*p/q) in integers
-    return tuple(int(b - a) for a, b in zip(starts[:-1], starts[1:]))
-
-
-def tick_growth(*, rate_hz: float, kp: float, kv: float, inertia: float, timestep: float = 0.001,
-                damping: float = 0.0, backend: str = 'in-loop', integrator: str = 'implicitfast') -> float:
-    """Growth per controller tick of one linearized joint held by the PD (above 1: it cannot settle).
-
-    The joint is ``I*qdd = -kp*q - kv*qd - damping*qd`` (gravity and friction loss left out), ``w² = kp/I``,
-    ``c = kv/I``. In-loop the PD torque is held over each tick of ``n`` physics steps (:func:`zoh_step`),
-    so the tick ``T = n*h`` is the step that integrates the PD explicitly. Without joint damping it is
-    stable when ``(1 - beta)*(T*w)² < c*T`` (the hold's half-tick delay against kv) and
-    ``(2*beta - 1)*(T*w)² < 4 - 2*c*T`` (chapter 1's explicit bound), ``beta = (n + 1)/(2n)``.
-    In-step the growth is the physics step's under ``integrator``
-    (:func:`physai.stability.integrator_growth`) to the power of the steps per tick.
-
-    Args:
-      rate_hz: controller rate, Hz.
-      kp, kv: PD gains, N·m/rad and N·m·s/rad.
-      inertia: I, the joint's diagonal of the mass matrix, kg·m² (armature included).
-      timestep: physics step h, s.
-      damping: joint damping ``dof_damping``, N·m·s/rad.
-      backend: one of ``BACKENDS``.
-      integrator: one of ``INTEGRATORS`` (in-loop: the joint damping is implicit under every one).
-
-    Returns:
-      The spectral radius per tick (the average per tick over an uneven pattern such as 400 Hz on 1 kHz).
-    """
-    checks.one_of('backend', backend, BACKENDS)
-    checks.integrator(integrator)
-    checks.positive('inertia', inertia, 'kg·m²')
-    pattern = tick_pattern(rate_hz, timestep)
-    w2, c_pd, c_joint = kp / inertia, kv / inertia, damping / inertia
-    if backend == 'in-loop':
-        growth = step_growth(zoh_step, timestep, w2, c_pd, substeps=pattern, c_joint=c_joint)
-        return growth ** (1.0 / len(pattern))
-    growth = integrator_growth(integrator, timestep, w2, c_pd + c_joint, c_joint=c_joint)
-    return growth ** (sum(pattern) / len(pattern))
-
-
 # ---------------------------------------------------------------------------------------------------------
 # The experiment: the SO-101 holding a standby pose after a move
 
 # Menagerie's servo (class sts3215 in so101.xml), the gains the chapter keeps
 SO101_KP = so101.MENAGERIE_KP  # N·m/rad
+
 SO101_KV = so101.MENAGERIE_KV  # N·m·s/rad
 SO101_ARMATURE = so101.MENAGERIE_ARMATURE  # kg·m²
 SO101_MAX_EFFORT = so101.MENAGERIE_FORCERANGE  # N·m, the actuators' forcerange
-
-RATES_HZ = (50, 100, 200, 400, 1000)
 PHYSICS_TIMESTEP = 0.001  # s: physics at 1 kHz
 
 STANDBY = (0.0, -1.0, 1.0, 0.5, 0.0, 0.0)
 """Standby pose, rad per joint (shoulder_pan ... gripper): upper arm raised, forearm forward, wrist tilted."""
+
 MOVE_TIME = 0.5  # s, the move from the home pose (qpos0) to STANDBY
 DURATION = 3.0  # s simulated
 SETTLE_WINDOW = 1.0  # s, the last second, where the hold is judged
@@ -458,7 +299,6 @@ class HoldResponse:
 
 @functools.cache
 def _so101_base() -> mujoco.MjModel:
-    from physai.so101 import load_so101
 
     return load_so101()
 
@@ -568,6 +408,7 @@ def reference(t) -> tuple[np.ndarray, np.ndarray]:
 
 CHATTER_MIN_HZ = 3.0
 """Hz: a spectral peak below this is drift over the 1 s window (a few bins), not a tone."""
+
 TONE_POWER = 2 / 3
 """Share of the motion's power (DC left out) that must lie within a half-octave of the peak for a tone."""
 
@@ -713,12 +554,16 @@ def _hold_batch(params: list[HoldParams], duration: float, nthread: int) -> list
 
 ENSEMBLE_SIZE = 64
 """Runs per configuration that moves in :func:`hold_ensembles`: enough for a median and range that stay put."""
+
 ENSEMBLE_PROBE = 8
 """Runs per configuration that holds still in every one of them (a still run is not chaotic)."""
+
 ENSEMBLE_SPACING = 1e-9
 """rad: run k of an ensemble starts ``k * ENSEMBLE_SPACING`` away from the home pose in every joint."""
+
 STILL_P2P = 1e-9
 """rad: below this peak-to-peak the worst joint holds still (a table shows the bound ``< 1e-09``)."""
+
 ENSEMBLE_RANGE = (2.5, 97.5)
 """Percentiles of the runs' peak-to-peak that a table's range spans: the middle 95%. The very smallest and largest
 of 64 runs move too much from one ensemble to the next to print even on the 1-2-5 series."""
@@ -784,7 +629,7 @@ class HoldEnsemble:
         """The chatter tone as the ensemble supports it: ``'5-10'`` (Hz), ``'500'``, ``'broadband'`` or None.
 
         Where at least half the chattering runs have a tone, the band from their lower to their upper quartile,
-        widened to the 1-2-5 series (:func:`physai.robust.series_125`); a band of one value prints as that value. Where fewer
+        widened to the 1-2-5 series (:func:`physai.laws.robust.series_125`); a band of one value prints as that value. Where fewer
         do, ``'broadband'``; a still ensemble has none.
         """
         if self.state != 'chatters':
@@ -861,319 +706,3 @@ def hold_ensembles(params: Sequence[HoldParams], *, n: int = ENSEMBLE_SIZE, prob
                          chatter_hz=np.array([math.nan if r.chatter_hz is None else r.chatter_hz for r in runs]),
                          diverged=np.array([r.diverged for r in runs]), sample=runs[0])
             for p, runs in zip(params, members)]
-
-
-def rate_ensembles(*, rates_hz: Sequence[float] = RATES_HZ, **overrides) -> list[HoldEnsemble]:
-    """Both backends at every rate as ensembles (rate-major: rate 1 in-loop, rate 1 in-step, ...).
-
-    The ensembles are deterministic, so the latest few are kept and shared (treat them as read-only).
-    """
-    return list(_rate_ensembles(tuple(rates_hz), tuple(sorted(overrides.items()))))
-
-
-@functools.lru_cache(maxsize=4)
-def _rate_ensembles(rates_hz: tuple, overrides: tuple) -> tuple[HoldEnsemble, ...]:
-    params = [HoldParams(rate_hz=r, backend=b, **dict(overrides)) for r in rates_hz for b in BACKENDS]
-    return tuple(hold_ensembles(params))
-
-
-RATE_COLUMNS = (('rate_hz', '.0f'), ('backend', 's'), ('runs', 'd'), ('chattering', 'd'), ('p2p_rad', 'g'),
-                ('p2p_low', 'g'), ('p2p_high', 'g'), ('chatter_hz', 's'))
-"""The pd-rate table's columns (also the chapter's Break-it table)."""
-
-
-def rate_rows(ensembles: Sequence[HoldEnsemble]) -> list[dict]:
-    """The pd-rate table's rows from hold ensembles.
-
-    Each row: ``runs`` and how many of them chatter; the worst joint's peak-to-peak ``p2p_rad`` as the
-    ensemble's median on the 1-2-5 series, the range of its middle 95% (:attr:`HoldEnsemble.p2p_range`) widened
-    to that series (``p2p_low`` ... ``p2p_high``),
-    or the bound ``< 1e-09`` when every run is still; ``chatter_hz`` as :attr:`HoldEnsemble.tone` (text: a
-    band such as ``'5-10'``, ``'broadband'``, or None when still).
-    """
-    return [e.row() for e in ensembles]
-
-
-@experiment('pd-rate', summary=f'SO-101 hold, {ENSEMBLE_SIZE} runs per row: worst joint p2p and chatter vs '
-                               'controller rate, PD in-loop or in-step',
-            columns=RATE_COLUMNS)
-def pd_rate() -> list[dict]:
-    return rate_rows(rate_ensembles())
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The chapter's live panel and its static twin (built on physai.widgets)
-
-PANEL_RATES_HZ = tuple(float(r) for r in np.geomspace(10.0, 1000.0, 41))
-"""Controller rates (Hz) at which the panel draws the growth per tick of both backends."""
-PANEL_YLIM_DEG = 80.0
-"""deg: the panel's trajectory axis spans ±80° (every joint's move to ``STANDBY`` fits) unless a run leaves it."""
-
-
-def standby_inertia(armature: float = SO101_ARMATURE) -> np.ndarray:
-    """Each SO-101 joint's diagonal of the mass matrix at ``STANDBY``, (6,) kg·m² (armature included)."""
-    return _standby_link_inertia() + armature  # armature adds to the diagonal only
-
-
-@functools.cache
-def _standby_link_inertia() -> np.ndarray:
-    m = copy.copy(_hold_model('in-step', SO101_KP, SO101_KV, 0.0, PHYSICS_TIMESTEP, 'implicitfast',
-                              SO101_MAX_EFFORT))
-    d = mujoco.MjData(m)
-    d.qpos[:] = STANDBY
-    mujoco.mj_forward(m, d)
-    full = np.zeros((m.nv, m.nv))
-    mujoco.mj_fullM(m, d, full)
-    return np.diag(full)
-
-
-def worst_growth(*, rate_hz: float, backend: str, kp: float = SO101_KP, kv: float = SO101_KV,
-                 armature: float = SO101_ARMATURE, timestep: float = PHYSICS_TIMESTEP,
-                 integrator: str = 'implicitfast', damping: float | None = None) -> float:
-    """The largest :func:`tick_growth` over the SO-101's joints at ``STANDBY`` (joint damping from the model)."""
-    return float(growth_curve([rate_hz], backend=backend, kp=kp, kv=kv, armature=armature,
-                              timestep=timestep, integrator=integrator, damping=damping)[0])
-
-
-def growth_curve(rates_hz: Sequence[float], *, backend: str, kp: float = SO101_KP, kv: float = SO101_KV,
-                 armature: float = SO101_ARMATURE, timestep: float = PHYSICS_TIMESTEP,
-                 integrator: str = 'implicitfast', damping: float | None = None) -> np.ndarray:
-    """:func:`worst_growth` at many controller rates at once, (nrate,): what the panel's stability plot draws.
-
-    The same linear maps as :func:`tick_growth`, built as matrices for all six joints together instead of
-    stepping :func:`zoh_step` on unit vectors: one physics step with the PD acceleration a held is linear
-    in (q, v, a), ``S = [[1, h/(1 + h*c_joint), h²/(1 + h*c_joint)], [0, 1/(1 + h*c_joint), h/(1 + h*c_joint)],
-    [0, 0, 1]]``; a tick of n steps is ``S^n`` applied to ``(q, v, -w2*q - c*v)``, and the ticks of
-    :func:`tick_pattern` are multiplied in order (renormalized as they go, so no product overflows).
-    Agrees with :func:`tick_growth` to rounding (``tests/test_control.py``).
-
-    Args:
-      rates_hz: controller rates, Hz, (nrate,).
-      backend, kp, kv, armature, timestep, integrator, damping: as :func:`worst_growth`.
-
-    Returns:
-      The worst joint's growth per tick at each rate, (nrate,).
-    """
-    checks.one_of('backend', backend, BACKENDS)
-    checks.integrator(integrator)
-    if damping is None:
-        damping = float(_so101_base().dof_damping[0])
-    inertia = standby_inertia(armature)  # (6,)
-    w2, c_pd, c_joint = kp / inertia, kv / inertia, damping / inertia
-    h = timestep
-    patterns = [tick_pattern(r, h) for r in rates_hz]
-    if backend == 'in-step':
-        per_step = max(integrator_growth(integrator, h, a, b + cj, c_joint=cj)
-                       for a, b, cj in zip(w2, c_pd, c_joint))
-        exponents = np.array([sum(p) / len(p) for p in patterns])
-        with np.errstate(over='ignore'):  # a growth too large for a float saturates to inf: diverged
-            return np.power(np.float64(per_step), exponents)
-    nj = len(inertia)
-    damp = 1.0 / (1.0 + h * c_joint)
-    step = np.zeros((nj, 3, 3))
-    step[:, 0, 0] = 1.0
-    step[:, 0, 1] = h * damp
-    step[:, 0, 2] = h * h * damp
-    step[:, 1, 1] = damp
-    step[:, 1, 2] = h * damp
-    step[:, 2, 2] = 1.0
-    hold = np.zeros((nj, 3, 2))  # (q, v) -> (q, v, a) at the tick
-    hold[:, 0, 0] = hold[:, 1, 1] = 1.0
-    hold[:, 2, 0], hold[:, 2, 1] = -w2, -c_pd
-    tick_maps: dict[int, np.ndarray] = {}
-    out = np.empty(len(patterns))
-    for i, pattern in enumerate(patterns):
-        product = np.broadcast_to(np.eye(2), (nj, 2, 2))
-        log_scale = np.zeros(nj)
-        for n in pattern:
-            if n not in tick_maps:
-                tick_maps[n] = (np.linalg.matrix_power(step, n) @ hold)[:, :2, :]
-            product = tick_maps[n] @ product
-            scale = np.max(np.abs(product), axis=(1, 2))
-            scale = np.where(scale > 0, scale, 1.0)
-            product = product / scale[:, None, None]
-            log_scale += np.log(scale)
-        radius = np.max(np.abs(np.linalg.eigvals(product)), axis=1)
-        with np.errstate(divide='ignore', over='ignore'):  # 0 and inf saturate: never an exception
-            out[i] = np.max(np.exp((log_scale + np.log(radius)) / len(pattern)))
-    return out
-
-
-def _verdict(response: HoldResponse, growth: float) -> str:
-    if response.diverged:
-        return 'diverged'
-    state = 'chatters' if response.chatters else 'quiet'
-    return f'{state}, growth per tick {growth:.3f}'
-
-
-def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO101_KP,
-             kv: float = SO101_KV, armature: float = SO101_ARMATURE, timestep: float = PHYSICS_TIMESTEP,
-             integrator: str = 'implicitfast'):
-    """Chapter 3's live panel: the common four plus controller rate, damping kv and backend.
-
-    Every change reruns the SO-101 hold (:func:`hold_responses`) and redraws (1) the worst joint's
-    trajectory and its command, with its peak-to-peak over the last second and whether it chatters, and
-    (2) the growth per controller tick of both backends against the controller rate, the current one marked.
-
-    Returns:
-      A :class:`physai.widgets.Panel`; show it as the last expression of a cell.
-    """
-    from physai import plots
-    from physai import widgets as W
-
-    joint_names = so101_joints()
-
-    @W.cached(maxsize=16)
-    def run(rate_hz, backend, kp, kv, armature, timestep, integrator):
-        params = HoldParams(rate_hz=rate_hz, backend=backend, kp=kp, kv=kv, armature=armature,
-                            timestep=timestep, integrator=integrator)
-        return hold_responses([params], nthread=1)[0]
-
-    @W.cached(maxsize=16)
-    def curves(kp, kv, armature, timestep, integrator):  # not the rate or the backend: both curves drawn
-        return {b: growth_curve(PANEL_RATES_HZ, backend=b, kp=kp, kv=kv, armature=armature,
-                                timestep=timestep, integrator=integrator) for b in BACKENDS}
-
-    def compute(values):
-        response = run(**values)
-        growth = worst_growth(**values)
-        return {'response': response, 'curves': curves(**values), 'growth': growth}
-
-    def setup(fig):
-        ax1, ax2 = fig.subplots(1, 2, gridspec_kw={'width_ratios': [1.5, 1]})
-        (target,) = ax1.plot([], [], color=plots.COLORS['command'], lw=1, ls='--', label='command',
-                             animated=True)
-        (q_line,) = ax1.plot([], [], color=plots.COLORS['response'], lw=1.2, label='joint angle q',
-                             animated=True)
-        ax1.axvspan(DURATION - SETTLE_WINDOW, DURATION, color='#eeeeee', zorder=0, label='last second')
-        ax1.set_xlim(0, DURATION)
-        note = ax1.text(0.02, 0.04, '', transform=ax1.transAxes, fontsize=8.5, animated=True,
-                        bbox=dict(facecolor='white', edgecolor='none', alpha=0.85, pad=1.5))
-        # the legend sits above the axes, clear of every joint's trajectory, so it never has to move
-        ax1.legend(loc='lower right', bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=7.5, frameon=False,
-                   borderaxespad=0.2)
-        ax1.set_ylim(-PANEL_YLIM_DEG, PANEL_YLIM_DEG)
-        plots.label(ax1, 'time (s)', 'joint angle (deg)')
-        colors = {'in-loop': plots.COLORS['diverged'], 'in-step': plots.COLORS['response']}
-        lines = {b: ax2.plot([], [], color=colors[b], label=f'{b}', animated=True)[0] for b in BACKENDS}
-        ax2.axhline(1.0, color=plots.COLORS['bound'], lw=1, ls='--')
-        point = plots.mark_point(ax2, rate_hz, 1.0, label='current', animated=True)
-        ax2.set_xscale('log')
-        ax2.set_xlim(PANEL_RATES_HZ[0], PANEL_RATES_HZ[-1])
-        ax2.set_ylim(0, 2)
-        ax2.legend(loc='upper right', fontsize=7.5)
-        plots.label(ax2, 'controller rate (Hz)', 'growth per tick (worst joint)', 'stability')
-        fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.9, wspace=0.28)
-        # the title names the worst joint: animated, so it is blitted with the curves
-        title = ax1.set_title(' ', loc='left', fontsize=9.5)
-        title.set_animated(True)
-        return {'ax1': ax1, 'title': title, 'target': target, 'q': q_line, 'note': note, 'lines': lines,
-                'point': point, 'ylim': (-PANEL_YLIM_DEG, PANEL_YLIM_DEG)}
-
-    def draw(state, results, values):
-        r, growth = results['response'], results['growth']
-        j = r.worst
-        state['q'].set_data(r.t, np.degrees(r.q[:, j]))
-        state['target'].set_data(r.t, np.degrees(r.target[:, j]))
-        finite = np.degrees(r.q[:, j][np.isfinite(r.q[:, j])])
-        low = float(np.min(finite)) if finite.size else 0.0
-        high = float(np.max(finite)) if finite.size else 0.0
-        # one range for every joint's move (10° grid), widened only when a run leaves it: a slider move
-        # then redraws just the animated artists, not the axes
-        low, high = max(low, -3600.0), min(high, 3600.0)  # a diverging run: show its start, not 1e30°
-        ylim = (min(-PANEL_YLIM_DEG, 10.0 * math.floor((low - 5.0) / 10.0)),
-                max(PANEL_YLIM_DEG, 10.0 * math.ceil((high + 5.0) / 10.0)))
-        if ylim != state['ylim']:
-            state['ax1'].set_ylim(*ylim)
-            state['ylim'] = ylim
-        state['title'].set_text(f'worst joint: {joint_names[j]}')
-        # the note goes on the side the move leaves free (above a move down, below a move up)
-        down = STANDBY[j] < 0
-        state['note'].set_position((0.02, 0.96 if down else 0.04))
-        state['note'].set_verticalalignment('top' if down else 'bottom')
-        p2p = r.worst_p2p_rad
-        chatter = '' if not r.chatters else (', broadband chatter' if r.chatter_hz is None
-                                             else f', chatter {r.chatter_hz:.0f} Hz')
-        state['note'].set_text(f"{values['backend']} at {values['rate_hz']:.0f} Hz: p2p over the last second "
-                               f"{p2p:.2e} rad{chatter}\n{_verdict(r, growth)}")
-        for b, line in state['lines'].items():
-            line.set_data(PANEL_RATES_HZ, np.minimum(results['curves'][b], 2.0))
-        state['point'].set_data([values['rate_hz']], [min(growth, 2.0)])
-
-    controls = W.common_controls(kp=kp, armature=armature, timestep=timestep, integrator=integrator) + [
-        W.LogSlider('rate_hz', 'controller rate', 10.0, 1000.0, rate_hz, unit='Hz', readout_format='.0f'),
-        W.Slider('kv', 'damping kv', 0.0, 10.0, kv, step=0.01, unit='N·m·s/rad', readout_format='.3f'),
-        W.Choice('backend', 'PD runs', BACKENDS, backend),
-    ]
-    return W.Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(12.0, 3.8), dpi=80)
-
-
-TWIN_ARMATURES = (SO101_ARMATURE, 0.0)
-
-
-def pd_twin():
-    """The panel's static twin: controller rate × backend × armature (0.028 or 0), precomputed.
-
-    Each frame shows run 0 of the configuration's ensemble (:func:`rate_ensembles`), the joint of
-    :attr:`HoldEnsemble.joint`, and the ensemble's summary as text: the trace is one draw of a chaotic run,
-    the text and the growth curves are what every processor reproduces.
-
-    Returns:
-      ``IPython.display.HTML`` (see :func:`physai.widgets.static_twin`).
-    """
-    from physai import plots
-    from physai import widgets as W
-
-    joint_names = so101_joints()
-    runs = {}
-    for armature in TWIN_ARMATURES:
-        for e in rate_ensembles(armature=armature):
-            runs[e.params.rate_hz, e.params.backend, armature] = e
-    growth = {(b, a): growth_curve(PANEL_RATES_HZ, backend=b, armature=a)
-              for b in BACKENDS for a in TWIN_ARMATURES}
-    colors = {'in-loop': plots.COLORS['diverged'], 'in-step': plots.COLORS['response']}
-
-    def frame(rate_hz, backend, armature):
-        e = runs[rate_hz, backend, armature]
-        r, j = e.sample, e.joint
-        items = [W.twin_line(r.t, np.degrees(r.target[:, j]), label='command', color=plots.COLORS['command'],
-                             width=1.0, dash='4 3'),
-                 W.twin_line(r.t, np.degrees(r.q[:, j]), label=f'q ({joint_names[j]}, run 1 of {e.n})',
-                             width=1.2)]
-        items.append(W.twin_text(ensemble_text(e), x=0.03, y=0.06, size=11, anchor='start'))
-        current = worst_growth(rate_hz=rate_hz, backend=backend, armature=armature)
-        stab = [W.twin_line(PANEL_RATES_HZ, np.minimum(growth[b, armature], 2.0), label=b, color=colors[b])
-                for b in BACKENDS]
-        stab.append(W.twin_line([PANEL_RATES_HZ[0], PANEL_RATES_HZ[-1]], [1.0, 1.0], color='#222222',
-                                width=1.0, dash='4 3'))
-        stab.append(W.twin_markers([rate_hz], [min(current, 2.0)], label='current'))
-        return [items, stab]
-
-    sliders = [W.TwinSlider('rate_hz', 'controller rate (Hz)', RATES_HZ, default=0),
-               W.TwinSlider('backend', 'PD runs', BACKENDS, kind='select'),
-               W.TwinSlider('armature', 'armature (kg·m²)', TWIN_ARMATURES, kind='select')]
-    axes = [W.TwinAxes(title='a joint during the move and hold', xlabel='time (s)',
-                       ylabel='joint angle (deg)', xlim=(0, DURATION), legend='ur'),
-            W.TwinAxes(title='growth per controller tick', xlabel='controller rate (Hz)',
-                       ylabel='growth per tick', xlim=(PANEL_RATES_HZ[0], PANEL_RATES_HZ[-1]),
-                       ylim=(0, 2), xlog=True, legend='ur')]
-    return W.static_twin('ch3-pd-rate', sliders, axes, frame, digits=4, width=460, height=300,
-                         caption=f'Physics at {1 / PHYSICS_TIMESTEP:.0f} Hz; Menagerie servo kp {SO101_KP:.2f}, '
-                                 f'kv {SO101_KV:.3f}. Growth above 1 (dashed): the PD cannot hold still. The '
-                                 f'trace is the first run of an ensemble ({ENSEMBLE_SIZE} runs where the arm moves, '
-                                 f'{ENSEMBLE_PROBE} where it holds still, starts {ENSEMBLE_SPACING:.0e} rad apart); '
-                                 'the text sums up all of them.')
-
-
-def ensemble_text(ensemble: HoldEnsemble) -> str:
-    """One line for a reader: ``'chatters in 64 of 64 runs: p2p 0.2 rad (0.1-0.2), 5-10 Hz'`` or
-    ``'still in 8 of 8 runs: p2p < 1e-09 rad'`` (the same figures as :func:`rate_rows`)."""
-    row = ensemble.row()
-    if ensemble.state == 'still':
-        return f'still in {ensemble.still} of {ensemble.n} runs: p2p {row["p2p_rad"]:g} rad'
-    if ensemble.state != 'chatters':
-        return (f'{ensemble.state}: {ensemble.chattering} of {ensemble.n} runs chatter, '
-                f'{ensemble.still} hold still')
-    tone = row['chatter_hz'] if row['chatter_hz'] == 'broadband' else f'{row["chatter_hz"]} Hz'
-    return (f'chatters in {ensemble.chattering} of {ensemble.n} runs: p2p {row["p2p_rad"]:g} rad '
-            f'({row["p2p_low"]:g}-{row["p2p_high"]:g}), {tone}')

@@ -36,7 +36,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from physai.servo import SETTLED_P2P_DEG, crossing_time
+from physai.engine.link import SETTLED_P2P_DEG, crossing_time
+
 
 BOOK_STYLE = {
     'figure.facecolor': 'white',
@@ -77,7 +78,6 @@ COLORS = {
     'rise_curve': '#2a9d4b',
 }
 """The book's colors by meaning, shared by the figures, the live panels and the static twins."""
-
 
 
 def use_book_style() -> None:
@@ -147,7 +147,7 @@ def rise_marks(response) -> tuple[float, float, float, float, float]:
     """Where the 10-90 % rise of a step response starts and ends.
 
     Args:
-      response: a :class:`physai.servo.StepResponse` (uses ``t``, ``q``, ``sag_deg``, ``diverged``).
+      response: a :class:`physai.engine.link.StepResponse` (uses ``t``, ``q``, ``sag_deg``, ``diverged``).
 
     Returns:
       ``(t10, t90, q10, q90, q_final)``: the times (s) the response crosses 10 % and 90 % of the way
@@ -212,7 +212,7 @@ class StepResponseMarks:
         ax.legend(loc='upper right', ncols=2, fontsize=7.5)
 
     def update(self, response) -> None:
-        """Show ``response`` (a :class:`physai.servo.StepResponse`) on the existing artists."""
+        """Show ``response`` (a :class:`physai.engine.link.StepResponse`) on the existing artists."""
         t = np.asarray(response.t, dtype=float)
         q_deg = np.degrees(np.asarray(response.q, dtype=float))
         lo, hi = self.ylim
@@ -265,7 +265,7 @@ def mark_step_response(ax: Axes, response, **kwargs) -> StepResponseMarks:
 
     Args:
       ax: the axes.
-      response: a :class:`physai.servo.StepResponse`.
+      response: a :class:`physai.engine.link.StepResponse`.
       **kwargs: passed to :class:`StepResponseMarks` (``color``, ``ylim``).
 
     Returns:

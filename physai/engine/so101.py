@@ -14,12 +14,12 @@ import pathlib
 
 import mujoco
 
-from physai import perturb
+from physai.engine import perturb
+
 
 ARM_JOINTS = ('shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll')
 JOINTS = ARM_JOINTS + ('gripper',)
-
-_SHARED_MENAGERIE = pathlib.Path(__file__).resolve().parents[2] / 'shared' / 'menagerie'
+_SHARED_MENAGERIE = pathlib.Path(__file__).resolve().parents[3] / 'shared' / 'menagerie'
 
 
 def menagerie_root() -> str | None:
@@ -66,14 +66,19 @@ def load_so101(entry: str = 'so101') -> mujoco.MjModel:
 
 MENAGERIE_KP = 998.22
 """``<position kp>``, N·m/rad."""
+
 MENAGERIE_KV = 2.731
 """``<position kv>``, N·m·s/rad."""
+
 MENAGERIE_FORCERANGE = 2.94
 """``<position forcerange="-2.94 2.94">``, N·m (symmetric)."""
+
 MENAGERIE_ARMATURE = 0.028
 """``<joint armature>``, kg·m²."""
+
 MENAGERIE_DAMPING = 0.6
 """``<joint damping>``, N·m·s/rad."""
+
 MENAGERIE_FRICTIONLOSS = 0.052
 """``<joint frictionloss>``, N·m."""
 
@@ -82,74 +87,15 @@ MENAGERIE_FRICTIONLOSS = 0.052
 
 FOLLOWER_GEAR_RATIO = 345
 """The follower arm's six STS3215 servos all have 1/345 gearing (the leader mixes 1/191, 1/345, 1/147)."""
+
 LEADER_GEAR_RATIOS = (191, 345, 147)
 """The leader arm's STS3215 gearings: a mix of 1/191, 1/345 and 1/147."""
+
 MENAGERIE_ASSUMED_P_GAIN = 16
 """The servo firmware's own proportional gain (a register) that Menagerie's kp and kv assume."""
+
 STS3215_STEPS_PER_TURN = 4096
 """The STS3215's position sensor: 12 bits per output turn (LeRobot's model resolution for it)."""
-
-SO101_TABLE_TIMESTEP = 0.005  # s, the timestep at which the so101 table evaluates h·ω
-
-
-def so101_servos(timestep: float = SO101_TABLE_TIMESTEP) -> list[dict]:
-    """Per actuated joint of the SO-101: its servo gains, armature and the inertia it drives.
-
-    ``M_ii`` is the joint's diagonal entry of the mass matrix at the home pose ``qpos0`` (from
-    ``mj_fullM``; it includes ``dof_armature``); ``link_inertia = M_ii - armature`` is the part that
-    comes from the links beyond the joint. ``h_omega = h*sqrt(kp/M_ii)``, and
-    ``h_omega_no_armature = h*sqrt(kp/link_inertia)``: the same servo with the armature dropped.
-
-    Args:
-      timestep: h, s, at which to evaluate h·ω.
-
-    Returns:
-      One row per actuator, keys ``joint``, ``kp`` (N·m/rad), ``kv`` (N·m·s/rad), ``forcerange``
-      ((low, high) N·m), ``armature``, ``M_ii``, ``link_inertia`` (kg·m²), ``h_omega``,
-      ``h_omega_no_armature``.
-    """
-    import numpy as np
-
-    if not (0 < timestep <= 0.1):
-        raise ValueError(f'timestep must be in (0, 0.1] s, got {timestep!r}')
-    m = load_so101()
-    d = mujoco.MjData(m)  # qpos = qpos0, the home pose
-    mujoco.mj_forward(m, d)
-    full = np.zeros((m.nv, m.nv))
-    mujoco.mj_fullM(m, d, full)
-    rows = []
-    for i in range(m.nu):
-        joint = int(m.actuator_trnid[i, 0])
-        dof = int(m.jnt_dofadr[joint])
-        kp = float(m.actuator_gainprm[i, 0])
-        armature = float(m.dof_armature[dof])
-        m_ii = float(full[dof, dof])
-        link_inertia = m_ii - armature
-        rows.append({
-            'joint': mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, joint),
-            'kp': kp,
-            'kv': float(-m.actuator_biasprm[i, 2]),
-            'forcerange': [float(x) for x in m.actuator_forcerange[i]],
-            'armature': armature,
-            'M_ii': m_ii,
-            'link_inertia': link_inertia,
-            'h_omega': float(timestep * np.sqrt(kp / m_ii)),
-            'h_omega_no_armature': float(timestep * np.sqrt(kp / link_inertia)),
-        })
-    return rows
-
-
-def _register() -> None:
-    from physai.registry import experiment
-
-    experiment('so101', summary="the SO-101's servos: gains, armature, M_ii at qpos0 and h*omega at 5 ms",
-               columns=(('joint', 's'), ('kp', '.2f'), ('kv', '.3f'), ('forcerange', '.2f'),
-                        ('armature', '.3f'), ('M_ii', '.6f'), ('link_inertia', '.6f'),
-                        ('h_omega', '.3f'), ('h_omega_no_armature', '.3f')))(so101_servos)
-
-
-_register()
-
 
 ARMATURE_CHECK_STEP = 0.2  # rad, the command step every joint gets from the home pose
 ARMATURE_CHECK_DURATION = 3.0  # s
@@ -194,38 +140,3 @@ def so101_hold(*, armature: float | None = None, forcelimited: bool = True, time
     if diverged:
         return np.full(m.nu, np.nan), True
     return np.degrees(np.ptp(tail, axis=0)), False
-
-
-def so101_without_armature() -> list[dict]:
-    """What dropping the armature does to the real model: per joint, the chatter after a step.
-
-    Four runs of Menagerie's SO-101 (implicitfast, 5 ms), each joint commanded 0.2 rad from the home
-    pose for 3 s: as shipped; armature 0; armature 0 without the forcerange clamp; armature 0 at a 1 ms
-    timestep. Each column is the peak-to-peak over the last 0.5 s, degrees (0: settled).
-    """
-    runs = {
-        'p2p_deg': so101_hold(),
-        'no_armature_p2p_deg': so101_hold(armature=0.0),
-        'no_armature_unclamped_p2p_deg': so101_hold(armature=0.0, forcelimited=False),
-        'no_armature_1ms_p2p_deg': so101_hold(armature=0.0, timestep=ARMATURE_CHECK_FINE_TIMESTEP),
-    }
-    m = load_so101()
-    rows = []
-    for i in range(m.nu):
-        row = {'joint': mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, int(m.actuator_trnid[i, 0]))}
-        row.update({key: float(p2p[i]) for key, (p2p, _) in runs.items()})
-        rows.append(row)
-    return rows
-
-
-def _register_hold() -> None:
-    from physai.registry import experiment
-
-    experiment('so101-no-armature',
-               summary='the SO-101 model with its armature dropped: chatter after a step, per joint',
-               columns=(('joint', 's'), ('p2p_deg', '.4f'), ('no_armature_p2p_deg', '.4f'),
-                        ('no_armature_unclamped_p2p_deg', '.4f'),
-                        ('no_armature_1ms_p2p_deg', '.4f')))(so101_without_armature)
-
-
-_register_hold()

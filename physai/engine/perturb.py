@@ -18,6 +18,7 @@ import os
 
 import numpy as np
 
+
 ENV = 'PHYSAI_PERTURB'
 """The environment variable read by :func:`size`."""
 

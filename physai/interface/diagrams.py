@@ -12,7 +12,8 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from physai.experiments import SO101_FORCERANGE
+from physai.experiments.position_actuators import SO101_FORCERANGE
+
 
 _BOX = dict(boxstyle='round,pad=0.02,rounding_size=0.08', linewidth=1.4)
 

@@ -23,10 +23,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from physai import checks
+from physai.laws import checks
+
 
 DIVERGED_BOUND = 20 * math.pi
-"""rad: a hand-stepped run beyond this has diverged (the same bound as :data:`physai.servo.DIVERGED_BOUND`)."""
+"""rad: a hand-stepped run beyond this has diverged (the same bound as :data:`physai.engine.link.DIVERGED_BOUND`)."""
+
 MAX_LOOP_STEPS = 1_000_000
 """Steps :func:`servo_loop` takes at most (a pure-Python loop: about a second per 10⁵ steps)."""
 
@@ -234,7 +236,7 @@ def servo_loop(kp: float, kv: float, inertia: float, tau_g: float, h: float, nst
 
     Returns:
       q, (nstep + 1,), rad, starting with q0. A run that diverges (``|q|`` beyond ``DIVERGED_BOUND``, 20π
-      rad, as in :mod:`physai.servo`) is NaN from there on.
+      rad, as in :mod:`physai.engine.link`) is NaN from there on.
 
     Raises:
       ValueError: a parameter outside its range (named in the message); ``nstep`` above ``MAX_LOOP_STEPS``.

@@ -26,7 +26,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from physai.so101 import JOINTS
+from physai.engine.so101 import JOINTS
+
 
 ACTION = 'action'
 STATE = 'observation.state'
@@ -335,7 +336,7 @@ def shipped_recording() -> pathlib.Path:
     Raises:
       FileNotFoundError: the package was installed without its data.
     """
-    path = pathlib.Path(__file__).resolve().parent / 'data' / SHIPPED_RECORDING
+    path = pathlib.Path(__file__).resolve().parents[1] / 'data' / SHIPPED_RECORDING
     if not (path / 'meta' / 'info.json').is_file():
         raise FileNotFoundError(f'the recording shipped with physai is missing from {path}: reinstall physai '
                                 '(pip install --force-reinstall physai), whose package data holds it')

@@ -17,21 +17,22 @@ An experiment that takes one argument lists its allowed values in ``choices``
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
+import inspect
 import json
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+
 # Modules that register experiments, imported on first look-up so that `import physai` stays light.
 PROVIDERS = (
-    'physai.experiments',
-    'physai.so101',
-    'physai.stability',
-    'physai.exercises',
-    'physai.actuators',
-    'physai.control',
-    'physai.sysid',
+    'physai.experiments.position_actuators',
+    'physai.experiments.actuator_models',
+    'physai.experiments.where_pd_runs',
+    'physai.experiments.servo_sysid',
 )
 
 _REGISTRY: dict[str, 'Experiment'] = {}
@@ -162,3 +163,48 @@ def _jsonable(value: Any) -> Any:
 def to_json(rows: Sequence[dict]) -> str:
     """Rows as a JSON list of objects; NaN and infinities become null."""
     return json.dumps(_jsonable(list(rows)), indent=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Caching by dependencies
+
+
+def cached(func: Callable | None = None, *, maxsize: int = 32) -> Callable:
+    """Memoize ``func`` on the parameters its signature names; extra keyword arguments are ignored.
+
+    Call it with a panel's whole ``values`` dict (``f(**values)``): only the named parameters form
+    the cache key, so a change of any other control returns the stored result at once. The wrapper
+    counts real computations in ``.calls`` (tests use it) and has ``.cache_clear()``.
+
+    Use as ``@cached`` or ``@cached(maxsize=8)``.
+    """
+    if func is None:
+        return functools.partial(cached, maxsize=maxsize)
+    signature = inspect.signature(func)
+    names = [p.name for p in signature.parameters.values()
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    store: OrderedDict = OrderedDict()
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        bound = signature.bind_partial(*args, **{k: v for k, v in kwargs.items() if k in names})
+        bound.apply_defaults()
+        key = tuple((k, bound.arguments[k]) for k in names if k in bound.arguments)
+        if key in store:
+            store.move_to_end(key)
+            return store[key]
+        result = func(*bound.args, **bound.kwargs)
+        wrapper.calls += 1
+        store[key] = result
+        while len(store) > maxsize:
+            store.popitem(last=False)
+        return result
+
+    def cache_clear() -> None:
+        store.clear()
+        wrapper.calls = 0
+
+    wrapper.calls = 0
+    wrapper.cache_clear = cache_clear
+    wrapper.depends_on = tuple(names)
+    return wrapper

@@ -1,7 +1,8 @@
 """Build it, for real: the learner writes the Build-it functions of every chapter, each checked against MuJoCo.
 
-Every "Build it" step names one or two functions of physai (chapter 1 :mod:`physai.sim`, chapter 2
-:mod:`physai.actuators`, chapter 3 :mod:`physai.control`, chapter 4 :mod:`physai.sysid`; see :data:`CHAPTERS`).
+Every "Build it" step names one or two functions of physai (chapter 1 :mod:`physai.laws.sim`, chapter 2
+:mod:`physai.laws.drives`, chapter 3 :mod:`physai.laws.loop` and :mod:`physai.engine.hold`, chapter 4
+:mod:`physai.engine.replay`; see :data:`CHAPTERS`).
 For each, this module gives
 
 - :func:`stub`: the source of a cell to complete, the reference's signature and docstring (the equation is in it)
@@ -14,7 +15,7 @@ A check of a function that still raises ``NotImplementedError`` says so and pass
 notebook that has not been completed still runs top to bottom (its stored output is that message). With
 ``strict=True`` a failure raises :class:`BuildItError`.
 
-    from physai import buildit
+    from physai.book import buildit
     print(buildit.stub('actuator_force'))      # the cell to complete
     buildit.check(actuator_force)              # after writing it
 """
@@ -30,8 +31,11 @@ from collections.abc import Callable
 import mujoco
 import numpy as np
 
-from physai import actuators, control, sim, sysid
-from physai.servo import LINK_INERTIA, LINK_XML, TAU_G
+from physai.engine import hold, replay, so101
+from physai.laws import drives, loop, sim
+from physai.engine.datasets import Episode
+from physai.engine.link import LINK_INERTIA, LINK_XML, TAU_G
+
 
 CHAPTERS = {
     1: ('actuator_force', 'kv_from_dampratio', 'semi_implicit_euler', 'servo_loop', 'servo_sag', 'step_growth'),
@@ -42,12 +46,14 @@ CHAPTERS = {
 """chapter -> the functions its Build it has the reader write, in the order of its steps.
 
 ``write`` is the method ``PDController.write``: the learner writes it as a plain ``def write(self, data, commands)``
-and the check runs it on a subclass of ``PDController``. Chapter 2's runner ``actuators._run_explicit`` stays a worked
+and the check runs it on a subclass of ``PDController``. Chapter 2's runner ``pendulum._run_explicit`` stays a worked
 solution: it is the book's plumbing around ``mj_step`` (buffers, warnings), not a law to write."""
+
 FUNCTIONS = tuple(name for names in CHAPTERS.values() for name in names)
 """Every function a Build it has the reader write, chapter by chapter."""
-_MODULES = {**dict.fromkeys(CHAPTERS[1], sim), **dict.fromkeys(CHAPTERS[2], actuators),
-            **dict.fromkeys(CHAPTERS[3], control), **dict.fromkeys(CHAPTERS[4], sysid), 'write': control.PDController}
+
+_MODULES = {**dict.fromkeys(CHAPTERS[1], sim), **dict.fromkeys(CHAPTERS[2], drives),
+            **dict.fromkeys(CHAPTERS[3], loop), **dict.fromkeys(CHAPTERS[4], replay), 'write': hold.PDController}
 
 
 class BuildItError(AssertionError):
@@ -70,16 +76,18 @@ class Result:
 
 STUB_IMPORTS = 'import math\nfrom collections.abc import Callable, Sequence\n\nimport numpy as np\n\n\n'
 """What a stub's signature and a body may use, imported at the top of the cell."""
+
 _STUB_EXTRA = {
-    'mit_torque': "from physai.actuators import pd_torque  # chapter 2's PD law\n"
-                  'from physai.control import JointCommand\n',
-    'zoh_step': "from physai.sim import semi_implicit_euler  # chapter 1's step\n",
-    'write': 'from physai.control import JointCommand, PDController, mit_torque\n',
-    'to_radians': "from physai.so101 import ARM_JOINTS, JOINTS, load_so101  # joint order; the model's ranges\n",
-    'residuals': ('from physai.datasets import Episode\n'
-                  'from physai.sysid import PARAMS, ReplayConfig, from_log, replay\n'),
+    'mit_torque': "from physai.laws.drives import pd_torque  # chapter 2's PD law\n"
+                  'from physai.laws.loop import JointCommand\n',
+    'zoh_step': "from physai.laws.sim import semi_implicit_euler  # chapter 1's step\n",
+    'write': 'from physai.engine.hold import PDController\nfrom physai.laws.loop import JointCommand, mit_torque\n',
+    'to_radians': "from physai.engine.so101 import ARM_JOINTS, JOINTS, load_so101  # joint order; the model's ranges\n",
+    'residuals': ('from physai.engine.datasets import Episode\n'
+                  'from physai.engine.replay import PARAMS, ReplayConfig, from_log, replay\n'),
 }
 """Names a stub's signature or docstring uses beyond ``STUB_IMPORTS`` (physai's own, from earlier chapters)."""
+
 _STUB_NOTES = {
     'write': """\
 self is a PDController (the check makes one with your write): its __init__ has set self.model, self.joints,
@@ -171,9 +179,8 @@ def _known(name: str) -> str:
 
 
 def reference(name: str) -> Callable:
-    """physai's own ``name``, the worked solution (``physai.sim.servo_sag``, ``physai.control.mit_torque``...)."""
+    """physai's own ``name``, the worked solution (``physai.laws.sim.servo_sag``, ``physai.laws.loop.mit_torque``...)."""
     return getattr(_MODULES[_known(name)], name)
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -420,8 +427,8 @@ def _envelope_cases():
     v = np.array([-40.0, -10.0, -5.0, 0.0, 2.5, 5.0, 7.5, 10.0, 40.0])
     for s, e, vmax in [(10.0, 6.0, 5.0), (3.0, 4.0, 8.0), (2.94, 2.94, 6.28)]:
         kwargs = dict(saturation_effort=s, effort_limit=e, velocity_limit=vmax)
-        cases.append(_case(actuators.dc_motor_envelope(v, **kwargs), v, **kwargs))
-    cases.append(_case(actuators.dc_motor_envelope(0.0, saturation_effort=10.0, effort_limit=6.0, velocity_limit=5.0),
+        cases.append(_case(drives.dc_motor_envelope(v, **kwargs), v, **kwargs))
+    cases.append(_case(drives.dc_motor_envelope(0.0, saturation_effort=10.0, effort_limit=6.0, velocity_limit=5.0),
                        0.0, saturation_effort=10.0, effort_limit=6.0, velocity_limit=5.0))
     return cases, _pair(('tau_min', 'tau_max'), 1e-12, ' N·m')
 
@@ -431,8 +438,8 @@ def _remotized_cases():
     q = np.array([-0.5, 0.0, math.pi / 4, math.pi / 2, 3.0])
     for table in [((0.0, 6.0), (math.pi / 2, 3.5)), ((-1.0, 2.0), (0.0, 5.0), (1.0, 3.0))]:
         table = tuple((float(a), float(b)) for a, b in table)
-        cases.append(_case(actuators.remotized_limit(q, table), q, table))
-        cases.append(_case(float(actuators.remotized_limit(2.0, table)), 2.0, table))
+        cases.append(_case(drives.remotized_limit(q, table), q, table))
+        cases.append(_case(float(drives.remotized_limit(2.0, table)), 2.0, table))
     return cases, _close(1e-12, ' N·m')
 
 
@@ -455,11 +462,11 @@ def _mit_cases():
                           (dict(position=-1.0, velocity=2.0, stiffness=10.0, damping=1.5, effort=-0.2,
                                 max_effort=3.0), 1.0, -4.0),
                           (dict(position=0.5, velocity=-1.0, stiffness=100.0, damping=2.0), -0.5, 3.0)]:
-        command = control.JointCommand(**kwargs)
+        command = loop.JointCommand(**kwargs)
         expected = _mujoco_pd(command.position, q, command.velocity, qd, command.stiffness, command.damping,
                               command.effort, command.max_effort)
         cases.append(_case(expected, command, q, qd))
-    command = control.JointCommand(position=0.3, stiffness=40.0, damping=0.8, effort=0.1, max_effort=5.0)
+    command = loop.JointCommand(position=0.3, stiffness=40.0, damping=0.8, effort=0.1, max_effort=5.0)
     q, qd = np.array([-0.5, 0.0, 0.2, 0.3]), np.array([0.0, 1.0, 0.5, -20.0])
     cases.append(_case(np.array([_mujoco_pd(0.3, qi, 0.0, vi, 40.0, 0.8, 0.1, 5.0) for qi, vi in zip(q, qd)]),
                        command, q, qd))
@@ -526,6 +533,7 @@ _PD_LINK_XML = """
   <actuator>{actuator}</actuator>
 </mujoco>
 """
+
 _WRITE_STEPS = 300
 
 
@@ -554,7 +562,7 @@ def _mujoco_servo(backend, integrator, gear, feedforward, command) -> np.ndarray
 def _run_write(write, case) -> np.ndarray:
     """The learner's write on a PDController driving a plain <motor>, one tick per physics step: qpos per step."""
     backend, integrator, gear, feedforward, command = case.args
-    cls = write if isinstance(write, type) else type('PDControllerWithYourWrite', (control.PDController,),
+    cls = write if isinstance(write, type) else type('PDControllerWithYourWrite', (hold.PDController,),
                                                          {'write': write})
     m = mujoco.MjModel.from_xml_string(_PD_LINK_XML.format(
         integrator=integrator, actuator=f'<motor name="drive" joint="hinge" gear="{gear!r}"/>'))
@@ -570,7 +578,7 @@ def _run_write(write, case) -> np.ndarray:
 
 
 def _write_cases():
-    JointCommand = control.JointCommand
+    JointCommand = loop.JointCommand
     cases = []
     for args in [('in-loop', 'Euler', 1.0, 'in-clamp', JointCommand(position=0.3, stiffness=40.0, damping=0.8,
                                                                      effort=0.05, max_effort=5.0)),
@@ -589,37 +597,36 @@ def _write_cases():
 # chapter 4 ------------------------------------------------------------------------------------------------------
 
 def _to_radians_cases():
-    joints = list(sysid.JOINTS)
+    joints = list(so101.JOINTS)
     values = np.array([[0.0, 90.0, -45.0, 10.0, 180.0, 0.0], [12.5, -30.0, 60.0, -90.0, 5.0, 50.0],
                        [-170.0, 1.0, 2.0, 3.0, 4.0, 100.0]])
     shuffled = [joints[k] for k in (5, 2, 0, 4, 1, 3)]
-    cases = [_case(sysid.to_radians(values, joints), values, joints),
-             _case(sysid.to_radians(values[:, [joints.index(j) for j in shuffled]], shuffled),
+    cases = [_case(replay.to_radians(values, joints), values, joints),
+             _case(replay.to_radians(values[:, [joints.index(j) for j in shuffled]], shuffled),
                    values[:, [joints.index(j) for j in shuffled]], shuffled),
-             _case(sysid.to_radians(values[:, :5], joints[:5]), values[:, :5], joints[:5]),
-             _case(sysid.to_radians(values[0], joints), values[0], joints)]
+             _case(replay.to_radians(values[:, :5], joints[:5]), values[:, :5], joints[:5]),
+             _case(replay.to_radians(values[0], joints), values[0], joints)]
     return cases, _close(1e-12, ' rad')
 
 
 def _episode(index: int, nframe: int, seed: int):
     """A short recording in the dataset's units: smooth commands, a state that trails them (degrees, 0..100)."""
-    from physai.datasets import Episode
     rng = np.random.default_rng(seed)
     t = np.arange(nframe) / 30.0
     action = np.stack([a * np.sin(2 * np.pi * f * t + p) for a, f, p in rng.uniform((5, 0.3, 0), (30, 1.5, 6), (6, 3))],
                       axis=1)
     action[:, 5] = 50 + 0.5 * action[:, 5]  # the gripper's 0..100
     state = np.vstack([action[:1], action[:-1]]) + rng.normal(0, 0.2, action.shape)
-    return Episode(index=index, fps=30.0, joints=tuple(sysid.JOINTS), action=action, state=state, timestamp=t)
+    return Episode(index=index, fps=30.0, joints=tuple(so101.JOINTS), action=action, state=state, timestamp=t)
 
 
 def _residuals_cases():
-    x = sysid.to_log(sysid.MENAGERIE)
+    x = replay.to_log(replay.MENAGERIE)
     two = np.stack([x, x + np.array([0.3, -0.2, 0.1, 0.0, 0.2, -0.1])], axis=1)
     one, other = [_episode(0, 24, 0)], [_episode(0, 24, 0), _episode(1, 31, 1)]
     cases = []
     for args, kwargs in [((x, one), {}), ((two, one), {}), ((x, other), {'decimate': 3}), ((two, other), {})]:
-        cases.append(_case(sysid.residuals(*args, **kwargs), *args, **kwargs))
+        cases.append(_case(replay.residuals(*args, **kwargs), *args, **kwargs))
     return cases, _close(1e-9, ' deg/√nres')
 
 
@@ -640,25 +647,28 @@ _CHECKS = {
     'to_radians': _to_radians_cases,
     'residuals': _residuals_cases,
 }
+
 _CALLS = {'write': _run_write}
 """How a check calls a learner's function when it is not ``function(*args, **kwargs)``."""
+
 _AGAINST_REFERENCE = ('semi_implicit_euler', 'step_growth', 'dc_motor_envelope', 'remotized_limit', 'delay_commands',
                       'to_radians', 'residuals')
 """Checked against physai's reference (or the docstring's formula), where MuJoCo has no single field for it."""
+
 _ORACLE = {
     'actuator_force': "MuJoCo's qfrc_actuator / gear for a motor, a position and a velocity actuator",
     'kv_from_dampratio': "the kv MuJoCo resolves from <position dampratio> when the model compiles",
-    'semi_implicit_euler': 'the reference step (physai.sim, checked against mj_step in tests/test_sim.py)',
+    'semi_implicit_euler': 'the reference step (physai.laws.sim, checked against mj_step in tests/test_sim.py)',
     'servo_loop': "MuJoCo's mj_step on the book's link (implicitfast), every step",
     'servo_sag': "MuJoCo's static balance: no net torque on the link held at the sag",
-    'step_growth': 'the reference growth (physai.sim, checked against MuJoCo runs in the growth table)',
+    'step_growth': 'the reference growth (physai.laws.sim, checked against MuJoCo runs in the growth table)',
     'pd_torque': "MuJoCo's actuator_force of a <general> PD (gain kp, bias kv·qd* + τ_ff, −kp, −kv)",
-    'dc_motor_envelope': 'the reference band (physai.actuators, tested in tests/test_actuators.py)',
-    'remotized_limit': "the reference lookup (physai.actuators: np.interp, held at the table's ends)",
+    'dc_motor_envelope': 'the reference band (physai.laws.drives, tested in tests/test_drives.py)',
+    'remotized_limit': "the reference lookup (physai.laws.drives: np.interp, held at the table's ends)",
     'delay_commands': 'out[k] = commands[max(k - delay, 0)], row by row',
     'mit_torque': "MuJoCo's actuator_force of a <general> PD clamped by forcerange ±max_effort",
     'zoh_step': "MuJoCo's Euler step (joint damping implicit) with the PD force held over each tick",
     'write': "MuJoCo's own <general> PD servo (and <motor> in-loop under Euler), qpos at every step",
-    'to_radians': "the reference (physai.sysid, the gripper's range read from the SO-101 model)",
-    'residuals': 'the reference (physai.sysid.residuals on the same sysid.replay, a batch of MuJoCo runs)',
+    'to_radians': "the reference (physai.engine.replay, the gripper's range read from the SO-101 model)",
+    'residuals': 'the reference (physai.engine.replay.residuals on the same replay.replay, a batch of MuJoCo runs)',
 }

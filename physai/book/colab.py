@@ -28,14 +28,19 @@ import pathlib
 import re
 import sys
 
+
 REPOSITORY_URL = 'https://github.com/physai-book/simulated-actuators'
 """The book's repository (``_config.yml``'s ``repository.url``; a test checks they agree)."""
+
 PHYSAI_SPEC = f'physai @ git+{REPOSITORY_URL}'
 """What pip installs as physai on Colab."""
+
 PINS = {'mujoco': '3.17.0', 'mujoco-menagerie': '2026.10.4'}
 """Exact versions the book's numbers are for (requirements.txt and pyproject.toml say the same; a test checks)."""
+
 MUJOCO_PARTS = ('mujoco', 'mujoco-core', 'mujoco-studio')
 """The distributions of a MuJoCo 4.x install: all of them go before the pinned 3.x goes in."""
+
 LOADED_CHECK = ('mujoco', 'numpy', 'matplotlib', 'pandas')
 """Modules whose installed version must still be the imported one after the set-up (else: restart)."""
 
@@ -49,7 +54,7 @@ if 'google.colab' in sys.modules:
                     '{PHYSAI_SPEC}'], check=True)
     importlib.invalidate_caches()
     physai_dir = importlib.util.find_spec('physai').submodule_search_locations[0]
-    runpy.run_path(os.path.join(physai_dir, 'colab.py'))['setup']()'''
+    runpy.run_path(os.path.join(physai_dir, 'book', 'colab.py'))['setup']()'''
 """The exact source of every chapter's first code cell (and of the Colab edition's)."""
 
 INSTALL_CELL_TAG = 'hide-input'
@@ -240,11 +245,11 @@ def update_notebook(path: str | pathlib.Path) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m physai.colab NOTEBOOK...``: write ``INSTALL_CELL`` into each notebook's first code cell."""
+    """``python -m physai.book.colab NOTEBOOK...``: write ``INSTALL_CELL`` into each notebook's first code cell."""
     paths = sys.argv[1:] if argv is None else argv
     if not paths:
         print(__doc__.split('\n\n')[0])
-        print('usage: python -m physai.colab NOTEBOOK...')
+        print('usage: python -m physai.book.colab NOTEBOOK...')
         return 2
     for path in paths:
         print(f'{path}: {"updated" if update_notebook(path) else "already up to date"}')

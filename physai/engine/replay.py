@@ -55,7 +55,6 @@ import copy
 import dataclasses
 import functools
 import math
-import os
 import pathlib
 import sys
 import time
@@ -66,15 +65,12 @@ import mujoco.batch
 import mujoco.minimize
 import numpy as np
 
-from physai import checks, perturb, robust
-from physai import servo as _servo  # installs the quiet MuJoCo warning handler
-from physai.datasets import Episode, LeRobotDataset, load_lerobot, shipped_recording
-from physai.registry import experiment
-from physai import so101
-from physai.so101 import ARM_JOINTS, JOINTS, load_so101
+from physai.engine import mj, perturb, so101
+from physai.laws import checks, robust
+from physai.engine.datasets import Episode, LeRobotDataset
+from physai.engine.so101 import ARM_JOINTS, JOINTS, load_so101
 
-FIT_EPISODES = (0, 1, 2)
-HELDOUT_EPISODE = 3
+
 TIP_SITE = 'gripperframe'
 
 
@@ -136,12 +132,15 @@ MENAGERIE = ArmServo(kp=so101.MENAGERIE_KP, kv=so101.MENAGERIE_KV, forcerange=so
                      damping=so101.MENAGERIE_DAMPING, frictionloss=so101.MENAGERIE_FRICTIONLOSS,
                      armature=so101.MENAGERIE_ARMATURE)
 """MuJoCo Menagerie's ``sts3215`` class in ``robotstudio_so101/so101.xml``."""
+
 THEROBOTSTUDIO = ArmServo(kp=17.8, kv=0.0, forcerange=3.35, damping=so101.MENAGERIE_DAMPING,
                           frictionloss=so101.MENAGERIE_FRICTIONLOSS, armature=so101.MENAGERIE_ARMATURE)
 """TheRobotStudio's own ``sts3215`` class (its joints carry the same damping, frictionloss, armature)."""
+
 PUBLISHED_FIT = ArmServo(kp=108.18, kv=13.377, forcerange=3.478, damping=0.722, frictionloss=0.0183,
                          armature=0.2045)
 """A fit from another SO-101 rig."""
+
 BASELINES = {'menagerie': MENAGERIE, 'therobotstudio': THEROBOTSTUDIO, 'published-fit': PUBLISHED_FIT}
 
 # log10 bounds of the fit, in PARAMS order: wide enough to hold every baseline but kv = 0
@@ -234,7 +233,7 @@ def arm_model(servo: ArmServo, config: ReplayConfig = ReplayConfig(), *, fps: fl
     m.dof_frictionloss[:] = servo.frictionloss
     m.dof_armature[:] = servo.armature
     m.opt.timestep = 1.0 / (fps * config.substeps(fps))
-    m.opt.integrator = checks.INTEGRATOR_ENUM[config.integrator]
+    m.opt.integrator = mj.INTEGRATOR_ENUM[config.integrator]
     if not config.contacts:
         m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
     if not config.limits:
@@ -413,47 +412,6 @@ def replay_ensemble(servo: ArmServo, episodes: Sequence[Episode], *, config: Rep
     return replay([servo] * len(offsets), episodes, config=config, offsets=offsets)
 
 
-def held_frames(action_deg: np.ndarray, *, window: int = 6, tol_deg: float = 1.0) -> np.ndarray:
-    """(nframe,) True where every arm command has stayed within ``tol_deg`` for ``window`` frames.
-
-    In such a held pose the servo has (nearly) settled, so joint minus command is the sag: the steady
-    error it needs to hold the arm against gravity and friction.
-    """
-    a = np.asarray(action_deg, dtype=float)
-    held = np.zeros(len(a), dtype=bool)
-    for t in range(window, len(a)):
-        held[t] = np.all(np.abs(a[t - window:t + 1] - a[t]) <= tol_deg)
-    return held
-
-
-def sag_frames(rep: Replay, **kwargs) -> np.ndarray:
-    """(nframe,) held frames whose commands all lie inside the model's ctrlrange.
-
-    Outside the ctrlrange the simulated joint stops at its limit, which would be measured instead of
-    the sag (the folded rest pose commands the elbow past the model's range).
-
-    Args:
-      rep: a replay.
-      **kwargs: ``window`` and ``tol_deg`` of :func:`held_frames`.
-    """
-    low, high = np.degrees(_base_arm().actuator_ctrlrange[:len(ARM_JOINTS)]).T
-    inside = np.all((rep.action_deg >= low) & (rep.action_deg <= high), axis=1)
-    return held_frames(rep.action_deg, **kwargs) & inside
-
-
-def hold_sag_deg(rep: Replay, **kwargs) -> tuple[np.ndarray, np.ndarray]:
-    """Mean command minus joint over :func:`sag_frames`, simulated and real, degrees.
-
-    Returns:
-      ``(sim, real)``, each (5,) per arm joint; NaN when the episode holds no such pose.
-    """
-    held = sag_frames(rep, **kwargs)
-    if not held.any():
-        return np.full(len(ARM_JOINTS), np.nan), np.full(len(ARM_JOINTS), np.nan)
-    return ((rep.action_deg[held] - rep.sim_deg[held]).mean(axis=0),
-            (rep.action_deg[held] - rep.real_deg[held]).mean(axis=0))
-
-
 def mae_deg(replays: Sequence[Replay]) -> float:
     """Mean absolute error over several replays, every frame weighted alike, degrees."""
     return float(np.concatenate([r.error_deg for r in replays]).mean())
@@ -462,32 +420,6 @@ def mae_deg(replays: Sequence[Replay]) -> float:
 def joint_mae_deg(replays: Sequence[Replay]) -> np.ndarray:
     """(5,) per-joint mean absolute error over several replays, degrees."""
     return np.concatenate([r.error_deg for r in replays]).mean(axis=0)
-
-
-# --------------------------------------------------------------------------------------------------
-# The teleport scale
-# --------------------------------------------------------------------------------------------------
-
-def teleport_errors(episodes: Sequence[Episode], shift: int = 1) -> np.ndarray:
-    """(nframe_total, 5) |action[t] - state[t + shift]| over the arm joints, degrees.
-
-    ``shift = 1`` is a servo that reaches each target within one frame: the "teleport" scale every
-    simulated servo is measured against.
-    """
-    if not isinstance(shift, (int, np.integer)) or shift < 0:
-        raise ValueError(f'shift must be an integer >= 0 frames, got {shift!r}')
-    rows = []
-    for e in episodes:
-        cols = arm_columns(e.joints)
-        a, s = e.action[:, cols], e.state[:, cols]
-        rows.append(np.abs(a[:e.nframe - shift] - s[shift:]))
-    return np.concatenate(rows)
-
-
-def best_shift(episodes: Sequence[Episode], shifts: Sequence[int] = range(11)) -> int:
-    """The frame shift that minimises the teleport error on ``episodes``."""
-    errors = [teleport_errors(episodes, s).mean() for s in shifts]
-    return int(list(shifts)[int(np.argmin(errors))])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -660,55 +592,15 @@ def kept_start(starts: Sequence[FitStart], *, tie: float = COST_TIE) -> FitStart
     return min((s for s in starts if s.cost <= lowest * (1 + tie)), key=lambda s: s.start.kp)
 
 
-# --------------------------------------------------------------------------------------------------
-# Evidence for the joint convention, and the book's tables
-# --------------------------------------------------------------------------------------------------
-
-def tip_height(episode: Episode, *, signs: Sequence[float] = (1, 1, 1, 1, 1)) -> np.ndarray:
-    """(nframe,) height of the gripper tip (site ``gripperframe``) over the recording, m.
-
-    The measured joints are put through the model's kinematics with radians = sign * deg2rad(degrees);
-    the arm's base sits on the table at z = 0, so a right convention keeps the tip at z >= 0 and brings
-    it down to about 0 where the arm picks from the table.
-    """
-    m = _base_arm()
-    d = mujoco.MjData(m)
-    q = to_radians(episode.state, episode.joints)
-    q[:, :len(ARM_JOINTS)] *= np.asarray(signs, dtype=float)
-    site = m.site(TIP_SITE).id
-    z = np.empty(len(q))
-    for k, qk in enumerate(q):
-        d.qpos[:] = qk
-        mujoco.mj_kinematics(m, d)
-        z[k] = d.site_xpos[site, 2]
-    return z
-
-
-def overlap_depth(episode: Episode) -> np.ndarray:
-    """(nframe,) deepest overlap of the arm's own collision geoms at each measured pose, m (0: none).
-
-    This is why the replay turns contacts off: Menagerie's collision boxes of the lower arm, wrist and
-    gripper reach into the shoulder's box when the arm is folded, so a replay with contacts would push
-    the arm apart with forces the real one never feels.
-    """
-    m = load_so101()
-    d = mujoco.MjData(m)
-    q = to_radians(episode.state, episode.joints)
-    depth = np.zeros(len(q))
-    for k, qk in enumerate(q):
-        d.qpos[:] = qk
-        mujoco.mj_forward(m, d)
-        if d.ncon:
-            depth[k] = max(0.0, -float(d.contact.dist[:d.ncon].min()))
-    return depth
-
-
 HIDDEN_SERVO = ArmServo(kp=12.0, kv=0.5, forcerange=2.5, damping=0.6, frictionloss=0.25, armature=0.05)
 """The servo behind :func:`synthetic_dataset` (a stand-in recording, used only when asked for)."""
+
 REST_DEG = np.array([0.0, -98.0, 98.0, 75.0, -60.0, 2.0])
 """A folded rest pose like the recording's, degrees (gripper 0..100)."""
+
 _POSE_LOW = np.array([-35.0, -95.0, 10.0, 30.0, -75.0, 0.0])
 _POSE_HIGH = np.array([5.0, 10.0, 95.0, 85.0, -45.0, 40.0])
+
 RESOLUTION_DEG = 360.0 / 4096
 """An STS3215 encoder count, degrees: the synthetic states are rounded to it."""
 
@@ -743,262 +635,3 @@ def synthetic_dataset(*, nepisode: int = 4, seconds: float = 12.0, fps: float = 
     return LeRobotDataset(root=pathlib.Path('synthetic'), version='v3.0', fps=fps,
                           robot_type='so101_follower (simulated)', joints=JOINTS,
                           episodes=tuple(episodes))
-
-
-def find_dataset(source: str | os.PathLike | None = None, *, download: bool = False
-                 ) -> tuple[LeRobotDataset, str]:
-    """The chapter's recording, and a sentence saying where it came from.
-
-    ``source`` is a folder, a Hub dataset id (fetched when ``download`` is True), or ``'synthetic'`` for
-    :func:`synthetic_dataset`, the stand-in recorded by the simulated arm itself; None means :func:`dataset_path`,
-    the recording that ships with physai (or ``PHYSAI_DATASET``).
-    """
-    if source == 'synthetic':
-        return synthetic_dataset(), 'a synthetic stand-in made by the simulated arm itself, as asked'
-    if source is not None:
-        return load_lerobot(source, download=download), f'recording {source}'
-    path = dataset_path()
-    return load_lerobot(path), f'recording {path.name}'
-
-
-def dataset_path() -> pathlib.Path:
-    """The recording the book uses: ``PHYSAI_DATASET`` if set, else the one shipped inside physai
-    (:func:`physai.datasets.shipped_recording`, 180 KB, Apache-2.0)."""
-    env = os.environ.get('PHYSAI_DATASET')
-    return pathlib.Path(env) if env else shipped_recording()
-
-
-def load_book_dataset(source: str | os.PathLike | None = None, *, download: bool = False
-                      ) -> LeRobotDataset:
-    """The SO-101 recording of chapter 4 (see :func:`dataset_path`), or ``source`` when given."""
-    return load_lerobot(dataset_path() if source is None else source, download=download)
-
-
-def split(dataset: LeRobotDataset) -> tuple[list[Episode], list[Episode]]:
-    """The book's split: fit on the first three episodes (0-2), hold out the next one (3).
-
-    A dataset with fewer episodes fits on all but its last and holds out the last.
-    """
-    if len(dataset) < 2:
-        raise ValueError(f'the dataset needs at least 2 episodes (fit and held out), got {len(dataset)}')
-    if len(dataset) > HELDOUT_EPISODE:
-        return [dataset.episodes[i] for i in FIT_EPISODES], [dataset.episodes[HELDOUT_EPISODE]]
-    return list(dataset.episodes[:-1]), [dataset.episodes[-1]]
-
-
-MODELS = ('teleport', 'teleport-best-shift', 'menagerie', 'therobotstudio', 'published-fit', 'fitted')
-
-
-def sysid_rows(fit_eps: Sequence[Episode], heldout: Sequence[Episode], fitted: ArmServo, *,
-               config: ReplayConfig = ReplayConfig()) -> list[dict]:
-    """One row per model (``MODELS``): mean absolute error on the fit and held-out episodes, degrees.
-
-    Keys: ``model``, ``fit_mae_deg``, ``heldout_mae_deg``, and ``fit_<joint>_deg``,
-    ``heldout_<joint>_deg`` per arm joint.
-    """
-    def row(name, fit_err, held_err):
-        return dict(model=name, fit_mae_deg=float(fit_err.mean()),
-                    heldout_mae_deg=float(held_err.mean()),
-                    **{f'fit_{j}_deg': float(v) for j, v in zip(ARM_JOINTS, fit_err.mean(axis=0))},
-                    **{f'heldout_{j}_deg': float(v) for j, v in zip(ARM_JOINTS, held_err.mean(axis=0))})
-
-    rows = []
-    shift = best_shift(fit_eps)
-    for name, s in (('teleport', 1), ('teleport-best-shift', shift)):
-        rows.append(row(name, teleport_errors(fit_eps, s), teleport_errors(heldout, s)))
-    servos = dict(BASELINES, fitted=fitted)
-    runs = replay(list(servos.values()), list(fit_eps) + list(heldout), config=config)
-    for name, reps in zip(servos, runs):
-        rows.append(row(name, np.concatenate([r.error_deg for r in reps[:len(fit_eps)]]),
-                        np.concatenate([r.error_deg for r in reps[len(fit_eps):]])))
-    return rows
-
-
-def joint_columns(part: str) -> tuple[tuple[str, str], ...]:
-    """``format_table`` columns of the per-joint errors, ``part`` 'fit' or 'heldout'."""
-    return (('model', 's'),) + tuple((f'{part}_{j}_deg', '.3f') for j in ARM_JOINTS)
-
-
-def kp_damping_map(episodes: Sequence[Episode], base: ArmServo, kps: Sequence[float],
-                   dampings: Sequence[float], *, config: ReplayConfig = ReplayConfig()) -> np.ndarray:
-    """(len(kps), len(dampings)) mean absolute error of ``base`` with kp and joint damping replaced, deg.
-
-    Every cell is one replay of every episode; all run in one batch.
-    """
-    servos = [dataclasses.replace(base, kp=float(kp), damping=float(b)) for kp in kps for b in dampings]
-    runs = replay(servos, episodes, config=config)
-    return np.array([mae_deg(r) for r in runs]).reshape(len(kps), len(dampings))
-
-
-def leave_one_out(dataset: LeRobotDataset, **fit_kwargs) -> list[dict]:
-    """Fit on all episodes but one and score the one left out, for each episode in turn.
-
-    Args:
-      dataset: the recording; every episode is left out once.
-      **fit_kwargs: passed to :func:`fit_servo` (``starts``, ``max_iter``, ``progress``, ...); its
-        ``config`` is also the replay the fitted servo is scored with.
-
-    Returns:
-      Rows with ``heldout`` (episode_index), the six fitted parameters, ``lag_ms``,
-      ``fit_mae_deg`` and ``heldout_mae_deg``.
-    """
-    rows = []
-    episodes = list(dataset.episodes)
-    for k, out in enumerate(episodes):
-        rest = episodes[:k] + episodes[k + 1:]
-        fitted = fit_servo(rest, **fit_kwargs).servo
-        runs = replay([fitted], rest + [out], config=fit_kwargs.get('config', ReplayConfig()))[0]
-        rows.append(dict(heldout=out.index, **fitted.as_dict(), lag_ms=fitted.lag_ms,
-                         fit_mae_deg=mae_deg(runs[:-1]), heldout_mae_deg=runs[-1].mae_deg))
-    return rows
-
-
-@experiment('sysid', summary='open-loop replay of the SO-101 recording: baselines and the fitted servo',
-            columns=(('model', 's'), ('fit_mae_deg', '.3f'), ('heldout_mae_deg', '.3f')))
-def sysid(progress: bool = True) -> list[dict]:
-    """Fit on episodes 0-2 of the book's recording, score every model on them and on episode 3."""
-    try:
-        dataset = load_book_dataset()
-    except FileNotFoundError as err:
-        raise ValueError(f'{err}; set PHYSAI_DATASET to a LeRobot SO-101 dataset folder') from None
-    fit_eps, heldout = split(dataset)
-    result = fit_servo(fit_eps, progress=progress and sys.stderr.isatty())
-    rows = sysid_rows(fit_eps, heldout, result.servo)
-    return [{k: row[k] for k in ('model', 'fit_mae_deg', 'heldout_mae_deg')} for row in rows]
-
-
-# --------------------------------------------------------------------------------------------------
-# The live panel and its static twin
-# --------------------------------------------------------------------------------------------------
-
-PANEL_JOINTS = ('shoulder_lift', 'elbow_flex')
-TWIN_KPS = tuple(float(f'{k:.3g}') for k in np.geomspace(1.0, 1000.0, 13))
-
-
-def sysid_panel(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PANEL_JOINTS):
-    """The chapter's live panel: replay ``episode`` with ``base`` changed by the sliders.
-
-    Sliders: the book's common four (kp, armature, timestep, integrator) plus kv and forcerange; joint
-    damping and frictionloss stay at ``base``'s. Every change replays the episode and redraws the
-    overlay of real and simulated ``joints``, the error per joint, the sag in held poses and whether
-    the replay stayed stable, chatters (:attr:`Replay.chatters`) or diverged.
-    """
-    from physai import plots
-    from physai import widgets as W
-
-    idx = [ARM_JOINTS.index(j) for j in joints]
-    real_deg = episode.state[:, arm_columns(episode.joints)]
-    t = np.arange(episode.nframe) / episode.fps
-
-    @W.cached(maxsize=16)
-    def run(kp, kv, forcerange, armature, timestep, integrator):
-        servo = dataclasses.replace(base, kp=kp, kv=kv, forcerange=forcerange, armature=armature)
-        config = ReplayConfig(timestep=timestep, integrator=integrator)
-        rep = replay([servo], [episode], config=config, nthread=1)[0][0]
-        return rep, hold_sag_deg(rep)
-
-    def compute(values):
-        rep, (sag, real_sag) = run(**values)
-        return {'replay': rep, 'sag': sag, 'real_sag': real_sag}
-
-    def setup(fig):
-        grid = fig.add_gridspec(1, 3, width_ratios=(2.3, 1, 1), wspace=0.35, left=0.06, right=0.98,
-                               bottom=0.16, top=0.9)
-        ax1, ax2, ax3 = (fig.add_subplot(grid[0, i]) for i in range(3))
-        colors = ('#1f6fb4', '#2a9d4b')
-        sim_lines = []
-        for k, (j, c) in enumerate(zip(idx, colors)):
-            ax1.plot(t, real_deg[:, j], color='#888888', lw=2.4, alpha=0.7,
-                     label='real' if k == 0 else None)
-            sim_lines.append(ax1.plot(t, real_deg[:, j], color=c, lw=1.3, animated=True,
-                                      label=f'sim {joints[k]}')[0])
-        lo, hi = real_deg[:, idx].min(), real_deg[:, idx].max()
-        ax1.set_ylim(lo - 0.15 * (hi - lo), hi + 0.15 * (hi - lo))
-        ax1.legend(loc='lower left', fontsize=7.5)
-        plots.label(ax1, 'time (s)', 'joint angle (deg)', f'held-out episode {episode.index}')
-        status = ax1.text(0.98, 0.96, '', transform=ax1.transAxes, ha='right', va='top',
-                          fontsize=10, animated=True)
-        x = np.arange(len(ARM_JOINTS))
-        names = ['pan', 'lift', 'elbow', 'w.flex', 'w.roll']
-        error_bars = ax2.bar(x, np.zeros(len(x)), color='#1f6fb4', animated=True)
-        ax2.set_xticks(x, names, fontsize=7)
-        ax2.set_ylim(0, 6)
-        plots.label(ax2, '', 'mean |sim − real| (deg)', 'error per joint')
-        real_bars = ax3.bar(x - 0.2, np.zeros(len(x)), width=0.4, color='#888888', animated=True,
-                            label='real')
-        sag_bars = ax3.bar(x + 0.2, np.zeros(len(x)), width=0.4, color='#d08b00', animated=True,
-                           label='sim')
-        ax3.axhline(0, color='#333333', lw=0.8)
-        ax3.set_xticks(x, names, fontsize=7)
-        ax3.set_ylim(-4, 4)
-        ax3.legend(loc='lower right', fontsize=7.5)
-        plots.label(ax3, '', 'command − joint (deg)', 'sag in held poses')
-        return {'lines': sim_lines, 'status': status, 'errors': error_bars, 'sags': sag_bars,
-                'real_sags': real_bars}
-
-    def draw(state, results, values):
-        rep = results['replay']
-        for line, j in zip(state['lines'], idx):
-            line.set_data(rep.t, rep.sim_deg[:, j])
-        for bar, e in zip(state['errors'], rep.joint_mae_deg):
-            bar.set_height(float(e) if np.isfinite(e) else 0.0)
-        for bars, sags in ((state['sags'], results['sag']), (state['real_sags'], results['real_sag'])):
-            for bar, s in zip(bars, sags):
-                bar.set_height(float(np.clip(s, -4, 4)) if np.isfinite(s) else 0.0)
-        if rep.diverged or not np.all(np.isfinite(rep.sim_deg)):
-            state['status'].set_text('diverged')
-            state['status'].set_color(plots.COLORS['diverged'])
-        elif rep.chatters:  # bounded, but rattling frame to frame: not a servo to call stable
-            state['status'].set_text(f'chatters ({rep.chatter_deg:.0f}° per frame) · MAE {rep.mae_deg:.3f}°')
-            state['status'].set_color(plots.COLORS['diverged'])
-        else:
-            state['status'].set_text(f'stable · MAE {rep.mae_deg:.3f}°')
-            state['status'].set_color('#222222')
-
-    controls = W.common_controls(kp=base.kp, armature=min(base.armature, 0.1)) + [
-        W.LogSlider('kv', 'kv', 0.001, 30.0, max(base.kv, 0.001), unit='N·m·s/rad',
-                    readout_format='.3g'),
-        W.Slider('forcerange', 'forcerange ±', 0.2, 5.0, min(max(base.forcerange, 0.2), 5.0),
-                 step=0.01, unit='N·m', readout_format='.2f'),
-    ]
-    return W.Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(13.0, 3.6), dpi=80)
-
-
-def sysid_twin(episode: Episode, base: ArmServo, *, kps: Sequence[float] = TWIN_KPS,
-               joints: Sequence[str] = PANEL_JOINTS):
-    """The panel's static twin over kp: ``base`` with each kp of ``kps``, precomputed in one batch.
-
-    ``base.kp`` itself is always one of the frames (added to ``kps`` if missing, labelled "fitted") and
-    the one the slider starts on, so the twin opens on the servo the panel starts with.
-    """
-    from physai import widgets as W
-
-    kps = tuple(sorted({float(k) for k in kps} | {float(base.kp)}))
-    runs = replay([dataclasses.replace(base, kp=k) for k in kps], [episode])
-    reps = [row[0] for row in runs]
-    mae = np.array([r.mae_deg for r in reps])
-    idx = [ARM_JOINTS.index(j) for j in joints]
-    colors = ('#1f6fb4', '#2a9d4b')
-    real = [W.twin_line(reps[0].t, reps[0].real_deg[:, j], color='#888888', width=2.4,
-                        label='real' if k == 0 else None) for k, j in enumerate(idx)]
-
-    def frame(kp):
-        rep = reps[kps.index(kp)]
-        lines = real + [W.twin_line(rep.t, rep.sim_deg[:, j], color=c, label=f'sim {name}')
-                        for j, c, name in zip(idx, colors, joints)]
-        status = 'diverged' if rep.diverged else f'MAE {rep.mae_deg:.3f}°'
-        lines.append(W.twin_text(status, x=0.97, y=0.93, anchor='end', size=11))
-        curve = [W.twin_line(kps, mae, color='#555555', label='held-out MAE'),
-                 W.twin_markers([kp], [rep.mae_deg], label='this kp')]
-        return [lines, curve]
-
-    default = kps.index(float(base.kp))
-    labels = [format(k, '.4g') + (' (fitted)' if i == default else '') for i, k in enumerate(kps)]
-    sliders = [W.TwinSlider('kp', 'kp (N·m/rad)', kps, labels, default=default)]
-    axes = [W.TwinAxes(xlabel='time (s)', ylabel='joint angle (deg)', legend='ll'),
-            W.TwinAxes(xlabel='kp (N·m/rad)', ylabel='mean |sim − real| (deg)', xlog=True,
-                       ylog=True, legend='ur')]
-    return W.static_twin('sysid-kp', sliders, axes, frame, width=430, height=280,
-                         caption=f'Episode {episode.index} replayed with the fitted servo (kp '
-                                 f'{base.kp:.4g}, where the slider starts) and at other kp (kv, '
-                                 f'forcerange, damping, frictionloss, armature as fitted).')

@@ -9,7 +9,7 @@ learner opens on Colab, ``colab/NN_name.ipynb``, from the same notebooks (they s
   ``format_plain_text``, the value stored in the notebook's glue output);
 - ```` ```{admonition} Answer```` with ``:class: dropdown`` becomes ``<details><summary>Answer</summary>...``, other
   admonitions a quoted block that starts with the title in bold;
-- a labelled equation ``$$ ... $$ (label)`` gets its number, ``\\tag{N}``, numbered as the HTML book numbers them
+- a labelled equation ``$$ ... $$ (label)`` gets its number, ``\tag{N}``, numbered as the HTML book numbers them
   (``math_numfig``: one count over the pages of ``_toc.yml`` in order), and ``{eq}`label``` becomes ``(N)``;
 - ``{ref}``, ``{doc}`` and links to other pages of the book become absolute links to the published book;
 - cells tagged ``remove-cell`` are dropped, every stored output is cleared (the learner predicts before seeing),
@@ -36,21 +36,28 @@ import re
 import sys
 from collections.abc import Iterable
 
-from physai.colab import INSTALL_CELL, REPOSITORY_URL, first_code_cell
+from physai.book import buildit
+from physai.book.colab import INSTALL_CELL, REPOSITORY_URL, first_code_cell
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 """The book's folder (the repository root, with ``_toc.yml`` and ``notebooks/``)."""
+
 EDITION_DIR = 'colab'
 """The edition's folder, relative to the repository root."""
+
 BOOK_URL = 'https://physai-book.github.io/simulated-actuators/'
 """The published book: GitHub Pages of ``REPOSITORY_URL`` (a test checks the two agree)."""
+
 GLUE_MIME = 'application/papermill.record/text/plain'
 """The mime type of a glued value's text in a notebook's outputs (myst-nb's ``glue``)."""
 
 ADMONITIONS = ('admonition', 'note', 'tip', 'hint', 'important', 'warning', 'caution', 'attention', 'danger',
                'error', 'seealso', 'margin', 'sidebar', 'dropdown', 'topic')
+
 DROPPED_TAGS = ('remove-cell',)
 """Cells with these tags are not in the edition."""
+
 NOTEBOOK_ONLY_TAGS = ('nbval-ignore-output', 'nbval-skip', 'remove-stderr', 'remove-output', 'raises-exception')
 """Tags that only matter to nbval or to the book build: left out of the edition."""
 
@@ -341,7 +348,6 @@ def build_it(source: str) -> tuple[list[dict], str]:
     Returns the cells to put before it (for each function: what to do, the stub, the check, the worked solution)
     and the cell's own source without those prints. A cell that prints no such function comes back unchanged.
     """
-    from physai import buildit
     printed = [name for name in GETSOURCE.findall(source) if name.rsplit('.', 1)[-1] in buildit.FUNCTIONS]
     names = [name.rsplit('.', 1)[-1] for name in printed]  # A.pd_torque -> pd_torque, defined by the stub
     if not names:
@@ -451,7 +457,7 @@ def write(root: pathlib.Path = ROOT, *, check: bool = False, out=print) -> int:
                    if str(p.relative_to(root)) not in files) if (root / EDITION_DIR).is_dir() else []
     if check:
         for name in stale + extra:
-            out(f'{name}: out of date (run python -m physai.edition)' if name in stale
+            out(f'{name}: out of date (run python -m physai.book.edition)' if name in stale
                 else f'{name}: no chapter in _toc.yml makes it (delete it)')
         return 1 if stale or extra else 0
     for name in extra:
@@ -463,10 +469,10 @@ def write(root: pathlib.Path = ROOT, *, check: bool = False, out=print) -> int:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    """``python -m physai.edition [--check]``."""
+    """``python -m physai.book.edition [--check]``."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args not in ([], ['--check']):
-        print('usage: python -m physai.edition [--check]')
+        print('usage: python -m physai.book.edition [--check]')
         return 2
     return write(check=args == ['--check'])
 

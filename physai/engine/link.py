@@ -21,50 +21,26 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-from physai import checks, perturb
-from physai.checks import INTEGRATOR_ENUM, INTEGRATORS
-from physai.sim import DIVERGED_BOUND, kv_from_dampratio
+from physai.engine import perturb
+from physai.laws import checks
+from physai.engine.mj import INTEGRATOR_ENUM, MAX_STEPS, MAX_TOTAL_STEPS, _keep_warning, diverged
+from physai.laws.sim import kv_from_dampratio
+
 
 LINK_MASS = 0.3  # kg
 LINK_LENGTH = 0.2  # m, the capsule's axis from the hinge to its far end
 LINK_RADIUS = 0.01  # m
 GRAVITY = 9.81  # m/s²
 TAU_G = LINK_MASS * GRAVITY * LINK_LENGTH / 2  # N·m, gravity torque of the horizontal link
-
-
 SETTLE_WINDOW = 0.5  # s, the tail over which sag and peak-to-peak are measured
 SETTLED_P2P_DEG = 0.05  # degrees: a stable run still swinging more than this over the window never settled
 STILL_RAD = 1e-9  # rad: a tail whose peak-to-peak is below this holds still, however little the run moved
 CREEP_SHARE = 0.01  # a tail still moving by more than this share of the run's whole travel has not settled
 RISE_START = 0.1  # a run that never got this share of the way from q0 to the command has no rise time
-MAX_STEPS = 1_000_000
-"""Physics steps one run may take (duration / timestep): 3 s at 3 µs; beyond it is an error, not a hang."""
-MAX_TOTAL_STEPS = 50_000_000
-"""Physics steps one batch may take over all its runs (about 400 MB of recorded angles)."""
-
-
-def diverged(q: np.ndarray, bad_qacc: bool = False) -> bool:
-    """The package's one divergence rule: MuJoCo's bad-acceleration warning fired (it then resets the
-    simulation, so the record can look finite afterwards), a non-finite angle, or ``|q| > DIVERGED_BOUND``.
-
-    Args:
-      q: (n, ...) recorded joint angles, rad.
-      bad_qacc: whether ``mjWARN_BADQACC`` counted a warning during the run.
-    """
-    q = np.asarray(q, dtype=float)
-    return bool(bad_qacc or not np.all(np.isfinite(q)) or np.any(np.abs(q) > DIVERGED_BOUND))
-
-# MuJoCo prints a warning when it resets a diverged simulation. Here a diverged run is a result that
-# step_responses reads from the warning counters, so the text is kept (the latest few) instead of printed.
-WARNINGS: list[str] = []
-
-
-def _keep_warning(message: str) -> None:
-    WARNINGS.append(message)
-    del WARNINGS[:-20]
 
 
 mujoco.set_mju_user_warning(_keep_warning)
+
 
 LINK_XML = f"""
 <mujoco model="servo-link">

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+
 ROUNDOFF_FLOOR = 1e-12
 """The smallest bound :func:`roundoff_bound` reports: differences below it are rounding, on any processor."""
 

@@ -1,0 +1,538 @@
+"""Actuator models: implicit versus explicit PD, effort and velocity limits, a DC-motor envelope, delay.
+
+An *implicit* actuator hands its gains to the solver: MuJoCo's ``<position kp kv>`` is evaluated inside
+the physics step, and the ``implicitfast`` integrator treats its ``kv`` term implicitly. An *explicit*
+actuator computes a torque outside the solver from the state at the start of each physics step and
+submits it through a ``<motor>``; the solver sees a constant torque for the step.
+
+The torque laws (one frozen keyword-only config per model, each with a pure ``torque`` method):
+
+=================  ====================================================================================
+model              torque on the joint, N·m
+=================  ====================================================================================
+:class:`ImplicitPD`  ``clip(kp*(q* - q) - kv*qd, -E, E)`` inside MuJoCo (``<position kp kv forcerange>``)
+:class:`IdealPD`     ``clip(kp*(q* - q) + kv*(qd* - qd) + tau_ff, -E, E)``
+:class:`DCMotor`     the same PD torque clipped to ``[tau_min(v), tau_max(v)]``::
+
+                       tau_max = min(S*(1 - v/V), E),  tau_min = max(S*(-1 - v/V), -E),
+                       v = clip(qd, -V*(1 + E/S), V*(1 + E/S))
+
+:class:`DelayedPD`   ideal PD on the commands (q*, qd*, tau_ff) of ``delay`` physics steps ago
+:class:`RemotizedPD` delayed PD clipped to ``±E(q)``, E(q) interpolated in a table of (angle, max torque)
+=================  ====================================================================================
+
+Symbols and their MuJoCo fields: q, qd are ``d.qpos[0]``, ``d.qvel[0]`` (rad, rad/s); q* is the
+position command (rad), ``d.ctrl`` for the implicit model; kp is ``actuator_gainprm[0]`` =
+``-actuator_biasprm[1]`` (N·m/rad) and kv is ``-actuator_biasprm[2]`` (N·m·s/rad) for ``<position>``
+(the PD law's "kd"); E is ``effort_limit`` (N·m), ``actuator_forcerange`` = (-E, E) for ``<position>``;
+S is ``saturation_effort`` (stall torque, N·m), V is ``velocity_limit`` (no-load speed, rad/s).
+
+The pendulum of the chapter's Experiment (as in Isaac Lab's actuator documentation): a hinge about the
+world y axis, q = 0 hanging down and π/2 horizontal, a 1 kg capsule of length 0.6 m and radius 0.05 m
+with its centre 0.3 m from the pivot, so gravity pulls with ``-tau_g*sin(q)``, ``tau_g = 1*9.81*0.3``
+N·m. Physics runs at ``timestep`` = 1/360 s with ``implicitfast``; the commands change at 60 Hz (every
+6 physics steps) and are held in between, while an explicit model recomputes its torque every physics
+step from the current state. A command is the triple (q*, qd*, tau_ff) (:class:`Command`); a plain
+``command(t)`` or angle is a position command with ``qd* = tau_ff = 0``, the only kind ``<position>``
+accepts. :func:`simulate` runs any number of configurations: the implicit ones
+together on ``mujoco.batch.Batch`` (the command sequence is known in advance), the explicit ones in a
+per-step loop over ``mj_step`` (their torque depends on the state of each step).
+
+A diverged run (MuJoCo's bad-acceleration warning, a non-finite state or a runaway speed) is a result,
+flagged in :class:`Run`, never an exception.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import math
+from collections.abc import Callable, Sequence
+
+import mujoco
+import mujoco.batch
+import numpy as np
+
+from physai.engine import link, mj, perturb
+from physai.laws import checks
+from physai.engine.mj import INTEGRATOR_ENUM
+from physai.laws.drives import Actuator, DCMotor, DelayedPD, RemotizedPD, delay_commands, remotized_limit
+
+
+MASS = 1.0  # kg
+LENGTH = 0.6  # m, the capsule's axis from the pivot
+RADIUS = 0.05  # m
+GRAVITY = 9.81  # m/s²
+TAU_G = MASS * GRAVITY * LENGTH / 2  # N·m, gravity torque of the horizontal link (2.943)
+TIMESTEP = 1.0 / 360.0  # s, physics step of the Experiment
+CONTROL_RATE = 60.0  # Hz, how often a new command arrives
+HORIZONTAL = math.pi / 2  # rad
+SPEED_BOUND = 1e3  # rad/s, a faster joint counts as diverged
+PENDULUM_XML = f"""
+<mujoco model="pendulum">
+  <option timestep="{TIMESTEP!r}" integrator="implicitfast" gravity="0 0 -{GRAVITY}"/>
+  <worldbody>
+    <body name="link">
+      <joint name="hinge" type="hinge" axis="0 1 0"/>
+      <geom name="rod" type="capsule" fromto="0 0 0 0 0 -{LENGTH}" size="{RADIUS}" mass="{MASS}"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <general name="actuator" joint="hinge" gaintype="fixed" biastype="affine" gainprm="1"
+             biasprm="0 0 0"/>
+  </actuator>
+</mujoco>
+"""
+
+
+# ------------------------------------------------------------------------------------------------
+# the pendulum and its runner
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PendulumParams:
+    """The pendulum's joint and the simulation settings (MuJoCo's names)."""
+
+    armature: float = 0.0
+    """Reflected rotor inertia, kg·m²; ``<joint armature>``, ``dof_armature``."""
+    damping: float = 0.0
+    """Joint viscous damping, N·m·s/rad; ``dof_damping``."""
+    frictionloss: float = 0.0
+    """Joint dry friction, N·m; ``dof_frictionloss``."""
+    timestep: float = TIMESTEP
+    """Physics step, s, in (0, 0.1]; ``<option timestep>``."""
+    integrator: str = 'implicitfast'
+    """One of ``INTEGRATORS``; ``<option integrator>``."""
+    control_rate: float = CONTROL_RATE
+    """Hz; a new command every ``decimation`` physics steps, held in between."""
+
+    def __post_init__(self):
+        checks.nonnegative('armature', self.armature, 'kg·m²')
+        checks.nonnegative('damping', self.damping, 'N·m·s/rad')
+        checks.nonnegative('frictionloss', self.frictionloss, 'N·m')
+        checks.timestep(self.timestep)
+        checks.integrator(self.integrator)
+        checks.positive('control_rate', self.control_rate, 'Hz')
+
+    @property
+    def decimation(self) -> int:
+        """Physics steps per control tick, ``max(1, round(1 / (control_rate * timestep)))``."""
+        return max(1, round(1.0 / (self.control_rate * self.timestep)))
+
+    @property
+    def inertia(self) -> float:
+        """I = the link's inertia about the pivot + armature, kg·m²."""
+        return LINK_INERTIA + self.armature
+
+
+LINK_INERTIA = link.capsule_inertia_about_hinge(MASS, LENGTH, RADIUS)  # kg·m², 0.12779
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Step:
+    """A step command: ``low`` before ``at`` seconds, ``high`` from then on (rad)."""
+
+    at: float = 0.5
+    low: float = 0.0
+    high: float = HORIZONTAL
+
+    def __call__(self, t):
+        return np.where(np.asarray(t) >= self.at - 1e-12, self.high, self.low)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Square:
+    """A square wave: ``high`` for the first half of every period, ``low`` for the second (rad)."""
+
+    period: float = 2.0
+    low: float = 0.0
+    high: float = HORIZONTAL
+
+    def __call__(self, t):
+        phase = np.mod(np.asarray(t) + 1e-12, self.period)
+        return np.where(phase < self.period / 2, self.high, self.low)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Command:
+    """The full command of an explicit PD: position q*, velocity qd* and feed-forward effort tau_ff.
+
+    Each part is a constant or a function of an array of tick times, e.g. :class:`Step`. The three are
+    sampled together at the control ticks, held together in between and delayed together by a
+    :class:`DelayedPD`.
+    """
+
+    position: Callable | float = 0.0
+    """q*, rad."""
+    velocity: Callable | float = 0.0
+    """qd*, rad/s."""
+    effort: Callable | float = 0.0
+    """tau_ff, N·m, added to the PD torque before the clip."""
+
+    def __post_init__(self):
+        for name, unit in (('position', 'rad'), ('velocity', 'rad/s'), ('effort', 'N·m')):
+            if not callable(getattr(self, name)):
+                checks.finite(name, getattr(self, name), unit + ' or a function of time')
+
+    def __call__(self, t) -> np.ndarray:
+        """``(q*, qd*, tau_ff)`` at the times ``t`` (n,), as an (n, 3) array."""
+        t = np.asarray(t, dtype=float)
+        parts = [part(t) if callable(part) else part
+                 for part in (self.position, self.velocity, self.effort)]
+        return np.stack([np.asarray(x, dtype=float) * np.ones(t.shape) for x in parts], axis=-1)
+
+    @property
+    def position_only(self) -> bool:
+        """True when qd* and tau_ff are the constant 0 (what ``<position>`` can take)."""
+        return all(not callable(x) and x == 0 for x in (self.velocity, self.effort))
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One simulated run of the pendulum."""
+
+    actuator: Actuator
+    pendulum: PendulumParams
+    t: np.ndarray
+    """(n + 1,) time, s. A diverged run ends where it was flagged."""
+    q: np.ndarray
+    """(n + 1,) joint angle, rad (0 hanging, π/2 horizontal)."""
+    v: np.ndarray
+    """(n + 1,) joint velocity, rad/s."""
+    command: np.ndarray
+    """(n + 1,) the position command q* held at time t (before any delay), rad."""
+    torque: np.ndarray
+    """(n,) the actuator torque applied during step k, from t[k] to t[k + 1], N·m."""
+    diverged: bool
+    """MuJoCo's bad-acceleration warning, a non-finite state or |qd| > ``SPEED_BOUND``."""
+    commands: np.ndarray
+    """(n + 1, 3) the full command (q* rad, qd* rad/s, tau_ff N·m) held at time t (before any delay);
+    ``commands[:, 0]`` is ``command``."""
+
+
+@functools.cache
+def _base_model() -> mujoco.MjModel:
+    return mujoco.MjModel.from_xml_string(PENDULUM_XML)
+
+
+def pendulum_model(pendulum: PendulumParams, actuator: Actuator | None = None) -> mujoco.MjModel:
+    """The compiled pendulum with ``pendulum`` and the actuator written into its fields.
+
+    An implicit actuator becomes ``<position kp kv forcerange>`` (gain kp, bias (0, -kp, -kv)); an
+    explicit one (or None) becomes ``<motor>`` (gain 1, no bias, no clamp): its ``ctrl`` is the torque.
+    """
+    m = copy.copy(_base_model())
+    if actuator is not None and not actuator.explicit:
+        m.actuator_gainprm[0, 0] = actuator.kp
+        m.actuator_biasprm[0, :3] = (0.0, -actuator.kp, -actuator.kv)
+        limited = math.isfinite(actuator.effort_limit)
+        m.actuator_forcelimited[0] = limited
+        if limited:
+            m.actuator_forcerange[0] = (-actuator.effort_limit, actuator.effort_limit)
+    else:
+        m.actuator_gainprm[0, 0] = 1.0
+        m.actuator_biasprm[0, :3] = 0.0
+        m.actuator_forcelimited[0] = False
+    return _with_pendulum(m, pendulum)
+
+
+def _with_pendulum(m: mujoco.MjModel, pendulum: PendulumParams) -> mujoco.MjModel:
+    """Write the pendulum's joint and option fields into ``m``, then the constants that follow them."""
+    m.dof_armature[0] = pendulum.armature
+    m.dof_damping[0] = pendulum.damping
+    m.dof_frictionloss[0] = pendulum.frictionloss
+    m.opt.timestep = pendulum.timestep
+    m.opt.integrator = INTEGRATOR_ENUM[pendulum.integrator]
+    mujoco.mj_setConst(m, mujoco.MjData(m))  # armature changes dof_invweight0 (friction loss)
+    return m
+
+
+def as_command(command: Command | Callable | float) -> Command:
+    """A :class:`Command` as is; a function of time or an angle as the position command q*."""
+    return command if isinstance(command, Command) else Command(position=command)
+
+
+def held_commands(command: Command | Callable | float, pendulum: PendulumParams,
+                  nstep: int) -> np.ndarray:
+    """The command each physics step sees, sampled at the control ticks and held in between.
+
+    Step k uses ``command(t_tick)`` with ``t_tick = h * decimation * floor(k / decimation)``; all three
+    parts are sampled at the same ticks.
+
+    Args:
+      command: a :class:`Command`, or ``command(t)`` → q* (rad), or a constant angle (rad); the last two
+        command ``qd* = tau_ff = 0``.
+      pendulum: its ``timestep`` and ``decimation``.
+      nstep: number of physics steps.
+
+    Returns:
+      (nstep, 3) commands (q* rad, qd* rad/s, tau_ff N·m).
+    """
+    k = np.arange(nstep)
+    tick = pendulum.timestep * pendulum.decimation * (k // pendulum.decimation)
+    return as_command(command)(tick)
+
+
+def _bad(v: float) -> bool:
+    return not math.isfinite(v) or abs(v) > SPEED_BOUND
+
+
+def _scalar_law(actuator: Actuator) -> Callable[[float, float, float, float, float], float]:
+    """``actuator.torque(q, v, q_target, v_target, tau_ff)`` for Python floats, without numpy's
+    per-call overhead.
+
+    The same arithmetic in the same order as :func:`pd_torque` (tests compare the runner with
+    ``torque`` itself). With ``v_target = tau_ff = 0`` it is bit for bit ``kp*(q* - q) - kv*qd``:
+    ``kv*(0 - qd)`` is exactly ``-(kv*qd)`` and adding 0 changes nothing.
+    """
+    kp, kv, e = float(actuator.kp), float(actuator.kv), float(actuator.effort_limit)
+    if isinstance(actuator, RemotizedPD):
+        table = actuator.table
+
+        def law(q, v, q_target, v_target, tau_ff):
+            limit = float(remotized_limit(q, table))
+            return min(max(kp * (q_target - q) + kv * (v_target - v) + tau_ff, -limit), limit)
+    elif isinstance(actuator, DCMotor):
+        s, vmax = float(actuator.saturation_effort), float(actuator.velocity_limit)
+        bound = vmax * (1.0 + e / s)
+
+        def law(q, v, q_target, v_target, tau_ff):
+            vc = min(max(v, -bound), bound)
+            high = min(s * (1.0 - vc / vmax), e)
+            low = max(s * (-1.0 - vc / vmax), -e)
+            return min(max(kp * (q_target - q) + kv * (v_target - v) + tau_ff, low), high)
+    else:
+        def law(q, v, q_target, v_target, tau_ff):
+            return min(max(kp * (q_target - q) + kv * (v_target - v) + tau_ff, -e), e)
+    return law
+
+
+def _run_explicit(actuator: Actuator, pendulum: PendulumParams, commands: np.ndarray,
+                  q0: float, v0: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """Step one explicit run: torque from the current state, through the motor, every physics step.
+
+    ``commands`` is (nstep, 3): (q*, qd*, tau_ff) per physics step, delayed together.
+    """
+    m = pendulum_model(pendulum, actuator)
+    d = mujoco.MjData(m)
+    d.qpos[0], d.qvel[0] = q0, v0
+    mujoco.mj_forward(m, d)
+    nstep = len(commands)
+    seen = delay_commands(commands, actuator.delay)
+    q = np.empty(nstep + 1)
+    v = np.empty(nstep + 1)
+    tau = np.empty(nstep)
+    q[0], v[0] = q0, v0
+    law = _scalar_law(actuator)
+    badqacc = mujoco.mjtWarning.mjWARN_BADQACC
+    seen = seen.tolist()
+    for k in range(nstep):
+        q_target, v_target, tau_ff = seen[k]
+        tau[k] = law(q[k], v[k], q_target, v_target, tau_ff)
+        d.ctrl[0] = tau[k]
+        mujoco.mj_step(m, d)
+        q[k + 1], v[k + 1] = d.qpos[0], d.qvel[0]
+        if d.warning[badqacc].number > 0 or _bad(v[k + 1]):
+            # MuJoCo resets a run whose acceleration blew up: keep what came before the reset
+            end = k + 1 if d.warning[badqacc].number == 0 else k
+            return q[:end + 1], v[:end + 1], tau[:end], True
+    return q, v, tau, False
+
+
+def _run_implicit(actuators: Sequence[Actuator], pendulums: Sequence[PendulumParams],
+                  commands: Sequence[np.ndarray], q0: float, v0: float) -> list:
+    """Implicit runs together on ``mujoco.batch.Batch``: the command sequences are known in advance."""
+    models = [pendulum_model(p, a) for a, p in zip(actuators, pendulums)]
+    batch = mujoco.batch.Batch(models[0], len(models), nthread=1)
+    batch.set_models(models)
+    batch.reset()
+    batch.qpos[:, 0] = q0
+    batch.qvel[:, 0] = v0
+    batch.forward()
+    nsteps = np.array([len(c) for c in commands])
+    out: dict[int, tuple] = {}
+    for nstep in np.unique(nsteps):
+        ids = np.nonzero(nsteps == nstep)[0]
+        control = np.stack([commands[i] for i in ids])[:, :, None]
+        rec = batch.rollout(int(nstep), control=control, record=('qpos', 'qvel', 'actuator_force'),
+                            ids=ids)
+        for j, i in enumerate(ids):
+            out[int(i)] = (rec['qpos'][j, :, 0], rec['qvel'][j, :, 0], rec['actuator_force'][j, :, 0])
+    bad = batch.warning[:, mujoco.mjtWarning.mjWARN_BADQACC, 1] > 0
+    results = []
+    for i in range(len(models)):
+        q = np.concatenate([[q0], out[i][0]])
+        v = np.concatenate([[v0], out[i][1]])
+        tau = out[i][2].copy()
+        diverged = bool(bad[i])
+        fast = np.nonzero(~np.isfinite(v) | (np.abs(v) > SPEED_BOUND))[0]
+        if diverged:
+            end = link.valid_length(q)
+            q, v, tau = q[:end], v[:end], tau[:end - 1]
+        if fast.size:
+            end = min(int(fast[0]) + 1, len(q))
+            q, v, tau = q[:end], v[:end], tau[:end - 1]
+            diverged = True
+        results.append((q, v, tau, diverged))
+    return results
+
+
+def simulate(actuators: Sequence[Actuator], *,
+             pendulum: PendulumParams | Sequence[PendulumParams] = PendulumParams(),
+             command: Command | Callable | float = Step(), duration: float = 4.0, q0: float = 0.0,
+             v0: float = 0.0) -> list[Run]:
+    """Run the pendulum once per actuator config.
+
+    Implicit configs run together on ``mujoco.batch.Batch``; explicit ones step ``mj_step`` one physics
+    step at a time, recomputing the torque from the current state while the command (q*, qd*,
+    tau_ff) is held between control ticks (and delayed, all three together, for :class:`DelayedPD` and
+    :class:`RemotizedPD`).
+
+    Args:
+      actuators: the configs, (nrun,).
+      pendulum: one :class:`PendulumParams` for every run, or one per run.
+      command: a :class:`Command` (q*, qd*, tau_ff), or ``command(t)`` → q* (rad) for an array of
+        tick times, e.g. :class:`Step`, :class:`Square`, or a constant angle (then qd* = tau_ff = 0).
+        Implicit configs take a position command only.
+      duration: simulated time, s.
+      q0, v0: initial angle (rad) and velocity (rad/s).
+
+    Returns:
+      One :class:`Run` per config, in order.
+    """
+    checks.positive('duration', duration, 's')
+    if not (math.isfinite(q0) and math.isfinite(v0)):
+        raise ValueError(f'q0 and v0 must be finite (rad, rad/s), got {q0!r}, {v0!r}')
+    q0 = q0 + perturb.size()  # a last-bit nudge when PHYSAI_PERTURB asks for one (physai.engine.perturb)
+    actuators = list(actuators)
+    pendulums = (list(pendulum) if isinstance(pendulum, (list, tuple))
+                 else [pendulum] * len(actuators))
+    if len(pendulums) != len(actuators):
+        raise ValueError(f'pendulum must be one PendulumParams or one per actuator '
+                         f'({len(actuators)}), got {len(pendulums)}')
+    command = as_command(command)
+    implicit = [i for i, a in enumerate(actuators) if not a.explicit]
+    if implicit and not command.position_only:
+        raise ValueError('command must be a position command (velocity = effort = 0) for an implicit '
+                         f'PD (<position>), got velocity={command.velocity!r}, effort={command.effort!r}')
+    steps = [max(1, round(duration / p.timestep)) for p in pendulums]
+    if steps and max(steps) > mj.MAX_STEPS:  # the same cap as the link's runs: an error, not a hang
+        k = int(np.argmax(steps))
+        raise ValueError(f'duration / timestep must be at most MAX_STEPS = {mj.MAX_STEPS:,} steps per run, '
+                         f'got {duration!r} s / {pendulums[k].timestep!r} s = {steps[k]:,}')
+    commands = [held_commands(command, p, n) for p, n in zip(pendulums, steps)]
+    results: list = [None] * len(actuators)
+    if implicit:
+        for i, res in zip(implicit, _run_implicit([actuators[i] for i in implicit],
+                                                  [pendulums[i] for i in implicit],
+                                                  [commands[i][:, 0] for i in implicit], q0, v0)):
+            results[i] = res
+    for i, a in enumerate(actuators):
+        if a.explicit:
+            results[i] = _run_explicit(a, pendulums[i], commands[i], q0, v0)
+    runs = []
+    for a, p, c, (q, v, tau, diverged) in zip(actuators, pendulums, commands, results):
+        n = len(q)
+        cmd = np.concatenate([c, c[-1:]])[:n]
+        runs.append(Run(a, p, p.timestep * np.arange(n), q, v, cmd[:, 0].copy(), tau, diverged, cmd))
+    return runs
+
+
+# ------------------------------------------------------------------------------------------------
+# MuJoCo 3.17's own counterparts: <dcmotor> and actuator delay
+
+
+def native_dc_motor_constants(saturation_effort: float, velocity_limit: float, *,
+                              resistance: float = 1.0) -> tuple[float, float]:
+    """Motor constant K and supply voltage U of a ``<dcmotor>`` with stall torque S and no-load speed V.
+
+    MuJoCo's quasi-static DC motor (voltage input u, ``motorconst`` K for both torque and back-EMF,
+    ``resistance`` R) gives ``tau = (K/R)*(u - K*qd)``. With u clamped to ±U (``ctrlrange``) its stall
+    torque is ``S = K*U/R`` and its no-load speed ``V = U/K``, so ``K = sqrt(S*R/V)``, ``U = K*V``.
+
+    Returns:
+      ``(motorconst, voltage)`` in N·m/A and V.
+    """
+    k = math.sqrt(saturation_effort * resistance / velocity_limit)
+    return k, k * velocity_limit
+
+
+def native_dc_motor_xml(cfg: DCMotor, *, resistance: float = 1.0) -> str:
+    """The ``<dcmotor>`` element whose torque-speed band equals ``cfg``'s envelope.
+
+    ``saturation="E 0 0"`` caps the torque at ±E (``actuator_forcerange``), ``ctrlrange="-U U"`` clamps
+    the voltage, which bounds the torque to ``S*(±1 - qd/V)``.
+    """
+    k, u = native_dc_motor_constants(cfg.saturation_effort, cfg.velocity_limit, resistance=resistance)
+    return (f'<dcmotor name="actuator" joint="hinge" motorconst="{k!r}" resistance="{resistance!r}" '
+            f'saturation="{cfg.effort_limit!r} 0 0" ctrlrange="{-u!r} {u!r}"/>')
+
+
+_START = PENDULUM_XML.index('<general')
+_GENERAL = PENDULUM_XML[_START:PENDULUM_XML.index('/>', _START) + 2]  # the actuator element to replace
+
+
+def _native_model(actuator_xml: str, pendulum: PendulumParams) -> mujoco.MjModel:
+    return _with_pendulum(mujoco.MjModel.from_xml_string(PENDULUM_XML.replace(_GENERAL, actuator_xml)),
+                          pendulum)
+
+
+def _loop(m: mujoco.MjModel, d: mujoco.MjData, nstep: int, ctrl: Callable) -> np.ndarray:
+    perturb.nudge(d.qpos)
+    q = np.empty(nstep + 1)
+    q[0] = d.qpos[0]
+    for k in range(nstep):
+        d.ctrl[0] = ctrl(k, d.qpos[0], d.qvel[0])
+        mujoco.mj_step(m, d)
+        q[k + 1] = d.qpos[0]
+    return q
+
+
+def native_dc_motor_run(cfg: DCMotor, *, pendulum: PendulumParams = PendulumParams(),
+                        command: Callable | float = Step(), duration: float = 4.0,
+                        compensate: bool = True, resistance: float = 1.0) -> np.ndarray:
+    """The pendulum on MuJoCo's ``<dcmotor>`` driven by a voltage from the same PD law.
+
+    Each physics step the voltage is ``u = (R/K)*tau_PD + K*qd`` (``compensate``: the controller cancels
+    the back-EMF, so inside the band the torque is the PD torque, as in :class:`DCMotor`) or
+    ``u = (R/K)*tau_PD`` (a plain voltage drive: the back-EMF adds damping ``K²/R = S/V``).
+
+    Returns:
+      q, (nstep + 1,) rad.
+    """
+    k, _ = native_dc_motor_constants(cfg.saturation_effort, cfg.velocity_limit, resistance=resistance)
+    m = _native_model(native_dc_motor_xml(cfg, resistance=resistance), pendulum)
+    d = mujoco.MjData(m)
+    nstep = max(1, round(duration / pendulum.timestep))
+    cmd = held_commands(command, pendulum, nstep)[:, 0]
+
+    def voltage(i, q, v):
+        tau = cfg.kp * (cmd[i] - q) - cfg.kv * v
+        return resistance / k * tau + (k * v if compensate else 0.0)
+
+    return _loop(m, d, nstep, voltage)
+
+
+def native_delay_run(cfg: DelayedPD, *, pendulum: PendulumParams = PendulumParams(),
+                     command: Callable | float = Square(), duration: float = 6.0,
+                     hold_first: bool = True) -> np.ndarray:
+    """The pendulum on ``<position kp kv delay nsample>``: MuJoCo delays ``ctrl`` itself.
+
+    The delay is ``cfg.delay`` physics steps (``delay = steps*timestep`` s, ``nsample = steps + 1``,
+    zero-order hold). MuJoCo fills the history with zeros after a reset; ``hold_first`` refills it
+    with the first command through ``mj_initCtrlHistory``, which is what :func:`delay_commands` does.
+
+    Returns:
+      q, (nstep + 1,) rad.
+    """
+    steps = cfg.delay
+    extra = (f' delay="{steps * pendulum.timestep!r}" nsample="{steps + 1}"' if steps else '')
+    m = _native_model(f'<position name="actuator" joint="hinge" kp="{cfg.kp!r}" kv="{cfg.kv!r}"{extra}/>',
+                      pendulum)
+    d = mujoco.MjData(m)
+    nstep = max(1, round(duration / pendulum.timestep))
+    cmd = held_commands(command, pendulum, nstep)[:, 0]
+    if steps and hold_first:
+        mujoco.mj_initCtrlHistory(m, d, 0, None, np.full((steps + 1, 1), cmd[0]))
+    return _loop(m, d, nstep, lambda i, q, v: cmd[i])

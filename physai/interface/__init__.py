@@ -1,0 +1,1 @@
+"""What a reader sees: the figure style, live panels (Jupyter, Colab) and their static twins (the published page)."""

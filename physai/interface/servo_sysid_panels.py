@@ -1,0 +1,198 @@
+"""Servo system identification: replay recorded SO-101 episodes open loop and fit the servo model.
+
+Open-loop replay
+    Reset the simulated arm (``physai.so101.load_so101()``) to an episode's first ``observation.state``,
+    then feed the recorded ``action`` stream tick for tick: each frame's target is held in ``d.ctrl`` for
+    the physics steps of one frame (``substeps = round(1 / (fps * timestep))``, and the timestep is
+    adjusted to ``1 / (fps * substeps)`` so a whole number of steps fills a frame). The simulated joints
+    at the end of frame t are compared with ``observation.state[t+1]``.
+
+    Contacts are off: Menagerie's simple collision boxes overlap each other in the folded rest pose
+    (:func:`overlap_depth`), in which most of the recorded episodes start and end, so with contacts on
+    the arm is pushed apart, wherever the boxes overlap, by contact forces the real arm never feels.
+    Joint limits and the actuators' ctrlrange stay as the model ships them (``ReplayConfig.limits``);
+    note that the model's elbow range, ±1.69 rad (±96.8°), is a few degrees narrower than the ≈99.6°
+    this real elbow reaches when folded.
+
+Joint convention
+    radians = deg2rad(degrees), sign +1, offset 0 for the five arm joints: the gripper tip then comes
+    down to the table plane and never far below it (:func:`tip_height`; a flipped shoulder lift sends it
+    through the table, a flipped elbow or wrist flex never lets it reach the table). The gripper's 0..100
+    is mapped linearly onto its joint range; it is simulated but never scored.
+
+Score
+    Mean absolute error in degrees of ``sim[t] - state[t]`` over frames 1..n-1 and the five arm joints
+    (``mae_deg``), and per joint.
+
+The servo model
+    Every one of the six joints gets the same :class:`ArmServo`: MuJoCo's ``<position>`` actuator,
+    ``force = clip(kp*(u - q) - kv*q̇, -forcerange, forcerange)`` (``actuator_gainprm[0] = kp``,
+    ``actuator_biasprm[:3] = (0, -kp, -kv)``, ``actuator_forcerange``), on a joint with ``dof_damping``,
+    ``dof_frictionloss`` and ``dof_armature``. kv acts inside the clamp and the joint damping outside it,
+    so a saturated joint moves no faster than forcerange/damping (less what gravity takes), whatever kv.
+
+The fit
+    Six shared parameters in log10 space with bounds, fitted with MuJoCo's bounded Levenberg-Marquardt
+    least squares (``mujoco.minimize.least_squares``) on per-frame residuals (sim - real, degrees) of the
+    fit episodes, from two starts, each run until the solver's own tolerances stop it (``max_iter`` is
+    only a cap). ``least_squares`` asks for the residuals of several candidates at once (all six
+    finite-difference probes of a Jacobian in one call); :func:`replay` runs them, every candidate on every
+    episode, as one ``mujoco.batch.Batch`` with one model per simulation. The models are copies of the
+    arm without its meshes (:func:`_base_arm`), since copying the mesh data cost more than simulating.
+    The starts end in one flat valley at nearly equal costs; the softest of those within ``COST_TIE`` is
+    kept, since its path does not depend on the last bits of the arithmetic, and its servo is rounded to
+    ``FIT_DIGITS`` significant digits, so everything computed from it is the same on any processor.
+
+Also here: the teleport scale (:func:`teleport_errors`, :func:`best_shift`), the sag in held poses,
+the kp × damping map, leave-one-out, a synthetic stand-in recording for when no real one is at hand
+(:func:`find_dataset`), the ``sysid`` experiment (``python -m physai sysid``), and chapter 4's live panel
+and static twin (:func:`sysid_panel`, :func:`sysid_twin`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from physai.experiments import registry
+from physai.interface import live, plots, twin
+from physai.engine.datasets import Episode
+from physai.engine.replay import ArmServo, ReplayConfig, arm_columns, replay
+from physai.engine.so101 import ARM_JOINTS
+from physai.experiments.servo_sysid import hold_sag_deg
+
+
+# --------------------------------------------------------------------------------------------------
+# The live panel and its static twin
+# --------------------------------------------------------------------------------------------------
+
+PANEL_JOINTS = ('shoulder_lift', 'elbow_flex')
+TWIN_KPS = tuple(float(f'{k:.3g}') for k in np.geomspace(1.0, 1000.0, 13))
+
+
+def sysid_panel(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PANEL_JOINTS):
+    """The chapter's live panel: replay ``episode`` with ``base`` changed by the sliders.
+
+    Sliders: the book's common four (kp, armature, timestep, integrator) plus kv and forcerange; joint
+    damping and frictionloss stay at ``base``'s. Every change replays the episode and redraws the
+    overlay of real and simulated ``joints``, the error per joint, the sag in held poses and whether
+    the replay stayed stable, chatters (:attr:`Replay.chatters`) or diverged.
+    """
+
+    idx = [ARM_JOINTS.index(j) for j in joints]
+    real_deg = episode.state[:, arm_columns(episode.joints)]
+    t = np.arange(episode.nframe) / episode.fps
+
+    @registry.cached(maxsize=16)
+    def run(kp, kv, forcerange, armature, timestep, integrator):
+        servo = dataclasses.replace(base, kp=kp, kv=kv, forcerange=forcerange, armature=armature)
+        config = ReplayConfig(timestep=timestep, integrator=integrator)
+        rep = replay([servo], [episode], config=config, nthread=1)[0][0]
+        return rep, hold_sag_deg(rep)
+
+    def compute(values):
+        rep, (sag, real_sag) = run(**values)
+        return {'replay': rep, 'sag': sag, 'real_sag': real_sag}
+
+    def setup(fig):
+        grid = fig.add_gridspec(1, 3, width_ratios=(2.3, 1, 1), wspace=0.35, left=0.06, right=0.98,
+                               bottom=0.16, top=0.9)
+        ax1, ax2, ax3 = (fig.add_subplot(grid[0, i]) for i in range(3))
+        colors = ('#1f6fb4', '#2a9d4b')
+        sim_lines = []
+        for k, (j, c) in enumerate(zip(idx, colors)):
+            ax1.plot(t, real_deg[:, j], color='#888888', lw=2.4, alpha=0.7,
+                     label='real' if k == 0 else None)
+            sim_lines.append(ax1.plot(t, real_deg[:, j], color=c, lw=1.3, animated=True,
+                                      label=f'sim {joints[k]}')[0])
+        lo, hi = real_deg[:, idx].min(), real_deg[:, idx].max()
+        ax1.set_ylim(lo - 0.15 * (hi - lo), hi + 0.15 * (hi - lo))
+        ax1.legend(loc='lower left', fontsize=7.5)
+        plots.label(ax1, 'time (s)', 'joint angle (deg)', f'held-out episode {episode.index}')
+        status = ax1.text(0.98, 0.96, '', transform=ax1.transAxes, ha='right', va='top',
+                          fontsize=10, animated=True)
+        x = np.arange(len(ARM_JOINTS))
+        names = ['pan', 'lift', 'elbow', 'w.flex', 'w.roll']
+        error_bars = ax2.bar(x, np.zeros(len(x)), color='#1f6fb4', animated=True)
+        ax2.set_xticks(x, names, fontsize=7)
+        ax2.set_ylim(0, 6)
+        plots.label(ax2, '', 'mean |sim − real| (deg)', 'error per joint')
+        real_bars = ax3.bar(x - 0.2, np.zeros(len(x)), width=0.4, color='#888888', animated=True,
+                            label='real')
+        sag_bars = ax3.bar(x + 0.2, np.zeros(len(x)), width=0.4, color='#d08b00', animated=True,
+                           label='sim')
+        ax3.axhline(0, color='#333333', lw=0.8)
+        ax3.set_xticks(x, names, fontsize=7)
+        ax3.set_ylim(-4, 4)
+        ax3.legend(loc='lower right', fontsize=7.5)
+        plots.label(ax3, '', 'command − joint (deg)', 'sag in held poses')
+        return {'lines': sim_lines, 'status': status, 'errors': error_bars, 'sags': sag_bars,
+                'real_sags': real_bars}
+
+    def draw(state, results, values):
+        rep = results['replay']
+        for line, j in zip(state['lines'], idx):
+            line.set_data(rep.t, rep.sim_deg[:, j])
+        for bar, e in zip(state['errors'], rep.joint_mae_deg):
+            bar.set_height(float(e) if np.isfinite(e) else 0.0)
+        for bars, sags in ((state['sags'], results['sag']), (state['real_sags'], results['real_sag'])):
+            for bar, s in zip(bars, sags):
+                bar.set_height(float(np.clip(s, -4, 4)) if np.isfinite(s) else 0.0)
+        if rep.diverged or not np.all(np.isfinite(rep.sim_deg)):
+            state['status'].set_text('diverged')
+            state['status'].set_color(plots.COLORS['diverged'])
+        elif rep.chatters:  # bounded, but rattling frame to frame: not a servo to call stable
+            state['status'].set_text(f'chatters ({rep.chatter_deg:.0f}° per frame) · MAE {rep.mae_deg:.3f}°')
+            state['status'].set_color(plots.COLORS['diverged'])
+        else:
+            state['status'].set_text(f'stable · MAE {rep.mae_deg:.3f}°')
+            state['status'].set_color('#222222')
+
+    controls = live.common_controls(kp=base.kp, armature=min(base.armature, 0.1)) + [
+        live.LogSlider('kv', 'kv', 0.001, 30.0, max(base.kv, 0.001), unit='N·m·s/rad',
+                    readout_format='.3g'),
+        live.Slider('forcerange', 'forcerange ±', 0.2, 5.0, min(max(base.forcerange, 0.2), 5.0),
+                 step=0.01, unit='N·m', readout_format='.2f'),
+    ]
+    return live.Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(13.0, 3.6), dpi=80)
+
+
+def sysid_twin(episode: Episode, base: ArmServo, *, kps: Sequence[float] = TWIN_KPS,
+               joints: Sequence[str] = PANEL_JOINTS):
+    """The panel's static twin over kp: ``base`` with each kp of ``kps``, precomputed in one batch.
+
+    ``base.kp`` itself is always one of the frames (added to ``kps`` if missing, labelled "fitted") and
+    the one the slider starts on, so the twin opens on the servo the panel starts with.
+    """
+
+    kps = tuple(sorted({float(k) for k in kps} | {float(base.kp)}))
+    runs = replay([dataclasses.replace(base, kp=k) for k in kps], [episode])
+    reps = [row[0] for row in runs]
+    mae = np.array([r.mae_deg for r in reps])
+    idx = [ARM_JOINTS.index(j) for j in joints]
+    colors = ('#1f6fb4', '#2a9d4b')
+    real = [twin.twin_line(reps[0].t, reps[0].real_deg[:, j], color='#888888', width=2.4,
+                        label='real' if k == 0 else None) for k, j in enumerate(idx)]
+
+    def frame(kp):
+        rep = reps[kps.index(kp)]
+        lines = real + [twin.twin_line(rep.t, rep.sim_deg[:, j], color=c, label=f'sim {name}')
+                        for j, c, name in zip(idx, colors, joints)]
+        status = 'diverged' if rep.diverged else f'MAE {rep.mae_deg:.3f}°'
+        lines.append(twin.twin_text(status, x=0.97, y=0.93, anchor='end', size=11))
+        curve = [twin.twin_line(kps, mae, color='#555555', label='held-out MAE'),
+                 twin.twin_markers([kp], [rep.mae_deg], label='this kp')]
+        return [lines, curve]
+
+    default = kps.index(float(base.kp))
+    labels = [format(k, '.4g') + (' (fitted)' if i == default else '') for i, k in enumerate(kps)]
+    sliders = [twin.TwinSlider('kp', 'kp (N·m/rad)', kps, labels, default=default)]
+    axes = [twin.TwinAxes(xlabel='time (s)', ylabel='joint angle (deg)', legend='ll'),
+            twin.TwinAxes(xlabel='kp (N·m/rad)', ylabel='mean |sim − real| (deg)', xlog=True,
+                       ylog=True, legend='ur')]
+    return twin.static_twin('sysid-kp', sliders, axes, frame, width=430, height=280,
+                         caption=f'Episode {episode.index} replayed with the fitted servo (kp '
+                                 f'{base.kp:.4g}, where the slider starts) and at other kp (kv, '
+                                 f'forcerange, damping, frictionloss, armature as fitted).')

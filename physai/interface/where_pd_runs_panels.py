@@ -1,0 +1,256 @@
+"""Where the PD runs: in the control loop or in the physics step (chapter 3).
+
+A joint command in the "MIT" form that hobby and quadruped motor drivers accept,
+:class:`JointCommand` (position, velocity, stiffness, damping, effort, max effort), asks for the torque
+
+    tau = stiffness * (position - q) + damping * (velocity - qd) + effort,   |tau| <= max_effort
+
+with q, qd the joint's ``d.qpos`` / ``d.qvel`` (rad, rad/s) and tau the generalized force on its dof (N·m).
+:class:`PDController` applies it to a MuJoCo model in one of two places (``BACKENDS``):
+
+``'in-loop'`` (backend A, PD in the controller)
+    At every controller tick compute tau from the state, clamp it, write it to ``d.qfrc_applied`` and let it
+    stand for every physics step until the next tick (a zero-order hold). The joint's own actuator is
+    silenced. The PD is then integrated *explicitly* with the controller period as its step: between ticks
+    the torque does not see the joint move.
+
+``'in-step'`` (backend B, PD in the physics step)
+    At start-up turn the joint's actuator into a position servo: ``actuator_gaintype`` fixed,
+    ``actuator_biastype`` affine, so that ``force = gainprm[0]*ctrl + biasprm[1]*length + biasprm[2]*velocity``
+    with ``gainprm[0] = kp``, ``biasprm = (0, -kp, -kv)``: exactly ``<position kp kv>``. At every tick write
+    kp, kv from the command's stiffness and damping and ``ctrl`` from its position. MuJoCo then evaluates the
+    PD at every physics step, with kv inside the implicit integrators. The terms that are constant over a
+    tick, ``damping * velocity + effort``, go to ``d.qfrc_applied`` (``feedforward='applied'``) or into the
+    servo's constant bias ``biasprm[0]`` (``feedforward='in-clamp'``, the default). The clamp is the
+    actuator's ``forcerange`` (narrowed to the command's max effort when that is smaller). A joint without an
+    actuator falls back to ``'in-loop'`` with a warning.
+
+    Why the default differs from the plain recipe: ``qfrc_applied`` is outside the actuator's clamp. While
+    the arm moves, the servo's ``-kv*qd`` saturates at the forcerange but the applied ``+kv*velocity``
+    does not, so the joint gets up to ``kv*|velocity|`` more torque than the motor could give and
+    overshoots. A real motor clamps the whole MIT torque; ``biasprm[0]`` is constant over the tick as well,
+    so MuJoCo clamps it with the PD and the two backends agree while moving too.
+
+Either way the effort read back is ``qfrc_actuator + qfrc_applied`` at the joint's dof (N·m).
+
+The rest of the module is the chapter's experiment on Menagerie's SO-101: hold a standby pose after a move,
+physics at 1 kHz, a controller at 50 ... 1000 Hz, both backends (:func:`hold_responses`, batched on
+``mujoco.batch.Batch``), and the stability bound that explains it (:func:`tick_growth`, built on
+:func:`physai.sim.step_growth`: the controller tick is the step that integrates the PD explicitly).
+Below the critical rate the in-loop chatter is a chaotic limit cycle, whose amplitude and tone on one run depend
+on the last bits of its start: the ``pd-rate`` table therefore sums up ensembles of runs from starts a nanoradian
+apart (:func:`hold_ensembles`), to the precision they support (:func:`physai.robust.series_125`).
+
+Symbols and their MuJoCo fields:
+
+======  ========================================================  =========
+symbol  MuJoCo                                                    unit
+======  ========================================================  =========
+q, qd   ``d.qpos[jnt_qposadr]``, ``d.qvel[jnt_dofadr]``           rad, rad/s
+kp      ``actuator_gainprm[0]`` = ``-actuator_biasprm[1]``        N·m/rad
+kv      ``-actuator_biasprm[2]``                                  N·m·s/rad
+I       the joint's diagonal of ``d.M`` (with ``dof_armature``)   kg·m²
+h       ``m.opt.timestep``, the physics step                      s
+T       1 / rate_hz, the controller tick                          s
+======  ========================================================  =========
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from physai.experiments import registry
+from physai.interface import live, plots, twin
+from physai.engine.hold import (DURATION, ENSEMBLE_PROBE, ENSEMBLE_SIZE, ENSEMBLE_SPACING, HoldEnsemble, HoldParams,
+                                HoldResponse, PHYSICS_TIMESTEP, SETTLE_WINDOW, SO101_ARMATURE, SO101_KP, SO101_KV,
+                                STANDBY, hold_responses, so101_joints)
+from physai.experiments.where_pd_runs import RATES_HZ, growth_curve, rate_ensembles, worst_growth
+from physai.laws.loop import BACKENDS
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The chapter's live panel and its static twin (built on physai.interface.live)
+
+PANEL_RATES_HZ = tuple(float(r) for r in np.geomspace(10.0, 1000.0, 41))
+"""Controller rates (Hz) at which the panel draws the growth per tick of both backends."""
+
+PANEL_YLIM_DEG = 80.0
+"""deg: the panel's trajectory axis spans ±80° (every joint's move to ``STANDBY`` fits) unless a run leaves it."""
+
+
+def _verdict(response: HoldResponse, growth: float) -> str:
+    if response.diverged:
+        return 'diverged'
+    state = 'chatters' if response.chatters else 'quiet'
+    return f'{state}, growth per tick {growth:.3f}'
+
+
+def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO101_KP,
+             kv: float = SO101_KV, armature: float = SO101_ARMATURE, timestep: float = PHYSICS_TIMESTEP,
+             integrator: str = 'implicitfast'):
+    """Chapter 3's live panel: the common four plus controller rate, damping kv and backend.
+
+    Every change reruns the SO-101 hold (:func:`hold_responses`) and redraws (1) the worst joint's
+    trajectory and its command, with its peak-to-peak over the last second and whether it chatters, and
+    (2) the growth per controller tick of both backends against the controller rate, the current one marked.
+
+    Returns:
+      A :class:`physai.interface.live.Panel`; show it as the last expression of a cell.
+    """
+
+    joint_names = so101_joints()
+
+    @registry.cached(maxsize=16)
+    def run(rate_hz, backend, kp, kv, armature, timestep, integrator):
+        params = HoldParams(rate_hz=rate_hz, backend=backend, kp=kp, kv=kv, armature=armature,
+                            timestep=timestep, integrator=integrator)
+        return hold_responses([params], nthread=1)[0]
+
+    @registry.cached(maxsize=16)
+    def curves(kp, kv, armature, timestep, integrator):  # not the rate or the backend: both curves drawn
+        return {b: growth_curve(PANEL_RATES_HZ, backend=b, kp=kp, kv=kv, armature=armature,
+                                timestep=timestep, integrator=integrator) for b in BACKENDS}
+
+    def compute(values):
+        response = run(**values)
+        growth = worst_growth(**values)
+        return {'response': response, 'curves': curves(**values), 'growth': growth}
+
+    def setup(fig):
+        ax1, ax2 = fig.subplots(1, 2, gridspec_kw={'width_ratios': [1.5, 1]})
+        (target,) = ax1.plot([], [], color=plots.COLORS['command'], lw=1, ls='--', label='command',
+                             animated=True)
+        (q_line,) = ax1.plot([], [], color=plots.COLORS['response'], lw=1.2, label='joint angle q',
+                             animated=True)
+        ax1.axvspan(DURATION - SETTLE_WINDOW, DURATION, color='#eeeeee', zorder=0, label='last second')
+        ax1.set_xlim(0, DURATION)
+        note = ax1.text(0.02, 0.04, '', transform=ax1.transAxes, fontsize=8.5, animated=True,
+                        bbox=dict(facecolor='white', edgecolor='none', alpha=0.85, pad=1.5))
+        # the legend sits above the axes, clear of every joint's trajectory, so it never has to move
+        ax1.legend(loc='lower right', bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=7.5, frameon=False,
+                   borderaxespad=0.2)
+        ax1.set_ylim(-PANEL_YLIM_DEG, PANEL_YLIM_DEG)
+        plots.label(ax1, 'time (s)', 'joint angle (deg)')
+        colors = {'in-loop': plots.COLORS['diverged'], 'in-step': plots.COLORS['response']}
+        lines = {b: ax2.plot([], [], color=colors[b], label=f'{b}', animated=True)[0] for b in BACKENDS}
+        ax2.axhline(1.0, color=plots.COLORS['bound'], lw=1, ls='--')
+        point = plots.mark_point(ax2, rate_hz, 1.0, label='current', animated=True)
+        ax2.set_xscale('log')
+        ax2.set_xlim(PANEL_RATES_HZ[0], PANEL_RATES_HZ[-1])
+        ax2.set_ylim(0, 2)
+        ax2.legend(loc='upper right', fontsize=7.5)
+        plots.label(ax2, 'controller rate (Hz)', 'growth per tick (worst joint)', 'stability')
+        fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.9, wspace=0.28)
+        # the title names the worst joint: animated, so it is blitted with the curves
+        title = ax1.set_title(' ', loc='left', fontsize=9.5)
+        title.set_animated(True)
+        return {'ax1': ax1, 'title': title, 'target': target, 'q': q_line, 'note': note, 'lines': lines,
+                'point': point, 'ylim': (-PANEL_YLIM_DEG, PANEL_YLIM_DEG)}
+
+    def draw(state, results, values):
+        r, growth = results['response'], results['growth']
+        j = r.worst
+        state['q'].set_data(r.t, np.degrees(r.q[:, j]))
+        state['target'].set_data(r.t, np.degrees(r.target[:, j]))
+        finite = np.degrees(r.q[:, j][np.isfinite(r.q[:, j])])
+        low = float(np.min(finite)) if finite.size else 0.0
+        high = float(np.max(finite)) if finite.size else 0.0
+        # one range for every joint's move (10° grid), widened only when a run leaves it: a slider move
+        # then redraws just the animated artists, not the axes
+        low, high = max(low, -3600.0), min(high, 3600.0)  # a diverging run: show its start, not 1e30°
+        ylim = (min(-PANEL_YLIM_DEG, 10.0 * math.floor((low - 5.0) / 10.0)),
+                max(PANEL_YLIM_DEG, 10.0 * math.ceil((high + 5.0) / 10.0)))
+        if ylim != state['ylim']:
+            state['ax1'].set_ylim(*ylim)
+            state['ylim'] = ylim
+        state['title'].set_text(f'worst joint: {joint_names[j]}')
+        # the note goes on the side the move leaves free (above a move down, below a move up)
+        down = STANDBY[j] < 0
+        state['note'].set_position((0.02, 0.96 if down else 0.04))
+        state['note'].set_verticalalignment('top' if down else 'bottom')
+        p2p = r.worst_p2p_rad
+        chatter = '' if not r.chatters else (', broadband chatter' if r.chatter_hz is None
+                                             else f', chatter {r.chatter_hz:.0f} Hz')
+        state['note'].set_text(f"{values['backend']} at {values['rate_hz']:.0f} Hz: p2p over the last second "
+                               f"{p2p:.2e} rad{chatter}\n{_verdict(r, growth)}")
+        for b, line in state['lines'].items():
+            line.set_data(PANEL_RATES_HZ, np.minimum(results['curves'][b], 2.0))
+        state['point'].set_data([values['rate_hz']], [min(growth, 2.0)])
+
+    controls = live.common_controls(kp=kp, armature=armature, timestep=timestep, integrator=integrator) + [
+        live.LogSlider('rate_hz', 'controller rate', 10.0, 1000.0, rate_hz, unit='Hz', readout_format='.0f'),
+        live.Slider('kv', 'damping kv', 0.0, 10.0, kv, step=0.01, unit='N·m·s/rad', readout_format='.3f'),
+        live.Choice('backend', 'PD runs', BACKENDS, backend),
+    ]
+    return live.Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(12.0, 3.8), dpi=80)
+
+
+TWIN_ARMATURES = (SO101_ARMATURE, 0.0)
+
+
+def pd_twin():
+    """The panel's static twin: controller rate × backend × armature (0.028 or 0), precomputed.
+
+    Each frame shows run 0 of the configuration's ensemble (:func:`rate_ensembles`), the joint of
+    :attr:`HoldEnsemble.joint`, and the ensemble's summary as text: the trace is one draw of a chaotic run,
+    the text and the growth curves are what every processor reproduces.
+
+    Returns:
+      ``IPython.display.HTML`` (see :func:`physai.interface.twin.static_twin`).
+    """
+
+    joint_names = so101_joints()
+    runs = {}
+    for armature in TWIN_ARMATURES:
+        for e in rate_ensembles(armature=armature):
+            runs[e.params.rate_hz, e.params.backend, armature] = e
+    growth = {(b, a): growth_curve(PANEL_RATES_HZ, backend=b, armature=a)
+              for b in BACKENDS for a in TWIN_ARMATURES}
+    colors = {'in-loop': plots.COLORS['diverged'], 'in-step': plots.COLORS['response']}
+
+    def frame(rate_hz, backend, armature):
+        e = runs[rate_hz, backend, armature]
+        r, j = e.sample, e.joint
+        items = [twin.twin_line(r.t, np.degrees(r.target[:, j]), label='command', color=plots.COLORS['command'],
+                             width=1.0, dash='4 3'),
+                 twin.twin_line(r.t, np.degrees(r.q[:, j]), label=f'q ({joint_names[j]}, run 1 of {e.n})',
+                             width=1.2)]
+        items.append(twin.twin_text(ensemble_text(e), x=0.03, y=0.06, size=11, anchor='start'))
+        current = worst_growth(rate_hz=rate_hz, backend=backend, armature=armature)
+        stab = [twin.twin_line(PANEL_RATES_HZ, np.minimum(growth[b, armature], 2.0), label=b, color=colors[b])
+                for b in BACKENDS]
+        stab.append(twin.twin_line([PANEL_RATES_HZ[0], PANEL_RATES_HZ[-1]], [1.0, 1.0], color='#222222',
+                                width=1.0, dash='4 3'))
+        stab.append(twin.twin_markers([rate_hz], [min(current, 2.0)], label='current'))
+        return [items, stab]
+
+    sliders = [twin.TwinSlider('rate_hz', 'controller rate (Hz)', RATES_HZ, default=0),
+               twin.TwinSlider('backend', 'PD runs', BACKENDS, kind='select'),
+               twin.TwinSlider('armature', 'armature (kg·m²)', TWIN_ARMATURES, kind='select')]
+    axes = [twin.TwinAxes(title='a joint during the move and hold', xlabel='time (s)',
+                       ylabel='joint angle (deg)', xlim=(0, DURATION), legend='ur'),
+            twin.TwinAxes(title='growth per controller tick', xlabel='controller rate (Hz)',
+                       ylabel='growth per tick', xlim=(PANEL_RATES_HZ[0], PANEL_RATES_HZ[-1]),
+                       ylim=(0, 2), xlog=True, legend='ur')]
+    return twin.static_twin('ch3-pd-rate', sliders, axes, frame, digits=4, width=460, height=300,
+                         caption=f'Physics at {1 / PHYSICS_TIMESTEP:.0f} Hz; Menagerie servo kp {SO101_KP:.2f}, '
+                                 f'kv {SO101_KV:.3f}. Growth above 1 (dashed): the PD cannot hold still. The '
+                                 f'trace is the first run of an ensemble ({ENSEMBLE_SIZE} runs where the arm moves, '
+                                 f'{ENSEMBLE_PROBE} where it holds still, starts {ENSEMBLE_SPACING:.0e} rad apart); '
+                                 'the text sums up all of them.')
+
+
+def ensemble_text(ensemble: HoldEnsemble) -> str:
+    """One line for a reader: ``'chatters in 64 of 64 runs: p2p 0.2 rad (0.1-0.2), 5-10 Hz'`` or
+    ``'still in 8 of 8 runs: p2p < 1e-09 rad'`` (the same figures as :func:`rate_rows`)."""
+    row = ensemble.row()
+    if ensemble.state == 'still':
+        return f'still in {ensemble.still} of {ensemble.n} runs: p2p {row["p2p_rad"]:g} rad'
+    if ensemble.state != 'chatters':
+        return (f'{ensemble.state}: {ensemble.chattering} of {ensemble.n} runs chatter, '
+                f'{ensemble.still} hold still')
+    tone = row['chatter_hz'] if row['chatter_hz'] == 'broadband' else f'{row["chatter_hz"]} Hz'
+    return (f'chatters in {ensemble.chattering} of {ensemble.n} runs: p2p {row["p2p_rad"]:g} rad '
+            f'({row["p2p_low"]:g}-{row["p2p_high"]:g}), {tone}')

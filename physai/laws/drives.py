@@ -1,0 +1,244 @@
+"""Actuator models: implicit versus explicit PD, effort and velocity limits, a DC-motor envelope, delay.
+
+An *implicit* actuator hands its gains to the solver: MuJoCo's ``<position kp kv>`` is evaluated inside
+the physics step, and the ``implicitfast`` integrator treats its ``kv`` term implicitly. An *explicit*
+actuator computes a torque outside the solver from the state at the start of each physics step and
+submits it through a ``<motor>``; the solver sees a constant torque for the step.
+
+The torque laws (one frozen keyword-only config per model, each with a pure ``torque`` method):
+
+=================  ====================================================================================
+model              torque on the joint, N·m
+=================  ====================================================================================
+:class:`ImplicitPD`  ``clip(kp*(q* - q) - kv*qd, -E, E)`` inside MuJoCo (``<position kp kv forcerange>``)
+:class:`IdealPD`     ``clip(kp*(q* - q) + kv*(qd* - qd) + tau_ff, -E, E)``
+:class:`DCMotor`     the same PD torque clipped to ``[tau_min(v), tau_max(v)]``::
+
+                       tau_max = min(S*(1 - v/V), E),  tau_min = max(S*(-1 - v/V), -E),
+                       v = clip(qd, -V*(1 + E/S), V*(1 + E/S))
+
+:class:`DelayedPD`   ideal PD on the commands (q*, qd*, tau_ff) of ``delay`` physics steps ago
+:class:`RemotizedPD` delayed PD clipped to ``±E(q)``, E(q) interpolated in a table of (angle, max torque)
+=================  ====================================================================================
+
+Symbols and their MuJoCo fields: q, qd are ``d.qpos[0]``, ``d.qvel[0]`` (rad, rad/s); q* is the
+position command (rad), ``d.ctrl`` for the implicit model; kp is ``actuator_gainprm[0]`` =
+``-actuator_biasprm[1]`` (N·m/rad) and kv is ``-actuator_biasprm[2]`` (N·m·s/rad) for ``<position>``
+(the PD law's "kd"); E is ``effort_limit`` (N·m), ``actuator_forcerange`` = (-E, E) for ``<position>``;
+S is ``saturation_effort`` (stall torque, N·m), V is ``velocity_limit`` (no-load speed, rad/s).
+
+The pendulum of the chapter's Experiment (as in Isaac Lab's actuator documentation): a hinge about the
+world y axis, q = 0 hanging down and π/2 horizontal, a 1 kg capsule of length 0.6 m and radius 0.05 m
+with its centre 0.3 m from the pivot, so gravity pulls with ``-tau_g*sin(q)``, ``tau_g = 1*9.81*0.3``
+N·m. Physics runs at ``timestep`` = 1/360 s with ``implicitfast``; the commands change at 60 Hz (every
+6 physics steps) and are held in between, while an explicit model recomputes its torque every physics
+step from the current state. A command is the triple (q*, qd*, tau_ff) (:class:`Command`); a plain
+``command(t)`` or angle is a position command with ``qd* = tau_ff = 0``, the only kind ``<position>``
+accepts. :func:`simulate` runs any number of configurations: the implicit ones
+together on ``mujoco.batch.Batch`` (the command sequence is known in advance), the explicit ones in a
+per-step loop over ``mj_step`` (their torque depends on the state of each step).
+
+A diverged run (MuJoCo's bad-acceleration warning, a non-finite state or a runaway speed) is a result,
+flagged in :class:`Run`, never an exception.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from physai.laws import checks
+
+
+# ------------------------------------------------------------------------------------------------
+# the torque laws
+
+
+def pd_torque(q_target, q, v_target, v, kp: float, kv: float, tau_ff=0.0):
+    """The PD law ``kp*(q* - q) + kv*(qd* - qd) + tau_ff`` (N·m), unclipped; broadcasts over arrays."""
+    return kp * (np.asarray(q_target) - q) + kv * (np.asarray(v_target) - v) + tau_ff
+
+
+def dc_motor_envelope(v, *, saturation_effort: float, effort_limit: float, velocity_limit: float):
+    """The four-quadrant torque-speed band of a DC motor at joint velocity ``v``.
+
+    ``tau_max = min(S*(1 - v/V), E)`` and ``tau_min = max(S*(-1 - v/V), -E)`` with ``v`` first clipped
+    to ``±V*(1 + E/S)``, where the band closes to a single torque ``∓E``. At v = 0 the band is
+    ``±min(S, E)``; at v = +V it is ``[-E, 0]``: the motor can no longer push forward; beyond +V it
+    excludes zero, so the motor must brake.
+
+    Args:
+      v: joint velocity (rad/s), scalar or array.
+      saturation_effort: S, stall torque, N·m.
+      effort_limit: E, torque cap, N·m.
+      velocity_limit: V, no-load speed, rad/s.
+
+    Returns:
+      ``(tau_min, tau_max)``, each the shape of ``v``, N·m.
+    """
+    s, e, vmax = saturation_effort, effort_limit, velocity_limit
+    bound = vmax * (1.0 + e / s)
+    v = np.clip(v, -bound, bound)
+    tau_max = np.minimum(s * (1.0 - v / vmax), e)
+    tau_min = np.maximum(s * (-1.0 - v / vmax), -e)
+    return tau_min, tau_max
+
+
+def remotized_limit(q, table: Sequence[tuple[float, float]]):
+    """Torque limit at joint angle ``q`` from a table of (angle rad, max torque N·m).
+
+    Linear interpolation between the table's points, held constant beyond its ends (``np.interp``).
+    """
+    angles, limits = np.asarray(table, dtype=float).T
+    return np.interp(q, angles, limits)
+
+
+def delay_commands(commands, delay: int) -> np.ndarray:
+    """The commands as a delayed actuator sees them: ``out[k] = commands[max(k - delay, 0)]``.
+
+    Right after a reset the buffer is filled with the first command, so a delayed actuator holds the
+    first command for ``delay`` steps instead of reading zeros.
+
+    Args:
+      commands: (nstep, ...) one command per physics step (position, velocity, effort together).
+      delay: whole number of physics steps, >= 0.
+
+    Returns:
+      (nstep, ...) the delayed commands.
+    """
+    if not (isinstance(delay, (int, np.integer)) and delay >= 0):
+        raise ValueError(f'delay must be a whole number of physics steps >= 0, got {delay!r}')
+    commands = np.asarray(commands, dtype=float)
+    index = np.maximum(np.arange(len(commands)) - delay, 0)
+    return commands[index]
+
+
+# ------------------------------------------------------------------------------------------------
+# the configs
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ImplicitPD:
+    """MuJoCo's ``<position kp kv forcerange>``: the solver applies the PD law inside every step."""
+
+    kp: float
+    """Stiffness, N·m/rad; ``actuator_gainprm[0]``, ``-actuator_biasprm[1]``."""
+    kv: float = 0.0
+    """Damping gain, N·m·s/rad; ``-actuator_biasprm[2]``; integrated implicitly by implicitfast."""
+    effort_limit: float = math.inf
+    """E, N·m; ``forcerange = (-E, E)``, ``inf`` for no clamp."""
+
+    explicit = False
+    delay = 0
+
+    def __post_init__(self):
+        checks.nonnegative('kp', self.kp, 'N·m/rad')
+        checks.nonnegative('kv', self.kv, 'N·m·s/rad')
+        checks.limit('effort_limit', self.effort_limit, 'N·m')
+
+    def torque(self, q, v, q_target, v_target=0.0, tau_ff=0.0):
+        """MuJoCo's force at the start of a step: ``clip(kp*(q* - q) - kv*qd, -E, E)``, N·m.
+
+        (``<position>`` has no velocity or effort command; ``v_target``, ``tau_ff`` must be 0.)
+        """
+        return np.clip(pd_torque(q_target, q, v_target, v, self.kp, self.kv, tau_ff),
+                       -self.effort_limit, self.effort_limit)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class IdealPD:
+    """Explicit PD: ``clip(kp*(q* - q) + kv*(qd* - qd) + tau_ff, -E, E)`` through a ``<motor>``."""
+
+    kp: float
+    """Stiffness, N·m/rad."""
+    kv: float = 0.0
+    """Damping gain (the law's kd), N·m·s/rad."""
+    effort_limit: float = math.inf
+    """E, N·m; the torque is clipped to ±E (``inf`` for no clip)."""
+
+    explicit = True
+    delay = 0
+
+    def __post_init__(self):
+        checks.nonnegative('kp', self.kp, 'N·m/rad')
+        checks.nonnegative('kv', self.kv, 'N·m·s/rad')
+        checks.limit('effort_limit', self.effort_limit, 'N·m')
+
+    def limits(self, q, v):
+        """``(tau_min, tau_max)`` allowed at angle q (rad) and velocity v (rad/s), N·m."""
+        return -self.effort_limit, self.effort_limit
+
+    def torque(self, q, v, q_target, v_target=0.0, tau_ff=0.0):
+        """The applied torque, N·m: the PD law clipped to :meth:`limits`."""
+        low, high = self.limits(q, v)
+        return np.clip(pd_torque(q_target, q, v_target, v, self.kp, self.kv, tau_ff), low, high)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DCMotor(IdealPD):
+    """Ideal PD clipped to a DC motor's torque-speed envelope (see :func:`dc_motor_envelope`)."""
+
+    saturation_effort: float
+    """S, stall torque at zero speed, N·m."""
+    velocity_limit: float
+    """V, no-load speed, rad/s."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        checks.positive('saturation_effort', self.saturation_effort, 'N·m')
+        checks.positive('velocity_limit', self.velocity_limit, 'rad/s')
+
+    def limits(self, q, v):
+        return dc_motor_envelope(v, saturation_effort=self.saturation_effort,
+                                 effort_limit=self.effort_limit, velocity_limit=self.velocity_limit)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DelayedPD(IdealPD):
+    """Ideal PD on commands delayed by ``delay`` physics steps (fixed per run, first command held).
+
+    The whole command (q*, qd*, tau_ff) is delayed together (:func:`delay_commands`); the measured q
+    and qd are not.
+    """
+
+    delay: int = 0
+    """Whole number of physics steps, >= 0."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not (isinstance(self.delay, (int, np.integer)) and not isinstance(self.delay, bool)
+                and self.delay >= 0):
+            raise ValueError(f'delay must be a whole number of physics steps >= 0, got {self.delay!r}')
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RemotizedPD(DelayedPD):
+    """Delayed PD whose torque limit depends on the joint angle through a lookup table.
+
+    The limit ``E(q)`` interpolates ``table`` linearly and holds its end values beyond it; the torque
+    is clipped to ``±E(q)``. ``effort_limit`` is not used (leave it at inf).
+    """
+
+    table: tuple[tuple[float, float], ...]
+    """((angle rad, max torque N·m), ...), angles strictly increasing, torques >= 0."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        table = np.asarray(self.table, dtype=float)
+        if table.ndim != 2 or table.shape[1] != 2 or len(table) < 1 or not np.all(np.isfinite(table)):
+            raise ValueError(f'table must be finite (angle rad, max torque N·m) pairs, got {self.table!r}')
+        if np.any(np.diff(table[:, 0]) <= 0):
+            raise ValueError(f'table angles must be strictly increasing, got {table[:, 0].tolist()}')
+        if np.any(table[:, 1] < 0):
+            raise ValueError(f'table torques must be >= 0 N·m, got {table[:, 1].tolist()}')
+
+    def limits(self, q, v):
+        limit = remotized_limit(q, self.table)
+        return -limit, limit
+
+
+Actuator = ImplicitPD | IdealPD | DCMotor | DelayedPD | RemotizedPD
+MODELS = ('implicit', 'ideal PD', 'DC motor', 'delayed PD')

@@ -1,0 +1,228 @@
+"""Where the PD runs: in the control loop or in the physics step (chapter 3).
+
+A joint command in the "MIT" form that hobby and quadruped motor drivers accept,
+:class:`JointCommand` (position, velocity, stiffness, damping, effort, max effort), asks for the torque
+
+    tau = stiffness * (position - q) + damping * (velocity - qd) + effort,   |tau| <= max_effort
+
+with q, qd the joint's ``d.qpos`` / ``d.qvel`` (rad, rad/s) and tau the generalized force on its dof (N·m).
+:class:`PDController` applies it to a MuJoCo model in one of two places (``BACKENDS``):
+
+``'in-loop'`` (backend A, PD in the controller)
+    At every controller tick compute tau from the state, clamp it, write it to ``d.qfrc_applied`` and let it
+    stand for every physics step until the next tick (a zero-order hold). The joint's own actuator is
+    silenced. The PD is then integrated *explicitly* with the controller period as its step: between ticks
+    the torque does not see the joint move.
+
+``'in-step'`` (backend B, PD in the physics step)
+    At start-up turn the joint's actuator into a position servo: ``actuator_gaintype`` fixed,
+    ``actuator_biastype`` affine, so that ``force = gainprm[0]*ctrl + biasprm[1]*length + biasprm[2]*velocity``
+    with ``gainprm[0] = kp``, ``biasprm = (0, -kp, -kv)``: exactly ``<position kp kv>``. At every tick write
+    kp, kv from the command's stiffness and damping and ``ctrl`` from its position. MuJoCo then evaluates the
+    PD at every physics step, with kv inside the implicit integrators. The terms that are constant over a
+    tick, ``damping * velocity + effort``, go to ``d.qfrc_applied`` (``feedforward='applied'``) or into the
+    servo's constant bias ``biasprm[0]`` (``feedforward='in-clamp'``, the default). The clamp is the
+    actuator's ``forcerange`` (narrowed to the command's max effort when that is smaller). A joint without an
+    actuator falls back to ``'in-loop'`` with a warning.
+
+    Why the default differs from the plain recipe: ``qfrc_applied`` is outside the actuator's clamp. While
+    the arm moves, the servo's ``-kv*qd`` saturates at the forcerange but the applied ``+kv*velocity``
+    does not, so the joint gets up to ``kv*|velocity|`` more torque than the motor could give and
+    overshoots. A real motor clamps the whole MIT torque; ``biasprm[0]`` is constant over the tick as well,
+    so MuJoCo clamps it with the PD and the two backends agree while moving too.
+
+Either way the effort read back is ``qfrc_actuator + qfrc_applied`` at the joint's dof (N·m).
+
+The rest of the module is the chapter's experiment on Menagerie's SO-101: hold a standby pose after a move,
+physics at 1 kHz, a controller at 50 ... 1000 Hz, both backends (:func:`hold_responses`, batched on
+``mujoco.batch.Batch``), and the stability bound that explains it (:func:`tick_growth`, built on
+:func:`physai.sim.step_growth`: the controller tick is the step that integrates the PD explicitly).
+Below the critical rate the in-loop chatter is a chaotic limit cycle, whose amplitude and tone on one run depend
+on the last bits of its start: the ``pd-rate`` table therefore sums up ensembles of runs from starts a nanoradian
+apart (:func:`hold_ensembles`), to the precision they support (:func:`physai.robust.series_125`).
+
+Symbols and their MuJoCo fields:
+
+======  ========================================================  =========
+symbol  MuJoCo                                                    unit
+======  ========================================================  =========
+q, qd   ``d.qpos[jnt_qposadr]``, ``d.qvel[jnt_dofadr]``           rad, rad/s
+kp      ``actuator_gainprm[0]`` = ``-actuator_biasprm[1]``        N·m/rad
+kv      ``-actuator_biasprm[2]``                                  N·m·s/rad
+I       the joint's diagonal of ``d.M`` (with ``dof_armature``)   kg·m²
+h       ``m.opt.timestep``, the physics step                      s
+T       1 / rate_hz, the controller tick                          s
+======  ========================================================  =========
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+
+import numpy as np
+
+from physai.laws import checks
+from physai.laws.drives import pd_torque
+from physai.laws.sim import semi_implicit_euler, step_growth
+from physai.laws.stability import integrator_growth
+
+
+BACKENDS = ('in-loop', 'in-step')
+"""Where the PD runs: ``'in-loop'`` (A, in the controller) or ``'in-step'`` (B, in MuJoCo's step)."""
+
+FEEDFORWARD = ('in-clamp', 'applied')
+"""Where in-step puts ``damping*velocity + effort``: the servo's ``biasprm[0]`` or ``qfrc_applied``."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The command and the PD law
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class JointCommand:
+    """One joint's command in the MIT form: a PD target plus a feed-forward torque."""
+
+    position: float = 0.0
+    """Position target, rad (``ctrl`` of the in-step servo)."""
+    velocity: float = 0.0
+    """Velocity target, rad/s."""
+    stiffness: float = 0.0
+    """Stiffness, N·m/rad, >= 0 (kp, ``actuator_gainprm[0]`` in-step)."""
+    damping: float = 0.0
+    """Damping, N·m·s/rad, >= 0 (kv, ``-actuator_biasprm[2]`` in-step). Not the joint's ``dof_damping``."""
+    effort: float = 0.0
+    """Feed-forward torque, N·m. In-loop: part of the clamped torque written to ``qfrc_applied``; in-step:
+    the servo's ``biasprm[0]`` inside its clamp (``feedforward='in-clamp'``) or ``qfrc_applied``
+    (``feedforward='applied'``)."""
+    max_effort: float = math.inf
+    """Largest |tau|, N·m, > 0; in-step it can only narrow the actuator's ``forcerange``."""
+
+    def __post_init__(self):
+        checks.finite('position', self.position, 'rad')
+        checks.finite('velocity', self.velocity, 'rad/s')
+        checks.nonnegative('stiffness', self.stiffness, 'N·m/rad')
+        checks.nonnegative('damping', self.damping, 'N·m·s/rad')
+        checks.finite('effort', self.effort, 'N·m')
+        checks.limit('max_effort', self.max_effort, 'N·m')
+
+
+def mit_torque(command: JointCommand, q, qd):
+    """The MIT-form torque of backend A: chapter 2's PD law, then the motor's clamp.
+
+    ``tau = clip(stiffness*(position - q) + damping*(velocity - qd) + effort, -max_effort, max_effort)``,
+    i.e. :func:`physai.laws.drives.pd_torque` with ``kp = stiffness``, ``kv = damping``,
+    ``tau_ff = effort``, clipped to ±``max_effort``.
+
+    Args:
+      command: the joint's command.
+      q: joint angle, rad (``d.qpos``), scalar or array.
+      qd: joint velocity, rad/s (``d.qvel``), broadcastable with ``q``.
+
+    Returns:
+      tau, N·m, the broadcast shape of ``q`` and ``qd``.
+    """
+    tau = pd_torque(command.position, np.asarray(q, dtype=float), command.velocity,
+                    np.asarray(qd, dtype=float), command.stiffness, command.damping, command.effort)
+    return np.clip(tau, -command.max_effort, command.max_effort)
+
+
+def tick_mask(rate_hz: float, timestep: float, nstep: int) -> np.ndarray:
+    """Which physics steps start with a controller tick, (nstep,) bool.
+
+    Step k (time ``k*timestep``) starts a tick when ``floor(k*timestep*rate_hz)`` moves on, so a 400 Hz
+    controller on 1 kHz physics ticks every 3, 2, 3, 2, ... steps; step 0 always ticks. A rate at or above
+    the physics rate ticks at every step.
+    """
+    checks.positive('rate_hz', rate_hz, 'Hz')
+    checks.positive('timestep', timestep, 's')
+    counts = np.floor(np.arange(nstep) * (timestep * rate_hz) + 1e-9)
+    mask = np.ones(nstep, dtype=bool)
+    mask[1:] = counts[1:] > counts[:-1]
+    return mask
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Stability: chapter 1's growth per step, with the controller tick as the step
+
+
+def zoh_step(q, v, accel, h, *, substeps: Sequence[int] = (1,), c_joint: float = 0.0):
+    """Backend A over one or more controller ticks, as a linear step for :func:`physai.laws.sim.step_growth`.
+
+    At the start of each tick the PD acceleration ``a = accel(q, v)`` is computed once and held
+    (zero-order hold); the physics then takes the tick's ``n`` steps of length ``h``, each MuJoCo's
+    semi-implicit Euler with only the joint damping implicit (an applied force is explicit):
+    ``v' = v + h*(a - c_joint*v)/(1 + h*c_joint)``, ``q' = q + h*v'``. Without joint damping one tick is
+    ``v' = v + T*a``, ``q' = q + T*v + beta*T²*a`` with ``T = n*h`` and ``beta = (n + 1)/(2n)``.
+
+    Args:
+      q, v: state, rad and rad/s.
+      accel: the PD's acceleration ``-w2*q - c*v``, 1/s² and 1/s per unit inertia.
+      h: the physics timestep, s.
+      substeps: physics steps per tick, one entry per tick (a 400 Hz controller on 1 kHz physics: (3, 2)).
+      c_joint: joint damping per unit inertia, ``dof_damping / I``, 1/s.
+
+    Returns:
+      ``(q', v')`` after ``len(substeps)`` ticks.
+    """
+    for n in substeps:
+        a_held = accel(q, v)
+        for _ in range(n):
+            q, v = semi_implicit_euler(q, v, lambda _q, _v: a_held - c_joint * _v, h, c_implicit=c_joint)
+    return q, v
+
+
+def tick_pattern(rate_hz: float, timestep: float) -> tuple[int, ...]:
+    """Physics steps per controller tick over one repeating pattern (400 Hz on 1 kHz: (3, 2)).
+
+    The steps per tick ``1/(rate_hz*timestep)`` are taken as the nearest fraction ``p/q`` with at most 50
+    ticks per pattern (``Fraction.limit_denominator(50)``), and the pattern is the one :func:`tick_mask`
+    makes at that exact ratio: tick j starts at step ``ceil(j*p/q)``, so the q ticks cover p steps and
+    the mean tick is ``p/q`` steps (129 Hz on 1 kHz: 31/4, (8, 8, 8, 7)).
+    """
+    checks.positive('rate_hz', rate_hz, 'Hz')
+    checks.positive('timestep', timestep, 's')
+    per_tick = Fraction(1.0 / (timestep * rate_hz)).limit_denominator(50)
+    if per_tick <= 1:
+        return (1,)
+    p, q = per_tick.numerator, per_tick.denominator
+    starts = [-(-j * p // q) for j in range(q + 1)]  # ceil(j*p/q) in integers
+    return tuple(int(b - a) for a, b in zip(starts[:-1], starts[1:]))
+
+
+def tick_growth(*, rate_hz: float, kp: float, kv: float, inertia: float, timestep: float = 0.001,
+                damping: float = 0.0, backend: str = 'in-loop', integrator: str = 'implicitfast') -> float:
+    """Growth per controller tick of one linearized joint held by the PD (above 1: it cannot settle).
+
+    The joint is ``I*qdd = -kp*q - kv*qd - damping*qd`` (gravity and friction loss left out), ``w² = kp/I``,
+    ``c = kv/I``. In-loop the PD torque is held over each tick of ``n`` physics steps (:func:`zoh_step`),
+    so the tick ``T = n*h`` is the step that integrates the PD explicitly. Without joint damping it is
+    stable when ``(1 - beta)*(T*w)² < c*T`` (the hold's half-tick delay against kv) and
+    ``(2*beta - 1)*(T*w)² < 4 - 2*c*T`` (chapter 1's explicit bound), ``beta = (n + 1)/(2n)``.
+    In-step the growth is the physics step's under ``integrator``
+    (:func:`physai.laws.stability.integrator_growth`) to the power of the steps per tick.
+
+    Args:
+      rate_hz: controller rate, Hz.
+      kp, kv: PD gains, N·m/rad and N·m·s/rad.
+      inertia: I, the joint's diagonal of the mass matrix, kg·m² (armature included).
+      timestep: physics step h, s.
+      damping: joint damping ``dof_damping``, N·m·s/rad.
+      backend: one of ``BACKENDS``.
+      integrator: one of ``INTEGRATORS`` (in-loop: the joint damping is implicit under every one).
+
+    Returns:
+      The spectral radius per tick (the average per tick over an uneven pattern such as 400 Hz on 1 kHz).
+    """
+    checks.one_of('backend', backend, BACKENDS)
+    checks.integrator(integrator)
+    checks.positive('inertia', inertia, 'kg·m²')
+    pattern = tick_pattern(rate_hz, timestep)
+    w2, c_pd, c_joint = kp / inertia, kv / inertia, damping / inertia
+    if backend == 'in-loop':
+        growth = step_growth(zoh_step, timestep, w2, c_pd, substeps=pattern, c_joint=c_joint)
+        return growth ** (1.0 / len(pattern))
+    growth = integrator_growth(integrator, timestep, w2, c_pd + c_joint, c_joint=c_joint)
+    return growth ** (sum(pattern) / len(pattern))
