@@ -27,7 +27,9 @@ book: $(STAMP)
 # moves the last bits the way another processor would; the stored outputs must survive both.
 NBVAL := $(BIN)/python -m pytest --nbval notebooks --nbval-sanitize-with notebooks/nbval_sanitize.cfg -p no:cacheprovider
 
+# lint-imports: physai's layer contract (pyproject.toml [tool.importlinter]); then physai, then the chapters.
 test: $(STAMP)
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest tests
 	$(NBVAL)
 	PHYSAI_PERTURB=1e-12 $(NBVAL)

@@ -321,7 +321,7 @@ def test_build_it_gives_a_stub_a_check_and_the_folded_solution_for_each_function
                                        'print(inspect.getsource(len))\nx = servo_sag(1.0, 0.3)')
     assert [c['cell_type'] for c in your_turn] == ['markdown', 'code', 'code', 'markdown']
     assert text(your_turn[1]) == buildit.stub('servo_sag')
-    assert text(your_turn[2]) == 'from physai import buildit\n\nbuildit.check(servo_sag)'
+    assert text(your_turn[2]) == 'from physai.book import buildit\n\nbuildit.check(servo_sag)'
     assert text(your_turn[3]).startswith('<details>\n<summary>Worked solution</summary>\n\n```python\ndef servo_sag(')
     assert 'getsource(servo_sag)' not in rest and 'print(inspect.getsource(len))' in rest
     assert edition.build_it('print(inspect.getsource(len))') == ([], 'print(inspect.getsource(len))')
@@ -334,10 +334,10 @@ def test_build_it_takes_a_function_or_a_method_printed_from_its_module_and_leave
                                        'x = A.pd_torque(1, 0, 0, 0, 2, 0)')
     assert [c['cell_type'] for c in your_turn] == ['markdown', 'code', 'code', 'markdown'] * 2
     assert text(your_turn[1]) == buildit.stub('pd_torque')
-    assert text(your_turn[2]) == 'from physai import buildit\n\nbuildit.check(pd_torque)'
+    assert text(your_turn[2]) == 'from physai.book import buildit\n\nbuildit.check(pd_torque)'
     assert text(your_turn[5]) == buildit.stub('write') and 'import mujoco\nimport numpy as np' in text(your_turn[5])
     assert 'def write(self, data: mujoco.MjData' in text(your_turn[5])
-    assert text(your_turn[6]) == 'from physai import buildit\n\nbuildit.check(write)'
+    assert text(your_turn[6]) == 'from physai.book import buildit\n\nbuildit.check(write)'
     assert text(your_turn[7]).startswith('<details>\n<summary>Worked solution</summary>\n\n```python\n'
                                          'def write(self,')
     assert rest == ("# From here on the chapter uses physai's own pd_torque, write (the worked solution).\n"

@@ -17,7 +17,7 @@ from physai.engine import link, perturb
 NUDGE = '1e-12'
 
 ALL_TABLES = '''
-from physai import registry
+from physai.experiments import registry
 for name in registry.names():
     exp = registry.get(name)
     for arg in exp.choices or (None,):

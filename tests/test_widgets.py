@@ -165,9 +165,10 @@ def test_displaying_the_panel_without_a_front_end_adds_no_output():
     nbclient = pytest.importorskip('nbclient')
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(
-        'from physai import widgets\npanel = widgets.servo_panel()\npanel.update(kp=3000.0, '
+        'from physai.interface import position_actuators_panels as panels\npanel = panels.servo_panel()\n'
+        "panel.update(kp=3000.0, "
         "integrator='Euler', armature=0.0)\npanel.update(kp=50.0)\npanel"),
-        nbformat.v4.new_code_cell("widgets.servo_panel(kp=30000.0, timestep=0.02)")]
+        nbformat.v4.new_code_cell("panels.servo_panel(kp=30000.0, timestep=0.02)")]
     nbclient.NotebookClient(nb, timeout=120, kernel_name='python3').execute()
     for cell in nb.cells:
         assert len(cell.outputs) == 1, cell.outputs
@@ -207,7 +208,7 @@ def test_mujoco_diverges_beyond_the_growth_bound_and_not_inside_it(integrator):
                                       integrator=integrator))
             expected.append(diverges)
     responses = step_responses(params, duration=position_actuators.STABILITY_STEPS * h)
-    assert [position_actuators._grows(r, -0.5) for r in responses] == expected
+    assert [position_actuators.unstable(r, -0.5) for r in responses] == expected
 
 
 # ---------------------------------------------------------------------------------------------

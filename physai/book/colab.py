@@ -11,12 +11,12 @@ the rest of physai's requirements, printing each step, and ends by importing MuJ
 package it changed was already imported in this session (a MuJoCo 4 imported before the cell ran, say), it raises
 :class:`RestartNeeded`, which stops "Run all" at the first cell instead of letting every later cell fail.
 
-Why the cell runs this file by its path instead of ``from physai.colab import setup``: importing ``physai`` imports
+Why the cell runs this file by its path instead of ``from physai.book.colab import setup``: importing ``physai`` imports
 MuJoCo, and a MuJoCo 4 imported before it is replaced would need a restart on every fresh runtime. So this module
 imports nothing from ``physai`` and nothing outside the standard library (a test checks it).
 
 ``tests/test_colab.py`` checks the cell and :func:`setup` with a fake ``google.colab`` module and a fake pip, and
-that every chapter's first code cell equals ``INSTALL_CELL``; ``python -m physai.colab notebooks/*.ipynb`` rewrites
+that every chapter's first code cell equals ``INSTALL_CELL``; ``python -m physai.book.colab notebooks/*.ipynb`` rewrites
 the first code cells after a change here.
 """
 

@@ -13,16 +13,16 @@ learner opens on Colab, ``colab/NN_name.ipynb``, from the same notebooks (they s
   (``math_numfig``: one count over the pages of ``_toc.yml`` in order), and ``{eq}`label``` becomes ``(N)``;
 - ``{ref}``, ``{doc}`` and links to other pages of the book become absolute links to the published book;
 - cells tagged ``remove-cell`` are dropped, every stored output is cleared (the learner predicts before seeing),
-  and the first code cell is :data:`physai.colab.INSTALL_CELL`;
+  and the first code cell is :data:`physai.book.colab.INSTALL_CELL`;
 - a first Markdown cell says what the notebook is and links to the chapter's page;
 - Build it, for real: where the chapter prints the source of a function the reader is to write
   (``print(inspect.getsource(NAME))``, NAME plain or ``module.NAME``, for a NAME of
-  :data:`physai.buildit.FUNCTIONS`), the edition gives instead a cell to complete (:func:`physai.buildit.stub`), a
-  check against MuJoCo (:func:`physai.buildit.check`) and the worked solution folded in ``<details>``; the rest of
+  :data:`physai.book.buildit.FUNCTIONS`), the edition gives instead a cell to complete (:func:`physai.book.buildit.stub`), a
+  check against MuJoCo (:func:`physai.book.buildit.check`) and the worked solution folded in ``<details>``; the rest of
   the cell runs as before, with physai's own function. Other printed sources (a runner, a method) stay as they are:
   the worked solution, shown.
 
-``python -m physai.edition`` writes the edition into ``colab/``; ``python -m physai.edition --check`` exits 1 when
+``python -m physai.book.edition`` writes the edition into ``colab/``; ``python -m physai.book.edition --check`` exits 1 when
 the committed edition differs from what it would write (``tests/test_edition.py`` checks the same).
 """
 
@@ -364,7 +364,7 @@ def build_it(source: str) -> tuple[list[dict], str]:
             {'cell_type': 'code', 'execution_count': None, 'metadata': {}, 'outputs': [],
              'source': buildit.stub(name)},
             {'cell_type': 'code', 'execution_count': None, 'metadata': {}, 'outputs': [],
-             'source': f'from physai import buildit\n\nbuildit.check({name})'},
+             'source': f'from physai.book import buildit\n\nbuildit.check({name})'},
             {'cell_type': 'markdown', 'metadata': {},
              'source': f'<details>\n<summary>Worked solution</summary>\n\n```python\n{solution}\n```\n\n</details>'},
         ]

@@ -1,4 +1,4 @@
-"""Where the PD runs: in the control loop or in the physics step (chapter 3).
+"""Chapter 3's arm holding a pose: the PD in the control loop or in the physics step, batched on MuJoCo.
 
 A joint command in the "MIT" form that hobby and quadruped motor drivers accept,
 :class:`JointCommand` (position, velocity, stiffness, damping, effort, max effort), asks for the torque
@@ -36,10 +36,10 @@ Either way the effort read back is ``qfrc_actuator + qfrc_applied`` at the joint
 The rest of the module is the chapter's experiment on Menagerie's SO-101: hold a standby pose after a move,
 physics at 1 kHz, a controller at 50 ... 1000 Hz, both backends (:func:`hold_responses`, batched on
 ``mujoco.batch.Batch``), and the stability bound that explains it (:func:`tick_growth`, built on
-:func:`physai.sim.step_growth`: the controller tick is the step that integrates the PD explicitly).
+:func:`physai.laws.sim.step_growth`: the controller tick is the step that integrates the PD explicitly).
 Below the critical rate the in-loop chatter is a chaotic limit cycle, whose amplitude and tone on one run depend
 on the last bits of its start: the ``pd-rate`` table therefore sums up ensembles of runs from starts a nanoradian
-apart (:func:`hold_ensembles`), to the precision they support (:func:`physai.robust.series_125`).
+apart (:func:`hold_ensembles`), to the precision they support (:func:`physai.laws.robust.series_125`).
 
 Symbols and their MuJoCo fields:
 
@@ -68,7 +68,7 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-from physai.engine import perturb, so101
+from physai.engine import mj, perturb, so101
 from physai.laws import checks, robust
 from physai.engine.mj import INTEGRATOR_ENUM
 from physai.engine.so101 import load_so101
@@ -339,13 +339,12 @@ def _hold_model(backend: str, kp: float, kv: float, armature: float, timestep: f
     m = copy.copy(_so101_base())
     m.opt.timestep = params.timestep
     m.opt.integrator = INTEGRATOR_ENUM[params.integrator]
-    m.dof_armature[:] = params.armature
     controller = PDController(m, range(m.njnt), backend=params.backend)
     if params.backend == 'in-step':
         # the commands are constant gains, so the servo is set once; ctrl follows the target per tick
         assert list(controller.actuators) == list(range(m.nu)), 'one actuator per joint, in joint order'
-        _set_servo_gains(m, params.kp, params.kv, params.max_effort)
-    mujoco.mj_setConst(m, mujoco.MjData(m))  # armature enters dof_invweight0 (friction loss)
+        mj.set_position_servo(m, params.kp, params.kv, params.max_effort)
+    mj.set_armature(m, params.armature)
     return m
 
 
@@ -373,21 +372,10 @@ def _batch_models(params: Sequence[HoldParams]) -> list[mujoco.MjModel]:
             if len(pool) <= len(in_use):
                 pool.append(copy.copy(_hold_model('in-step', SO101_KP, SO101_KV, *setup, SO101_MAX_EFFORT)))
             m = pool[len(in_use)]
-            _set_servo_gains(m, p.kp, p.kv, p.max_effort)
+            mj.set_position_servo(m, p.kp, p.kv, p.max_effort)
             in_use[gains] = m
         models.append(in_use[gains])
     return models
-
-
-def _set_servo_gains(m: mujoco.MjModel, kp: float, kv: float, max_effort: float) -> None:
-    """Every actuator of ``m`` a ``<position kp kv forcerange=±max_effort>`` servo (gain type fixed, bias
-    type affine, ``gainprm[0] = kp``, ``biasprm = (0, -kp, -kv)``)."""
-    m.actuator_gaintype[:] = mujoco.mjtGain.mjGAIN_FIXED
-    m.actuator_biastype[:] = mujoco.mjtBias.mjBIAS_AFFINE
-    m.actuator_gainprm[:, 0] = kp
-    m.actuator_biasprm[:, :3] = (0.0, -kp, -kv)
-    m.actuator_forcelimited[:] = 1
-    m.actuator_forcerange[:] = (-max_effort, max_effort)
 
 
 def reference(t) -> tuple[np.ndarray, np.ndarray]:
@@ -440,8 +428,8 @@ def chatter_frequency(t: np.ndarray, x: np.ndarray) -> float | None:
     return peak
 
 
-def _summarize(params: HoldParams, t, q, target, diverged: bool) -> HoldResponse:
-    if diverged or not np.all(np.isfinite(q)):
+def _summarize(params: HoldParams, t, q, target, warned: bool) -> HoldResponse:
+    if mj.diverged(q, warned=warned):
         p2p = np.full(q.shape[1], math.nan)
         return HoldResponse(params, t, q, target, p2p, 0, None, True)
     window = t >= t[-1] - SETTLE_WINDOW + 0.5 * params.timestep
@@ -488,6 +476,7 @@ def _batch(nsim: int, nthread: int) -> mujoco.batch.Batch:
     return mujoco.batch.Batch(_so101_base(), nsim, nthread=nthread)
 
 
+@mj.captured_warnings()
 def _hold_batch(params: list[HoldParams], duration: float, nthread: int) -> list[HoldResponse]:
     timestep = params[0].timestep
     nstep = max(2, round(duration / timestep))
@@ -543,7 +532,7 @@ def _hold_batch(params: list[HoldParams], duration: float, nthread: int) -> list
             tau = pd_torque(pos_ref[k], qpos[now], vel_ref[k], qvel[now], kp_loop[rows], kv_loop[rows])
             qfrc_applied[now] = np.clip(tau, -limit_loop[rows], limit_loop[rows])
             q[loop_ids, k:end] = batch.rollout(end - k, record=('qpos',), ids=loop_ids)['qpos']
-    bad = batch.warning[:, mujoco.mjtWarning.mjWARN_BADQACC, 1] > 0
+    bad = mj.bad_qacc(batch)
     # sample k is the state after step k, i.e. at time (k+1)*timestep
     t_out = timestep * np.arange(1, nstep + 1)
     return [_summarize(p, t_out, q[i], pos_ref[held[i]], bool(bad[i])) for i, p in enumerate(params)]

@@ -23,7 +23,8 @@ import numpy as np
 
 from physai.engine import perturb
 from physai.laws import checks
-from physai.engine.mj import INTEGRATOR_ENUM, MAX_STEPS, MAX_TOTAL_STEPS, _keep_warning, diverged
+from physai.engine import mj
+from physai.engine.mj import INTEGRATOR_ENUM, MAX_STEPS, MAX_TOTAL_STEPS, diverged
 from physai.laws.sim import kv_from_dampratio
 
 
@@ -39,7 +40,6 @@ CREEP_SHARE = 0.01  # a tail still moving by more than this share of the run's w
 RISE_START = 0.1  # a run that never got this share of the way from q0 to the command has no rise time
 
 
-mujoco.set_mju_user_warning(_keep_warning)
 
 
 LINK_XML = f"""
@@ -160,18 +160,12 @@ def link_model(params: ServoParams) -> mujoco.MjModel:
     """
     m = copy.copy(_base_model())
     kv = params.kv_effective
-    m.actuator_gainprm[0, 0] = params.kp
-    m.actuator_biasprm[0, :3] = (0.0, -params.kp, -kv)
-    m.dof_armature[0] = params.armature
+    mj.set_position_servo(m, params.kp, kv, params.forcerange)
     m.dof_damping[0] = params.damping
     m.dof_frictionloss[0] = params.frictionloss
-    m.actuator_forcelimited[0] = params.forcerange is not None
-    if params.forcerange is not None:
-        m.actuator_forcerange[0] = params.forcerange
     m.opt.timestep = params.timestep
     m.opt.integrator = INTEGRATOR_ENUM[params.integrator]
-    # constants that depend on armature (dof_invweight0 for the friction-loss constraint)
-    mujoco.mj_setConst(m, _scratch_data())
+    mj.set_armature(m, params.armature, data=_scratch_data())
     return m
 
 
@@ -235,8 +229,8 @@ def rise_time(t: np.ndarray, q: np.ndarray, q_final: float) -> float:
 def summarize(params: ServoParams, t: np.ndarray, q: np.ndarray, bad_qacc: bool,
               u: float = 0.0) -> StepResponse:
     """Sag, rise time, peak-to-peak and divergence of one trajectory, each only where the run measured it."""
-    if diverged(q, bad_qacc) or t[-1] <= SETTLE_WINDOW:  # a run shorter than the window has no settled figures
-        return StepResponse(params, t, q, math.nan, math.nan, math.nan, diverged(q, bad_qacc))
+    if diverged(q, warned=bad_qacc) or t[-1] <= SETTLE_WINDOW:  # a run shorter than the window has no settled figures
+        return StepResponse(params, t, q, math.nan, math.nan, math.nan, diverged(q, warned=bad_qacc))
     tail = q[t >= t[-1] - SETTLE_WINDOW + 1e-12]
     q_final = float(np.mean(tail))
     p2p = float(np.ptp(tail))
@@ -320,12 +314,13 @@ def step_responses(params: Sequence[ServoParams], *, q0: float | Sequence[float]
     batch.forward()
     nsteps = np.array(steps)
     records: dict[int, np.ndarray] = {}
-    for nstep in np.unique(nsteps):
-        ids = np.nonzero(nsteps == nstep)[0]
-        out = batch.rollout(int(nstep), record=('qpos',), ids=ids)
-        for i, row in zip(ids, out['qpos'][:, :, 0]):
-            records[int(i)] = row
-    bad = batch.warning[:, mujoco.mjtWarning.mjWARN_BADQACC, 1] > 0
+    with mj.captured_warnings():
+        for nstep in np.unique(nsteps):
+            ids = np.nonzero(nsteps == nstep)[0]
+            out = batch.rollout(int(nstep), record=('qpos',), ids=ids)
+            for i, row in zip(ids, out['qpos'][:, :, 0]):
+                records[int(i)] = row
+    bad = mj.bad_qacc(batch)
     results = []
     for i, p in enumerate(params):
         q = np.concatenate([[starts[i]], records[i]])

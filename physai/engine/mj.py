@@ -1,16 +1,25 @@
-"""Input checks shared by every config in physai, with one message format.
+"""The plumbing every runner shares: integrators by name, MuJoCo's warnings, divergence, servos on a compiled model.
 
-Each check raises ``ValueError('<name> must be <what is allowed>, got <value>')``, e.g.
-``timestep must be in (0, 0.1] s, got 0``, and returns the value as a float where it is a number.
+- :data:`INTEGRATOR_ENUM`: MJCF integrator names to ``mjtIntegrator``.
+- :func:`captured_warnings`: while physai runs its own simulations, MuJoCo's warning text is kept in
+  :data:`WARNINGS` instead of printed; the handler that was there before is put back afterwards, so a reader's own
+  ``mj_step`` loop in the same notebook prints MuJoCo's warnings as usual.
+- :func:`diverged`: the package's one divergence rule, used by every runner.
+- :func:`set_position_servo`, :func:`set_armature`: write ``<position kp kv forcerange>`` gains and joint armature
+  into a compiled model (then the constants that follow armature), without recompiling.
+- :data:`MAX_STEPS`, :data:`MAX_TOTAL_STEPS`: the limits that keep a run from hanging the machine.
 """
 
 from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
 
 import mujoco
 import numpy as np
 
 from physai.laws.sim import DIVERGED_BOUND
-
 
 INTEGRATOR_ENUM = {
     'Euler': mujoco.mjtIntegrator.mjINT_EULER,
@@ -19,31 +28,116 @@ INTEGRATOR_ENUM = {
     'implicitfast': mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
     'discrete': mujoco.mjtIntegrator.mjINT_DISCRETE,
 }
+"""MuJoCo's integrators by their MJCF names (``<option integrator>``), as ``mjtIntegrator`` values."""
 
 MAX_STEPS = 1_000_000
 """Physics steps one run may take (duration / timestep): 3 s at 3 µs; beyond it is an error, not a hang."""
-
 MAX_TOTAL_STEPS = 50_000_000
 """Physics steps one batch may take over all its runs (about 400 MB of recorded angles)."""
 
+SPEED_BOUND = 1e3
+"""rad/s: a joint faster than this has run away (a hinge that may turn freely is judged by speed, not angle)."""
 
-def diverged(q: np.ndarray, bad_qacc: bool = False) -> bool:
-    """The package's one divergence rule: MuJoCo's bad-acceleration warning fired (it then resets the
-    simulation, so the record can look finite afterwards), a non-finite angle, or ``|q| > DIVERGED_BOUND``.
+BADQACC = mujoco.mjtWarning.mjWARN_BADQACC
+
+
+# ------------------------------------------------------------------------------------------------
+# divergence
+
+
+def diverged(q=None, *, v=None, warned: bool = False) -> bool:
+    """The package's one divergence rule.
+
+    A run diverged when MuJoCo's bad-acceleration warning fired (MuJoCo then resets the simulation, so the record
+    can look finite afterwards), when a recorded state is not finite, when an angle passes ``DIVERGED_BOUND``
+    (20π rad, ten turns: a joint held by a servo never gets there) or a speed passes :data:`SPEED_BOUND`.
+    Give the angles of joints a servo holds as ``q``; a joint that may turn freely (chapter 2's pendulum) gives
+    its speeds as ``v`` only.
 
     Args:
-      q: (n, ...) recorded joint angles, rad.
-      bad_qacc: whether ``mjWARN_BADQACC`` counted a warning during the run.
+      q: recorded joint angles, rad, any shape, or None.
+      v: recorded joint speeds, rad/s, any shape, or None.
+      warned: whether ``mjWARN_BADQACC`` counted a warning during the run (:func:`bad_qacc`).
     """
-    q = np.asarray(q, dtype=float)
-    return bool(bad_qacc or not np.all(np.isfinite(q)) or np.any(np.abs(q) > DIVERGED_BOUND))
+    if warned:
+        return True
+    if q is not None:
+        q = np.asarray(q, dtype=float)
+        if not np.all(np.isfinite(q)) or np.any(np.abs(q) > DIVERGED_BOUND):
+            return True
+    if v is not None:
+        v = np.asarray(v, dtype=float)
+        if not np.all(np.isfinite(v)) or np.any(np.abs(v) > SPEED_BOUND):
+            return True
+    return False
 
 
-# MuJoCo prints a warning when it resets a diverged simulation. Here a diverged run is a result that
-# step_responses reads from the warning counters, so the text is kept (the latest few) instead of printed.
+def runaway(v: float) -> bool:
+    """One speed sample that :func:`diverged` would flag: not finite, or faster than :data:`SPEED_BOUND`."""
+    return not math.isfinite(v) or abs(v) > SPEED_BOUND
+
+
+def bad_qacc(data) -> bool | np.ndarray:
+    """Whether MuJoCo flagged a bad acceleration: for an ``MjData`` a bool, for a ``mujoco.batch.Batch`` (n,) bools."""
+    if isinstance(data, mujoco.MjData):
+        return data.warning[BADQACC].number > 0
+    return data.warning[:, BADQACC, 1] > 0
+
+
+# ------------------------------------------------------------------------------------------------
+# MuJoCo's warnings
+
 WARNINGS: list[str] = []
+"""The latest MuJoCo warnings (at most 20) raised inside :func:`captured_warnings`."""
 
 
 def _keep_warning(message: str) -> None:
     WARNINGS.append(message)
     del WARNINGS[:-20]
+
+
+@contextlib.contextmanager
+def captured_warnings() -> Iterator[list[str]]:
+    """Keep MuJoCo's warning text in :data:`WARNINGS` instead of printing it, for the duration of the block.
+
+    physai reads a diverged run from MuJoCo's warning counters and reports it as a result, so the printed text would
+    only repeat it. The handler that was set before (None: MuJoCo's own printing) is restored on the way out.
+    """
+    before = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(_keep_warning)
+    try:
+        yield WARNINGS
+    finally:
+        mujoco.set_mju_user_warning(before)
+
+
+# ------------------------------------------------------------------------------------------------
+# servos and armature on a compiled model
+
+
+def set_position_servo(m: mujoco.MjModel, kp: float, kv: float, forcerange: float | tuple | None = None,
+                       actuators=slice(None)) -> None:
+    """Make ``actuators`` of the compiled model ``<position kp kv forcerange>`` servos, in place.
+
+    Writes gain type fixed, bias type affine, ``gainprm[0] = kp``, ``biasprm[:3] = (0, -kp, -kv)`` and the force
+    clamp: ``forcerange`` a number F for ±F N·m, a (low, high) pair, or None for no clamp. Nothing is recompiled
+    (a position servo's gains enter no compiled constant).
+    """
+    m.actuator_gaintype[actuators] = mujoco.mjtGain.mjGAIN_FIXED
+    m.actuator_biastype[actuators] = mujoco.mjtBias.mjBIAS_AFFINE
+    m.actuator_gainprm[actuators, 0] = kp
+    m.actuator_biasprm[actuators, :3] = (0.0, -kp, -kv)
+    if forcerange is None:
+        m.actuator_forcelimited[actuators] = 0
+        return
+    low, high = (-forcerange, forcerange) if np.ndim(forcerange) == 0 else forcerange
+    m.actuator_forcelimited[actuators] = 1
+    m.actuator_forcerange[actuators] = (low, high)
+
+
+def set_armature(m: mujoco.MjModel, armature: float, dofs=slice(None), data: mujoco.MjData | None = None) -> None:
+    """Set the armature (kg·m²) of ``dofs``, then recompute the constants that depend on it (``mj_setConst``:
+    ``dof_invweight0``, which scales the friction-loss constraint). Call it after every other edit of the model's
+    inertia, damping or options; ``data`` is scratch for ``mj_setConst`` (a new ``MjData`` if None)."""
+    m.dof_armature[dofs] = armature
+    mujoco.mj_setConst(m, mujoco.MjData(m) if data is None else data)

@@ -1,4 +1,4 @@
-"""Actuator models: implicit versus explicit PD, effort and velocity limits, a DC-motor envelope, delay.
+"""Chapter 2's pendulum on MuJoCo under each actuator model of :mod:`physai.laws.drives`, and MuJoCo's own DC motor and delay.
 
 An *implicit* actuator hands its gains to the solver: MuJoCo's ``<position kp kv>`` is evaluated inside
 the physics step, and the ``implicitfast`` integrator treats its ``kv`` term implicitly. An *explicit*
@@ -68,7 +68,6 @@ TAU_G = MASS * GRAVITY * LENGTH / 2  # N·m, gravity torque of the horizontal li
 TIMESTEP = 1.0 / 360.0  # s, physics step of the Experiment
 CONTROL_RATE = 60.0  # Hz, how often a new command arrives
 HORIZONTAL = math.pi / 2  # rad
-SPEED_BOUND = 1e3  # rad/s, a faster joint counts as diverged
 PENDULUM_XML = f"""
 <mujoco model="pendulum">
   <option timestep="{TIMESTEP!r}" integrator="implicitfast" gravity="0 0 -{GRAVITY}"/>
@@ -205,7 +204,8 @@ class Run:
     torque: np.ndarray
     """(n,) the actuator torque applied during step k, from t[k] to t[k + 1], N·m."""
     diverged: bool
-    """MuJoCo's bad-acceleration warning, a non-finite state or |qd| > ``SPEED_BOUND``."""
+    """By :func:`physai.engine.mj.diverged` on the speeds: MuJoCo's bad-acceleration warning, a non-finite state or
+    |qd| > ``mj.SPEED_BOUND`` (the pendulum may turn freely, so its angle is not bounded)."""
     commands: np.ndarray
     """(n + 1, 3) the full command (q* rad, qd* rad/s, tau_ff N·m) held at time t (before any delay);
     ``commands[:, 0]`` is ``command``."""
@@ -224,12 +224,8 @@ def pendulum_model(pendulum: PendulumParams, actuator: Actuator | None = None) -
     """
     m = copy.copy(_base_model())
     if actuator is not None and not actuator.explicit:
-        m.actuator_gainprm[0, 0] = actuator.kp
-        m.actuator_biasprm[0, :3] = (0.0, -actuator.kp, -actuator.kv)
-        limited = math.isfinite(actuator.effort_limit)
-        m.actuator_forcelimited[0] = limited
-        if limited:
-            m.actuator_forcerange[0] = (-actuator.effort_limit, actuator.effort_limit)
+        limit = actuator.effort_limit if math.isfinite(actuator.effort_limit) else None
+        mj.set_position_servo(m, actuator.kp, actuator.kv, limit)
     else:
         m.actuator_gainprm[0, 0] = 1.0
         m.actuator_biasprm[0, :3] = 0.0
@@ -239,12 +235,11 @@ def pendulum_model(pendulum: PendulumParams, actuator: Actuator | None = None) -
 
 def _with_pendulum(m: mujoco.MjModel, pendulum: PendulumParams) -> mujoco.MjModel:
     """Write the pendulum's joint and option fields into ``m``, then the constants that follow them."""
-    m.dof_armature[0] = pendulum.armature
     m.dof_damping[0] = pendulum.damping
     m.dof_frictionloss[0] = pendulum.frictionloss
     m.opt.timestep = pendulum.timestep
     m.opt.integrator = INTEGRATOR_ENUM[pendulum.integrator]
-    mujoco.mj_setConst(m, mujoco.MjData(m))  # armature changes dof_invweight0 (friction loss)
+    mj.set_armature(m, pendulum.armature)
     return m
 
 
@@ -272,10 +267,6 @@ def held_commands(command: Command | Callable | float, pendulum: PendulumParams,
     k = np.arange(nstep)
     tick = pendulum.timestep * pendulum.decimation * (k // pendulum.decimation)
     return as_command(command)(tick)
-
-
-def _bad(v: float) -> bool:
-    return not math.isfinite(v) or abs(v) > SPEED_BOUND
 
 
 def _scalar_law(actuator: Actuator) -> Callable[[float, float, float, float, float], float]:
@@ -325,18 +316,18 @@ def _run_explicit(actuator: Actuator, pendulum: PendulumParams, commands: np.nda
     tau = np.empty(nstep)
     q[0], v[0] = q0, v0
     law = _scalar_law(actuator)
-    badqacc = mujoco.mjtWarning.mjWARN_BADQACC
     seen = seen.tolist()
-    for k in range(nstep):
-        q_target, v_target, tau_ff = seen[k]
-        tau[k] = law(q[k], v[k], q_target, v_target, tau_ff)
-        d.ctrl[0] = tau[k]
-        mujoco.mj_step(m, d)
-        q[k + 1], v[k + 1] = d.qpos[0], d.qvel[0]
-        if d.warning[badqacc].number > 0 or _bad(v[k + 1]):
-            # MuJoCo resets a run whose acceleration blew up: keep what came before the reset
-            end = k + 1 if d.warning[badqacc].number == 0 else k
-            return q[:end + 1], v[:end + 1], tau[:end], True
+    with mj.captured_warnings():
+        for k in range(nstep):
+            q_target, v_target, tau_ff = seen[k]
+            tau[k] = law(q[k], v[k], q_target, v_target, tau_ff)
+            d.ctrl[0] = tau[k]
+            mujoco.mj_step(m, d)
+            q[k + 1], v[k + 1] = d.qpos[0], d.qvel[0]
+            if mj.bad_qacc(d) or mj.runaway(v[k + 1]):
+                # MuJoCo resets a run whose acceleration blew up: keep what came before the reset
+                end = k if mj.bad_qacc(d) else k + 1
+                return q[:end + 1], v[:end + 1], tau[:end], True
     return q, v, tau, False
 
 
@@ -352,21 +343,22 @@ def _run_implicit(actuators: Sequence[Actuator], pendulums: Sequence[PendulumPar
     batch.forward()
     nsteps = np.array([len(c) for c in commands])
     out: dict[int, tuple] = {}
-    for nstep in np.unique(nsteps):
-        ids = np.nonzero(nsteps == nstep)[0]
-        control = np.stack([commands[i] for i in ids])[:, :, None]
-        rec = batch.rollout(int(nstep), control=control, record=('qpos', 'qvel', 'actuator_force'),
-                            ids=ids)
-        for j, i in enumerate(ids):
-            out[int(i)] = (rec['qpos'][j, :, 0], rec['qvel'][j, :, 0], rec['actuator_force'][j, :, 0])
-    bad = batch.warning[:, mujoco.mjtWarning.mjWARN_BADQACC, 1] > 0
+    with mj.captured_warnings():
+        for nstep in np.unique(nsteps):
+            ids = np.nonzero(nsteps == nstep)[0]
+            control = np.stack([commands[i] for i in ids])[:, :, None]
+            rec = batch.rollout(int(nstep), control=control, record=('qpos', 'qvel', 'actuator_force'),
+                                ids=ids)
+            for j, i in enumerate(ids):
+                out[int(i)] = (rec['qpos'][j, :, 0], rec['qvel'][j, :, 0], rec['actuator_force'][j, :, 0])
+    bad = mj.bad_qacc(batch)
     results = []
     for i in range(len(models)):
         q = np.concatenate([[q0], out[i][0]])
         v = np.concatenate([[v0], out[i][1]])
         tau = out[i][2].copy()
         diverged = bool(bad[i])
-        fast = np.nonzero(~np.isfinite(v) | (np.abs(v) > SPEED_BOUND))[0]
+        fast = np.nonzero([mj.runaway(x) for x in v])[0]
         if diverged:
             end = link.valid_length(q)
             q, v, tau = q[:end], v[:end], tau[:end - 1]
@@ -482,10 +474,11 @@ def _loop(m: mujoco.MjModel, d: mujoco.MjData, nstep: int, ctrl: Callable) -> np
     perturb.nudge(d.qpos)
     q = np.empty(nstep + 1)
     q[0] = d.qpos[0]
-    for k in range(nstep):
-        d.ctrl[0] = ctrl(k, d.qpos[0], d.qvel[0])
-        mujoco.mj_step(m, d)
-        q[k + 1] = d.qpos[0]
+    with mj.captured_warnings():
+        for k in range(nstep):
+            d.ctrl[0] = ctrl(k, d.qpos[0], d.qvel[0])
+            mujoco.mj_step(m, d)
+            q[k + 1] = d.qpos[0]
     return q
 
 

@@ -1,7 +1,7 @@
-"""Servo system identification: replay recorded SO-101 episodes open loop and fit the servo model.
+"""Chapter 4's engine: replay recorded SO-101 episodes open loop on MuJoCo and fit the servo model.
 
 Open-loop replay
-    Reset the simulated arm (``physai.so101.load_so101()``) to an episode's first ``observation.state``,
+    Reset the simulated arm (``physai.engine.so101.load_so101()``) to an episode's first ``observation.state``,
     then feed the recorded ``action`` stream tick for tick: each frame's target is held in ``d.ctrl`` for
     the physics steps of one frame (``substeps = round(1 / (fps * timestep))``, and the timestep is
     adjusted to ``1 / (fps * substeps)`` so a whole number of steps fills a frame). The simulated joints
@@ -225,13 +225,9 @@ def arm_model(servo: ArmServo, config: ReplayConfig = ReplayConfig(), *, fps: fl
               ) -> mujoco.MjModel:
     """The SO-101 with ``servo`` on every joint, set up for replay at ``fps`` frames per second."""
     m = copy.copy(_base_arm())
-    m.actuator_gainprm[:, 0] = servo.kp
-    m.actuator_biasprm[:, :3] = (0.0, -servo.kp, -servo.kv)
-    m.actuator_forcelimited[:] = 1
-    m.actuator_forcerange[:] = (-servo.forcerange, servo.forcerange)
+    mj.set_position_servo(m, servo.kp, servo.kv, servo.forcerange)
     m.dof_damping[:] = servo.damping
     m.dof_frictionloss[:] = servo.frictionloss
-    m.dof_armature[:] = servo.armature
     m.opt.timestep = 1.0 / (fps * config.substeps(fps))
     m.opt.integrator = mj.INTEGRATOR_ENUM[config.integrator]
     if not config.contacts:
@@ -239,7 +235,7 @@ def arm_model(servo: ArmServo, config: ReplayConfig = ReplayConfig(), *, fps: fl
     if not config.limits:
         m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_LIMIT
         m.actuator_ctrllimited[:] = 0
-    mujoco.mj_setConst(m, mujoco.MjData(m))  # dof_invweight0 for frictionloss depends on armature
+    mj.set_armature(m, servo.armature)
     return m
 
 
@@ -323,6 +319,7 @@ class Replay:
         return not self.diverged and self.chatter_deg > CHATTER_DEG
 
 
+@mj.captured_warnings()
 def replay(servos: Sequence[ArmServo], episodes: Sequence[Episode], *,
            config: ReplayConfig = ReplayConfig(), nthread: int = 0,
            offsets: Sequence[float] | None = None) -> list[list[Replay]]:
@@ -378,7 +375,7 @@ def replay(servos: Sequence[ArmServo], episodes: Sequence[Episode], *,
     control = np.tile(control, (len(servos), 1, 1))
     out = batch.rollout((nframe - 1) * sub, control=control, record=('qpos',))
     qpos = np.concatenate([starts[:, None], out['qpos'][:, sub - 1::sub]], axis=1)
-    warned = np.any(batch.warning[:, :, 1] > 0, axis=1)
+    warned = mj.bad_qacc(batch)
     arm = [JOINTS.index(j) for j in ARM_JOINTS]
     cols = [arm_columns(e.joints) for e in episodes]
     result = []
@@ -389,7 +386,8 @@ def replay(servos: Sequence[ArmServo], episodes: Sequence[Episode], *,
             row.append(Replay(servo=s, episode=e.index, t=np.arange(e.nframe) / fps,
                               real_deg=e.state[:, cols[j]],
                               sim_deg=np.rad2deg(qpos[k, :e.nframe][:, arm]),
-                              action_deg=e.action[:, cols[j]], diverged=bool(warned[k])))
+                              action_deg=e.action[:, cols[j]],
+                              diverged=mj.diverged(qpos[k, :e.nframe], warned=bool(warned[k]))))
         result.append(row)
     return result
 

@@ -14,7 +14,7 @@ import pathlib
 
 import mujoco
 
-from physai.engine import perturb
+from physai.engine import mj, perturb
 
 
 ARM_JOINTS = ('shoulder_pan', 'shoulder_lift', 'elbow_flex', 'wrist_flex', 'wrist_roll')
@@ -118,25 +118,23 @@ def so101_hold(*, armature: float | None = None, forcelimited: bool = True, time
     import numpy as np
 
     m = load_so101()
-    if armature is not None:
-        m.dof_armature[:] = armature
     if not forcelimited:
         m.actuator_forcelimited[:] = 0
     if timestep is not None:
         m.opt.timestep = timestep
     d = mujoco.MjData(m)
-    mujoco.mj_setConst(m, d)  # constants that depend on armature
+    mj.set_armature(m, m.dof_armature if armature is None else armature, data=d)
     perturb.nudge(d.qpos)
     d.ctrl[:] = np.clip(step, m.actuator_ctrlrange[:, 0], m.actuator_ctrlrange[:, 1])
     mujoco.mj_forward(m, d)
     nstep = round(duration / m.opt.timestep)
     ntail = round(ARMATURE_CHECK_WINDOW / m.opt.timestep)
     tail = np.empty((ntail, m.nu))
-    for k in range(nstep):
-        mujoco.mj_step(m, d)
-        if k >= nstep - ntail:
-            tail[k - (nstep - ntail)] = d.qpos[m.jnt_qposadr[m.actuator_trnid[:, 0]]]
-    diverged = d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0
-    if diverged:
+    with mj.captured_warnings():
+        for k in range(nstep):
+            mujoco.mj_step(m, d)
+            if k >= nstep - ntail:
+                tail[k - (nstep - ntail)] = d.qpos[m.jnt_qposadr[m.actuator_trnid[:, 0]]]
+    if mj.diverged(tail, warned=mj.bad_qacc(d)):
         return np.full(m.nu, np.nan), True
     return np.degrees(np.ptp(tail, axis=0)), False

@@ -1,9 +1,12 @@
-"""The SO-101 arm from MuJoCo Menagerie, loaded offline when a local copy is at hand.
+"""Chapter 1's experiments: the link on a ``<position>`` servo, MuJoCo's SO-101 servo, and the exercises' answers.
 
-``load_so101()`` asks the ``mujoco_menagerie`` package for ``robotstudio_so101`` / ``so101``. The package
-reads ``MENAGERIE_ROOT`` when it is set; otherwise, if a ``shared/menagerie`` folder sits beside this
-repository (as on the book's development machines), it is used; otherwise the package downloads the model
-(Colab).
+Every table of the chapter is a function registered by name (``python -m physai NAME``): the force law against
+``qfrc_actuator`` (``actuator-laws``), the link's constants (``link``), our servo loop against ``mj_step``
+(``servo-loop``), growth per step (``growth``), sag and rise against kp (``kp-sweep``), the SO-101 servo with less
+armature (``armature-sweep``, its clamped Euler column a 256-run ensemble) and more kp (``kp-limit``), the smallest
+stable armature (``armature-limit``), Menagerie's SO-101 servos (``so101``, ``so101-no-armature``) and the exercises
+(``motor-hold``, ``gear-sag``). The live panel's physics is here too: ``servo_step``, ``servo_kp_curve`` and
+``servo_stability`` (cached per argument, so a kp move reruns only what depends on kp).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import numpy as np
 from physai.engine import link, perturb, so101
 from physai.laws import checks, robust
 from physai.engine.link import LINK_INERTIA, LINK_XML, SETTLE_WINDOW, ServoParams, TAU_G, step_responses
+from physai.engine import mj
 from physai.engine.mj import diverged
 from physai.engine.so101 import ARMATURE_CHECK_FINE_TIMESTEP, load_so101, so101_hold
 from physai.experiments.registry import cached, experiment
@@ -413,10 +417,11 @@ def _simulate(m: mujoco.MjModel, *, q0: float, ctrl: float, duration: float) -> 
     nstep = round(duration / m.opt.timestep)
     q = np.empty(nstep + 1)
     q[0] = q0
-    for k in range(1, nstep + 1):
-        mujoco.mj_step(m, d)
-        q[k] = d.qpos[0]
-    return q, diverged(q, d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0)
+    with mj.captured_warnings():
+        for k in range(1, nstep + 1):
+            mujoco.mj_step(m, d)
+            q[k] = d.qpos[0]
+    return q, diverged(q, warned=mj.bad_qacc(d))
 
 
 def motor_hold(gear: float = 1.0, *, duration: float = 1.0) -> list[dict]:
@@ -543,8 +548,9 @@ def servo_kp_curve(armature: float, timestep: float, integrator: str, dampratio:
             'diverged': ~settled}
 
 
-def _grows(response, q0: float) -> bool:
-    """Diverged, or still swinging wider than it started at the end of a short run."""
+def unstable(response, q0: float) -> bool:
+    """The stability map's verdict on one short run: diverged (:func:`physai.engine.mj.diverged`, the package's
+    rule), or a limit cycle: still swinging wider than ``1.5 |q0|`` over its last sixth, so it never settles."""
     if response.diverged:
         return True
     tail = response.q[-len(response.q) // 6:]
@@ -567,7 +573,7 @@ def servo_stability(timestep: float, integrator: str, dampratio: float = 1.0,
     params = [_params(kp, a, timestep, integrator, dampratio)
               for kp in STABILITY_KP for a in STABILITY_ARMATURE]
     responses = step_responses(params, q0=q0, duration=STABILITY_STEPS * timestep)
-    diverged = np.array([_grows(r, q0) for r in responses]).reshape(len(STABILITY_KP), -1)
+    diverged = np.array([unstable(r, q0) for r in responses]).reshape(len(STABILITY_KP), -1)
     star = critical_h_omega(integrator, dampratio)
     armature = np.linspace(0.0, 0.1, 101)
     inertia = LINK_INERTIA + armature

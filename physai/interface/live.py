@@ -1,11 +1,11 @@
-"""Live slider panels (Jupyter, Colab) and their static twins (the published page, no kernel).
+"""Live slider panels (Jupyter, Colab): the framework every chapter's panel is built from.
 
 Every chapter's panel is built from the same four pieces, so all panels look alike, reset alike and
 answer a slider within the book's 100 ms budget:
 
 1. **Controls**: :class:`LogSlider`, :class:`Slider`, :class:`Choice`. :func:`common_controls` gives the
    book's common four: kp (log, 1 … 30000 N·m/rad), armature (0 … 0.1 kg·m²), timestep (0.5 … 20 ms,
-   passed on in seconds) and the integrator (one of :data:`physai.servo.INTEGRATORS`).
+   passed on in seconds) and the integrator (one of :data:`physai.engine.link.INTEGRATORS`).
 2. **compute(values) -> results**: the physics. Split it into sub-computations wrapped in
    :func:`cached`, each taking only the parameters it depends on, so a kp move never reruns the work
    that depends on armature, timestep and integrator only.
@@ -24,7 +24,7 @@ nothing is printed, so a panel cell has exactly one output (the widget box) even
 front end (nbval); its ``text/plain`` is a fixed sentence naming the controls, so nbval can compare
 it (nbval skips the widget view itself, whose model id is random). An exception in compute or draw
 is shown in red on the figure and never reaches the slider; a diverged run is a result your
-``draw`` flags (see :class:`physai.plots.StepResponseMarks`).
+``draw`` flags (see :class:`physai.interface.plots.StepResponseMarks`).
 
 A minimal panel with one extra slider::
 

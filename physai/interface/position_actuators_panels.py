@@ -1,76 +1,10 @@
-"""Live slider panels (Jupyter, Colab) and their static twins (the published page, no kernel).
+"""Chapter 1's live panel and its static twin: the link on a ``<position>`` servo under kp, armature, timestep and
+integrator.
 
-Every chapter's panel is built from the same four pieces, so all panels look alike, reset alike and
-answer a slider within the book's 100 ms budget:
-
-1. **Controls**: :class:`LogSlider`, :class:`Slider`, :class:`Choice`. :func:`common_controls` gives the
-   book's common four: kp (log, 1 … 30000 N·m/rad), armature (0 … 0.1 kg·m²), timestep (0.5 … 20 ms,
-   passed on in seconds) and the integrator (one of :data:`physai.servo.INTEGRATORS`).
-2. **compute(values) -> results**: the physics. Split it into sub-computations wrapped in
-   :func:`cached`, each taking only the parameters it depends on, so a kp move never reruns the work
-   that depends on armature, timestep and integrator only.
-3. **setup(fig) -> state**: creates the axes and artists once, on one persistent figure. Create the
-   artists that move on most slider changes with ``animated=True`` (or ``.set_animated(True)``).
-4. **draw(state, results, values)**: moves those artists in place (``set_data``, ``set_text``, ...).
-   Touch a non-animated artist only when its content really changes (compare with the last result).
-
-:class:`Panel` wires them together. A slider change calls :meth:`Panel.update`, the one hot path: merge
-the new value, ``compute``, ``draw``, render the figure to PNG bytes and hand them to an
-``ipywidgets.Image``. Rendering blits: the axes, ticks, labels and legends are drawn once into a
-cached background, and only the animated artists are drawn over it. If ``draw`` changed any
-non-animated artist (matplotlib then marks the figure stale), the whole figure is redrawn and the
-background renewed, so the picture is always right and usually fast. Nothing is re-displayed and
-nothing is printed, so a panel cell has exactly one output (the widget box) even without a widget
-front end (nbval); its ``text/plain`` is a fixed sentence naming the controls, so nbval can compare
-it (nbval skips the widget view itself, whose model id is random). An exception in compute or draw
-is shown in red on the figure and never reaches the slider; a diverged run is a result your
-``draw`` flags (see :class:`physai.plots.StepResponseMarks`).
-
-A minimal panel with one extra slider::
-
-    from physai import plots, servo, widgets as W
-
-    @W.cached                       # cache key: (kp, armature, timestep, integrator, dampratio)
-    def response(kp, armature, timestep, integrator, dampratio):
-        return servo.step_response(kp, armature=armature, timestep=timestep,
-                                   integrator=integrator, dampratio=dampratio)
-
-    def compute(values):            # values: every control's current value, SI units
-        return {'response': response(**values)}   # extra keys are ignored by cached functions
-
-    def setup(fig):
-        ax = fig.add_subplot(1, 1, 1)
-        return {'marks': plots.StepResponseMarks(ax, animated=True)}   # moved on every change
-
-    def draw(state, results, values):
-        state['marks'].update(results['response'])
-
-    controls = W.common_controls() + [W.Slider('dampratio', 'dampratio', 0.1, 2.0, 1.0)]
-    panel = W.Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(6, 3.5))
-    panel                           # last line of a cell: shows sliders, reset button and figure
-    panel.update(kp=300.0)          # the same path a slider takes; returns the PNG bytes
-
-Chapter 1's panel is :func:`servo_panel`.
-
-The **static twin** works on the published HTML page with no kernel: :func:`static_twin` precomputes one
-frame per combination of slider positions and returns an ``IPython.display.HTML`` holding plain HTML,
-compact JSON and a small inline script that draws line plots as SVG (no CDN, no widget manager, no
-external file). Element ids derive from ``key`` (root ``physai-twin-<key>``) and every number is
-rounded, so the stored output is byte-stable for nbval::
-
-    sliders = [W.TwinSlider('delay', 'delay (ms)', [0, 5, 10, 20, 40])]
-    axes = [W.TwinAxes(xlabel='time (s)', ylabel='joint angle q (deg)', ylim=(-35, 10))]
-
-    def frame(delay):               # one call per combination; returns one item list per axes
-        r = my_run(delay)
-        items = [W.twin_line(r.t, np.degrees(r.q), label='q(t)')]
-        if r.diverged:
-            items.append(W.twin_text('diverged', color=plots.COLORS['diverged'], size=20))
-        return [items]
-
-    W.static_twin('ch2-delay', sliders, axes, frame)
-
-Chapter 1's twin is :func:`servo_twin`.
+:func:`servo_panel` draws three plots that answer every slider at once: the step response with its sag and 10-90 %
+rise (or "diverged"), sag and rise time against kp, and where in (armature, kp) the step is stable, MuJoCo's runs
+against the linear bound. Its physics is :mod:`physai.experiments.position_actuators` (``servo_step``,
+``servo_kp_curve``, ``servo_stability``); :func:`servo_twin` is the same figure precomputed for the published page.
 """
 
 from __future__ import annotations
@@ -82,7 +16,7 @@ import numpy as np
 
 from physai.interface import plots
 from physai.engine.link import LINK_INERTIA, step_responses
-from physai.experiments.position_actuators import (PANEL_KP_GRID, STABILITY_ARMATURE, STABILITY_KP, _grows, _params,
+from physai.experiments.position_actuators import (PANEL_KP_GRID, STABILITY_ARMATURE, STABILITY_KP, unstable, _params,
                                                    servo_kp_curve, servo_stability, servo_step)
 from physai.interface.live import Panel, common_controls
 from physai.interface.twin import TwinAxes, TwinSlider, static_twin, twin_line, twin_markers, twin_text
@@ -284,7 +218,7 @@ def servo_twin(key: str = 'servo', *, kps: Sequence[float] = TWIN_KP,
         here = [r.sag_deg, r.rise_ms] if r.settled else [np.nan, np.nan]
         curve.append(twin_markers([kp, kp], [v if v > 0 else np.nan for v in here], size=6,
                                   filled=False, color=colors['current'], label='current kp'))
-        cells = [(a, k, _grows(responses[(integrator, a, k)], q0)) for a in armatures for k in kps]
+        cells = [(a, k, unstable(responses[(integrator, a, k)], q0)) for a in armatures for k in kps]
         stable = [(a, k) for a, k, d in cells if not d]
         diverged = [(a, k) for a, k, d in cells if d]
         star = critical_h_omega(integrator, dampratio)

@@ -1,52 +1,9 @@
-"""Servo system identification: replay recorded SO-101 episodes open loop and fit the servo model.
+"""Chapter 4's live panel and its static twin: an SO-101 episode replayed open loop under a servo you set.
 
-Open-loop replay
-    Reset the simulated arm (``physai.so101.load_so101()``) to an episode's first ``observation.state``,
-    then feed the recorded ``action`` stream tick for tick: each frame's target is held in ``d.ctrl`` for
-    the physics steps of one frame (``substeps = round(1 / (fps * timestep))``, and the timestep is
-    adjusted to ``1 / (fps * substeps)`` so a whole number of steps fills a frame). The simulated joints
-    at the end of frame t are compared with ``observation.state[t+1]``.
-
-    Contacts are off: Menagerie's simple collision boxes overlap each other in the folded rest pose
-    (:func:`overlap_depth`), in which most of the recorded episodes start and end, so with contacts on
-    the arm is pushed apart, wherever the boxes overlap, by contact forces the real arm never feels.
-    Joint limits and the actuators' ctrlrange stay as the model ships them (``ReplayConfig.limits``);
-    note that the model's elbow range, ±1.69 rad (±96.8°), is a few degrees narrower than the ≈99.6°
-    this real elbow reaches when folded.
-
-Joint convention
-    radians = deg2rad(degrees), sign +1, offset 0 for the five arm joints: the gripper tip then comes
-    down to the table plane and never far below it (:func:`tip_height`; a flipped shoulder lift sends it
-    through the table, a flipped elbow or wrist flex never lets it reach the table). The gripper's 0..100
-    is mapped linearly onto its joint range; it is simulated but never scored.
-
-Score
-    Mean absolute error in degrees of ``sim[t] - state[t]`` over frames 1..n-1 and the five arm joints
-    (``mae_deg``), and per joint.
-
-The servo model
-    Every one of the six joints gets the same :class:`ArmServo`: MuJoCo's ``<position>`` actuator,
-    ``force = clip(kp*(u - q) - kv*q̇, -forcerange, forcerange)`` (``actuator_gainprm[0] = kp``,
-    ``actuator_biasprm[:3] = (0, -kp, -kv)``, ``actuator_forcerange``), on a joint with ``dof_damping``,
-    ``dof_frictionloss`` and ``dof_armature``. kv acts inside the clamp and the joint damping outside it,
-    so a saturated joint moves no faster than forcerange/damping (less what gravity takes), whatever kv.
-
-The fit
-    Six shared parameters in log10 space with bounds, fitted with MuJoCo's bounded Levenberg-Marquardt
-    least squares (``mujoco.minimize.least_squares``) on per-frame residuals (sim - real, degrees) of the
-    fit episodes, from two starts, each run until the solver's own tolerances stop it (``max_iter`` is
-    only a cap). ``least_squares`` asks for the residuals of several candidates at once (all six
-    finite-difference probes of a Jacobian in one call); :func:`replay` runs them, every candidate on every
-    episode, as one ``mujoco.batch.Batch`` with one model per simulation. The models are copies of the
-    arm without its meshes (:func:`_base_arm`), since copying the mesh data cost more than simulating.
-    The starts end in one flat valley at nearly equal costs; the softest of those within ``COST_TIE`` is
-    kept, since its path does not depend on the last bits of the arithmetic, and its servo is rounded to
-    ``FIT_DIGITS`` significant digits, so everything computed from it is the same on any processor.
-
-Also here: the teleport scale (:func:`teleport_errors`, :func:`best_shift`), the sag in held poses,
-the kp × damping map, leave-one-out, a synthetic stand-in recording for when no real one is at hand
-(:func:`find_dataset`), the ``sysid`` experiment (``python -m physai sysid``), and chapter 4's live panel
-and static twin (:func:`sysid_panel`, :func:`sysid_twin`).
+:func:`sysid_panel` replays one recorded episode (:func:`physai.engine.replay.replay`) with the servo's kp, kv,
+forcerange, damping, friction loss and armature on sliders and draws the simulated joints against the recording,
+the mean absolute error and whether the replay stayed stable, chatters or diverged; :func:`sysid_twin` is the kp
+sweep precomputed for the published page.
 """
 
 from __future__ import annotations

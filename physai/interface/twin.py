@@ -1,76 +1,9 @@
-"""Live slider panels (Jupyter, Colab) and their static twins (the published page, no kernel).
+"""Static twins: a live panel's figure for the published page, where no kernel runs.
 
-Every chapter's panel is built from the same four pieces, so all panels look alike, reset alike and
-answer a slider within the book's 100 ms budget:
-
-1. **Controls**: :class:`LogSlider`, :class:`Slider`, :class:`Choice`. :func:`common_controls` gives the
-   book's common four: kp (log, 1 … 30000 N·m/rad), armature (0 … 0.1 kg·m²), timestep (0.5 … 20 ms,
-   passed on in seconds) and the integrator (one of :data:`physai.servo.INTEGRATORS`).
-2. **compute(values) -> results**: the physics. Split it into sub-computations wrapped in
-   :func:`cached`, each taking only the parameters it depends on, so a kp move never reruns the work
-   that depends on armature, timestep and integrator only.
-3. **setup(fig) -> state**: creates the axes and artists once, on one persistent figure. Create the
-   artists that move on most slider changes with ``animated=True`` (or ``.set_animated(True)``).
-4. **draw(state, results, values)**: moves those artists in place (``set_data``, ``set_text``, ...).
-   Touch a non-animated artist only when its content really changes (compare with the last result).
-
-:class:`Panel` wires them together. A slider change calls :meth:`Panel.update`, the one hot path: merge
-the new value, ``compute``, ``draw``, render the figure to PNG bytes and hand them to an
-``ipywidgets.Image``. Rendering blits: the axes, ticks, labels and legends are drawn once into a
-cached background, and only the animated artists are drawn over it. If ``draw`` changed any
-non-animated artist (matplotlib then marks the figure stale), the whole figure is redrawn and the
-background renewed, so the picture is always right and usually fast. Nothing is re-displayed and
-nothing is printed, so a panel cell has exactly one output (the widget box) even without a widget
-front end (nbval); its ``text/plain`` is a fixed sentence naming the controls, so nbval can compare
-it (nbval skips the widget view itself, whose model id is random). An exception in compute or draw
-is shown in red on the figure and never reaches the slider; a diverged run is a result your
-``draw`` flags (see :class:`physai.plots.StepResponseMarks`).
-
-A minimal panel with one extra slider::
-
-    from physai import plots, servo, widgets as W
-
-    @W.cached                       # cache key: (kp, armature, timestep, integrator, dampratio)
-    def response(kp, armature, timestep, integrator, dampratio):
-        return servo.step_response(kp, armature=armature, timestep=timestep,
-                                   integrator=integrator, dampratio=dampratio)
-
-    def compute(values):            # values: every control's current value, SI units
-        return {'response': response(**values)}   # extra keys are ignored by cached functions
-
-    def setup(fig):
-        ax = fig.add_subplot(1, 1, 1)
-        return {'marks': plots.StepResponseMarks(ax, animated=True)}   # moved on every change
-
-    def draw(state, results, values):
-        state['marks'].update(results['response'])
-
-    controls = W.common_controls() + [W.Slider('dampratio', 'dampratio', 0.1, 2.0, 1.0)]
-    panel = W.Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(6, 3.5))
-    panel                           # last line of a cell: shows sliders, reset button and figure
-    panel.update(kp=300.0)          # the same path a slider takes; returns the PNG bytes
-
-Chapter 1's panel is :func:`servo_panel`.
-
-The **static twin** works on the published HTML page with no kernel: :func:`static_twin` precomputes one
-frame per combination of slider positions and returns an ``IPython.display.HTML`` holding plain HTML,
-compact JSON and a small inline script that draws line plots as SVG (no CDN, no widget manager, no
-external file). Element ids derive from ``key`` (root ``physai-twin-<key>``) and every number is
-rounded, so the stored output is byte-stable for nbval::
-
-    sliders = [W.TwinSlider('delay', 'delay (ms)', [0, 5, 10, 20, 40])]
-    axes = [W.TwinAxes(xlabel='time (s)', ylabel='joint angle q (deg)', ylim=(-35, 10))]
-
-    def frame(delay):               # one call per combination; returns one item list per axes
-        r = my_run(delay)
-        items = [W.twin_line(r.t, np.degrees(r.q), label='q(t)')]
-        if r.diverged:
-            items.append(W.twin_text('diverged', color=plots.COLORS['diverged'], size=20))
-        return [items]
-
-    W.static_twin('ch2-delay', sliders, axes, frame)
-
-Chapter 1's twin is :func:`servo_twin`.
+A twin is precomputed with MuJoCo over a grid of slider positions (:class:`TwinSlider`) and drawn in the browser
+by a small script of our own (no CDN): :func:`twin_line`, :func:`twin_markers` and :func:`twin_text` describe what
+one frame of each plot (:class:`TwinAxes`) shows, :func:`static_twin` packs every frame into one HTML block whose
+sliders pick the frame. Repeated arrays are stored once, numbers to the digits a plot can show.
 """
 
 from __future__ import annotations

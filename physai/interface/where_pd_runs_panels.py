@@ -1,58 +1,9 @@
-"""Where the PD runs: in the control loop or in the physics step (chapter 3).
+"""Chapter 3's live panel and its static twin: the SO-101 holding a pose with its PD in the loop or in the step.
 
-A joint command in the "MIT" form that hobby and quadruped motor drivers accept,
-:class:`JointCommand` (position, velocity, stiffness, damping, effort, max effort), asks for the torque
-
-    tau = stiffness * (position - q) + damping * (velocity - qd) + effort,   |tau| <= max_effort
-
-with q, qd the joint's ``d.qpos`` / ``d.qvel`` (rad, rad/s) and tau the generalized force on its dof (N·m).
-:class:`PDController` applies it to a MuJoCo model in one of two places (``BACKENDS``):
-
-``'in-loop'`` (backend A, PD in the controller)
-    At every controller tick compute tau from the state, clamp it, write it to ``d.qfrc_applied`` and let it
-    stand for every physics step until the next tick (a zero-order hold). The joint's own actuator is
-    silenced. The PD is then integrated *explicitly* with the controller period as its step: between ticks
-    the torque does not see the joint move.
-
-``'in-step'`` (backend B, PD in the physics step)
-    At start-up turn the joint's actuator into a position servo: ``actuator_gaintype`` fixed,
-    ``actuator_biastype`` affine, so that ``force = gainprm[0]*ctrl + biasprm[1]*length + biasprm[2]*velocity``
-    with ``gainprm[0] = kp``, ``biasprm = (0, -kp, -kv)``: exactly ``<position kp kv>``. At every tick write
-    kp, kv from the command's stiffness and damping and ``ctrl`` from its position. MuJoCo then evaluates the
-    PD at every physics step, with kv inside the implicit integrators. The terms that are constant over a
-    tick, ``damping * velocity + effort``, go to ``d.qfrc_applied`` (``feedforward='applied'``) or into the
-    servo's constant bias ``biasprm[0]`` (``feedforward='in-clamp'``, the default). The clamp is the
-    actuator's ``forcerange`` (narrowed to the command's max effort when that is smaller). A joint without an
-    actuator falls back to ``'in-loop'`` with a warning.
-
-    Why the default differs from the plain recipe: ``qfrc_applied`` is outside the actuator's clamp. While
-    the arm moves, the servo's ``-kv*qd`` saturates at the forcerange but the applied ``+kv*velocity``
-    does not, so the joint gets up to ``kv*|velocity|`` more torque than the motor could give and
-    overshoots. A real motor clamps the whole MIT torque; ``biasprm[0]`` is constant over the tick as well,
-    so MuJoCo clamps it with the PD and the two backends agree while moving too.
-
-Either way the effort read back is ``qfrc_actuator + qfrc_applied`` at the joint's dof (N·m).
-
-The rest of the module is the chapter's experiment on Menagerie's SO-101: hold a standby pose after a move,
-physics at 1 kHz, a controller at 50 ... 1000 Hz, both backends (:func:`hold_responses`, batched on
-``mujoco.batch.Batch``), and the stability bound that explains it (:func:`tick_growth`, built on
-:func:`physai.sim.step_growth`: the controller tick is the step that integrates the PD explicitly).
-Below the critical rate the in-loop chatter is a chaotic limit cycle, whose amplitude and tone on one run depend
-on the last bits of its start: the ``pd-rate`` table therefore sums up ensembles of runs from starts a nanoradian
-apart (:func:`hold_ensembles`), to the precision they support (:func:`physai.robust.series_125`).
-
-Symbols and their MuJoCo fields:
-
-======  ========================================================  =========
-symbol  MuJoCo                                                    unit
-======  ========================================================  =========
-q, qd   ``d.qpos[jnt_qposadr]``, ``d.qvel[jnt_dofadr]``           rad, rad/s
-kp      ``actuator_gainprm[0]`` = ``-actuator_biasprm[1]``        N·m/rad
-kv      ``-actuator_biasprm[2]``                                  N·m·s/rad
-I       the joint's diagonal of ``d.M`` (with ``dof_armature``)   kg·m²
-h       ``m.opt.timestep``, the physics step                      s
-T       1 / rate_hz, the controller tick                          s
-======  ========================================================  =========
+:func:`pd_panel` holds Menagerie's SO-101 at the standby pose with the controller at ``rate_hz`` and draws the worst
+joint's hold against the command and the growth per tick against the controller rate (the analytic bound from
+:mod:`physai.experiments.where_pd_runs`); a chattering hold is reported as its ensemble (:func:`ensemble_text`).
+:func:`pd_twin` is the same figure precomputed for the published page.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Linearize the servo-driven joint around its rest point: ``a = -w2*q - c*v`` with ``w2 = ω² = kp/I`` and
 ``c = (kv + damping)/I``, ``I = M_ii`` (armature included). One step of
-:func:`physai.sim.semi_implicit_euler` that treats the part ``c_implicit`` of the damping implicitly is the
+:func:`physai.laws.sim.semi_implicit_euler` that treats the part ``c_implicit`` of the damping implicitly is the
 linear map
 
     v' = α v - (h ω²/β) q,   q' = q + h v',   β = 1 + h c_implicit,   α = 1 - h c/β.

@@ -1,0 +1,96 @@
+"""physai.engine.mj: MuJoCo's warnings captured only around physai's runs, the one divergence rule, and servo gains
+and armature written into a compiled model exactly as MuJoCo compiles them."""
+
+import math
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai.engine import mj
+from physai.engine.link import LINK_XML, step_response
+
+_SERVO_XML = """
+<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <body><joint name="j" type="hinge" axis="0 1 0" {joint}/><geom type="capsule" size="0.02" fromto="0 0 0 0.2 0 0" mass="0.3"/></body>
+  </worldbody>
+  <actuator>{actuator}</actuator>
+</mujoco>"""
+
+
+def _compiled(actuator: str, joint: str = '') -> mujoco.MjModel:
+    return mujoco.MjModel.from_xml_string(_SERVO_XML.format(actuator=actuator, joint=joint))
+
+
+def test_physai_leaves_the_process_wide_warning_handler_as_it_found_it(capfd):
+    """After physai's own runs (one of them diverging), a reader's diverging mj_step loop still prints MuJoCo's
+    warning: physai captured warnings only while it ran."""
+    before = mujoco.get_mju_user_warning()
+    assert step_response(30000.0, armature=0.0, timestep=0.02, integrator='Euler').diverged
+    assert mujoco.get_mju_user_warning() is before
+    m = mujoco.MjModel.from_xml_string(LINK_XML)
+    m.actuator_gainprm[0, 0], m.actuator_biasprm[0, 1] = 1e9, -1e9
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+    d = mujoco.MjData(m)
+    d.qpos[0] = 1.0
+    capfd.readouterr()
+    for _ in range(200):
+        mujoco.mj_step(m, d)
+    assert mj.bad_qacc(d)
+    printed = capfd.readouterr()
+    assert 'WARNING' in printed.out + printed.err
+
+
+def test_captured_warnings_keeps_the_text_and_restores_a_custom_handler():
+    seen = []
+    mujoco.set_mju_user_warning(seen.append)
+    try:
+        m = _compiled('<position joint="j" kp="1e9"/>')
+        d = mujoco.MjData(m)
+        d.ctrl[0] = 1.0
+        with mj.captured_warnings() as kept:
+            del kept[:]
+            for _ in range(200):
+                mujoco.mj_step(m, d)
+        assert kept and not seen  # kept inside the block, not handed to the reader's handler
+        assert mujoco.get_mju_user_warning() is seen.append or mujoco.get_mju_user_warning() == seen.append
+    finally:
+        mujoco.set_mju_user_warning(None)
+
+
+@pytest.mark.parametrize('q, v, warned, expected', [
+    ([0.0, 0.1, -0.2], None, False, False),
+    ([0.0, 0.1, -0.2], None, True, True),  # MuJoCo reset the run: the record looks fine, the warning says no
+    ([0.0, math.nan], None, False, True),
+    ([0.0, 21 * math.pi], None, False, True),
+    (None, [0.0, 999.0], False, False),
+    (None, [0.0, 1001.0], False, True),  # a free joint is judged by its speed
+    (None, [0.0, math.inf], False, True),
+    ([40 * math.pi], [1.0], False, True),
+])
+def test_one_divergence_rule(q, v, warned, expected):
+    assert mj.diverged(q, v=v, warned=warned) is expected
+
+
+def test_set_position_servo_writes_what_mujoco_compiles_for_position():
+    """A <motor> edited by set_position_servo has the fields MuJoCo compiles for <position kp kv forcerange>."""
+    want = _compiled('<position joint="j" kp="300" kv="4" forcerange="-2.5 2.5"/>')
+    got = _compiled('<motor joint="j"/>')
+    mj.set_position_servo(got, 300.0, 4.0, 2.5)
+    for field in ('actuator_gaintype', 'actuator_biastype', 'actuator_forcelimited', 'actuator_forcerange'):
+        np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=field)
+    np.testing.assert_array_equal(got.actuator_gainprm[:, :3], want.actuator_gainprm[:, :3])
+    np.testing.assert_array_equal(got.actuator_biasprm[:, :3], want.actuator_biasprm[:, :3])
+    mj.set_position_servo(got, 300.0, 4.0, None)
+    assert got.actuator_forcelimited[0] == 0
+
+
+def test_set_armature_recomputes_the_constants_mujoco_compiles():
+    want = _compiled('<position joint="j" kp="10"/>', joint='armature="0.05" frictionloss="0.1"')
+    got = _compiled('<position joint="j" kp="10"/>', joint='frictionloss="0.1"')
+    mj.set_armature(got, 0.05)
+    assert got.dof_armature[0] == want.dof_armature[0]
+    np.testing.assert_allclose(got.dof_invweight0, want.dof_invweight0, rtol=1e-12)
+    assert got.dof_invweight0[0] != _compiled('<position joint="j" kp="10"/>').dof_invweight0[0]
