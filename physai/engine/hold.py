@@ -33,26 +33,10 @@ with q, qd the joint's ``d.qpos`` / ``d.qvel`` (rad, rad/s) and tau the generali
 
 Either way the effort read back is ``qfrc_actuator + qfrc_applied`` at the joint's dof (N·m).
 
-The rest of the module is the chapter's experiment on Menagerie's SO-101: hold a standby pose after a move,
-physics at 1 kHz, a controller at 50 ... 1000 Hz, both backends (:func:`hold_responses`, batched on
-``mujoco.batch.Batch``), and the stability bound that explains it (:func:`tick_growth`, built on
-:func:`physai.laws.sim.step_growth`: the controller tick is the step that integrates the PD explicitly).
-Below the critical rate the in-loop chatter is a chaotic limit cycle, whose amplitude and tone on one run depend
-on the last bits of its start: the ``pd-rate`` table therefore sums up ensembles of runs from starts a nanoradian
-apart (:func:`hold_ensembles`), to the precision they support (:func:`physai.laws.robust.series_125`).
-
-Symbols and their MuJoCo fields:
-
-======  ========================================================  =========
-symbol  MuJoCo                                                    unit
-======  ========================================================  =========
-q, qd   ``d.qpos[jnt_qposadr]``, ``d.qvel[jnt_dofadr]``           rad, rad/s
-kp      ``actuator_gainprm[0]`` = ``-actuator_biasprm[1]``        N·m/rad
-kv      ``-actuator_biasprm[2]``                                  N·m·s/rad
-I       the joint's diagonal of ``d.M`` (with ``dof_armature``)   kg·m²
-h       ``m.opt.timestep``, the physics step                      s
-T       1 / rate_hz, the controller tick                          s
-======  ========================================================  =========
+The rest of the module runs the chapter's experiment on Menagerie's SO-101: hold a standby pose after a move,
+physics at 1 kHz, a controller at 50 ... 1000 Hz, either backend (:func:`hold_responses`, batched on
+``mujoco.batch.Batch``), and ensembles of runs from starts a nanoradian apart (:func:`hold_ensembles`), since below
+the critical rate the in-loop chatter is a chaotic limit cycle. Symbols as in :mod:`physai.laws.loop`.
 """
 
 from __future__ import annotations

@@ -1,45 +1,19 @@
-"""Chapter 2's pendulum on MuJoCo under each actuator model of :mod:`physai.laws.drives`, and MuJoCo's own DC motor and delay.
+"""Chapter 2's pendulum on MuJoCo under each actuator model of :mod:`physai.laws.drives`, and MuJoCo's own DC motor
+and delay.
 
-An *implicit* actuator hands its gains to the solver: MuJoCo's ``<position kp kv>`` is evaluated inside
-the physics step, and the ``implicitfast`` integrator treats its ``kv`` term implicitly. An *explicit*
-actuator computes a torque outside the solver from the state at the start of each physics step and
-submits it through a ``<motor>``; the solver sees a constant torque for the step.
+The pendulum of the chapter's Experiment (as in Isaac Lab's actuator documentation): a hinge about the world y axis,
+q = 0 hanging down and π/2 horizontal, a 1 kg capsule of length 0.6 m and radius 0.05 m with its centre 0.3 m from
+the pivot, so gravity pulls with ``-tau_g*sin(q)``, ``tau_g = 1*9.81*0.3`` N·m. Physics runs at ``timestep`` =
+1/360 s with ``implicitfast``; the commands change at 60 Hz (every 6 physics steps) and are held in between, while an
+explicit model recomputes its torque every physics step from the current state. A command is the triple
+(q*, qd*, tau_ff) (:class:`Command`); a plain ``command(t)`` or angle is a position command with
+``qd* = tau_ff = 0``, the only kind ``<position>`` accepts.
 
-The torque laws (one frozen keyword-only config per model, each with a pure ``torque`` method):
-
-=================  ====================================================================================
-model              torque on the joint, N·m
-=================  ====================================================================================
-:class:`ImplicitPD`  ``clip(kp*(q* - q) - kv*qd, -E, E)`` inside MuJoCo (``<position kp kv forcerange>``)
-:class:`IdealPD`     ``clip(kp*(q* - q) + kv*(qd* - qd) + tau_ff, -E, E)``
-:class:`DCMotor`     the same PD torque clipped to ``[tau_min(v), tau_max(v)]``::
-
-                       tau_max = min(S*(1 - v/V), E),  tau_min = max(S*(-1 - v/V), -E),
-                       v = clip(qd, -V*(1 + E/S), V*(1 + E/S))
-
-:class:`DelayedPD`   ideal PD on the commands (q*, qd*, tau_ff) of ``delay`` physics steps ago
-:class:`RemotizedPD` delayed PD clipped to ``±E(q)``, E(q) interpolated in a table of (angle, max torque)
-=================  ====================================================================================
-
-Symbols and their MuJoCo fields: q, qd are ``d.qpos[0]``, ``d.qvel[0]`` (rad, rad/s); q* is the
-position command (rad), ``d.ctrl`` for the implicit model; kp is ``actuator_gainprm[0]`` =
-``-actuator_biasprm[1]`` (N·m/rad) and kv is ``-actuator_biasprm[2]`` (N·m·s/rad) for ``<position>``
-(the PD law's "kd"); E is ``effort_limit`` (N·m), ``actuator_forcerange`` = (-E, E) for ``<position>``;
-S is ``saturation_effort`` (stall torque, N·m), V is ``velocity_limit`` (no-load speed, rad/s).
-
-The pendulum of the chapter's Experiment (as in Isaac Lab's actuator documentation): a hinge about the
-world y axis, q = 0 hanging down and π/2 horizontal, a 1 kg capsule of length 0.6 m and radius 0.05 m
-with its centre 0.3 m from the pivot, so gravity pulls with ``-tau_g*sin(q)``, ``tau_g = 1*9.81*0.3``
-N·m. Physics runs at ``timestep`` = 1/360 s with ``implicitfast``; the commands change at 60 Hz (every
-6 physics steps) and are held in between, while an explicit model recomputes its torque every physics
-step from the current state. A command is the triple (q*, qd*, tau_ff) (:class:`Command`); a plain
-``command(t)`` or angle is a position command with ``qd* = tau_ff = 0``, the only kind ``<position>``
-accepts. :func:`simulate` runs any number of configurations: the implicit ones
-together on ``mujoco.batch.Batch`` (the command sequence is known in advance), the explicit ones in a
-per-step loop over ``mj_step`` (their torque depends on the state of each step).
-
-A diverged run (MuJoCo's bad-acceleration warning, a non-finite state or a runaway speed) is a result,
-flagged in :class:`Run`, never an exception.
+:func:`simulate` runs any number of configurations: the implicit ones together on ``mujoco.batch.Batch`` (the
+command sequence is known in advance), the explicit ones in a per-step loop over ``mj_step`` (their torque depends
+on the state of each step). :func:`native_dc_motor_run` and :func:`native_delay_run` run MuJoCo 3.17's own
+``<dcmotor>`` and actuator delay for comparison. A diverged run (:func:`physai.engine.mj.diverged` on its speeds: the
+pendulum may turn freely) is a result, flagged in :class:`Run`, never an exception.
 """
 
 from __future__ import annotations

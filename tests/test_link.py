@@ -1,4 +1,4 @@
-"""The servo runner: batched step responses against a plain mj_step loop, and its figures."""
+"""physai.engine.link: the link on a <position> servo, its step responses against MuJoCo, and their honest figures."""
 
 import math
 
