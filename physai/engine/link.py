@@ -59,6 +59,21 @@ LINK_XML = f"""
 """
 
 
+def link_spec(*, armature: float = 0.028, timestep: float = 0.005, integrator: str = 'implicitfast'
+              ) -> mujoco.MjSpec:
+    """The link as a ``mujoco.MjSpec`` to edit before compiling: its joint ``hinge``, its actuator ``servo``
+    (``<position kp="1" kv="0">``; make it another with ``spec.actuator('servo').set_to_motor()`` or
+    ``set_to_position(kp=..., dampratio=...)``), and the given armature (kg·m²), timestep (s) and integrator."""
+    checks.nonnegative('armature', armature, 'kg·m²')
+    checks.timestep(timestep)
+    checks.integrator(integrator)
+    spec = mujoco.MjSpec.from_string(LINK_XML)
+    spec.joint('hinge').armature = armature
+    spec.option.timestep = timestep
+    spec.option.integrator = INTEGRATOR_ENUM[integrator]
+    return spec
+
+
 def capsule_inertia_about_hinge(mass: float = LINK_MASS, length: float = LINK_LENGTH,
                                 radius: float = LINK_RADIUS) -> float:
     """Moment of inertia of a uniform capsule about a hinge through one end of its axis, kg·m².

@@ -1,45 +1,11 @@
-"""Actuator models: implicit versus explicit PD, effort and velocity limits, a DC-motor envelope, delay.
+"""Chapter 2's experiments: the pendulum under each actuator model, swept, mapped and held against MuJoCo's own.
 
-An *implicit* actuator hands its gains to the solver: MuJoCo's ``<position kp kv>`` is evaluated inside
-the physics step, and the ``implicitfast`` integrator treats its ``kv`` term implicitly. An *explicit*
-actuator computes a torque outside the solver from the state at the start of each physics step and
-submits it through a ``<motor>``; the solver sees a constant torque for the step.
-
-The torque laws (one frozen keyword-only config per model, each with a pure ``torque`` method):
-
-=================  ====================================================================================
-model              torque on the joint, N·m
-=================  ====================================================================================
-:class:`ImplicitPD`  ``clip(kp*(q* - q) - kv*qd, -E, E)`` inside MuJoCo (``<position kp kv forcerange>``)
-:class:`IdealPD`     ``clip(kp*(q* - q) + kv*(qd* - qd) + tau_ff, -E, E)``
-:class:`DCMotor`     the same PD torque clipped to ``[tau_min(v), tau_max(v)]``::
-
-                       tau_max = min(S*(1 - v/V), E),  tau_min = max(S*(-1 - v/V), -E),
-                       v = clip(qd, -V*(1 + E/S), V*(1 + E/S))
-
-:class:`DelayedPD`   ideal PD on the commands (q*, qd*, tau_ff) of ``delay`` physics steps ago
-:class:`RemotizedPD` delayed PD clipped to ``±E(q)``, E(q) interpolated in a table of (angle, max torque)
-=================  ====================================================================================
-
-Symbols and their MuJoCo fields: q, qd are ``d.qpos[0]``, ``d.qvel[0]`` (rad, rad/s); q* is the
-position command (rad), ``d.ctrl`` for the implicit model; kp is ``actuator_gainprm[0]`` =
-``-actuator_biasprm[1]`` (N·m/rad) and kv is ``-actuator_biasprm[2]`` (N·m·s/rad) for ``<position>``
-(the PD law's "kd"); E is ``effort_limit`` (N·m), ``actuator_forcerange`` = (-E, E) for ``<position>``;
-S is ``saturation_effort`` (stall torque, N·m), V is ``velocity_limit`` (no-load speed, rad/s).
-
-The pendulum of the chapter's Experiment (as in Isaac Lab's actuator documentation): a hinge about the
-world y axis, q = 0 hanging down and π/2 horizontal, a 1 kg capsule of length 0.6 m and radius 0.05 m
-with its centre 0.3 m from the pivot, so gravity pulls with ``-tau_g*sin(q)``, ``tau_g = 1*9.81*0.3``
-N·m. Physics runs at ``timestep`` = 1/360 s with ``implicitfast``; the commands change at 60 Hz (every
-6 physics steps) and are held in between, while an explicit model recomputes its torque every physics
-step from the current state. A command is the triple (q*, qd*, tau_ff) (:class:`Command`); a plain
-``command(t)`` or angle is a position command with ``qd* = tau_ff = 0``, the only kind ``<position>``
-accepts. :func:`simulate` runs any number of configurations: the implicit ones
-together on ``mujoco.batch.Batch`` (the command sequence is known in advance), the explicit ones in a
-per-step loop over ``mj_step`` (their torque depends on the state of each step).
-
-A diverged run (MuJoCo's bad-acceleration warning, a non-finite state or a runaway speed) is a result,
-flagged in :class:`Run`, never an exception.
+Each table is registered by name (``python -m physai NAME``): ``actuator-sweep PARAM`` (one parameter over five
+values, :func:`sweep`, read off by :func:`step_metrics`), ``actuator-map`` (timestep × kv × kp: where the explicit
+PD diverges and the implicit ones hold, :func:`divergence_map`, with the kv on each stability bound,
+:func:`kv_bound`) and ``actuator-native`` (our DC motor and delay against MuJoCo 3.17's ``<dcmotor>`` and actuator
+delay, :func:`native_comparison`). The models are :mod:`physai.laws.drives`, the runner
+:mod:`physai.engine.pendulum`; a diverged run is a result, never an exception.
 """
 
 from __future__ import annotations
@@ -53,7 +19,7 @@ import mujoco.batch
 import numpy as np
 
 from physai.engine import link
-from physai.laws import robust
+from physai.laws import checks, robust, stability
 from physai.engine.pendulum import (HORIZONTAL, LINK_INERTIA, PendulumParams, Run, Square, Step, TAU_G, TIMESTEP,
                                     _loop, _native_model, _run_implicit, held_commands, native_dc_motor_run,
                                     native_dc_motor_xml, native_delay_run, pendulum_model, simulate)
@@ -299,6 +265,48 @@ def explicit_implicit_growth(kp: float, kv: float, timestep: float, inertia: flo
     explicit = step_growth(semi_implicit_euler, timestep, w2, c, c_implicit=0.0)
     implicit = step_growth(semi_implicit_euler, timestep, w2, c, c_implicit=c)
     return explicit, implicit
+
+
+def kv_bound(kp: float, timestep, *, integrator: str = 'Euler', inertia: float = LINK_INERTIA):
+    """The kv on the oscillation bound of the PD-held pendulum near horizontal, N·m·s/rad.
+
+    The step is stable while ``h²ω² < 4 + 4h·c_implicit - 2hc`` (:func:`physai.laws.stability.oscillation_bound`)
+    with ``ω² = kp/I``, ``c = kv/I`` and ``c_implicit`` the part of ``c`` the ``integrator`` takes implicitly
+    (:func:`physai.laws.stability.c_implicit_for`, no joint damping). The bound is affine in kv, so one kv lies on
+    it:
+
+    - ``'Euler'``, the explicit PD (``<position>`` under Euler is the explicit PD's step, ``c_implicit = 0``):
+      ``kv = 2I/h - h·kp/2``; the run is stable *below* it (``h²ω² < 4 - 2hc``). Zero or less: no kv is.
+    - ``'implicitfast'`` or ``'implicit'`` (``c_implicit = c``): ``kv = h·kp/2 - 2I/h``; stable *above* it
+      (``h²ω² < 4 + 2hc``). Zero or less: every kv is.
+
+    The damping bound ``hc < 2(1 + h·c_implicit)`` adds nothing here: for kp > 0 the oscillation bound is the
+    stricter one.
+
+    Args:
+      kp: stiffness, N·m/rad, >= 0.
+      timestep: h, s, in (0, 0.1]: a number or an array of any shape.
+      integrator: ``'Euler'`` (the explicit PD), ``'implicitfast'`` or ``'implicit'``.
+      inertia: I about the hinge, kg·m² (the pendulum's link by default).
+
+    Returns:
+      kv on the bound, the shape of ``timestep`` (a float for a number); negative where the bound needs none.
+    """
+    checks.nonnegative('kp', kp, 'N·m/rad')
+    checks.positive('inertia', inertia, 'kg·m²')
+    checks.one_of('integrator', integrator, stability.IMPLICIT_DAMPING)
+    h = np.asarray(timestep, dtype=float)
+    if h.size == 0 or not np.all(np.isfinite(h) & (h > 0) & (h <= checks.MAX_TIMESTEP)):
+        raise ValueError(f'timestep must be in (0, {checks.MAX_TIMESTEP:g}] s, got {timestep!r}')
+
+    def margin(kv):  # oscillation bound minus h²ω², affine in kv
+        c_implicit = stability.c_implicit_for(integrator, kv, 0.0, inertia)
+        return stability.oscillation_bound(h, kv / inertia, c_implicit) - h * h * kp / inertia
+
+    scale = inertia / h  # N·m·s/rad: where 2hc = 2, a kv of the bound's own size
+    at_zero = margin(0.0)
+    kv = -at_zero * scale / (margin(scale) - at_zero)
+    return float(kv) if kv.ndim == 0 else kv
 
 
 def divergence_map(*, timesteps: Sequence[float] = MAP_TIMESTEPS, kvs: Sequence[float] = MAP_KVS,

@@ -18,7 +18,7 @@ import numpy as np
 
 from physai.engine import link, perturb, so101
 from physai.laws import checks, robust
-from physai.engine.link import LINK_INERTIA, LINK_XML, SETTLE_WINDOW, ServoParams, TAU_G, step_responses
+from physai.engine.link import LINK_INERTIA, SETTLE_WINDOW, ServoParams, TAU_G, step_responses
 from physai.engine import mj
 from physai.engine.mj import diverged
 from physai.engine.so101 import ARMATURE_CHECK_FINE_TIMESTEP, load_so101, so101_hold
@@ -275,8 +275,9 @@ def link_check(q: float = 0.3) -> list[dict]:
          'mujoco': float(-d.qfrc_bias[0])},
     ]
     for kp in (1, 10, 100, 1000):
-        xml = link.LINK_XML.replace('kp="1" kv="0"', f'kp="{kp}" dampratio="1"')
-        compiled = mujoco.MjModel.from_xml_string(xml)
+        spec = link.link_spec()
+        spec.actuator('servo').set_to_position(kp=kp, dampratio=1.0)
+        compiled = spec.compile()
         rows.append({'quantity': f'kv for kp={kp}, dampratio=1 (N m s/rad)',
                      'ours': float(kv_from_dampratio(kp, 1.0, LINK_INERTIA + compiled.dof_armature[0])),
                      'mujoco': float(-compiled.actuator_biasprm[0, 2])})
@@ -391,19 +392,17 @@ def kp_limit() -> list[dict]:
             for k, kp in enumerate(KP_LIMIT)]
 
 
-_POSITION_LINE = '<position name="servo" joint="hinge" kp="1" kv="0"/>'
-
-
-def link_with_actuator(actuator: str, *, armature: float = 0.028, timestep: float = 0.005,
-                       integrator: str = 'implicitfast') -> mujoco.MjModel:
-    """The book's link with its actuator element replaced by ``actuator`` (an MJCF string on joint ``hinge``)."""
-    if _POSITION_LINE not in LINK_XML:
-        raise RuntimeError('physai.engine.link.LINK_XML no longer has the expected actuator line')
-    xml = (LINK_XML.replace(_POSITION_LINE, actuator)
-           .replace('armature="0.028"', f'armature="{armature}"')
-           .replace('timestep="0.005"', f'timestep="{timestep}"')
-           .replace('integrator="implicitfast"', f'integrator="{integrator}"'))
-    return mujoco.MjModel.from_xml_string(xml)
+def _geared_link(gear: float, kp: float | None = None) -> mujoco.MjModel:
+    """The book's link with its actuator geared by ``gear``: a ``<motor>``, or with ``kp`` a ``<position kp
+    dampratio=1>`` servo (MuJoCo resolves dampratio when it compiles, gear included)."""
+    spec = link.link_spec()
+    servo = spec.actuator('servo')
+    if kp is None:
+        servo.set_to_motor()
+    else:
+        servo.set_to_position(kp=kp, dampratio=1.0)
+    servo.gear[0] = gear
+    return spec.compile()
 
 
 def _simulate(m: mujoco.MjModel, *, q0: float, ctrl: float, duration: float) -> tuple[np.ndarray, bool]:
@@ -435,7 +434,7 @@ def motor_hold(gear: float = 1.0, *, duration: float = 1.0) -> list[dict]:
     Returns:
       Rows ``quantity``, ``value``.
     """
-    m = link_with_actuator(f'<motor name="servo" joint="hinge" gear="{gear}"/>')
+    m = _geared_link(gear)
     d = mujoco.MjData(m)
     mujoco.mj_forward(m, d)
     ctrl = float(d.qfrc_bias[0] / gear)
@@ -475,8 +474,7 @@ def gear_sag(kp: float = 100.0, gears=(1.0, 2.0), *, duration: float = 3.0) -> l
         raise ValueError(f'duration must be in ({SETTLE_WINDOW}, 60] s, got {duration!r}')
     rows = []
     for gear in gears:
-        m = link_with_actuator(
-            f'<position name="servo" joint="hinge" kp="{kp}" dampratio="1" gear="{gear}"/>')
+        m = _geared_link(gear, kp)
         q, bad = _simulate(m, q0=-0.5, ctrl=0.0, duration=duration)
         t = m.opt.timestep * np.arange(len(q))
         sag = math.nan if bad else -math.degrees(float(np.mean(q[t >= t[-1] - SETTLE_WINDOW + 1e-12])))

@@ -1,57 +1,18 @@
-"""Servo system identification: replay recorded SO-101 episodes open loop and fit the servo model.
+"""Chapter 4's experiments: the recorded SO-101 episodes replayed open loop, the baselines, and the fitted servo.
 
-Open-loop replay
-    Reset the simulated arm (``physai.so101.load_so101()``) to an episode's first ``observation.state``,
-    then feed the recorded ``action`` stream tick for tick: each frame's target is held in ``d.ctrl`` for
-    the physics steps of one frame (``substeps = round(1 / (fps * timestep))``, and the timestep is
-    adjusted to ``1 / (fps * substeps)`` so a whole number of steps fills a frame). The simulated joints
-    at the end of frame t are compared with ``observation.state[t+1]``.
-
-    Contacts are off: Menagerie's simple collision boxes overlap each other in the folded rest pose
-    (:func:`overlap_depth`), in which most of the recorded episodes start and end, so with contacts on
-    the arm is pushed apart, wherever the boxes overlap, by contact forces the real arm never feels.
-    Joint limits and the actuators' ctrlrange stay as the model ships them (``ReplayConfig.limits``);
-    note that the model's elbow range, ±1.69 rad (±96.8°), is a few degrees narrower than the ≈99.6°
-    this real elbow reaches when folded.
-
-Joint convention
-    radians = deg2rad(degrees), sign +1, offset 0 for the five arm joints: the gripper tip then comes
-    down to the table plane and never far below it (:func:`tip_height`; a flipped shoulder lift sends it
-    through the table, a flipped elbow or wrist flex never lets it reach the table). The gripper's 0..100
-    is mapped linearly onto its joint range; it is simulated but never scored.
-
-Score
-    Mean absolute error in degrees of ``sim[t] - state[t]`` over frames 1..n-1 and the five arm joints
-    (``mae_deg``), and per joint.
-
-The servo model
-    Every one of the six joints gets the same :class:`ArmServo`: MuJoCo's ``<position>`` actuator,
-    ``force = clip(kp*(u - q) - kv*q̇, -forcerange, forcerange)`` (``actuator_gainprm[0] = kp``,
-    ``actuator_biasprm[:3] = (0, -kp, -kv)``, ``actuator_forcerange``), on a joint with ``dof_damping``,
-    ``dof_frictionloss`` and ``dof_armature``. kv acts inside the clamp and the joint damping outside it,
-    so a saturated joint moves no faster than forcerange/damping (less what gravity takes), whatever kv.
-
-The fit
-    Six shared parameters in log10 space with bounds, fitted with MuJoCo's bounded Levenberg-Marquardt
-    least squares (``mujoco.minimize.least_squares``) on per-frame residuals (sim - real, degrees) of the
-    fit episodes, from two starts, each run until the solver's own tolerances stop it (``max_iter`` is
-    only a cap). ``least_squares`` asks for the residuals of several candidates at once (all six
-    finite-difference probes of a Jacobian in one call); :func:`replay` runs them, every candidate on every
-    episode, as one ``mujoco.batch.Batch`` with one model per simulation. The models are copies of the
-    arm without its meshes (:func:`_base_arm`), since copying the mesh data cost more than simulating.
-    The starts end in one flat valley at nearly equal costs; the softest of those within ``COST_TIE`` is
-    kept, since its path does not depend on the last bits of the arithmetic, and its servo is rounded to
-    ``FIT_DIGITS`` significant digits, so everything computed from it is the same on any processor.
-
-Also here: the teleport scale (:func:`teleport_errors`, :func:`best_shift`), the sag in held poses,
-the kp × damping map, leave-one-out, a synthetic stand-in recording for when no real one is at hand
-(:func:`find_dataset`), the ``sysid`` experiment (``python -m physai sysid``), and chapter 4's live panel
-and static twin (:func:`sysid_panel`, :func:`sysid_twin`).
+The replay and the fit are :mod:`physai.engine.replay`; this module holds what the chapter reads off them. The
+``sysid`` table (:func:`sysid_rows`: teleport, Menagerie's servo, two published servos and the fitted one, on the
+fitting and the held-out episodes, split by :func:`split`), leave-one-out (:func:`leave_one_out`), the teleport scale
+(:func:`teleport_errors`, :func:`best_shift`), the sag in held poses (:func:`hold_sag_deg`), the kp × damping map and
+its valley (:func:`damping_valley`), joint speeds and the top speed of a saturated joint, the Break-it replays as
+ensembles (:func:`break_it`), and where the recording comes from (:func:`find_dataset`: the one shipped in
+``physai/data``, a local LeRobot dataset, or a synthetic stand-in only when asked).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import pathlib
 import sys
@@ -64,9 +25,11 @@ import numpy as np
 
 from physai.engine.datasets import Episode, LeRobotDataset, load_lerobot, shipped_recording
 from physai.engine.replay import (ArmServo, BASELINES, Replay, ReplayConfig, TIP_SITE, _base_arm, arm_columns,
-                                  fit_servo, mae_deg, replay, synthetic_dataset, to_radians)
+                                  fit_servo, joint_mae_deg, mae_deg, replay, replay_ensemble, synthetic_dataset,
+                                  to_radians)
 from physai.engine.so101 import ARM_JOINTS, load_so101
 from physai.experiments.registry import experiment
+from physai.laws import checks, robust
 
 
 FIT_EPISODES = (0, 1, 2)
@@ -266,6 +229,247 @@ def kp_damping_map(episodes: Sequence[Episode], base: ArmServo, kps: Sequence[fl
     servos = [dataclasses.replace(base, kp=float(kp), damping=float(b)) for kp in kps for b in dampings]
     runs = replay(servos, episodes, config=config)
     return np.array([mae_deg(r) for r in runs]).reshape(len(kps), len(dampings))
+
+
+# --------------------------------------------------------------------------------------------------
+# The stiffness/damping trade-off
+# --------------------------------------------------------------------------------------------------
+
+VALLEY_KPS = tuple(float(x) for x in np.geomspace(1, 1000, 13))
+"""N·m/rad: the kp rows of the chapter's kp × damping map, 1 to 1000 in quarter decades."""
+VALLEY_DAMPINGS = tuple(float(x) for x in np.geomspace(0.01, 10, 13))
+"""N·m·s/rad: the joint-damping columns of the map, 0.01 to 10 in quarter decades."""
+VALLEY_TABLE_KPS = (3.0, 100.0)
+"""N·m/rad: the kp range of the rows :meth:`DampingValley.rows` lists (the valley, off the grid's edges)."""
+CLIFF_FACTOR = 2.0
+"""Past the cliff, even the best kp of a damping column is more than this many times the best cell's error."""
+
+
+def _positive_grid(name: str, values, unit: str) -> np.ndarray:
+    x = np.asarray(values, dtype=float)
+    if x.ndim != 1 or x.size < 2 or not np.all(np.isfinite(x) & (x > 0)) or np.any(np.diff(x) <= 0):
+        raise ValueError(f'{name} must be 2 or more increasing finite numbers > 0 {unit}, got {values!r}')
+    return x
+
+
+@dataclasses.dataclass(frozen=True)
+class DampingValley:
+    """The error of one servo over a grid of kp and joint damping (the rest as the servo has it), and what the
+    chapter reads off it. Build it with :func:`damping_valley`, or from a grid already computed.
+
+    Every figure is read from the grid as it stands: the map's cells are smooth replays (no chaos), so they are
+    robust figures to the three decimals the chapter prints.
+    """
+
+    kps: np.ndarray
+    """(nkp,) kp of each row, N·m/rad, increasing."""
+    dampings: np.ndarray
+    """(ndamping,) joint damping of each column, N·m·s/rad, increasing."""
+    mae_deg: np.ndarray
+    """(nkp, ndamping) mean absolute error of each cell, degrees."""
+    kv: float
+    """The servo's kv, N·m·s/rad (kept in every cell): the lag of a cell is (kv + damping)/kp."""
+
+    def __post_init__(self):
+        kps = _positive_grid('kps', self.kps, 'N·m/rad')
+        dampings = _positive_grid('dampings', self.dampings, 'N·m·s/rad')
+        grid = np.asarray(self.mae_deg, dtype=float)
+        if grid.shape != (len(kps), len(dampings)) or not np.all(np.isfinite(grid) & (grid >= 0)):
+            raise ValueError(f'mae_deg must be ({len(kps)}, {len(dampings)}) finite numbers >= 0 deg, got shape '
+                             f'{grid.shape}')
+        checks.nonnegative('kv', self.kv, 'N·m·s/rad')
+        object.__setattr__(self, 'kps', kps)
+        object.__setattr__(self, 'dampings', dampings)
+        object.__setattr__(self, 'mae_deg', grid)
+
+    @property
+    def best(self) -> tuple[float, float, float]:
+        """The best cell: ``(kp, damping, mae_deg)``."""
+        i, k = np.unravel_index(np.argmin(self.mae_deg), self.mae_deg.shape)
+        return float(self.kps[i]), float(self.dampings[k]), float(self.mae_deg[i, k])
+
+    def at(self, kp: float, damping: float) -> float:
+        """The error of the cell nearest (kp, damping) in log scale, degrees (a point off the grid: its edge)."""
+        checks.positive('kp', kp, 'N·m/rad')
+        checks.positive('damping', damping, 'N·m·s/rad')
+        i = int(np.argmin(np.abs(np.log(self.kps / kp))))
+        k = int(np.argmin(np.abs(np.log(self.dampings / damping))))
+        return float(self.mae_deg[i, k])
+
+    @property
+    def best_per_damping(self) -> np.ndarray:
+        """(ndamping,) the error of the best kp in each damping column, degrees."""
+        return self.mae_deg.min(axis=0)
+
+    @property
+    def cliff_damping(self) -> float:
+        """The smallest damping, at or above the best column, from which on every column's best kp is more than
+        ``CLIFF_FACTOR`` times the best cell's error, N·m·s/rad; NaN when the grid has no such cliff."""
+        worse = self.best_per_damping > CLIFF_FACTOR * self.mae_deg.min()
+        k_best = int(np.argmin(self.best_per_damping))
+        for k in range(k_best, len(self.dampings)):
+            if np.all(worse[k:]):
+                return float(self.dampings[k])
+        return math.nan
+
+    def rows(self, kp_range: tuple[float, float] = VALLEY_TABLE_KPS) -> list[dict]:
+        """The valley: for every kp row within ``kp_range`` (N·m/rad, inclusive), its best damping.
+
+        Keys: ``kp`` (N·m/rad), ``best_damping`` (N·m·s/rad), ``lag_ms`` ((kv + best_damping)/kp, ms) and
+        ``heldout_mae_deg`` (that cell's error, degrees: the chapter maps the held-out episode).
+        """
+        low, high = kp_range
+        if not (checks.is_real(low) and checks.is_real(high) and 0 < low <= high):
+            raise ValueError(f'kp_range must be (low, high) N·m/rad with 0 < low <= high, got {kp_range!r}')
+        rows = []
+        for kp, row in zip(self.kps, self.mae_deg):
+            if low <= kp <= high:
+                b = float(self.dampings[np.argmin(row)])
+                rows.append(dict(kp=float(kp), best_damping=b, lag_ms=float(1e3 * (self.kv + b) / kp),
+                                 heldout_mae_deg=float(row.min())))
+        return rows
+
+
+def damping_valley(episodes: Sequence[Episode], base: ArmServo, *, kps: Sequence[float] = VALLEY_KPS,
+                   dampings: Sequence[float] = VALLEY_DAMPINGS, config: ReplayConfig = ReplayConfig()
+                   ) -> DampingValley:
+    """``base`` replayed over every (kp, joint damping) of the grid, the rest as it is: :func:`kp_damping_map`.
+
+    Args:
+      episodes: the episodes scored (the chapter: the held-out one).
+      base: the servo whose kv, forcerange, frictionloss and armature every cell keeps.
+      kps: (nkp,) increasing, N·m/rad.
+      dampings: (ndamping,) increasing, N·m·s/rad.
+      config: the replay settings.
+    """
+    kps = _positive_grid('kps', kps, 'N·m/rad')
+    dampings = _positive_grid('dampings', dampings, 'N·m·s/rad')
+    grid = kp_damping_map(episodes, base, kps, dampings, config=config)
+    return DampingValley(kps=kps, dampings=dampings, mae_deg=grid, kv=base.kv)
+
+
+def frame_speeds_deg(angles_deg: np.ndarray, fps: float) -> np.ndarray:
+    """Joint speeds from one frame to the next, ``|q[t+1] - q[t]|·fps``, deg/s.
+
+    Args:
+      angles_deg: (nframe, njoint) joint angles, degrees, nframe >= 2 (``Replay.real_deg`` or ``sim_deg``).
+      fps: frames per second, > 0.
+
+    Returns:
+      (nframe - 1, njoint).
+    """
+    checks.positive('fps', fps, 'frames/s')
+    q = np.asarray(angles_deg, dtype=float)
+    if q.ndim != 2 or len(q) < 2:
+        raise ValueError(f'angles_deg must be (nframe, njoint) with nframe >= 2, got shape {q.shape}')
+    return np.abs(np.diff(q, axis=0)) * fps
+
+
+def saturated_speed_deg(servo: ArmServo, *, damping: float | None = None) -> float:
+    """The top speed of a saturated joint, ``forcerange/damping`` in deg/s (less what gravity takes).
+
+    kv acts inside the force clamp and the joint damping outside it, so once the spring saturates only the joint
+    damping brakes (``tests/test_sysid.py`` checks this against MuJoCo).
+
+    Args:
+      servo: its forcerange (N·m) and, unless ``damping`` is given, its joint damping.
+      damping: joint damping to use instead, N·m·s/rad, > 0.
+    """
+    damping = servo.damping if damping is None else damping
+    checks.positive('damping', damping, 'N·m·s/rad')
+    return math.degrees(servo.forcerange / damping)
+
+
+# --------------------------------------------------------------------------------------------------
+# Break it: one setting changed, every entry an ensemble
+# --------------------------------------------------------------------------------------------------
+
+BREAK_VARIANTS = {
+    'as above': ReplayConfig(),
+    'contacts on': ReplayConfig(contacts=True),
+    'limits off': ReplayConfig(limits=False),
+    'Euler, 33.3 ms': ReplayConfig(integrator='Euler', timestep=1 / 30),
+    'implicitfast, 33.3 ms': ReplayConfig(timestep=1 / 30),
+    'discrete, 33.3 ms': ReplayConfig(integrator='discrete', timestep=1 / 30),
+}
+"""The chapter's Break-it replays by name: the replay of the fit, then one setting changed at a time."""
+
+CHAOS_DEG = 1e-6
+"""deg: an ensemble whose errors spread wider than this is chaotic; a smooth replay's move by about the offsets'
+size (1e-8 deg)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EnsembleScore:
+    """One servo replayed from every start of ``replay.ENSEMBLE_OFFSETS``: its error as a robust figure."""
+
+    mae: robust.Ensemble
+    """The mean absolute error over the runs, degrees: median, smallest, largest."""
+    joint_mae_deg: np.ndarray
+    """(5,) the median over the runs of each arm joint's mean absolute error, degrees."""
+    diverged: bool
+    """Any run diverged."""
+    runs: tuple
+    """``runs[k][j]``: the :class:`Replay` from start k on episode j (k = 0 is the recorded start)."""
+
+    @property
+    def chaotic(self) -> bool:
+        """The runs' errors spread wider than ``CHAOS_DEG``: any one run is one draw from a distribution."""
+        return self.mae.high - self.mae.low > CHAOS_DEG
+
+    @property
+    def figure(self) -> float:
+        """The error to print, degrees: the median, to one significant digit when the replay is chaotic."""
+        return robust.round_sig(self.mae.median, 1) if self.chaotic else self.mae.median
+
+    @property
+    def shown(self) -> str:
+        """The figure as a table shows it: three decimals, or ``'≈ 3 (chaotic)'``."""
+        return f'≈ {self.figure:g} (chaotic)' if self.chaotic else f'{self.figure:.3f}'
+
+
+def ensemble_score(servo: ArmServo, episodes: Sequence[Episode], *, config: ReplayConfig = ReplayConfig()
+                   ) -> EnsembleScore:
+    """``servo`` replayed on ``episodes`` from the starts of ``replay.ENSEMBLE_OFFSETS`` (0 to 7e-9 rad), one batch.
+
+    Each run's error is taken over all of ``episodes``, every frame weighted alike.
+    """
+    if not episodes:
+        raise ValueError('episodes must hold at least one episode, got none')
+    runs = replay_ensemble(servo, episodes, config=config)
+    return EnsembleScore(mae=robust.ensemble(mae_deg(row) for row in runs),
+                         joint_mae_deg=np.median([joint_mae_deg(row) for row in runs], axis=0),
+                         diverged=any(r.diverged for row in runs for r in row), runs=tuple(map(tuple, runs)))
+
+
+def break_it(fitted: ArmServo, episodes: Sequence[Episode], *,
+             variants: dict[str, ReplayConfig] | None = None) -> list[dict]:
+    """The chapter's Break it: ``fitted`` and Menagerie's servo under each replay setting, as ensembles.
+
+    Args:
+      fitted: the fitted servo.
+      episodes: the episodes scored (the chapter: the held-out one).
+      variants: replay settings by name (default ``BREAK_VARIANTS``).
+
+    Returns:
+      One row per variant: ``replay`` (its name), ``fitted`` and ``menagerie`` (:class:`EnsembleScore`),
+      ``fitted_mae_deg`` and ``menagerie_mae_deg`` (their ``shown`` text), ``fitted_elbow_deg`` (the fitted
+      servo's elbow error, degrees) and ``diverged`` (``'yes'`` if any run of either diverged, else ``'no'``).
+    """
+    variants = BREAK_VARIANTS if variants is None else variants
+    if not variants:
+        raise ValueError('variants must name at least one ReplayConfig, got none')
+    for name, cfg in variants.items():
+        if not isinstance(cfg, ReplayConfig):
+            raise ValueError(f'variants[{name!r}] must be a ReplayConfig, got {cfg!r}')
+    rows = []
+    elbow = ARM_JOINTS.index('elbow_flex')
+    for name, cfg in variants.items():
+        fit, men = (ensemble_score(s, episodes, config=cfg) for s in (fitted, BASELINES['menagerie']))
+        rows.append(dict(replay=name, fitted=fit, menagerie=men, fitted_mae_deg=fit.shown,
+                         menagerie_mae_deg=men.shown, fitted_elbow_deg=float(fit.joint_mae_deg[elbow]),
+                         diverged='yes' if fit.diverged or men.diverged else 'no'))
+    return rows
 
 
 def leave_one_out(dataset: LeRobotDataset, **fit_kwargs) -> list[dict]:
