@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         rows = exp.run(args.arg)
-    except (ValueError, ModelUnavailable) as err:
+    except (ValueError, OSError, ModelUnavailable) as err:  # bad input, data or files: one line, not a traceback
         print(f'error: {err}', file=sys.stderr)
         return 2
     print(registry.to_json(rows) if args.json else exp.table(rows, args.arg))

@@ -2,7 +2,11 @@
 
 import os
 
+import matplotlib
+import numpy as np
 import pytest
+
+matplotlib.use('agg')  # the tests draw off-screen, before anything imports pyplot
 
 CHROMIUM = '/usr/bin/chromium'
 CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
@@ -34,3 +38,68 @@ def twin_page(tmp_path):
 
         yield open_page, errors
         browser.close()
+
+
+# --- chapter 1: the servo panel (test_live, test_position_actuators_panels) ------------------------
+
+
+@pytest.fixture(scope='module')
+def panel():
+    """Chapter 1's live servo panel, shared by a module's tests."""
+    from physai.interface import position_actuators_panels
+    return position_actuators_panels.servo_panel()
+
+
+# --- chapter 3: the pd-rate ensembles (test_where_pd_runs, test_where_pd_runs_panels) ----------------
+
+
+@pytest.fixture(scope='module')
+def ensembles():
+    """The SO-101 hold's ensembles at every rate and backend, by (rate_hz, backend)."""
+    from physai.experiments import where_pd_runs
+    return {(e.params.rate_hz, e.params.backend): e for e in where_pd_runs.rate_ensembles()}
+
+
+@pytest.fixture(scope='module')
+def bare_ensembles():
+    """The same ensembles without armature."""
+    from physai.experiments import where_pd_runs
+    return {(e.params.rate_hz, e.params.backend): e for e in where_pd_runs.rate_ensembles(armature=0.0)}
+
+
+# --- chapter 4: a servo, a made-up episode and the real recording (test_replay, test_servo_sysid, ----
+# --- test_servo_sysid_panels) ---------------------------------------------------------------------------
+
+CENTER_DEG = np.array([0.0, -60.0, 60.0, 40.0, -60.0, 20.0])  # mid-range, inside every joint's limits
+
+
+@pytest.fixture
+def soft():
+    """A soft servo, far from Menagerie's kp 998 one."""
+    from physai.engine.replay import ArmServo
+    return ArmServo(kp=30.0, kv=0.5, forcerange=2.0, damping=0.3, frictionloss=0.05, armature=0.05)
+
+
+@pytest.fixture
+def synthetic_episode():
+    """``synthetic_episode(n=45, index=0, delay=0) -> Episode``: smooth commands around a mid-range pose;
+    state = command delayed by ``delay`` frames (followed exactly when 0)."""
+    from physai.engine.datasets import Episode
+    from physai.engine.so101 import JOINTS
+
+    def make(n: int = 45, index: int = 0, delay: int = 0) -> Episode:
+        t = np.arange(n) / 30.0
+        action = CENTER_DEG + np.outer(np.sin(2 * np.pi * 0.7 * t), [20, 25, -25, 20, 15, 10])
+        state = np.concatenate([np.repeat(action[:1], delay, axis=0), action[:n - delay]])
+        return Episode(index=index, fps=30.0, joints=JOINTS, action=action, state=state, timestamp=t)
+
+    return make
+
+
+@pytest.fixture(scope='module')
+def real():
+    """The SO-101 recording physai ships (a copy of ../shared/datasets/so101_record_test); skips when absent."""
+    from physai.engine.datasets import load_lerobot, shipped_recording
+    if not shipped_recording().is_dir():
+        pytest.skip('the shipped SO-101 recording is absent')
+    return load_lerobot(shipped_recording())

@@ -1,5 +1,5 @@
-"""Chapter 2's analysis of the divergence map: the kv on the stability bounds that the map draws, the largest
-kd the explicit PD tolerates at the Experiment's timestep, and the claims the chapter makes from them."""
+"""physai.experiments.actuator_models: chapter 2's sweeps and divergence map, against MuJoCo runs and the
+stability bounds the map draws, and MuJoCo's own <dcmotor> and actuator delay."""
 
 import math
 
@@ -9,6 +9,7 @@ import pytest
 from physai.engine import pendulum
 from physai.experiments import actuator_models
 from physai.laws.drives import IdealPD, ImplicitPD
+from physai.laws.sim import servo_sag
 
 I = pendulum.LINK_INERTIA
 H = pendulum.TIMESTEP
@@ -111,3 +112,120 @@ def test_the_map_cells_lie_on_the_side_of_the_bounds_the_figure_draws():
 def test_kv_bound_rejects_bad_input_naming_the_parameter(kwargs, message):
     with pytest.raises(ValueError, match=message):
         actuator_models.kv_bound(**kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# the sweeps
+
+
+def _turning_angle(effort):
+    """Root of tau_g*(1 - cos q) = E*q between the balance angle and π, by bisection."""
+    low, high = actuator_models.swing_angle(effort), math.pi
+    for _ in range(60):
+        mid = 0.5 * (low + high)
+        if pendulum.TAU_G * (1 - math.cos(mid)) - effort * mid < 0:
+            low = mid
+        else:
+            high = mid
+    return 0.5 * (low + high)
+
+
+def test_effort_limits_below_hold_torque_swing_about_where_gravity_equals_the_limit():
+    """With E < tau_g the torque sits at +E, the damping term is gone, and the link swings
+    undamped through the balance angle asin(E/tau_g), fastest there, between q = 0 and the
+    turning angle where tau_g*(1 - cos q) = E*q (energy)."""
+    sweep = actuator_models.sweep('effort-limit')
+    for value, run, row in zip(sweep.values, sweep.runs, sweep.rows):
+        tail = run.t >= run.t[-1] - 2.0
+        if value < pendulum.TAU_G:
+            balance = actuator_models.swing_angle(value)
+            clipped = run.torque[tail[:-1]] == value
+            lo, hi = run.q[tail].min(), run.q[tail].max()
+            assert lo < balance < hi
+            fastest = run.q[tail][np.argmax(np.abs(run.v[tail]))]
+            assert fastest == pytest.approx(balance, abs=0.01)
+            if _turning_angle(value) < math.pi / 2 - 0.1:
+                assert np.all(clipped)  # never leaves the limit: no damping at all
+                assert lo == pytest.approx(0.0, abs=0.01)
+                assert row['p2p_rad'] == pytest.approx(_turning_angle(value), abs=0.01)
+            else:
+                # energy would carry it past horizontal, where the PD leaves the limit for an instant
+                # and damps a little each swing
+                assert np.mean(clipped) > 0.95 and row['p2p_rad'] > 1.0
+        else:
+            assert row['p2p_rad'] < 1e-3
+            assert row['mean_angle_rad'] == pytest.approx(math.pi / 2 - servo_sag(400.0, pendulum.TAU_G), abs=1e-4)
+
+
+def test_stiffness_sweep_error_is_chapter_one_sag():
+    """At horizontal gravity pulls with tau_g*cos(e) at error e: the same balance as chapter 1."""
+    for row in actuator_models.sweep('stiffness').rows:
+        assert row['error_deg'] == pytest.approx(row['servo_sag_deg'], rel=3e-3)  # kp 10 is still creeping
+
+
+def test_damping_sweep_overshoot_falls_as_damping_rises():
+    rows = actuator_models.sweep('damping').rows
+    overshoot = [row['overshoot_pct'] for row in rows]
+    assert overshoot[0] > 50 and overshoot[2] < 0.1
+    assert overshoot[:3] == sorted(overshoot[:3], reverse=True)
+
+
+def test_velocity_limit_caps_the_speed_of_the_dc_motor():
+    sweep = actuator_models.sweep('velocity-limit')
+    for value, row in zip(sweep.values, sweep.rows):
+        assert row['peak_speed'] < value
+    rise = [row['rise_ms'] for row in sweep.rows]
+    assert rise == sorted(rise, reverse=True)
+
+
+def test_delay_adds_exactly_its_own_time_to_the_lag():
+    rows = actuator_models.sweep('delay').rows
+    for row in rows:
+        assert row['lag_ms'] - rows[0]['lag_ms'] == pytest.approx(row['delay_ms'], abs=1e-6)
+        assert row['overshoot_pct'] == pytest.approx(rows[0]['overshoot_pct'], abs=1e-6)
+
+
+def test_joint_friction_stops_the_free_swing_sooner_the_larger_it_is():
+    rows = actuator_models.sweep('friction').rows
+    turns = [row['turns'] for row in rows]
+    assert turns == sorted(turns, reverse=True)
+    assert rows[0]['decay_s'] is None  # no friction: it never slows down for good (printed '-')
+    assert rows[-1]['decay_s'] < rows[-2]['decay_s']
+
+
+# ---------------------------------------------------------------------------------------------
+# where implicit and explicit part ways
+
+
+def test_growth_above_one_exactly_where_mujoco_diverges_on_the_map():
+    """Chapter 1's growth per step, with kv explicit or implicit, predicts every cell of the map."""
+    rows = actuator_models.divergence_map()
+    for row in rows:
+        assert (row['explicit_growth'] > 1) == (row['explicit'] == 'diverged'), row
+        assert (row['implicit_growth'] > 1) == (row['implicit'] == 'diverged'), row
+    parted = [r for r in rows if r['explicit'] == 'diverged' and r['implicit'] == 'stable']
+    # chapter 1's bounds: explicit kv needs h²ω² < 4 - 2hc, implicit kv only h²ω² < 4 + 2hc
+    assert parted and all(4 - 2 * r['h_c'] < r['h_omega'] ** 2 < 4 + 2 * r['h_c'] for r in parted)
+
+
+def test_discrete_takes_the_spring_implicitly_and_holds_every_cell_of_the_map():
+    """"Implicit damping cannot rescue a spring too stiff for the step" is a rule about implicitfast: MuJoCo's
+    discrete integrator solves the step in M + hD + h²K, so it holds the cells where both other models diverge."""
+    rows = actuator_models.divergence_map()
+    both = [r for r in rows if r['explicit'] == 'diverged' and r['implicit'] == 'diverged']
+    assert both and all(r['h_omega'] ** 2 > 4 for r in both)  # too stiff for the step under implicitfast
+    assert all(r['discrete'] == 'stable' for r in rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# MuJoCo 3.17's own <dcmotor> and actuator delay
+
+
+def test_native_dcmotor_has_our_envelope_and_matches_our_motor_under_euler():
+    rows = {(r['case'], r['integrator']): r['max_abs_diff'] for r in actuator_models.native_comparison()}
+    assert rows[('dcmotor torque at full voltage vs dc_motor_envelope', '-')] <= 1e-12
+    assert rows[('dcmotor, back-EMF compensated vs DCMotor', 'Euler')] <= 1e-12
+    assert rows[('dcmotor, back-EMF compensated vs DCMotor', 'implicitfast')] < 1e-2
+    assert rows[('dcmotor, plain voltage (back-EMF damping) vs DCMotor', 'implicitfast')] > 1e-2
+    assert rows[('position delay, history = first command vs delay_commands', 'implicitfast')] <= 1e-12
+    assert rows[('position delay, history = zeros (default) vs first command', 'implicitfast')] > 0.1

@@ -48,8 +48,8 @@ def _pd_without_feedforward(q_target, q, v_target, v, kp, kv, tau_ff=0.0):
     return kp * (np.asarray(q_target) - q) + kv * (np.asarray(v_target) - v)
 
 
-def _envelope_without_the_clip(v, *, saturation_effort, effort_limit, velocity_limit):
-    s, e, vmax = saturation_effort, effort_limit, velocity_limit
+def _envelope_without_the_clip(v, *, saturation_effort, forcerange, velocity_limit):
+    s, e, vmax = saturation_effort, forcerange, velocity_limit
     return np.maximum(s * (-1.0 - np.asarray(v) / vmax), -e), np.minimum(s * (1.0 - np.asarray(v) / vmax), e)
 
 

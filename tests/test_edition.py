@@ -303,6 +303,7 @@ def test_run_all_stops_at_the_first_cell_when_mujoco_4_was_already_imported():
     assert all(cell.get('execution_count') is None for cell in code[install + 1:]), 'a later cell ran'
 
 
+@pytest.mark.slow
 def test_chapter_1_runs_top_to_bottom_on_a_fresh_fake_colab():
     """The pinned MuJoCo is the one installed here; on the fake Colab the first cell only installs physai, checks,
     and says it is ready; then every cell of chapter 1 runs."""

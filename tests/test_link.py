@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from physai.engine import link
-from physai.laws import checks
-from physai.engine.link import LINK_XML, ServoParams, step_response, step_responses
+from physai.laws import checks, stability
+from physai.engine.link import LINK_INERTIA, LINK_XML, ServoParams, step_response, step_responses
 from physai.laws.sim import servo_sag
 
 
@@ -150,13 +150,26 @@ def test_a_run_on_the_stability_bound_has_no_sag():
 @pytest.mark.parametrize('kwargs, message', [
     ({'timestep': 1e-9}, 'duration / timestep must be at most MAX_STEPS = 1,000,000 steps per run'),
     ({'timestep': 1e-7}, 'duration / timestep must be at most MAX_STEPS = 1,000,000 steps per run'),
-    ({'forcerange': 5}, 'forcerange must be two finite numbers (low, high) N·m, got 5'),
+    ({'forcerange': (5,)}, 'forcerange must be two finite numbers (low, high) N·m, got (5,)'),
+    ({'forcerange': -5}, 'forcerange must be a finite number > 0 N·m, got -5'),
 ])
 def test_a_run_too_long_or_a_malformed_clamp_is_refused_before_simulating(kwargs, message):
     """Once a hang (3e7 steps) or a TypeError from deep inside MuJoCo's rollout."""
     with pytest.raises(ValueError) as err:
         link.step_response(100.0, **kwargs)
     assert str(err.value).startswith(message)
+
+
+def test_a_number_forcerange_is_the_symmetric_clamp_mujoco_compiles():
+    """forcerange=F is MuJoCo's forcerange="-F F": one name, a number or a pair, as in ArmServo and HoldParams."""
+    assert link.ServoParams(kp=1.0, forcerange=2.94).forcerange == (-2.94, 2.94)
+    spec = link.link_spec()
+    spec.actuator('servo').forcerange = [-2.94, 2.94]
+    spec.actuator('servo').forcelimited = 1
+    want = spec.compile()
+    got = link.link_model(link.ServoParams(kp=1.0, kv=0.0, forcerange=2.94))
+    assert list(got.actuator_forcerange[0]) == list(want.actuator_forcerange[0])
+    assert got.actuator_forcelimited[0] == want.actuator_forcelimited[0] == 1
 
 
 def test_step_responses_wants_servo_params():
@@ -168,3 +181,26 @@ def test_many_runs_share_one_batch_limit():
     params = [link.ServoParams(kp=100.0, timestep=1e-5)] * 200
     with pytest.raises(ValueError, match='the batch must take at most MAX_TOTAL_STEPS'):
         link.step_responses(params)
+
+
+def test_rise_shortfall_is_the_timestep_except_for_the_softest_servo():
+    """At kp 100 the measured rise approaches the continuous formula as the step shrinks (5 → 1 → 0.2 ms);
+    at kp 1 gravity's torque, comparable to the spring's, keeps it below the formula at any step."""
+    inertia = LINK_INERTIA + 0.028
+    timesteps = (0.005, 0.001, 0.0002)
+    def ratio(kp, h):
+        return link.step_response(kp, timestep=h).rise_ms / (1e3 * stability.critical_rise_time(kp, inertia))
+
+    stiff = [ratio(100.0, h) for h in timesteps]
+    assert stiff[0] < stiff[1] < stiff[2] < 1.0
+    assert stiff[0] < 0.95 and stiff[2] > 0.995
+    soft = [ratio(1.0, h) for h in timesteps]
+    assert max(soft) < 0.9 and max(soft) - min(soft) < 0.01
+
+
+def test_first_crossing_interpolates_linearly_between_samples():
+    t = np.array([0.0, 1.0, 2.0])
+    x = np.array([0.0, 0.4, 1.0])
+    assert link.crossing_time(t, x, 0.7) == pytest.approx(1.5)
+    assert link.crossing_time(t, x, 0.0) == 0.0
+    assert math.isnan(link.crossing_time(t, x, 2.0))

@@ -3,11 +3,9 @@
 import math
 
 import matplotlib
-
-matplotlib.use('agg')
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
 
 from physai.engine import link
 from physai.interface import plots
@@ -29,14 +27,6 @@ def test_rise_marks_of_a_diverged_run_are_nan():
     response = link.step_response(30000.0, armature=0.0, integrator='Euler')
     assert response.diverged
     assert all(math.isnan(v) for v in plots.rise_marks(response))
-
-
-def test_first_crossing_interpolates_linearly_between_samples():
-    t = np.array([0.0, 1.0, 2.0])
-    x = np.array([0.0, 0.4, 1.0])
-    assert link.crossing_time(t, x, 0.7) == pytest.approx(1.5)
-    assert link.crossing_time(t, x, 0.0) == 0.0
-    assert math.isnan(link.crossing_time(t, x, 2.0))
 
 
 def test_step_response_marks_show_sag_and_flag_divergence():

@@ -149,11 +149,11 @@ def test_gear_sag_flags_a_diverged_run_instead_of_reporting_its_sag(kp, gear):
 
 
 @FEWER
-@given(model=st.sampled_from(drives.MODELS + ('bogus',)), kp=ANY_NUMBER, kv=ANY_NUMBER, effort_limit=ANY_NUMBER,
+@given(model=st.sampled_from(drives.MODELS + ('bogus',)), kp=ANY_NUMBER, kv=ANY_NUMBER, forcerange=ANY_NUMBER,
        timestep=st.one_of(ANY_NUMBER, st.sampled_from([1 / 360, 0.001, 0.02])))
-def test_pendulum_answers_any_input_with_an_error_or_a_flagged_run(model, kp, kv, effort_limit, timestep):
+def test_pendulum_answers_any_input_with_an_error_or_a_flagged_run(model, kp, kv, forcerange, timestep):
     try:
-        run, metrics = actuator_models_panels.panel_run(model, kp, kv, 0.0, timestep, "implicitfast", effort_limit, math.inf, 0)
+        run, metrics = actuator_models_panels.panel_run(model, kp, kv, 0.0, timestep, "implicitfast", forcerange, math.inf, 0)
     except ValueError as err:
         assert ' must ' in str(err)
         return
@@ -189,3 +189,736 @@ def test_cli_list_takes_no_argument(capsys):
         main(['list', 'extra'])
     assert stop.value.code == 2
     assert "list takes no argument, got 'extra'" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Chapter 3: where the PD runs (physai.laws.loop, physai.engine.hold, physai.experiments.where_pd_runs)
+
+import dataclasses  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import pathlib  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import mujoco  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from physai.engine import datasets, hold, mj, replay  # noqa: E402
+from physai.experiments import servo_sysid, where_pd_runs  # noqa: E402
+from physai.laws import loop  # noqa: E402
+
+# a MuJoCo run per example: few examples, tiny durations
+MUJOCO_RUNS = settings(EXAMPLES, max_examples=12)
+RATES = st.one_of(ANY_NUMBER, st.floats(min_value=1.0, max_value=2000.0), st.sampled_from([0.05, 0.1, 0.2, 1e6]))
+SECONDS = 5.0  # bounded time: no single call of these tests may take longer
+
+
+def _growth_ok(value) -> None:
+    """A growth per step or tick: a number >= 0 or inf (diverged), never NaN."""
+    assert isinstance(value, float) and not math.isnan(value) and value >= 0
+
+
+@contextlib.contextmanager
+def _within(seconds: float = SECONDS):
+    start = time.perf_counter()
+    yield
+    assert time.perf_counter() - start < seconds, 'a call took longer than it may: a hang in the making'
+
+
+def _documented(err: Exception) -> None:
+    """A ValueError / TypeError that names what is wrong and what is allowed."""
+    assert isinstance(err, (ValueError, TypeError)), repr(err)
+    assert ' must ' in str(err), str(err)
+
+
+@EXAMPLES
+@given(fields=st.lists(st.one_of(ANY_NUMBER, WRONG_TYPES), min_size=6, max_size=6),
+       q=st.one_of(ANY_NUMBER, WRONG_TYPES, st.lists(ANY_NUMBER, max_size=3)), qd=st.one_of(ANY_NUMBER, WRONG_TYPES))
+def test_mit_torque_answers_any_command_with_an_error_or_a_clamped_torque(fields, q, qd):
+    names = ('position', 'velocity', 'stiffness', 'damping', 'effort', 'max_effort')
+    try:
+        command = loop.JointCommand(**dict(zip(names, fields)))
+        tau = np.asarray(loop.mit_torque(command, q, qd))
+    except (ValueError, TypeError) as err:
+        _documented(err)
+        return
+    state = np.broadcast_to(np.asarray(q, dtype=float), tau.shape)
+    finite_state = np.isfinite(state) & np.isfinite(float(qd))
+    # the clamp holds wherever the state is finite (an overflow saturates to the clamp)
+    assert np.all(np.abs(tau[finite_state]) <= command.max_effort)
+    assert not np.any(np.isnan(tau[finite_state]))
+
+
+@EXAMPLES
+@given(rate_hz=RATES, timestep=st.one_of(ANY_NUMBER, st.sampled_from([1e-5, 0.001, 0.005, 0.02])),
+       nstep=st.one_of(st.integers(min_value=-3, max_value=2000), ANY_NUMBER, WRONG_TYPES))
+def test_tick_mask_and_pattern_answer_any_rate_with_an_error_or_ticks(rate_hz, timestep, nstep):
+    with _within():
+        try:
+            mask = loop.tick_mask(rate_hz, timestep, nstep)
+        except (ValueError, TypeError) as err:
+            _documented(err)
+        else:
+            assert mask.shape == (nstep,) and mask.dtype == bool and (nstep == 0 or mask[0])
+        try:
+            pattern = loop.tick_pattern(rate_hz, timestep)
+        except (ValueError, TypeError) as err:
+            _documented(err)
+        else:
+            assert 1 <= len(pattern) <= 50
+            assert all(isinstance(n, int) and 1 <= n <= loop.MAX_STEPS_PER_TICK for n in pattern)
+
+
+@EXAMPLES
+@given(rate_hz=RATES, kp=ANY_NUMBER, kv=ANY_NUMBER, inertia=ANY_NUMBER, damping=ANY_NUMBER,
+       timestep=st.one_of(ANY_NUMBER, st.sampled_from([0.0005, 0.001, 0.02])),
+       backend=st.sampled_from([*loop.BACKENDS, 'bogus']), integrator=st.sampled_from(checks.INTEGRATORS))
+def test_tick_growth_answers_any_input_with_an_error_or_a_growth(rate_hz, kp, kv, inertia, damping, timestep,
+                                                                  backend, integrator):
+    """Growth per tick is a number >= 0, or inf beyond floating point: never NaN, never an OverflowError."""
+    with _within():
+        try:
+            growth = loop.tick_growth(rate_hz=rate_hz, kp=kp, kv=kv, inertia=inertia, timestep=timestep,
+                                      damping=damping, backend=backend, integrator=integrator)
+        except (ValueError, TypeError) as err:
+            _documented(err)
+            return
+    _growth_ok(growth)
+
+
+@EXAMPLES
+@given(substeps=st.lists(st.one_of(st.integers(min_value=-2, max_value=50), ANY_NUMBER), max_size=3),
+       h=ANY_NUMBER, c_joint=ANY_NUMBER)
+def test_zoh_step_refuses_ticks_that_are_not_whole_steps(substeps, h, c_joint):
+    try:
+        q, v = loop.zoh_step(1.0, 0.0, lambda q, v: -q - v, h, substeps=substeps, c_joint=c_joint)
+    except (ValueError, TypeError) as err:
+        _documented(err)
+        return
+    assert all(isinstance(n, (int, np.integer)) and n >= 1 for n in substeps)
+    assert not (math.isnan(q) or math.isnan(v)) or not math.isfinite(h * c_joint)
+
+
+
+@FEWER
+@given(rates=st.one_of(st.lists(RATES, max_size=4), ANY_NUMBER, WRONG_TYPES),
+       kp=st.one_of(ANY_NUMBER, st.floats(min_value=1.0, max_value=1e300)), kv=ANY_NUMBER,
+       armature=st.one_of(ANY_NUMBER, st.floats(min_value=0.0, max_value=0.1)),
+       timestep=st.one_of(ANY_NUMBER, st.sampled_from([0.0005, 0.001, 0.02])),
+       backend=st.sampled_from(loop.BACKENDS), integrator=st.sampled_from(checks.INTEGRATORS))
+def test_growth_curve_saturates_to_inf_instead_of_overflowing(rates, kp, kv, armature, timestep, backend,
+                                                              integrator):
+    with _within():
+        try:
+            growth = where_pd_runs.growth_curve(rates, backend=backend, kp=kp, kv=kv, armature=armature,
+                                                timestep=timestep, integrator=integrator)
+        except (ValueError, TypeError) as err:
+            _documented(err)
+            return
+    assert growth.shape == (len(rates),)
+    for g in growth:
+        _growth_ok(float(g))
+
+
+@EXAMPLES
+@given(rate_hz=RATES, kp=ANY_NUMBER, kv=ANY_NUMBER, inertia=ANY_NUMBER, damping=st.one_of(st.none(), ANY_NUMBER),
+       timestep=st.one_of(ANY_NUMBER, st.sampled_from([0.0005, 0.001, 0.02])))
+def test_zoh_margins_and_rate_bound_answer_with_an_error_or_signed_numbers(rate_hz, kp, kv, inertia, damping,
+                                                                           timestep):
+    try:
+        margins = where_pd_runs.zoh_margins(rate_hz, kp=kp, kv=kv, inertia=inertia, timestep=timestep)
+    except (ValueError, TypeError) as err:
+        _documented(err)
+    else:  # a margin may be -inf (hopeless), never NaN: its sign is the answer
+        assert not any(math.isnan(v) for v in margins.values())
+    try:
+        bound = where_pd_runs.rate_bound_hz(rate_hz, kp=kp, kv=kv, damping=damping, timestep=timestep)
+    except (ValueError, TypeError) as err:
+        _documented(err)
+    else:
+        assert bound >= 0 and not math.isnan(bound)
+
+
+@settings(EXAMPLES, max_examples=20)
+@given(rates=st.one_of(st.lists(st.floats(min_value=1.0, max_value=1000.0), min_size=1, max_size=3).map(sorted),
+                       st.lists(RATES, max_size=3)),
+       kp=ANY_NUMBER, kv=ANY_NUMBER, armature=ANY_NUMBER)
+def test_growth_scan_answers_few_rates_with_an_error_or_growths(rates, kp, kv, armature):
+    with _within():
+        try:
+            scan = where_pd_runs.growth_scan(rates, kp=kp, kv=kv, armature=armature)
+        except (ValueError, TypeError) as err:
+            _documented(err)
+            return
+    assert scan.growth.shape == (len(rates), 6)
+    for g in scan.growth.ravel():
+        _growth_ok(float(g))
+    try:
+        critical = scan.critical_hz
+    except ValueError as err:  # the scan ends before the critical rate: said so, not a made-up rate
+        _documented(err)
+    else:
+        assert scan.worst[-1] < 1 and critical in scan.rates_hz
+
+
+def _hold_consistent(r: hold.HoldResponse) -> None:
+    """A hold run's flags agree with its numbers."""
+    assert r.q.shape == r.target.shape == (len(r.t), 6)
+    if r.diverged:
+        assert np.all(np.isnan(r.p2p_rad)) and r.chatter_hz is None and not r.chatters
+        return
+    assert np.all(np.isfinite(r.q)) and np.all(np.abs(r.q) <= sim.DIVERGED_BOUND)
+    assert np.all(np.isfinite(r.p2p_rad)) and np.all(r.p2p_rad >= 0)
+    assert r.chatters == (r.worst_p2p_rad >= hold.QUIET_P2P)
+    if r.chatter_hz is not None:
+        assert r.chatters and r.chatter_hz >= hold.CHATTER_MIN_HZ
+
+
+@EXAMPLES
+@given(fields=st.lists(st.one_of(ANY_NUMBER, WRONG_TYPES), min_size=6, max_size=6),
+       backend=st.sampled_from([*loop.BACKENDS, 'x']), integrator=st.sampled_from([*checks.INTEGRATORS, 'x']))
+def test_hold_params_answer_any_input_with_an_error_or_params(fields, backend, integrator):
+    names = ('rate_hz', 'kp', 'kv', 'armature', 'timestep', 'start_offset')
+    try:
+        params = hold.HoldParams(backend=backend, integrator=integrator, **dict(zip(names, fields)))
+    except (ValueError, TypeError) as err:
+        _documented(err)
+        return
+    assert params.rate_hz > 0 and params.kp > 0 and 0 < params.timestep <= checks.MAX_TIMESTEP
+
+
+@MUJOCO_RUNS
+@given(rate_hz=st.one_of(st.floats(min_value=1.0, max_value=2000.0), st.sampled_from([1e-300, 0.1, 1e6])),
+       backend=st.sampled_from(loop.BACKENDS), kp=st.floats(min_value=1.0, max_value=1e9),
+       kv=st.one_of(st.floats(min_value=0.0, max_value=1e6), st.just(1e9)),
+       armature=st.sampled_from([0.0, 0.028, 1e3]), timestep=st.sampled_from([0.001, 0.005, 0.02, 0.1]),
+       integrator=st.sampled_from(checks.INTEGRATORS),
+       duration=st.one_of(st.sampled_from([1e-9, 0.004, 0.05]), ANY_NUMBER))
+def test_hold_responses_flag_what_they_measured(rate_hz, backend, kp, kv, armature, timestep, integrator, duration):
+    params = hold.HoldParams(rate_hz=rate_hz, backend=backend, kp=kp, kv=kv, armature=armature, timestep=timestep,
+                             integrator=integrator)
+    with _within(2 * SECONDS):
+        try:  # at most 0.05 s simulated, so that each example stays fast; longer ones are refused by their count
+            responses = hold.hold_responses([params], duration=min(duration, 0.05) if duration > 0 else duration,
+                                            nthread=1)
+        except (ValueError, TypeError) as err:
+            _documented(err)
+            return
+    _hold_consistent(responses[0])
+
+
+PD_XML = """
+<mujoco>
+  <worldbody>
+    <body>
+      <joint name="driven" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" size="0.02" fromto="0 0 0 0.3 0 0" mass="1"/>
+      <body pos="0.3 0 0">
+        <joint name="loose" type="hinge" axis="0 1 0"/>
+        <geom type="sphere" size="0.02" mass="0.1"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator><position joint="driven" kp="10" gear="2" forcerange="-3 3"/></actuator>
+</mujoco>
+"""
+
+
+@EXAMPLES
+@given(joints=st.one_of(st.lists(st.one_of(st.sampled_from(['driven', 'loose', 'nope', '']),
+                                           st.integers(min_value=-2, max_value=3), ANY_NUMBER, st.none()),
+                                 max_size=3),
+                        WRONG_TYPES, st.sampled_from(['driven', 0])),
+       backend=st.sampled_from([*loop.BACKENDS, 'x']), feedforward=st.sampled_from([*loop.FEEDFORWARD, 'x']),
+       position=ANY_NUMBER, stiffness=ANY_NUMBER, max_effort=ANY_NUMBER)
+def test_pd_controller_answers_any_joints_with_an_error_or_a_working_controller(joints, backend, feedforward,
+                                                                               position, stiffness, max_effort):
+    m = mujoco.MjModel.from_xml_string(PD_XML)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')  # the loose joint's fallback to in-loop is announced, not an error
+            pd_ = hold.PDController(m, joints, backend=backend, feedforward=feedforward)
+        command = loop.JointCommand(position=position, stiffness=stiffness, damping=0.1, max_effort=max_effort)
+    except (ValueError, TypeError) as err:
+        _documented(err)
+        return
+    d = mujoco.MjData(m)
+    pd_.write(d, [command] * len(pd_.joints))
+    with mj.captured_warnings():
+        for _ in range(5):
+            mujoco.mj_step(m, d)
+    effort = pd_.effort(d)
+    assert effort.shape == (len(pd_.joints),)
+    assert np.all(np.abs(effort) <= command.max_effort * (1 + 1e-9)) or not np.all(np.isfinite(d.qpos))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Chapter 4: the servo from a recording (physai.engine.replay, physai.engine.datasets,
+# physai.experiments.servo_sysid)
+
+SYNTHETIC = replay.synthetic_dataset(nepisode=1, seconds=0.5)
+EPISODE = SYNTHETIC.episodes[0]
+
+
+@EXAMPLES
+@given(values=st.lists(st.one_of(ANY_NUMBER, WRONG_TYPES), min_size=6, max_size=6),
+       timestep=st.one_of(ANY_NUMBER, st.sampled_from([0.001, 0.005, 1 / 30])),
+       integrator=st.sampled_from([*checks.INTEGRATORS, 'euler']),
+       contacts=st.one_of(st.booleans(), WRONG_TYPES, st.sampled_from(['no', 0, 1])),
+       fps=ANY_NUMBER)
+def test_arm_servo_and_replay_config_answer_any_input_with_an_error_or_a_config(values, timestep, integrator,
+                                                                                contacts, fps):
+    try:
+        servo = replay.ArmServo(**dict(zip(replay.PARAMS, values)))
+    except (ValueError, TypeError) as err:
+        _documented(err)
+    else:
+        assert servo.lag_ms >= 0 and servo.saturation_deg > 0
+    try:
+        config = replay.ReplayConfig(timestep=timestep, integrator=integrator, contacts=contacts)
+        substeps = config.substeps(fps)
+    except (ValueError, TypeError) as err:
+        _documented(err)
+    else:
+        assert isinstance(config.contacts, (bool, np.bool_)) and 1 <= substeps <= mj.MAX_STEPS
+
+
+@EXAMPLES
+@given(values=st.one_of(st.lists(st.lists(ANY_NUMBER, min_size=0, max_size=7), max_size=3), ANY_NUMBER,
+                        WRONG_TYPES),
+       joints=st.one_of(st.permutations(replay.JOINTS), st.just(replay.JOINTS[:5]),
+                        st.lists(st.sampled_from([*replay.JOINTS, 'elbow']), max_size=7), WRONG_TYPES,
+                        st.just('shoulder_pan')))
+def test_to_radians_answers_any_table_with_an_error_or_model_angles(values, joints):
+    try:
+        q = replay.to_radians(values, joints)
+    except ValueError as err:  # a table that does not fit its names, or names without the arm's joints
+        assert ' must ' in str(err) or 'lacks the arm joints' in str(err), str(err)
+        return
+    assert q.shape == (len(np.atleast_2d(values)), len(replay.JOINTS))
+    finite_in = np.all(np.isfinite(np.atleast_2d(np.asarray(values, dtype=float))))
+    assert np.all(np.isfinite(q)) or not finite_in
+
+
+def _replay_consistent(r: replay.Replay, episode) -> None:
+    """A replay's flags agree with its numbers: 'stable' (neither flag) only for a finite, bounded replay."""
+    assert r.sim_deg.shape == r.real_deg.shape == (episode.nframe, 5)
+    if r.diverged:
+        assert not r.chatters
+        return
+    assert np.all(np.isfinite(r.sim_deg)) and np.all(np.abs(np.radians(r.sim_deg)) <= sim.DIVERGED_BOUND)
+    assert math.isfinite(r.mae_deg) and r.mae_deg >= 0
+    assert r.chatters == (r.chatter_deg > replay.CHATTER_DEG)
+
+
+@MUJOCO_RUNS
+@given(log_servo=st.tuples(st.floats(-1, 6), st.floats(-4, 4), st.floats(-2, 6), st.floats(-4, 4),
+                           st.floats(-5, 1), st.floats(-6, 3)),
+       timestep=st.one_of(st.floats(min_value=1e-4, max_value=0.1), st.sampled_from([0.005, 1 / 30, 0.1, 1e-9])),
+       integrator=st.sampled_from(checks.INTEGRATORS), contacts=st.booleans(), limits=st.booleans(),
+       nan_frame=st.one_of(st.none(), st.none(), st.integers(min_value=0, max_value=EPISODE.nframe - 1)))
+def test_replay_flags_a_diverged_or_chattering_run_and_refuses_non_finite_commands(log_servo, timestep, integrator,
+                                                                                   contacts, limits, nan_frame):
+    episode = EPISODE
+    if nan_frame is not None:
+        action = episode.action.copy()
+        action[nan_frame, 1] = math.nan
+        episode = dataclasses.replace(episode, action=action)
+    with _within(2 * SECONDS):
+        try:
+            servo = replay.ArmServo(**{n: 10.0 ** v for n, v in zip(replay.PARAMS, log_servo)})
+            config = replay.ReplayConfig(timestep=timestep, integrator=integrator, contacts=contacts, limits=limits)
+            result = replay.replay([servo], [episode], config=config, nthread=1)
+        except (ValueError, TypeError) as err:
+            _documented(err)
+            return
+    assert nan_frame is None  # a NaN command is refused, never replayed as ctrl 0
+    _replay_consistent(result[0][0], episode)
+
+
+# corruptions of the shipped recording, each with the file its error must name
+INFO = 'meta/info.json'
+DATA = 'data/chunk-000/file-000.parquet'
+
+
+def _edit_info(root, edit):
+    info = json.loads((root / INFO).read_text())
+    edit(info)
+    (root / INFO).write_text(json.dumps(info))
+
+
+def _edit_table(root, edit):
+    table = pd.read_parquet(root / DATA)
+    edit(table).to_parquet(root / DATA)
+
+
+def _set_row(column, k, value):
+    def edit(table):
+        values = list(table[column])
+        values[k % len(values)] = np.asarray(value, dtype=np.float32) if np.ndim(value) else value
+        return table.assign(**{column: values})
+    return edit
+
+
+CORRUPTIONS = {
+    'truncated info.json': (INFO, lambda root, k: (root / INFO).write_text((root / INFO).read_text()[:k % 2000])),
+    'info.json not UTF-8': (INFO, lambda root, k: (root / INFO).write_bytes(b'\xff' * (1 + k % 5))),
+    'info.json a list': (INFO, lambda root, k: (root / INFO).write_text(json.dumps([k]))),
+    'fps wrong': (INFO, lambda root, k: _edit_info(root, lambda i: i.update(fps=[True, '30', -k, None][k % 4]))),
+    'features wrong': (INFO, lambda root, k: _edit_info(root, lambda i: i.update(features=[[], 'x', None][k % 3]))),
+    'shape wrong': (INFO, lambda root, k: _edit_info(root, lambda i: i['features']['action'].update(
+        shape=[k % 5, [k % 5], '6'][k % 3]))),
+    'total_episodes wrong': (INFO, lambda root, k: _edit_info(root, lambda i: i.update(
+        total_episodes=[k % 4, 5 + k % 3, '4'][k % 3]))),
+    'total_frames wrong': (INFO, lambda root, k: _edit_info(root, lambda i: i.update(total_frames=k % 1492))),
+    'missing data file': ('data/chunk-*/file-*.parquet', lambda root, k: (root / DATA).unlink()),
+    'truncated data file': (DATA, lambda root, k: (root / DATA).write_bytes((root / DATA).read_bytes()[:k % 4000])),
+    'duplicated data file': ('file-001.parquet', lambda root, k: shutil.copy(root / DATA,
+                                                                           root / DATA.replace('000.p', '001.p'))),
+    'empty data file': (DATA, lambda root, k: _edit_table(root, lambda t: t.iloc[:0])),
+    'episode missing': ('info.json', lambda root, k: _edit_table(root, lambda t: t[t.episode_index != k % 4])),
+    'episode index beyond': ('info.json', lambda root, k: _edit_table(root, lambda t: t.assign(
+        episode_index=np.where(t.episode_index == 3, 4 + k % 100, t.episode_index)))),
+    'frame twice': (DATA, lambda root, k: _edit_table(root, lambda t: pd.concat([t, t.iloc[k % 1492:k % 1492 + 1]]))),
+    'frame missing': (DATA, lambda root, k: (_edit_table(root, lambda t: t.drop(t.index[k % 1492])),
+                                             _edit_info(root, lambda i: i.pop('total_frames')))),
+    'frame_index as text': (DATA, lambda root, k: _edit_table(root, lambda t: t.assign(
+        frame_index=t.frame_index.astype(str)))),
+    'timestamp NaN': (DATA, lambda root, k: _edit_table(root, _set_row('timestamp', k, math.nan))),
+    'action NaN': (DATA, lambda root, k: _edit_table(root, _set_row('action', k, [math.nan] * 6))),
+    'state inf': (DATA, lambda root, k: _edit_table(root, _set_row('observation.state', k, [math.inf] * 6))),
+    'action too short': (DATA, lambda root, k: _edit_table(root, _set_row('action', k, [0.0] * (k % 6)))),
+    'action column missing': (DATA, lambda root, k: _edit_table(root, lambda t: t.drop(columns=['action']))),
+}
+
+
+@settings(EXAMPLES, max_examples=60)
+@given(corruption=st.sampled_from(sorted(CORRUPTIONS)), k=st.integers(min_value=0, max_value=10**6))
+def test_loader_names_the_file_and_the_problem_of_any_corrupted_copy(corruption, k):
+    where, corrupt = CORRUPTIONS[corruption]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = shutil.copytree(datasets.shipped_recording(), pathlib.Path(tmp) / 'copy')
+        corrupt(root, k)
+        with pytest.raises((ValueError, FileNotFoundError)) as raised:
+            datasets.load_lerobot(root)
+    message = str(raised.value)
+    assert where.split('/')[-1].replace('*', '') in message or where in message, (corruption, message)
+    assert ' must ' in message or ' no ' in f' {message}', (corruption, message)  # what is wrong or missing
+
+
+
+@EXAMPLES
+@given(window=st.one_of(st.integers(min_value=-2, max_value=40), ANY_NUMBER), tol_deg=ANY_NUMBER,
+       shift=st.one_of(st.integers(min_value=-2, max_value=40), ANY_NUMBER),
+       shifts=st.lists(st.integers(min_value=0, max_value=20), max_size=3),
+       fps=ANY_NUMBER, damping=st.one_of(st.none(), ANY_NUMBER))
+def test_servo_sysid_numbers_answer_with_an_error_or_a_result(window, tol_deg, shift, shifts, fps, damping):
+    action = EPISODE.action[:, :5]
+    try:
+        held = servo_sysid.held_frames(action, window=window, tol_deg=tol_deg)
+    except (ValueError, TypeError) as err:
+        _documented(err)
+    else:
+        assert held.shape == (len(action),) and not held[:window].any()
+    for call in (lambda: servo_sysid.teleport_errors([EPISODE], shift), lambda: servo_sysid.best_shift([EPISODE], shifts)):
+        try:
+            value = call()
+        except (ValueError, TypeError) as err:
+            _documented(err)
+        else:  # never an empty table whose mean is NaN
+            assert np.size(value) > 0 and np.all(np.isfinite(value))
+    try:
+        speeds = servo_sysid.frame_speeds_deg(action, fps)
+    except (ValueError, TypeError) as err:
+        _documented(err)
+    else:
+        assert speeds.shape == (len(action) - 1, 5) and np.all(speeds >= 0)
+    try:
+        top = servo_sysid.saturated_speed_deg(replay.MENAGERIE, damping=damping)
+    except (ValueError, TypeError) as err:
+        _documented(err)
+    else:
+        assert top > 0 and not math.isnan(top)
+
+
+CH3_CH4 = ['pd-growth', 'pd-critical-rate', 'pd-tick-mix', 'pd-rate', 'pd-rate-near-critical', 'sysid']
+SLOW = {'pd-rate', 'pd-rate-near-critical', 'sysid'}  # minutes each: only with words that make them refuse
+
+
+@settings(EXAMPLES, max_examples=30)
+@given(argv=st.lists(st.one_of(st.sampled_from(CH3_CH4 + ['list', '--json', '--bogus', 'extra', 'pd-grwoth']),
+                               st.text(alphabet='pdgrowth-_ ', min_size=1, max_size=10)), max_size=3))
+def test_command_line_answers_chapter_3_and_4_words_with_a_table_or_one_error(argv):
+    words = [w for w in argv if not w.startswith('-')]
+    if words and words[0] in SLOW and len(words) == 1 and all(w == '--json' for w in argv if w.startswith('-')):
+        return  # would run the experiment itself (minutes); its refusal of extra words is drawn instead
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _within(3 * SECONDS):
+        try:
+            status = main(argv)
+        except SystemExit as stop:
+            status = stop.code
+    assert status in (0, 2), err.getvalue()
+    assert 'Traceback' not in err.getvalue() + out.getvalue()
+    if status == 2:
+        assert [line for line in err.getvalue().splitlines() if 'error: ' in line]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Chapters 3 and 4: each bug the properties found, as a plain test that failed before the fix
+
+
+def test_tick_mask_refuses_a_step_count_that_is_not_a_whole_number():
+    """Was: ValueError 'negative dimensions', a numpy TypeError, or a 7 TiB MemoryError."""
+    for nstep in (-1, 2.5, math.nan, None, 10**12):
+        with pytest.raises(ValueError, match='nstep must be a whole number'):
+            loop.tick_mask(100, 0.001, nstep)
+
+
+def test_a_controller_slower_than_the_tick_limit_is_refused_not_stepped_for_ever():
+    """Was: tick_growth at 1e-6 Hz stepped 1e9 physics steps per tick in Python (a hang), growth_scan likewise;
+    tick_pattern at rate and timestep 1e-200 raised ZeroDivisionError."""
+    with pytest.raises(ValueError, match='rate_hz must be >= 0.1 Hz at timestep 0.001 s'):
+        loop.tick_growth(rate_hz=1e-6, kp=1.0, kv=1.0, inertia=1.0)
+    with pytest.raises(ValueError, match='at most 10,000 physics steps per tick'):
+        where_pd_runs.growth_scan([1e-300])
+    with pytest.raises(ValueError, match='rate_hz must be'):
+        loop.tick_pattern(1e-200, 1e-200)
+
+
+def test_tick_growth_refuses_nan_and_negative_gains_and_saturates_an_overflow():
+    """Was: kp NaN gave growth inf (a made-up divergence), kp -1 gave 1.006, and in-step an OverflowError."""
+    for kp in (math.nan, -1.0, 'a'):
+        with pytest.raises(ValueError, match='kp must be a finite number >= 0'):
+            loop.tick_growth(rate_hz=100, kp=kp, kv=1.0, inertia=1.0)
+    assert loop.tick_growth(rate_hz=0.1, kp=1e12, kv=0.0, inertia=1e-6, backend='in-step',
+                            integrator='Euler') == math.inf
+
+
+def test_zoh_step_refuses_a_tick_of_no_or_negative_steps():
+    """Was: substeps (-1,) silently took no step at all."""
+    with pytest.raises(ValueError, match=r'substeps\[0\] must be a whole number'):
+        loop.zoh_step(1.0, 0.0, lambda q, v: -q, 0.001, substeps=(-1,))
+
+
+def test_mit_torque_names_a_state_that_is_not_a_number():
+    """Was: numpy's 'could not convert string to float'."""
+    with pytest.raises(ValueError, match='q must be a number'):
+        loop.mit_torque(loop.JointCommand(stiffness=1.0), 'a', 0.0)
+
+
+def test_growth_curve_checks_its_gains_and_saturates_instead_of_failing_in_linear_algebra():
+    """Was: kp or kv NaN raised LinAlgError, armature -1 gave a growth for a negative inertia, a scalar rate a
+    TypeError; the issue's kp 30000 RK4 case must stay finite numbers or inf."""
+    with pytest.raises(ValueError, match='kp must be a finite number >= 0'):
+        where_pd_runs.growth_curve([100], backend='in-loop', kp=math.nan)
+    with pytest.raises(ValueError, match='kv must be'):
+        where_pd_runs.worst_growth(rate_hz=100, backend='in-loop', kv=math.nan)
+    with pytest.raises(ValueError, match='armature must be'):
+        where_pd_runs.growth_curve([100], backend='in-loop', armature=-1)
+    with pytest.raises(ValueError, match='rates_hz must be a sequence'):
+        where_pd_runs.growth_curve(100, backend='in-loop')
+    growth = where_pd_runs.growth_curve([1.0, 100.0], backend='in-step', kp=30000, armature=0, timestep=0.0005,
+                                        integrator='RK4')
+    assert growth[0] == math.inf and np.all(growth > 1)
+    assert np.all(where_pd_runs.growth_curve([10.0], backend='in-loop', kp=1e308, armature=0) == math.inf)
+
+
+def test_zoh_margins_refuse_an_overflow_instead_of_returning_nan():
+    """Was: kp 1e300 at inertia 1e-300 gave margins NaN (inf - inf)."""
+    with pytest.raises(ValueError, match='must keep'):
+        where_pd_runs.zoh_margins(1000.0, kp=1e300, kv=1e300, inertia=1e-300)
+
+
+def test_pd_controller_refuses_joints_models_and_data_of_the_wrong_kind():
+    """Was: joint 1.5 silently became joint 1, None and NaN gave int() errors, a model or data of None a pybind
+    or attribute error, and a joint name given as a bare string was split into letters."""
+    m = mujoco.MjModel.from_xml_string(PD_XML)
+    for joint in (1.5, None, math.nan):
+        with pytest.raises(ValueError, match='joint must be a joint name or a whole-number id'):
+            hold.PDController(m, [joint])
+    with pytest.raises(TypeError, match='joints must be a sequence'):
+        hold.PDController(m, 'driven')
+    with pytest.raises(TypeError, match='model must be a mujoco.MjModel'):
+        hold.PDController(None, ['driven'])
+    pd_ = hold.PDController(m, ['driven'])
+    with pytest.raises(TypeError, match='data must be a mujoco.MjData'):
+        pd_.write(None, [loop.JointCommand()])
+
+
+def test_hold_params_and_hold_responses_name_what_is_wrong():
+    """Was: start_offset 'a' gave 'must be real number, not str'; params of ints an AttributeError; a duration of
+    1e9 s a 728 TiB MemoryError; nthread 'a' a pybind error."""
+    with pytest.raises(ValueError, match='start_offset must be'):
+        hold.HoldParams(start_offset='a')
+    with pytest.raises(TypeError, match=r'params\[0\] must be a HoldParams'):
+        hold.hold_responses([1], duration=0.01)
+    with pytest.raises(TypeError, match='params must be a sequence of HoldParams'):
+        hold.hold_responses(hold.HoldParams(), duration=0.01)
+    with pytest.raises(ValueError, match='duration must be at most 1,000,000 physics steps'):
+        hold.hold_responses([hold.HoldParams(timestep=1e-5)], duration=1e9)
+    with pytest.raises(ValueError, match='nthread must be'):
+        hold.hold_responses([hold.HoldParams()], duration=0.01, nthread='a')
+
+
+def test_replay_config_refuses_a_word_for_contacts_instead_of_turning_them_on():
+    """Was: contacts='no' was truthy, so the replay ran with contacts on; fps 0 raised ZeroDivisionError."""
+    with pytest.raises(ValueError, match='contacts must be True or False'):
+        replay.ReplayConfig(contacts='no')
+    with pytest.raises(ValueError, match='fps must be'):
+        replay.ReplayConfig().substeps(0)
+
+
+def test_to_radians_checks_the_table_against_its_joint_names():
+    """Was: a (3, 4) table for six joints an IndexError, duplicate joint names silently took the first."""
+    with pytest.raises(ValueError, match='values must have one column per joint'):
+        replay.to_radians(np.zeros((3, 4)), replay.JOINTS)
+    with pytest.raises(ValueError, match='joints must name each joint once'):
+        replay.to_radians(np.zeros((3, 7)), replay.JOINTS + ('gripper',))
+    assert replay.to_radians(np.zeros(6), replay.JOINTS).shape == (1, 6)  # one frame still works
+
+
+def test_replay_refuses_a_nan_command_instead_of_replaying_ctrl_zero():
+    """Was: MuJoCo zeroed the NaN ctrl and the replay came back diverged=False with an error figure."""
+    action = EPISODE.action.copy()
+    action[3, 1] = math.nan
+    with pytest.raises(ValueError, match='episode 0 action must be finite'):
+        replay.replay([replay.MENAGERIE], [dataclasses.replace(EPISODE, action=action)])
+
+
+def test_replay_refuses_runs_beyond_the_step_limits_instead_of_hanging():
+    """Was: timestep 1e-7 took 47 s for half a second of recording; fps 1e-9 a 122 TiB MemoryError; a 2000 x 2000
+    kp x damping map ran for ever."""
+    with pytest.raises(ValueError, match='a replay must take at most 1,000,000 physics steps'):
+        replay.replay([replay.MENAGERIE], [EPISODE], config=replay.ReplayConfig(timestep=1e-7))
+    with pytest.raises(ValueError, match='fps must be >='):
+        replay.replay([replay.MENAGERIE], [dataclasses.replace(EPISODE, fps=1e-9)])
+    with pytest.raises(ValueError, match='servos x episodes must take at most'):
+        replay.replay([replay.MENAGERIE] * 11_000, [EPISODE], config=replay.ReplayConfig(timestep=1e-4))
+    with pytest.raises(ValueError, match='kps x dampings must be at most 10,000 cells'):
+        servo_sysid.kp_damping_map([EPISODE], replay.MENAGERIE, range(1, 2000), range(1, 2000))
+
+
+def test_replay_and_fit_name_arguments_of_the_wrong_kind():
+    """Was: AttributeError for a servo or episode of another type or config None, 'need at least one array' for a
+    fit on no episode, 'min() arg is an empty sequence' for no start, a reshape error for x of 2 numbers."""
+    with pytest.raises(TypeError, match=r'servos\[0\] must be an ArmServo'):
+        replay.replay([1], [EPISODE])
+    with pytest.raises(TypeError, match='config must be a ReplayConfig'):
+        replay.replay([replay.MENAGERIE], [EPISODE], config=None)
+    with pytest.raises(ValueError, match='episodes must hold at least one episode'):
+        replay.fit_servo([], max_iter=1, progress=False)
+    with pytest.raises(ValueError, match='starts must map at least one name'):
+        replay.fit_servo([EPISODE], starts={}, max_iter=1, progress=False)
+    with pytest.raises(ValueError, match='x must be'):
+        replay.residuals([1.0, 2.0], [EPISODE])
+    with pytest.raises(ValueError, match='x must be 6 log10 parameters'):
+        replay.from_log([1.0] * 3)
+
+
+def test_episode_refuses_columns_that_do_not_match_its_joints():
+    """Was: accepted, then an IndexError deep inside the replay."""
+    with pytest.raises(ValueError, match='action must have the shape of state'):
+        dataclasses.replace(EPISODE, action=EPISODE.action[:, :3])
+    with pytest.raises(ValueError, match='fps must be a finite number > 0'):
+        dataclasses.replace(EPISODE, fps=0.0)
+
+
+@pytest.fixture
+def recording(tmp_path):
+    return shutil.copytree(datasets.shipped_recording(), tmp_path / 'copy')
+
+
+def test_loader_names_info_json_that_is_not_utf8_or_says_fps_true(recording):
+    """Was: a bare UnicodeDecodeError; fps true was read as 1 frame per second."""
+    (recording / INFO).write_bytes(b'\xff\xfe')
+    with pytest.raises(ValueError, match='info.json must be UTF-8 text'):
+        datasets.load_lerobot(recording)
+    shutil.copy(datasets.shipped_recording() / INFO, recording / INFO)
+    _edit_info(recording, lambda i: i.update(fps=True))
+    with pytest.raises(ValueError, match='fps in .*info.json must be a number > 0, got True'):
+        datasets.load_lerobot(recording)
+
+
+def test_loader_names_features_and_counts_of_the_wrong_kind(recording):
+    """Was: TypeError / AttributeError for features that are not an object, total_episodes '4' ignored."""
+    _edit_info(recording, lambda i: i.update(features=['action']))
+    with pytest.raises(ValueError, match='features in .*info.json must be a JSON object'):
+        datasets.load_lerobot(recording)
+    shutil.copy(datasets.shipped_recording() / INFO, recording / INFO)
+    _edit_info(recording, lambda i: i.update(total_episodes='4'))
+    with pytest.raises(ValueError, match='total_episodes in .*info.json must be a whole number'):
+        datasets.load_lerobot(recording)
+
+
+def test_loader_names_a_corrupted_parquet_file(recording):
+    """Was: pyarrow's ArrowInvalid with the absolute path, not a loader error."""
+    (recording / DATA).write_bytes((recording / DATA).read_bytes()[:1000])
+    with pytest.raises(ValueError, match='file-000.parquet in .* must be a readable parquet file'):
+        datasets.load_lerobot(recording)
+
+
+def test_loader_refuses_frame_indices_stored_as_text_instead_of_sorting_them_as_words(recording):
+    """Was: accepted, frames sorted '0', '1', '10', '100', ... so every episode was silently shuffled."""
+    _edit_table(recording, lambda t: t.assign(frame_index=t.frame_index.astype(str)))
+    with pytest.raises(ValueError, match='frame_index in data/chunk-000/file-000.parquet .* whole numbers'):
+        datasets.load_lerobot(recording)
+
+
+def test_loader_refuses_nan_episode_indices_and_timestamps(recording):
+    """Was: 'cannot convert float NaN to integer' for an episode index; a NaN timestamp was accepted."""
+    _edit_table(recording, lambda t: t.assign(timestamp=np.where(np.arange(len(t)) == 5, np.nan, t.timestamp)))
+    with pytest.raises(ValueError, match='timestamp in data/chunk-000/file-000.parquet .* finite numbers'):
+        datasets.load_lerobot(recording)
+    shutil.copy(datasets.shipped_recording() / DATA, recording / DATA)
+    _edit_table(recording, lambda t: t.assign(episode_index=np.where(t.episode_index == 3, np.nan, t.episode_index)))
+    with pytest.raises(ValueError, match='episode_index in data/chunk-000/file-000.parquet .* whole numbers'):
+        datasets.load_lerobot(recording)
+
+
+def test_loader_refuses_a_frame_missing_from_the_middle_of_an_episode(recording):
+    """Was: accepted when info.json gives no total_frames: the episode silently skipped a frame."""
+    _edit_table(recording, lambda t: t[(t.episode_index != 1) | (t.frame_index != 10)])
+    _edit_info(recording, lambda i: i.pop('total_frames'))
+    with pytest.raises(ValueError, match='episode 1 must hold frames 0 ... 373 once each, got no frame 10'):
+        datasets.load_lerobot(recording)
+
+
+def test_loader_names_the_file_of_a_non_finite_frame(recording):
+    """Was: episode and frame only, not the file."""
+    _edit_table(recording, _set_row('action', 7, [math.nan] * 6))
+    with pytest.raises(ValueError, match='action must be finite.* of data/chunk-000/file-000.parquet'):
+        datasets.load_lerobot(recording)
+
+
+def test_load_lerobot_names_a_source_that_is_no_path():
+    """Was: pathlib's 'expected str, bytes or os.PathLike object, not int'."""
+    with pytest.raises(TypeError, match='source must be a folder path or a Hub dataset id'):
+        datasets.load_lerobot(3)
+
+
+def test_servo_sysid_refuses_windows_and_shifts_that_measure_nothing():
+    """Was: window -1 and tol NaN silently found 0 or all frames held; shift 1e9 gave an empty table whose mean is
+    NaN; best_shift of no shifts an argmin error; split(None) a len() error."""
+    with pytest.raises(ValueError, match='window must be a whole number'):
+        servo_sysid.held_frames(EPISODE.action, window=-1)
+    with pytest.raises(ValueError, match='tol_deg must be'):
+        servo_sysid.held_frames(EPISODE.action, tol_deg=math.nan)
+    with pytest.raises(ValueError, match='shift must be shorter than the shortest episode'):
+        servo_sysid.teleport_errors([EPISODE], 10**9)
+    with pytest.raises(ValueError, match='shifts must hold at least one'):
+        servo_sysid.best_shift([EPISODE], [])
+    with pytest.raises(TypeError, match='dataset must be a LeRobotDataset'):
+        servo_sysid.split(None)
+
+
+def test_cli_turns_a_corrupted_dataset_into_one_error_line(recording, monkeypatch, capsys):
+    """sysid on a PHYSAI_DATASET whose info.json is cut short: exit 2 and one line, no traceback."""
+    (recording / INFO).write_text('{"codebase_version": ')
+    monkeypatch.setenv('PHYSAI_DATASET', os.fspath(recording))
+    assert main(['sysid']) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('error: ') and 'info.json must be valid JSON' in err and len(err.splitlines()) == 1

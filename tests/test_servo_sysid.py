@@ -1,33 +1,28 @@
-"""Chapter 4's analysis: what the chapter reads off the kp × damping map (the valley, the cliff, the speeds), and
-the Break-it replays as ensembles. Fast tests on made-up grids and a synthetic episode; slow ones check the
-chapter's claims on the real recording with the servo fitted to it."""
+"""physai.experiments.servo_sysid: chapter 4's analysis: the kp × damping map (the valley, the cliff, the
+speeds), the Break-it replays as ensembles, the dataset choice, and the chapter's claims on the real recording with
+the servo fitted to it (slow; skipped when the recording is absent)."""
 
+import dataclasses
+import json
 import math
 
+import mujoco
 import numpy as np
 import pytest
 
 from physai.engine import perturb, replay
+from physai.experiments import registry, servo_sysid
+from physai.laws import robust
+from physai.__main__ import main
 from physai.engine.datasets import Episode, load_lerobot, shipped_recording
 from physai.engine.replay import ArmServo, ReplayConfig
 from physai.engine.so101 import ARM_JOINTS, JOINTS
-from physai.experiments import servo_sysid
 from physai.experiments.servo_sysid import DampingValley, EnsembleScore
-from physai.laws import robust
 
 REAL = shipped_recording()
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason='the shipped SO-101 recording is absent')
 
-SOFT = ArmServo(kp=30.0, kv=0.5, forcerange=2.0, damping=0.3, frictionloss=0.05, armature=0.05)
-CENTER_DEG = np.array([0.0, -60.0, 60.0, 40.0, -60.0, 20.0])
 ELBOW = ARM_JOINTS.index('elbow_flex')
-
-
-def synthetic_episode(n: int = 45) -> Episode:
-    """Smooth commands around a mid-range pose, followed exactly (state = action)."""
-    t = np.arange(n) / 30.0
-    action = CENTER_DEG + np.outer(np.sin(2 * np.pi * 0.7 * t), [20, 25, -25, 20, 15, 10])
-    return Episode(index=0, fps=30.0, joints=JOINTS, action=action, state=action.copy(), timestamp=t)
 
 
 # --- reading a map -------------------------------------------------------------------------------
@@ -102,11 +97,11 @@ def test_frame_speeds_are_the_change_per_frame_times_the_frame_rate():
         servo_sysid.frame_speeds_deg(angles, 0)
 
 
-def test_a_saturated_joint_tops_out_at_forcerange_over_the_joint_damping_not_kv():
-    assert servo_sysid.saturated_speed_deg(SOFT) == pytest.approx(math.degrees(2.0 / 0.3))
-    assert servo_sysid.saturated_speed_deg(SOFT, damping=1.0) == pytest.approx(math.degrees(2.0))
+def test_a_saturated_joint_tops_out_at_forcerange_over_the_joint_damping_not_kv(soft):
+    assert servo_sysid.saturated_speed_deg(soft) == pytest.approx(math.degrees(2.0 / 0.3))
+    assert servo_sysid.saturated_speed_deg(soft, damping=1.0) == pytest.approx(math.degrees(2.0))
     with pytest.raises(ValueError, match='damping must be a finite number > 0 N·m·s/rad, got 0.0'):
-        servo_sysid.saturated_speed_deg(SOFT, damping=0.0)
+        servo_sysid.saturated_speed_deg(soft, damping=0.0)
 
 
 # --- ensembles -----------------------------------------------------------------------------------
@@ -124,21 +119,21 @@ def test_a_chaotic_ensemble_is_shown_to_one_digit_a_smooth_one_to_three_decimals
     assert _score(1.0, 1.0 + 2 * servo_sysid.CHAOS_DEG).chaotic
 
 
-def test_a_smooth_replays_ensemble_is_the_plain_replay():
+def test_a_smooth_replays_ensemble_is_the_plain_replay(synthetic_episode, soft):
     """Starts 0 to 7e-9 rad apart: a smooth replay's runs agree far inside CHAOS_DEG, and run 0 is the plain one."""
     ep = synthetic_episode()
-    score = servo_sysid.ensemble_score(SOFT, [ep])
-    plain = replay.replay([SOFT], [ep])[0][0]
+    score = servo_sysid.ensemble_score(soft, [ep])
+    plain = replay.replay([soft], [ep])[0][0]
     assert len(score.runs) == len(replay.ENSEMBLE_OFFSETS) and not score.chaotic and not score.diverged
     np.testing.assert_array_equal(score.runs[0][0].sim_deg, plain.sim_deg)
     assert score.figure == pytest.approx(plain.mae_deg, abs=1e-6)
     np.testing.assert_allclose(score.joint_mae_deg, plain.joint_mae_deg, atol=1e-6)
 
 
-def test_break_it_rows_carry_the_table_and_the_ensembles():
+def test_break_it_rows_carry_the_table_and_the_ensembles(synthetic_episode, soft):
     ep = synthetic_episode(30)
     variants = {'plain': ReplayConfig(), 'coarse': ReplayConfig(integrator='Euler', timestep=1 / 30)}
-    rows = servo_sysid.break_it(SOFT, [ep], variants=variants)
+    rows = servo_sysid.break_it(soft, [ep], variants=variants)
     assert [r['replay'] for r in rows] == ['plain', 'coarse']
     for r in rows:
         assert r['fitted_mae_deg'] == r['fitted'].shown and r['menagerie_mae_deg'] == r['menagerie'].shown
@@ -146,9 +141,9 @@ def test_break_it_rows_carry_the_table_and_the_ensembles():
         assert r['diverged'] == 'no'
     assert rows[0]['menagerie'].runs[0][0].servo == replay.MENAGERIE
     with pytest.raises(ValueError, match=r"variants\['bad'\] must be a ReplayConfig"):
-        servo_sysid.break_it(SOFT, [ep], variants={'bad': 'Euler'})
+        servo_sysid.break_it(soft, [ep], variants={'bad': 'Euler'})
     with pytest.raises(ValueError, match='episodes must hold at least one episode'):
-        servo_sysid.ensemble_score(SOFT, [])
+        servo_sysid.ensemble_score(soft, [])
 
 
 # --- the chapter's claims on the real recording --------------------------------------------------
@@ -262,7 +257,7 @@ def test_break_it_contacts_worsen_both_and_the_limit_stands_in_for_the_arms_own_
     assert contacts['menagerie'].figure > plain['menagerie'].figure
     assert free['fitted_elbow_deg'] > plain['fitted_elbow_deg']
     rest = free['fitted'].runs[0][0]
-    limit = math.degrees(replay._base_arm().jnt_range[JOINTS.index('elbow_flex')][1])
+    limit = math.degrees(replay.slim_arm().jnt_range[JOINTS.index('elbow_flex')][1])
     real_rest, sim_rest = rest.real_deg[-1, ELBOW], rest.sim_deg[-1, ELBOW]
     assert limit < real_rest < limit + 5      # the model's limit stops the elbow a few degrees early
     assert sim_rest > real_rest + 2           # without it the soft elbow sags on past the real one
@@ -279,3 +274,266 @@ def test_break_its_printed_figures_survive_a_last_bit_change(chapter, break_rows
         return r['fitted_mae_deg'], r['menagerie_mae_deg'], f"{r['fitted_elbow_deg']:.3f}", r['diverged']
 
     assert [shown(r) for r in nudged] == [shown(r) for r in break_rows.values()]
+
+
+# --- the teleport scale, the map, the hold sag, the dataset and the recording ------------------------
+
+def test_teleport_scale_and_its_best_shift_find_a_known_delay(synthetic_episode):
+    """A follower that lags its command by 3 frames: the teleport error vanishes at shift 3."""
+    episodes = [synthetic_episode(60, 0, delay=3), synthetic_episode(60, 1, delay=3)]
+    assert servo_sysid.best_shift(episodes) == 3
+    assert servo_sysid.teleport_errors(episodes, 3).max() == 0
+    ep = episodes[0]
+    np.testing.assert_allclose(servo_sysid.teleport_errors([ep], 1), np.abs(ep.action[:-1, :5] - ep.state[1:, :5]))
+
+
+def test_kp_damping_map_is_one_replay_per_cell(synthetic_episode, soft):
+    ep = synthetic_episode(20)
+    grid = servo_sysid.kp_damping_map([ep], soft, [10.0, 100.0], [0.1, 1.0, 3.0])
+    assert grid.shape == (2, 3)
+    one = replay.replay([dataclasses.replace(soft, kp=100.0, damping=3.0)], [ep])[0][0]
+    assert grid[1, 2] == one.mae_deg
+
+
+def test_hold_sag_of_a_stiff_servo_is_near_zero():
+    """Held commands: the kp 998 servo holds within a few hundredths of a degree, a kp 3 one sags."""
+    t = np.arange(60) / 30.0
+    action = np.tile(np.array([0.0, -20.0, 40.0, 30.0, 0.0, 10.0]), (60, 1))
+    ep = Episode(index=0, fps=30.0, joints=JOINTS, action=action, state=action.copy(), timestamp=t)
+    assert servo_sysid.held_frames(action[:, :5]).sum() == 60 - 6
+    stiff, _ = servo_sysid.hold_sag_deg(replay.replay([replay.MENAGERIE], [ep])[0][0])
+    soft, real = servo_sysid.hold_sag_deg(replay.replay([ArmServo(
+        kp=3.0, kv=0.3, forcerange=3.0, damping=0.3, frictionloss=0.0, armature=0.03)], [ep])[0][0])
+    assert np.all(np.abs(stiff) < 0.05)
+    assert np.max(np.abs(soft)) > 1.0
+    np.testing.assert_array_equal(real, 0)
+
+
+@needs_real
+def test_contacts_off_because_the_collision_boxes_overlap_when_folded(real):
+    """Measured poses put the lower arm, wrist and gripper boxes a centimetre or more into the shoulder's."""
+    for ep in real:
+        depth = servo_sysid.overlap_depth(ep)
+        assert depth.max() > 0.01
+        assert np.mean(depth > 0) > 0.2
+
+
+@needs_real
+def test_the_real_elbow_folds_past_the_model_range(real):
+    elbow = replay.slim_arm().jnt_range[JOINTS.index('elbow_flex')]
+    reached = max(np.deg2rad(ep.state[:, 2]).max() for ep in real)
+    assert reached > elbow[1]
+
+
+def test_the_book_uses_the_shipped_recording_and_the_stand_in_only_when_asked(monkeypatch):
+    monkeypatch.delenv('PHYSAI_DATASET', raising=False)
+    ds, origin = servo_sysid.find_dataset()
+    assert origin == 'recording so101_record_test' and ds.robot_type == 'so101_follower' and len(ds) == 4
+    ds, origin = servo_sysid.find_dataset('synthetic')
+    assert 'synthetic' in origin and len(ds) == 4
+
+
+def test_a_missing_recording_is_an_error_not_a_silent_stand_in(monkeypatch, tmp_path):
+    monkeypatch.setenv('PHYSAI_DATASET', str(tmp_path / 'nowhere'))
+    with pytest.raises(FileNotFoundError, match='no dataset folder'):
+        servo_sysid.find_dataset()
+
+
+@needs_real
+def test_sign_convention_keeps_the_tip_near_the_table(real):
+    """+1 signs: the tip dips to the table plane but not through it; one flipped sign breaks that."""
+    z = np.concatenate([servo_sysid.tip_height(ep) for ep in real])
+    assert -0.05 < z.min() < 0.0 and z.max() < 0.25
+    lift_flipped = np.concatenate([servo_sysid.tip_height(ep, signs=(1, -1, 1, 1, 1)) for ep in real])
+    elbow_flipped = np.concatenate([servo_sysid.tip_height(ep, signs=(1, 1, -1, 1, 1)) for ep in real])
+    assert lift_flipped.min() < -0.07     # through the table
+    assert elbow_flipped.min() > 0.1      # never reaches it
+
+
+@pytest.fixture(scope='module')
+def sysid_rows(real):
+    fit_eps, heldout = servo_sysid.split(real)
+    result = replay.fit_servo(fit_eps, progress=False)
+    return {row['model']: row for row in servo_sysid.sysid_rows(fit_eps, heldout, result.servo)}, result
+
+
+@pytest.mark.slow
+@needs_real
+def test_sysid_table_claims(sysid_rows):
+    """The chapter's findings: the kp 998 servo is no better than teleport; the fit beats every baseline."""
+    rows, result = sysid_rows
+    assert list(rows) == list(servo_sysid.MODELS)
+    assert rows['menagerie']['heldout_mae_deg'] == pytest.approx(rows['teleport']['heldout_mae_deg'], rel=0.1)
+    for name in ('teleport', 'teleport-best-shift', 'menagerie', 'therobotstudio', 'published-fit'):
+        assert rows['fitted']['heldout_mae_deg'] < rows[name]['heldout_mae_deg']
+        assert rows['fitted']['fit_mae_deg'] < rows[name]['fit_mae_deg']
+    assert 50 < result.servo.lag_ms < 200   # a lag of about 0.1 s, a few frames at 30 fps
+    assert result.servo.kp < replay.THEROBOTSTUDIO.kp < replay.MENAGERIE.kp
+
+
+@pytest.mark.slow
+@needs_real
+def test_both_starts_converge_to_the_same_lag(sysid_rows):
+    """Menagerie's and TheRobotStudio's gains, 56 times apart in kp, both run until the solver stops by
+    itself and meet at one lag (kv + damping)/kp, within 2 %, and nearly one cost, within 1 %."""
+    _, result = sysid_rows
+    men, trs = result.starts
+    assert (men.name, trs.name) == ('menagerie', 'therobotstudio')
+    assert men.converged and trs.converged
+    assert men.servo.lag_ms == pytest.approx(trs.servo.lag_ms, rel=0.02)
+    assert men.cost == pytest.approx(trs.cost, rel=replay.COST_TIE)
+    # a tie, which goes to the softer start; the book's servo is that start's, to three digits
+    assert result.kept == 'therobotstudio'
+    assert result.servo == trs.servo.rounded(replay.FIT_DIGITS)
+
+
+def _relative_margin_to_rounding(value, digits):
+    """How far ``value`` is from the nearest point where its rounding to ``digits`` changes, relative."""
+    step = 10.0 ** (math.floor(math.log10(abs(value))) - digits + 1)
+    frac = (value / step) % 1.0
+    return abs(frac - 0.5) * step / abs(value)
+
+
+@pytest.mark.slow
+@needs_real
+def test_the_kept_fit_survives_a_last_bit_change(sysid_rows, monkeypatch):
+    """Every simulation nudged by 1e-12 rad, TheRobotStudio's start ends on the same point to 1e-6, far inside
+    the rounding of the book's servo, so the rounded servo (and everything computed from it) is unchanged."""
+    _, result = sysid_rows
+    trs = {s.name: s for s in result.starts}['therobotstudio']
+    monkeypatch.setenv(perturb.ENV, '1e-12' if perturb.size() == 0 else '3e-11')
+    nudged = replay.fit_servo(servo_sysid.split(load_lerobot(REAL))[0], starts={'therobotstudio': trs.start},
+                             progress=False)
+    assert nudged.servo == result.servo
+    for name, value in trs.servo.as_dict().items():
+        assert getattr(nudged.starts[0].servo, name) == pytest.approx(value, rel=1e-6)
+        assert _relative_margin_to_rounding(value, replay.FIT_DIGITS) > 1e-5, name
+
+
+@pytest.mark.slow
+@needs_real
+def test_the_stiff_start_amplifies_last_bits_and_the_soft_one_does_not(real, monkeypatch):
+    """A 1e-12 rad nudge: from Menagerie's gains the cost of the first iterates moves a thousandfold more within
+    five iterations; from TheRobotStudio's it stays at the level of the nudge."""
+    fit_eps, _ = servo_sysid.split(real)
+
+    def objectives(start, nudge):
+        monkeypatch.setenv(perturb.ENV, nudge)
+        fit = replay.fit_servo(fit_eps, starts={'start': start}, max_iter=6, progress=False)
+        return fit.starts[0].objectives
+
+    for start, grows in ((replay.MENAGERIE, True), (replay.THEROBOTSTUDIO, False)):
+        plain, nudged = objectives(start, '0'), objectives(start, '1e-12')
+        moved = np.abs(plain - nudged) / plain
+        assert moved[1] < 1e-10
+        assert (moved[6] > 1e3 * moved[1]) == grows
+        if not grows:
+            assert moved[6] < 1e-10
+
+
+@pytest.mark.slow
+@needs_real
+def test_menagerie_at_one_step_per_frame_is_chaotic_and_the_fitted_servo_is_not(real, sysid_rows):
+    """Starts 0..7e-9 rad apart: Menagerie's stiff, clamped servo at 33 ms scatters by tenths of a degree (the
+    book gives it to one digit, about 3), the fitted servo's error agrees to 1e-6 deg, with contacts on too."""
+    _, result = sysid_rows
+    _, heldout = servo_sysid.split(real)
+    for integrator in ('Euler', 'implicitfast'):
+        config = ReplayConfig(integrator=integrator, timestep=1 / 30)
+        men = robust.ensemble(r[0].mae_deg for r in replay.replay_ensemble(replay.MENAGERIE, heldout, config=config))
+        assert 0.01 < men.high - men.low < 1.0
+        assert robust.round_sig(men.median, 1) == 3 and 2.5 < men.low and men.high < 3.5
+        fit = robust.ensemble(r[0].mae_deg for r in replay.replay_ensemble(result.servo, heldout, config=config))
+        assert fit.high - fit.low < 1e-6
+    for contacts in (False, True):
+        config = ReplayConfig(contacts=contacts)
+        for servo in (result.servo, replay.MENAGERIE):
+            runs = robust.ensemble(r[0].mae_deg for r in replay.replay_ensemble(servo, heldout, config=config))
+            assert runs.high - runs.low < 1e-6
+
+
+def test_saturated_servo_top_speed_is_forcerange_over_joint_damping():
+    """kv acts inside the force clamp, joint damping outside: a saturated joint settles at
+    forcerange/damping whatever kv is, not at forcerange/(kv + damping). MuJoCo is the oracle."""
+    def peak_speed(kv):
+        m = mujoco.MjModel.from_xml_string(f'''
+        <mujoco><option timestep="0.001" gravity="0 0 0"/>
+          <worldbody><body><joint name="j" axis="0 1 0" damping="0.5" armature="0.01"/>
+            <geom type="capsule" fromto="0 0 0 0.1 0 0" size="0.01" mass="0.1"/></body></worldbody>
+          <actuator><position joint="j" kp="200" kv="{kv}" forcerange="-1 1"/></actuator></mujoco>''')
+        d = mujoco.MjData(m)
+        d.ctrl[0] = 100.0  # far away: the spring stays saturated
+        speeds = []
+        for _ in range(2000):
+            mujoco.mj_step(m, d)
+            speeds.append(d.qvel[0])
+        assert np.all(np.abs(d.actuator_force) == 1.0)
+        return max(speeds)
+    for kv in (0.0, 0.5, 2.0):
+        assert peak_speed(kv) == pytest.approx(1.0 / 0.5, rel=1e-3)
+
+
+def test_leave_one_out_scores_with_the_replay_config_of_the_fit(monkeypatch, soft):
+    """The config passed for the fit is the one the left-out episode is scored with."""
+    monkeypatch.setattr(servo_sysid, 'fit_servo', lambda eps, **kw: replay.FitResult(
+        servo=soft, starts=(), evaluations=0, seconds=0.0))
+    ds = replay.synthetic_dataset(nepisode=2, seconds=1.0)
+    coarse = ReplayConfig(integrator='Euler', timestep=1 / 30)
+    rows = servo_sysid.leave_one_out(ds, config=coarse)
+    for row, ep in zip(rows, ds):
+        assert row['heldout_mae_deg'] == replay.replay([soft], [ep], config=coarse)[0][0].mae_deg
+        assert row['heldout_mae_deg'] != replay.replay([soft], [ep])[0][0].mae_deg
+
+
+@needs_real
+def test_command_line_json_rows(monkeypatch, capsys):
+
+    monkeypatch.setattr(servo_sysid, 'fit_servo', lambda eps, **kw: replay.FitResult(
+        servo=replay.PUBLISHED_FIT, starts=(), evaluations=0, seconds=0.0))
+    assert main(['sysid', '--json']) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r['model'] for r in rows] == list(servo_sysid.MODELS)
+    assert all(set(r) == {'model', 'fit_mae_deg', 'heldout_mae_deg'} for r in rows)
+    assert rows[-1]['heldout_mae_deg'] == pytest.approx(rows[-2]['heldout_mae_deg'])
+
+
+def test_missing_dataset_is_a_clear_error(monkeypatch, tmp_path):
+    monkeypatch.setenv('PHYSAI_DATASET', str(tmp_path / 'nowhere'))
+    with pytest.raises(ValueError, match='set PHYSAI_DATASET'):
+        registry.run('sysid')
+
+
+@needs_real
+def test_break_it_contacts_on_worsens_and_only_the_clamp_saves_a_stiff_servo_at_one_step_per_frame(real):
+    """Contacts on push the folded arm apart; Menagerie at 33 ms under Euler diverges without its clamp."""
+    _, heldout = servo_sysid.split(real)
+    servo = replay.PUBLISHED_FIT
+    off, on = (replay.replay([servo], heldout, config=ReplayConfig(contacts=c))[0][0] for c in (False, True))
+    assert on.mae_deg > 1.3 * off.mae_deg
+    coarse = ReplayConfig(integrator='Euler', timestep=1 / 30)
+    clamped, unclamped = (row[0] for row in replay.replay(
+        [replay.MENAGERIE, dataclasses.replace(replay.MENAGERIE, forcerange=1e6)], heldout, config=coarse))
+    assert not clamped.diverged and unclamped.diverged
+
+
+def test_leave_one_out_fits_on_the_others_and_scores_the_one_left_out():
+    ds = replay.synthetic_dataset(nepisode=3, seconds=1.5)
+    rows = servo_sysid.leave_one_out(ds, max_iter=1, progress=False,
+                               starts={'therobotstudio': replay.THEROBOTSTUDIO})
+    assert [r['heldout'] for r in rows] == [0, 1, 2]
+    for r in rows:
+        assert set(replay.PARAMS) <= set(r) and r['heldout_mae_deg'] >= 0 and r['lag_ms'] > 0
+
+
+@needs_real
+def test_a_replay_that_rattles_is_called_chattering_not_stable(real):
+    """kp 30000 without armature at 20 ms under Euler stays bounded but flips every frame: the panel must not
+    call that stable. The fitted servo tracks the recording smoothly."""
+    _, heldout = servo_sysid.split(real)
+    stiff = dataclasses.replace(replay.MENAGERIE, kp=30000.0, armature=0.0)
+    config = replay.ReplayConfig(timestep=0.02, integrator='Euler')
+    rattling = replay.replay([stiff], heldout, config=config)[0][0]
+    assert not rattling.diverged and rattling.chatters and rattling.chatter_deg > 3 * replay.CHATTER_DEG
+    soft = replay.ArmServo(kp=7.92, kv=0.698, forcerange=1.23, damping=0.159, frictionloss=0.16, armature=0.0353)
+    smooth = replay.replay([soft], heldout)[0][0]
+    assert not smooth.chatters and smooth.chatter_deg < 0.1

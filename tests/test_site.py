@@ -30,6 +30,8 @@ import pytest
 
 from physai.book.edition import toc_pages
 
+pytestmark = pytest.mark.slow  # it builds the whole book first
+
 ROOT = pathlib.Path(os.environ.get('PHYSAI_BOOK_ROOT', pathlib.Path(__file__).resolve().parents[1]))
 HTML = ROOT / '_build' / 'html'
 SCREENSHOTS = ROOT / '_build' / 'screenshots'

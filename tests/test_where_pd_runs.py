@@ -1,14 +1,18 @@
-"""Chapter 3's analysis (physai.experiments.where_pd_runs): the growth table of Build it, step 4, and the first
-exercise's critical rate, each claim the chapter makes from them checked against the functions that compute it."""
+"""physai.experiments.where_pd_runs: chapter 3's tables (pd-rate, pd-growth, the critical rate, the tick
+margins), each claim the chapter makes from them checked against MuJoCo ensembles and the functions that compute it."""
 
 import math
 
+import mujoco
 import numpy as np
 import pytest
 
 from physai.engine import hold
 from physai.experiments import registry, where_pd_runs
-from physai.laws import loop
+from physai.interface import where_pd_runs_panels
+from physai.laws import loop, robust
+from physai.engine.hold import HoldParams
+from physai.laws.loop import BACKENDS
 from physai.laws.sim import step_growth
 
 
@@ -246,3 +250,156 @@ def test_bad_input_raises_naming_the_parameter(call, message):
     with pytest.raises(ValueError, match=message):
         call()
 
+
+# ------------------------------------------------------------------------------------------------------
+# pd-rate: the SO-101 hold at each rate and backend, as ensembles (slow)
+
+
+@pytest.fixture(scope='module')
+def table():
+    return {(row['rate_hz'], row['backend']): row for row in registry.run('pd-rate')}
+
+
+def chatters(row) -> bool:
+    """A row chatters when its worst joint still moves in the last second, with a clear tone or not."""
+    return row['p2p_rad'] is not None and row['p2p_rad'] >= hold.QUIET_P2P
+
+
+@pytest.mark.slow
+def test_pd_rate_rows_have_the_documented_keys(table):
+    for row in table.values():
+        assert set(row) == {'rate_hz', 'backend', 'runs', 'chattering', 'p2p_rad', 'p2p_low', 'p2p_high',
+                            'chatter_hz'}
+    assert sorted(table) == sorted((r, b) for r in where_pd_runs.RATES_HZ for b in BACKENDS)
+
+
+@pytest.mark.slow
+def test_in_loop_chatters_in_every_run_below_the_critical_rate_and_in_step_never_moves(ensembles):
+    """The robust claims of the chapter: at 50 and 100 Hz every run of the in-loop ensemble chatters, by far
+    (p2p > 0.01 rad, a hundred times QUIET_P2P); from 200 Hz on every run holds still, and in-step every run
+    holds still at every rate (p2p < STILL_P2P)."""
+    for rate in where_pd_runs.RATES_HZ:
+        loop, step = ensembles[rate, 'in-loop'], ensembles[rate, 'in-step']
+        assert step.state == 'still' and step.still == step.n >= hold.ENSEMBLE_PROBE
+        if rate in (50, 100):
+            assert loop.state == 'chatters' and loop.n == hold.ENSEMBLE_SIZE
+            assert np.all(loop.worst_p2p_rad > 0.01) and not loop.diverged.any()
+        else:
+            assert loop.state == 'still' and loop.n == hold.ENSEMBLE_PROBE
+
+
+@pytest.mark.slow
+def test_main_table_prints_what_the_ensemble_supports(table, ensembles):
+    """Median and the middle 95% on the 1-2-5 series, the tone as the band of the middle half of the runs' tones: the
+    50 Hz chatter is about 0.2 rad (9°) at 5-10 Hz (median 7 Hz), the 100 Hz one about 0.05 rad (3°) at 10-20 Hz."""
+    assert (table[50, 'in-loop']['p2p_rad'], table[50, 'in-loop']['p2p_low'], table[50, 'in-loop']['p2p_high'],
+            table[50, 'in-loop']['chatter_hz']) == (0.2, 0.1, 0.2, '5-10')
+    assert (table[100, 'in-loop']['p2p_rad'], table[100, 'in-loop']['p2p_low'],
+            table[100, 'in-loop']['p2p_high'], table[100, 'in-loop']['chatter_hz']) == (0.05, 0.02, 0.1, '10-20')
+    a50, a100 = ensembles[50, 'in-loop'], ensembles[100, 'in-loop']
+    assert robust.round_sig(math.degrees(a50.p2p.median), 1) == 9
+    assert robust.round_sig(math.degrees(a100.p2p.median), 1) == 3
+    assert np.nanmedian(a50.chatter_hz) == 7.0
+    for rate in (200, 400, 1000):
+        assert f"{table[rate, 'in-loop']['p2p_rad']:.2e}" == '< 1e-09'
+
+
+@pytest.mark.slow
+def test_pd_rate_table_survives_a_last_bit_change(monkeypatch, table):
+    """Every run nudged by 3e-11 rad (physai.engine.perturb): each chaotic run changes, the printed table does not."""
+    exp = registry.get('pd-rate')
+    plain = exp.table(list(table.values()))
+    plain_sample = {(e.params.rate_hz, e.params.backend): e for e in where_pd_runs.rate_ensembles()}[50, 'in-loop']
+    monkeypatch.setenv('PHYSAI_PERTURB', '3e-11')
+    where_pd_runs._rate_ensembles.cache_clear()
+    try:
+        nudged = exp.table(exp.run())
+        moved = where_pd_runs.rate_ensembles()
+    finally:
+        where_pd_runs._rate_ensembles.cache_clear()
+    assert nudged == plain
+    # ... although the runs themselves did move: the chatter is chaotic
+    sample = {(e.params.rate_hz, e.params.backend): e for e in moved}[50, 'in-loop']
+    assert abs(sample.sample.worst_p2p_rad - plain_sample.sample.worst_p2p_rad) > 1e-6
+
+
+@pytest.mark.slow
+def test_plotted_joint_chatters_in_every_run(ensembles, bare_ensembles):
+    """The joint a figure shows does not depend on one run: the first joint that chatters in every run."""
+    for e in list(ensembles.values()) + list(bare_ensembles.values()):
+        if e.state == 'chatters':
+            assert np.all(e.p2p_rad[:, e.joint] >= hold.QUIET_P2P)
+            assert not np.all(e.p2p_rad[:, :e.joint] >= hold.QUIET_P2P, axis=0).any()
+    assert hold.so101_joints()[ensembles[50, 'in-loop'].joint] == 'shoulder_lift'
+
+
+@pytest.mark.slow
+def test_without_armature_most_chatter_is_broadband(bare_ensembles):
+    """Armature 0: the in-loop joints chatter at every rate in every run, but only 1 kHz (a step-by-step flip at
+    500 Hz) has a clear tone; at 50 ... 400 Hz most runs have no dominant frequency. In-step stays still."""
+    for rate in where_pd_runs.RATES_HZ:
+        loop = bare_ensembles[rate, 'in-loop']
+        assert loop.state == 'chatters' and np.all(loop.worst_p2p_rad > 1e-3)
+        assert bare_ensembles[rate, 'in-step'].state == 'still'
+    assert [bare_ensembles[rate, 'in-loop'].tone for rate in (50, 100, 200, 400)] == ['broadband'] * 4
+    assert bare_ensembles[1000, 'in-loop'].tone == '500'
+
+
+@pytest.mark.slow
+def test_in_loop_chatters_at_low_rates_and_in_step_is_quiet_wherever_it_does(table):
+    """The PD sampled at 50 and 100 Hz chatters (p2p > 0.01 rad); the same gains in the step stay still."""
+    loud = [rate for rate in where_pd_runs.RATES_HZ if chatters(table[rate, 'in-loop'])]
+    assert loud == [50, 100]
+    for rate in where_pd_runs.RATES_HZ:
+        quiet = table[rate, 'in-step']
+        assert not chatters(quiet) and quiet['p2p_rad'] < 1e-6
+        if rate in loud:
+            assert table[rate, 'in-loop']['p2p_rad'] > 0.01
+
+
+@pytest.mark.slow
+def test_chatter_is_where_the_tick_growth_exceeds_one(table):
+    """Chapter 1's bound with the tick as the step: growth > 1 exactly at the rates that chatter."""
+    m = hold.hold_model(HoldParams())
+    d = mujoco.MjData(m)
+    d.qpos[:] = hold.STANDBY
+    mujoco.mj_forward(m, d)
+    inertia = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, inertia)
+    for rate in where_pd_runs.RATES_HZ:
+        growth = max(loop.tick_growth(rate_hz=rate, kp=hold.SO101_KP, kv=hold.SO101_KV,
+                                         inertia=i, damping=0.6) for i in np.diag(inertia))
+        assert (growth > 1) == chatters(table[rate, 'in-loop'])
+
+
+def test_in_step_growth_per_second_does_not_depend_on_the_controller_rate():
+    """In-step the tick only refreshes the setpoint: growth per tick ** rate is the same at every rate."""
+    per_second = [where_pd_runs.worst_growth(rate_hz=r, backend='in-step') ** r for r in (50, 100, 200, 1000)]
+    np.testing.assert_allclose(per_second, per_second[-1], rtol=1e-9)
+
+
+@pytest.mark.parametrize('backend', BACKENDS)
+@pytest.mark.parametrize('armature', [hold.SO101_ARMATURE, 0.0])
+def test_growth_curve_is_tick_growth_for_the_worst_joint(backend, armature):
+    """The panel's vectorized curve is max over joints of tick_growth, to rounding, even or uneven ticks."""
+    rates = list(where_pd_runs_panels.PANEL_RATES_HZ) + [129.0, 133.0, 134.0]
+    curve = where_pd_runs.growth_curve(rates, backend=backend, armature=armature)
+    damping = float(hold.hold_model(HoldParams()).dof_damping[0])
+    expected = [max(loop.tick_growth(rate_hz=r, kp=hold.SO101_KP, kv=hold.SO101_KV, inertia=i,
+                                        damping=damping, backend=backend)
+                    for i in where_pd_runs.standby_inertia(armature)) for r in rates]
+    np.testing.assert_allclose(curve, expected, rtol=1e-12)
+
+
+def test_growth_saturates_to_inf_instead_of_overflowing():
+    """kp 30000 without armature under RK4 at 0.5 ms grows past any float per tick: that is 'diverged', shown as
+    inf, not an OverflowError in red on the panel."""
+    for backend in BACKENDS:
+        growth = where_pd_runs.growth_curve([10.0, 50.0, 1000.0], backend=backend, kp=30000.0, armature=0.0,
+                                      timestep=0.0005, integrator='RK4')
+        assert np.all(growth > 1)
+    assert np.isinf(where_pd_runs.growth_curve([10.0], backend='in-step', kp=30000.0, armature=0.0, timestep=0.0005,
+                                         integrator='RK4')[0])
+    panel = where_pd_runs_panels.pd_panel()
+    panel.update(kp=30000.0, armature=0.0, timestep=0.0005, integrator='RK4')
+    assert panel.error is None

@@ -11,7 +11,7 @@ keeps the first copy of each script.
 
 The theme's Colab launch button opens the page's source notebook, ``notebooks/NN_name.ipynb``, which is MyST: on
 Colab its glued numbers, answers and equation references would show as raw source. ``_open_colab_edition`` points
-the button at the generated Colab edition instead, ``colab/NN_name.ipynb`` (``python -m physai.edition``), on the
+the button at the generated Colab edition instead, ``colab/NN_name.ipynb`` (``python -m physai.book.edition``), on the
 same repository and branch.
 """
 
@@ -68,7 +68,7 @@ def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
 
 
 COLAB_PREFIX = 'https://colab.research.google.com/github/'
-EDITION_DIR = 'colab'  # physai.edition.EDITION_DIR
+EDITION_DIR = 'colab'  # physai.book.edition.EDITION_DIR
 
 
 def colab_edition_url(url):

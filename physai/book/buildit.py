@@ -426,10 +426,10 @@ def _envelope_cases():
     cases = []
     v = np.array([-40.0, -10.0, -5.0, 0.0, 2.5, 5.0, 7.5, 10.0, 40.0])
     for s, e, vmax in [(10.0, 6.0, 5.0), (3.0, 4.0, 8.0), (2.94, 2.94, 6.28)]:
-        kwargs = dict(saturation_effort=s, effort_limit=e, velocity_limit=vmax)
+        kwargs = dict(saturation_effort=s, forcerange=e, velocity_limit=vmax)
         cases.append(_case(drives.dc_motor_envelope(v, **kwargs), v, **kwargs))
-    cases.append(_case(drives.dc_motor_envelope(0.0, saturation_effort=10.0, effort_limit=6.0, velocity_limit=5.0),
-                       0.0, saturation_effort=10.0, effort_limit=6.0, velocity_limit=5.0))
+    cases.append(_case(drives.dc_motor_envelope(0.0, saturation_effort=10.0, forcerange=6.0, velocity_limit=5.0),
+                       0.0, saturation_effort=10.0, forcerange=6.0, velocity_limit=5.0))
     return cases, _pair(('tau_min', 'tau_max'), 1e-12, ' N·m')
 
 

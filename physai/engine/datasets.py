@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import numbers
+import os
 import pathlib
 import re
 from collections.abc import Sequence
@@ -50,6 +53,23 @@ class Episode:
     """(nframe, njoint) measured joints, float64."""
     timestamp: np.ndarray
     """(nframe,) time since the episode started, s."""
+
+    def __post_init__(self):
+        if not (isinstance(self.index, numbers.Integral) and not isinstance(self.index, bool)):
+            raise ValueError(f'index must be a whole number (episode_index), got {self.index!r}')
+        if not (isinstance(self.fps, numbers.Real) and not isinstance(self.fps, bool) and math.isfinite(self.fps)
+                and self.fps > 0):
+            raise ValueError(f'fps must be a finite number > 0 frames/s, got {self.fps!r}')
+        if isinstance(self.joints, (str, bytes)) or not all(isinstance(j, str) for j in self.joints):
+            raise ValueError(f'joints must be a sequence of joint names, got {self.joints!r}')
+        width = len(self.joints)
+        shape = np.shape(self.state)
+        if len(shape) != 2 or shape[1] != width:
+            raise ValueError(f'state must be (nframe, {width}), one column per joint, got shape {shape}')
+        if np.shape(self.action) != shape:
+            raise ValueError(f'action must have the shape of state, {shape}, got {np.shape(self.action)}')
+        if np.shape(self.timestamp) != shape[:1]:
+            raise ValueError(f'timestamp must be ({shape[0]},), one per frame, got shape {np.shape(self.timestamp)}')
 
     @property
     def nframe(self) -> int:
@@ -106,6 +126,9 @@ def _read_info(root: pathlib.Path) -> dict:
     except json.JSONDecodeError as err:
         raise ValueError(f'{path} must be valid JSON, got an error at line {err.lineno} column {err.colno}: '
                          f'{err.msg}') from None
+    except UnicodeDecodeError as err:
+        raise ValueError(f'{path} must be UTF-8 text (JSON), got byte {err.object[err.start]:#04x} at position '
+                         f'{err.start}') from None
     if not isinstance(info, dict):
         raise ValueError(f'{path} must hold a JSON object, got {type(info).__name__}')
     version = info.get('codebase_version')
@@ -113,13 +136,22 @@ def _read_info(root: pathlib.Path) -> dict:
         raise ValueError(
             f'codebase_version must be one of {", ".join(VERSIONS)}, got {version!r} in {path}')
     fps = info.get('fps')
-    if not isinstance(fps, (int, float)) or not np.isfinite(fps) or fps <= 0:
+    if not isinstance(fps, (int, float)) or isinstance(fps, bool) or not np.isfinite(fps) or fps <= 0:
         raise ValueError(f'fps in {path} must be a number > 0, got {fps!r}')
     features = info.get('features', {})
+    if not isinstance(features, dict):
+        raise ValueError(f'features in {path} must be a JSON object (name: spec), got {features!r}')
     for feature in (ACTION, STATE):
         if feature not in features:
             raise ValueError(f'meta/info.json has no {feature!r} feature; features: '
                              f'{", ".join(features) or "none"}')
+        if not isinstance(features[feature], dict):
+            raise ValueError(f'{feature} in {path} must be a JSON object with names and shape, got '
+                             f'{features[feature]!r}')
+    for key in ('total_episodes', 'total_frames'):
+        value = info.get(key)
+        if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+            raise ValueError(f'{key} in {path} must be a whole number >= 0, got {value!r}')
     return info
 
 
@@ -144,12 +176,35 @@ def _stack(column, feature: str, width: int, where: str) -> np.ndarray:
     return values
 
 
-def _check_finite(values: np.ndarray, feature: str, episode: int, frames: np.ndarray) -> None:
+def _check_finite(values: np.ndarray, feature: str, episode: int, frames: np.ndarray, files: np.ndarray) -> None:
     bad = ~np.all(np.isfinite(values), axis=1)
     if np.any(bad):
         k = int(np.argmax(bad))
         raise ValueError(f'{feature} must be finite, got {values[k].tolist()} in episode {episode} '
-                         f'frame {int(frames[k])} ({int(bad.sum())} non-finite frames)')
+                         f'frame {int(frames[k])} of {files[k]} ({int(bad.sum())} non-finite frames)')
+
+
+def _check_columns(table, where: str, root: pathlib.Path) -> None:
+    """episode_index and frame_index whole numbers >= 0, timestamp finite numbers, in one data file."""
+    import pandas as pd
+
+    for column in ('episode_index', 'frame_index'):
+        if column in table.columns:
+            values = table[column]
+            if not pd.api.types.is_integer_dtype(values):
+                raise ValueError(f'{column} in {where} in {root} must hold whole numbers >= 0, got {values.dtype} '
+                                 'values')
+            if bool((values < 0).any()):
+                raise ValueError(f'{column} in {where} in {root} must hold whole numbers >= 0, got '
+                                 f'{int(values[values < 0].iloc[0])}')
+    if 'timestamp' in table.columns:
+        values = table['timestamp']
+        if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+            raise ValueError(f'timestamp in {where} in {root} must hold finite numbers (s), got {values.dtype} values')
+        bad = ~np.isfinite(values.to_numpy(dtype=float))
+        if bad.any():
+            raise ValueError(f'timestamp in {where} in {root} must hold finite numbers (s), got '
+                             f'{values.iloc[int(np.argmax(bad))]} ({int(bad.sum())} non-finite)')
 
 
 def _check_frames(table, info: dict, root: pathlib.Path) -> None:
@@ -174,6 +229,12 @@ def _check_frames(table, info: dict, root: pathlib.Path) -> None:
         if empty:
             raise ValueError(f'every episode {where} counts (total_episodes = {total}) must have frames, got none '
                              f'for episode {", ".join(map(str, empty))}')
+    for index, rows in table.groupby('episode_index', sort=True):
+        frames_of = np.sort(rows['frame_index'].to_numpy())
+        if frames_of[0] != 0 or frames_of[-1] != len(frames_of) - 1:
+            gap = int(np.setdiff1d(np.arange(frames_of[-1] + 1), frames_of)[0]) if frames_of[0] == 0 else 0
+            raise ValueError(f'episode {int(index)} must hold frames 0 ... {frames_of[-1]} once each, got no frame '
+                             f'{gap} (in {", ".join(sorted(set(rows["_file"])))} in {root})')
     frames = info.get('total_frames')
     if isinstance(frames, int) and not isinstance(frames, bool) and frames != len(table):
         raise ValueError(f'the data files must hold the {frames} frames {where} counts (total_frames), '
@@ -218,7 +279,7 @@ def read_lerobot(root: str | pathlib.Path, *, joints: Sequence[str] | None = Non
         raise ValueError(f'unknown joint names {unknown}; known joints: {", ".join(known_joints)}')
     for feature in (ACTION, STATE):
         shape = features[feature].get('shape', [len(names)])
-        if list(shape) != [len(names)]:
+        if not isinstance(shape, list) or shape != [len(names)]:
             raise ValueError(f'{feature} shape in meta/info.json must be [{len(names)}] (one per '
                              f'joint name), got {shape}')
     if joints is None:
@@ -230,14 +291,19 @@ def read_lerobot(root: str | pathlib.Path, *, joints: Sequence[str] | None = Non
 
     frames = []
     for path in _data_files(root, version):
-        table = pd.read_parquet(path)
         where = str(path.relative_to(root))
+        try:
+            table = pd.read_parquet(path)
+        except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+            raise ValueError(f'{where} in {root} must be a readable parquet file, got: '
+                             f'{str(err).replace(str(path), where)}') from None
         if len(table) == 0:
             raise ValueError(f'{where} in {root} has no frames (an empty data file)')
         for column in (ACTION, STATE, 'episode_index'):
             if column not in table.columns:
                 raise ValueError(f'{where} has no {column!r} column; columns: '
                                  f'{", ".join(map(str, table.columns))}')
+        _check_columns(table, where, root)
         table = table.assign(**{ACTION: list(_stack(table[ACTION], ACTION, len(names), where)),
                                 STATE: list(_stack(table[STATE], STATE, len(names), where))})
         frames.append(table.assign(_file=where))
@@ -253,8 +319,9 @@ def read_lerobot(root: str | pathlib.Path, *, joints: Sequence[str] | None = Non
         action = np.stack(rows[ACTION].to_numpy())[:, columns]
         state = np.stack(rows[STATE].to_numpy())[:, columns]
         frame = rows['frame_index'].to_numpy()
-        _check_finite(action, ACTION, int(index), frame)
-        _check_finite(state, STATE, int(index), frame)
+        files = rows['_file'].to_numpy()
+        _check_finite(action, ACTION, int(index), frame, files)
+        _check_finite(state, STATE, int(index), frame, files)
         if 'timestamp' in rows.columns:
             timestamp = rows['timestamp'].to_numpy(dtype=np.float64)
         else:
@@ -309,8 +376,11 @@ def load_lerobot(source: str | pathlib.Path, *, download: bool = False,
       revision, local_dir: see :func:`download_lerobot`.
 
     Raises:
+      TypeError: ``source`` is not a path or a dataset id.
       FileNotFoundError: ``source`` is no local folder and ``download`` is False.
     """
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(f'source must be a folder path or a Hub dataset id (owner/name), got {source!r}')
     path = pathlib.Path(source)
     if path.is_dir():
         return read_lerobot(path, joints=joints)

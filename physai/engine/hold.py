@@ -45,6 +45,7 @@ import copy
 import dataclasses
 import functools
 import math
+import numbers
 import warnings
 from collections.abc import Sequence
 
@@ -70,6 +71,8 @@ def _joint_id(model: mujoco.MjModel, joint) -> int:
         if jid < 0:
             raise ValueError(f'joint must name a joint of the model, got {joint!r}')
     else:
+        if not (isinstance(joint, numbers.Integral) and not isinstance(joint, bool)):
+            raise ValueError(f'joint must be a joint name or a whole-number id in [0, {model.njnt}), got {joint!r}')
         jid = int(joint)
         if not 0 <= jid < model.njnt:
             raise ValueError(f'joint id must be in [0, {model.njnt}), got {joint!r}')
@@ -115,9 +118,13 @@ class PDController:
 
     def __init__(self, model: mujoco.MjModel, joints: Sequence, *, backend: str = 'in-step',
                  feedforward: str = 'in-clamp'):
+        if not isinstance(model, mujoco.MjModel):
+            raise TypeError(f'model must be a mujoco.MjModel, got {type(model).__name__}')
         checks.one_of('backend', backend, BACKENDS)
         checks.one_of('feedforward', feedforward, FEEDFORWARD)
         self.feedforward = feedforward
+        if isinstance(joints, (str, bytes)) or not isinstance(joints, Sequence | range | np.ndarray):
+            raise TypeError(f'joints must be a sequence of joint names or ids, got {joints!r}')
         joints = list(joints)
         if not joints:
             raise ValueError('joints must name at least one joint, got none')
@@ -155,6 +162,10 @@ class PDController:
           data: the simulation's data, at the state the controller reads.
           commands: one :class:`JointCommand` per joint, (njoint,).
         """
+        if not isinstance(data, mujoco.MjData):
+            raise TypeError(f'data must be a mujoco.MjData, got {type(data).__name__}')
+        if isinstance(commands, JointCommand) or not isinstance(commands, Sequence | np.ndarray):
+            raise TypeError(f'commands must be a sequence of JointCommand, one per joint, got {commands!r}')
         commands = list(commands)
         if len(commands) != len(self.joints):
             raise ValueError(f'commands must hold one JointCommand per joint ({len(self.joints)}), '
@@ -197,7 +208,7 @@ SO101_KP = so101.MENAGERIE_KP  # N·m/rad
 
 SO101_KV = so101.MENAGERIE_KV  # N·m·s/rad
 SO101_ARMATURE = so101.MENAGERIE_ARMATURE  # kg·m²
-SO101_MAX_EFFORT = so101.MENAGERIE_FORCERANGE  # N·m, the actuators' forcerange
+SO101_FORCERANGE = so101.MENAGERIE_FORCERANGE  # N·m, the actuators' forcerange (±)
 PHYSICS_TIMESTEP = 0.001  # s: physics at 1 kHz
 
 STANDBY = (0.0, -1.0, 1.0, 0.5, 0.0, 0.0)
@@ -227,7 +238,7 @@ class HoldParams:
     """Physics step, s, in (0, 0.1]; ``<option timestep>``."""
     integrator: str = 'implicitfast'
     """One of ``INTEGRATORS``; ``<option integrator>``."""
-    max_effort: float = SO101_MAX_EFFORT
+    forcerange: float = SO101_FORCERANGE
     """Clamp on |tau|, N·m, > 0: the in-loop clamp and the in-step actuator's forcerange."""
     feedforward: str = 'in-clamp'
     """In-step only: the velocity target's ``kv*velocity`` inside the clamp or as ``qfrc_applied``."""
@@ -242,9 +253,10 @@ class HoldParams:
         checks.nonnegative('armature', self.armature, 'kg·m²')
         checks.timestep(self.timestep)
         checks.integrator(self.integrator)
-        checks.positive('max_effort', self.max_effort, 'N·m')
+        checks.positive('forcerange', self.forcerange, 'N·m')
         checks.one_of('feedforward', self.feedforward, FEEDFORWARD)
-        if not (math.isfinite(self.start_offset) and abs(self.start_offset) <= perturb.MAX_SIZE):
+        if not (checks.is_real(self.start_offset) and math.isfinite(self.start_offset)
+                and abs(self.start_offset) <= perturb.MAX_SIZE):
             raise ValueError(f'start_offset must be a number in [-{perturb.MAX_SIZE:g}, {perturb.MAX_SIZE:g}] rad, '
                              f'got {self.start_offset!r}')
 
@@ -282,14 +294,14 @@ class HoldResponse:
 
 
 @functools.cache
-def _so101_base() -> mujoco.MjModel:
-
+def so101_base() -> mujoco.MjModel:
+    """Menagerie's SO-101 as shipped, loaded once; shared, never edit it (copy it first)."""
     return load_so101()
 
 
 def so101_joints() -> tuple[str, ...]:
     """The SO-101's joint names in dof order."""
-    m = _so101_base()
+    m = so101_base()
     return tuple(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(m.njnt))
 
 
@@ -297,7 +309,7 @@ def hold_model(params: HoldParams) -> mujoco.MjModel:
     """The SO-101 set up for one hold run: timestep, integrator, armature, and each actuator per backend.
 
     In-step the actuators are Menagerie's ``<position>`` servos with kp, kv from ``params`` and forcerange
-    ±max_effort; in-loop they are silenced (the PD writes ``qfrc_applied``). Contacts stay on: no contact
+    ±forcerange; in-loop they are silenced (the PD writes ``qfrc_applied``). Contacts stay on: no contact
     occurs during the move or the hold (see ``tests/test_control.py``), so they do not touch the result.
     Returns a fresh copy the caller may edit.
     """
@@ -306,28 +318,28 @@ def hold_model(params: HoldParams) -> mujoco.MjModel:
 
 def _model_of(params: HoldParams) -> mujoco.MjModel:
     """The shared model of a run. In-loop the gains live in the controller, not the model, so runs that
-    differ only in kp, kv or max effort share one model (a new one copies the meshes, ~40 ms)."""
+    differ only in kp, kv or forcerange share one model (a new one copies the meshes, ~40 ms)."""
     if params.backend == 'in-loop':
-        return _hold_model('in-loop', SO101_KP, SO101_KV, params.armature, params.timestep,
-                           params.integrator, SO101_MAX_EFFORT)
-    return _hold_model(params.backend, params.kp, params.kv, params.armature, params.timestep,
-                       params.integrator, params.max_effort)
+        return shared_hold_model('in-loop', SO101_KP, SO101_KV, params.armature, params.timestep,
+                           params.integrator, SO101_FORCERANGE)
+    return shared_hold_model(params.backend, params.kp, params.kv, params.armature, params.timestep,
+                       params.integrator, params.forcerange)
 
 
 @functools.lru_cache(maxsize=16)
-def _hold_model(backend: str, kp: float, kv: float, armature: float, timestep: float, integrator: str,
-                max_effort: float) -> mujoco.MjModel:
+def shared_hold_model(backend: str, kp: float, kv: float, armature: float, timestep: float, integrator: str,
+                      forcerange: float) -> mujoco.MjModel:
     """:func:`hold_model`'s model, shared (never edit it): copying the SO-101's meshes costs ~50 ms."""
     params = HoldParams(backend=backend, kp=kp, kv=kv, armature=armature, timestep=timestep,
-                        integrator=integrator, max_effort=max_effort)
-    m = copy.copy(_so101_base())
+                        integrator=integrator, forcerange=forcerange)
+    m = copy.copy(so101_base())
     m.opt.timestep = params.timestep
     m.opt.integrator = INTEGRATOR_ENUM[params.integrator]
     controller = PDController(m, range(m.njnt), backend=params.backend)
     if params.backend == 'in-step':
         # the commands are constant gains, so the servo is set once; ctrl follows the target per tick
         assert list(controller.actuators) == list(range(m.nu)), 'one actuator per joint, in joint order'
-        mj.set_position_servo(m, params.kp, params.kv, params.max_effort)
+        mj.set_position_servo(m, params.kp, params.kv, params.forcerange)
     mj.set_armature(m, params.armature)
     return m
 
@@ -340,7 +352,7 @@ def _servo_pool(armature: float, timestep: float, integrator: str) -> list:
 
 def _batch_models(params: Sequence[HoldParams]) -> list[mujoco.MjModel]:
     """One model per run for the batch. In-step runs take a model from a pool per (armature, timestep,
-    integrator) and get their gains written into it, one model per distinct (kp, kv, max_effort) in the
+    integrator) and get their gains written into it, one model per distinct (kp, kv, forcerange) in the
     batch: a slider move of kp then edits a model instead of copying the SO-101's meshes (~40 ms). The
     result is :func:`hold_model`'s model for the same params (``mj_setConst`` does not read the gains)."""
     models = []
@@ -349,14 +361,14 @@ def _batch_models(params: Sequence[HoldParams]) -> list[mujoco.MjModel]:
         if p.backend != 'in-step':
             models.append(_model_of(p))
             continue
-        setup, gains = (p.armature, p.timestep, p.integrator), (p.kp, p.kv, p.max_effort)
+        setup, gains = (p.armature, p.timestep, p.integrator), (p.kp, p.kv, p.forcerange)
         in_use = gains_in_use.setdefault(setup, {})
         if gains not in in_use:
             pool = _servo_pool(*setup)
             if len(pool) <= len(in_use):
-                pool.append(copy.copy(_hold_model('in-step', SO101_KP, SO101_KV, *setup, SO101_MAX_EFFORT)))
+                pool.append(copy.copy(shared_hold_model('in-step', SO101_KP, SO101_KV, *setup, SO101_FORCERANGE)))
             m = pool[len(in_use)]
-            mj.set_position_servo(m, p.kp, p.kv, p.max_effort)
+            mj.set_position_servo(m, p.kp, p.kv, p.forcerange)
             in_use[gains] = m
         models.append(in_use[gains])
     return models
@@ -443,9 +455,28 @@ def hold_responses(params: Sequence[HoldParams], *, duration: float = DURATION,
 
     Returns:
       One :class:`HoldResponse` per run, in order.
+
+    Raises:
+      TypeError: ``params`` is not a sequence of :class:`HoldParams`.
+      ValueError: ``duration`` not > 0 s, more than ``mj.MAX_STEPS`` physics steps in one run or
+        ``mj.MAX_TOTAL_STEPS`` in all, or ``nthread`` not a whole number >= 0.
     """
     checks.positive('duration', duration, 's')
+    if isinstance(params, HoldParams) or not isinstance(params, Sequence):
+        raise TypeError(f'params must be a sequence of HoldParams, got {type(params).__name__}')
     params = list(params)
+    for i, p in enumerate(params):
+        if not isinstance(p, HoldParams):
+            raise TypeError(f'params[{i}] must be a HoldParams, got {type(p).__name__}')
+    if not (isinstance(nthread, numbers.Integral) and not isinstance(nthread, bool) and nthread >= 0):
+        raise ValueError(f'nthread must be a whole number >= 0 (0: all CPUs), got {nthread!r}')
+    steps = [max(2, round(duration / p.timestep)) for p in params]
+    if steps and max(steps) > mj.MAX_STEPS:
+        raise ValueError(f'duration must be at most {mj.MAX_STEPS:,} physics steps per run, got {duration!r} s '
+                         f'= {max(steps):,} steps at timestep {params[steps.index(max(steps))].timestep:g} s')
+    if sum(steps) > mj.MAX_TOTAL_STEPS:
+        raise ValueError(f'duration times the number of runs must be at most {mj.MAX_TOTAL_STEPS:,} physics steps, '
+                         f'got {sum(steps):,} ({len(params)} runs of {duration!r} s)')
     results: dict[int, HoldResponse] = {}
     for timestep in sorted({p.timestep for p in params}):
         ids = [i for i, p in enumerate(params) if p.timestep == timestep]
@@ -457,7 +488,7 @@ def hold_responses(params: Sequence[HoldParams], *, duration: float = DURATION,
 @functools.lru_cache(maxsize=4)
 def _batch(nsim: int, nthread: int) -> mujoco.batch.Batch:
     """A reusable batch of ``nsim`` SO-101 simulations (building one copies the model, ~50 ms)."""
-    return mujoco.batch.Batch(_so101_base(), nsim, nthread=nthread)
+    return mujoco.batch.Batch(so101_base(), nsim, nthread=nthread)
 
 
 @mj.captured_warnings()
@@ -478,7 +509,7 @@ def _hold_batch(params: list[HoldParams], duration: float, nthread: int) -> list
     held = np.maximum.accumulate(np.where(masks, np.arange(nstep)[None, :], 0), axis=1)
     kp = np.array([p.kp for p in params])[:, None]
     kv = np.array([p.kv for p in params])[:, None]
-    limit = np.array([p.max_effort for p in params])[:, None]
+    limit = np.array([p.forcerange for p in params])[:, None]
     q = np.empty((nsim, nstep, nq))
 
     # In-step: what a tick writes does not depend on the state, so the whole schedule of ctrl and

@@ -115,8 +115,9 @@ class ServoParams:
     """Joint viscous damping, N·m·s/rad; ``<joint damping>``, ``dof_damping``."""
     frictionloss: float = 0.0
     """Joint dry friction, N·m; ``<joint frictionloss>``, ``dof_frictionloss``."""
-    forcerange: tuple[float, float] | None = None
-    """Actuator force clamp (low, high), N·m; ``<position forcerange>``. None: unclamped."""
+    forcerange: float | tuple[float, float] | None = None
+    """Actuator force clamp, N·m; ``<position forcerange>``: a number F for (-F, F), or (low, high). None:
+    unclamped. Stored as the (low, high) pair."""
 
     def __post_init__(self):
         checks.positive('kp', self.kp, 'N·m/rad')
@@ -128,7 +129,10 @@ class ServoParams:
         checks.integrator(self.integrator)
         checks.nonnegative('damping', self.damping, 'N·m·s/rad')
         checks.nonnegative('frictionloss', self.frictionloss, 'N·m')
-        if self.forcerange is not None:
+        if checks.is_real(self.forcerange):
+            limit = checks.positive('forcerange', self.forcerange, 'N·m')
+            object.__setattr__(self, 'forcerange', (-limit, limit))
+        elif self.forcerange is not None:
             if (not isinstance(self.forcerange, Sequence) or isinstance(self.forcerange, str)
                     or len(self.forcerange) != 2
                     or not all(checks.is_real(f) and math.isfinite(f) for f in self.forcerange)):
@@ -202,6 +206,9 @@ class StepResponse:
     """Peak-to-peak of q over the last 0.5 s, degrees (NaN if diverged)."""
     diverged: bool
     """Non-finite state, MuJoCo's bad-acceleration warning, or |q| beyond ``DIVERGED_BOUND``."""
+    rise_window: tuple[float, float] = (math.nan, math.nan)
+    """(t10, t90), s: when the run crossed 10 % and 90 % of the way from q0 to its settled value; NaN where
+    :attr:`rise_ms` is (the figures draw the rise from here instead of measuring it again)."""
 
     @property
     def settled(self) -> bool:
@@ -232,13 +239,19 @@ def crossing_time(t: np.ndarray, x: np.ndarray, level: float) -> float:
     return float(t[k - 1] + frac * (t[k] - t[k - 1]))
 
 
-def rise_time(t: np.ndarray, q: np.ndarray, q_final: float) -> float:
-    """Time from 10 % to 90 % of the way from q[0] to q_final, s (linear interpolation)."""
+def rise_window(t: np.ndarray, q: np.ndarray, q_final: float) -> tuple[float, float]:
+    """(t10, t90), s: when q first gets 10 % and 90 % of the way from q[0] to q_final (linear interpolation)."""
     span = q_final - q[0]
     if span == 0 or not math.isfinite(span):
-        return math.nan
+        return math.nan, math.nan
     progress = (q - q[0]) / span
-    return crossing_time(t, progress, 0.9) - crossing_time(t, progress, 0.1)
+    return crossing_time(t, progress, 0.1), crossing_time(t, progress, 0.9)
+
+
+def rise_time(t: np.ndarray, q: np.ndarray, q_final: float) -> float:
+    """Time from 10 % to 90 % of the way from q[0] to q_final, s (linear interpolation)."""
+    t10, t90 = rise_window(t, q, q_final)
+    return t90 - t10
 
 
 def summarize(params: ServoParams, t: np.ndarray, q: np.ndarray, bad_qacc: bool,
@@ -254,9 +267,9 @@ def summarize(params: ServoParams, t: np.ndarray, q: np.ndarray, bad_qacc: bool,
     if not at_rest:
         return StepResponse(params, t, q, math.nan, math.nan, math.degrees(p2p), False)
     way = (q - q[0]) / (u - q[0]) if u != q[0] else np.zeros_like(q)
-    rise = 1e3 * rise_time(t, q, q_final) if np.max(way) >= RISE_START else math.nan
-    return StepResponse(params, t, q, sag_deg=math.degrees(u - q_final), rise_ms=rise,
-                        p2p_deg=math.degrees(p2p), diverged=False)
+    window = rise_window(t, q, q_final) if np.max(way) >= RISE_START else (math.nan, math.nan)
+    return StepResponse(params, t, q, sag_deg=math.degrees(u - q_final), rise_ms=1e3 * (window[1] - window[0]),
+                        p2p_deg=math.degrees(p2p), diverged=False, rise_window=window)
 
 
 def valid_length(q: np.ndarray) -> int:

@@ -198,7 +198,7 @@ def pendulum_model(pendulum: PendulumParams, actuator: Actuator | None = None) -
     """
     m = copy.copy(_base_model())
     if actuator is not None and not actuator.explicit:
-        limit = actuator.effort_limit if math.isfinite(actuator.effort_limit) else None
+        limit = actuator.forcerange if math.isfinite(actuator.forcerange) else None
         mj.set_position_servo(m, actuator.kp, actuator.kv, limit)
     else:
         m.actuator_gainprm[0, 0] = 1.0
@@ -251,7 +251,7 @@ def _scalar_law(actuator: Actuator) -> Callable[[float, float, float, float, flo
     ``torque`` itself). With ``v_target = tau_ff = 0`` it is bit for bit ``kp*(q* - q) - kv*qd``:
     ``kv*(0 - qd)`` is exactly ``-(kv*qd)`` and adding 0 changes nothing.
     """
-    kp, kv, e = float(actuator.kp), float(actuator.kv), float(actuator.effort_limit)
+    kp, kv, e = float(actuator.kp), float(actuator.kv), float(actuator.forcerange)
     if isinstance(actuator, RemotizedPD):
         table = actuator.table
 
@@ -305,7 +305,7 @@ def _run_explicit(actuator: Actuator, pendulum: PendulumParams, commands: np.nda
     return q, v, tau, False
 
 
-def _run_implicit(actuators: Sequence[Actuator], pendulums: Sequence[PendulumParams],
+def run_implicit(actuators: Sequence[Actuator], pendulums: Sequence[PendulumParams],
                   commands: Sequence[np.ndarray], q0: float, v0: float) -> list:
     """Implicit runs together on ``mujoco.batch.Batch``: the command sequences are known in advance."""
     models = [pendulum_model(p, a) for a, p in zip(actuators, pendulums)]
@@ -390,7 +390,7 @@ def simulate(actuators: Sequence[Actuator], *,
     commands = [held_commands(command, p, n) for p, n in zip(pendulums, steps)]
     results: list = [None] * len(actuators)
     if implicit:
-        for i, res in zip(implicit, _run_implicit([actuators[i] for i in implicit],
+        for i, res in zip(implicit, run_implicit([actuators[i] for i in implicit],
                                                   [pendulums[i] for i in implicit],
                                                   [commands[i][:, 0] for i in implicit], q0, v0)):
             results[i] = res
@@ -425,26 +425,53 @@ def native_dc_motor_constants(saturation_effort: float, velocity_limit: float, *
 
 
 def native_dc_motor_xml(cfg: DCMotor, *, resistance: float = 1.0) -> str:
-    """The ``<dcmotor>`` element whose torque-speed band equals ``cfg``'s envelope.
+    """The ``<dcmotor>`` element whose torque-speed band equals ``cfg``'s envelope, as MJCF to read (the model is
+    built from :func:`native_dc_motor_spec`; a test checks that this element compiles to the same fields).
 
     ``saturation="E 0 0"`` caps the torque at ±E (``actuator_forcerange``), ``ctrlrange="-U U"`` clamps
     the voltage, which bounds the torque to ``S*(±1 - qd/V)``.
     """
     k, u = native_dc_motor_constants(cfg.saturation_effort, cfg.velocity_limit, resistance=resistance)
     return (f'<dcmotor name="actuator" joint="hinge" motorconst="{k!r}" resistance="{resistance!r}" '
-            f'saturation="{cfg.effort_limit!r} 0 0" ctrlrange="{-u!r} {u!r}"/>')
+            f'saturation="{cfg.forcerange!r} 0 0" ctrlrange="{-u!r} {u!r}"/>')
 
 
-_START = PENDULUM_XML.index('<general')
-_GENERAL = PENDULUM_XML[_START:PENDULUM_XML.index('/>', _START) + 2]  # the actuator element to replace
+def pendulum_spec() -> mujoco.MjSpec:
+    """The pendulum as a ``mujoco.MjSpec`` to edit before compiling; its one actuator is named ``actuator``."""
+    return mujoco.MjSpec.from_string(PENDULUM_XML)
 
 
-def _native_model(actuator_xml: str, pendulum: PendulumParams) -> mujoco.MjModel:
-    return _with_pendulum(mujoco.MjModel.from_xml_string(PENDULUM_XML.replace(_GENERAL, actuator_xml)),
-                          pendulum)
+def native_dc_motor_spec(cfg: DCMotor, *, resistance: float = 1.0) -> mujoco.MjSpec:
+    """The pendulum with the ``<dcmotor>`` of :func:`native_dc_motor_xml`, built with ``MjSpec``."""
+    k, u = native_dc_motor_constants(cfg.saturation_effort, cfg.velocity_limit, resistance=resistance)
+    spec = pendulum_spec()
+    motor = spec.actuator('actuator')
+    motor.set_to_dcmotor(motorconst=[k, k], resistance=resistance, saturation=[cfg.forcerange, 0.0, 0.0])
+    motor.ctrlrange = [-u, u]
+    motor.ctrllimited = 1
+    return spec
 
 
-def _loop(m: mujoco.MjModel, d: mujoco.MjData, nstep: int, ctrl: Callable) -> np.ndarray:
+def native_delay_spec(cfg: DelayedPD, timestep: float) -> mujoco.MjSpec:
+    """The pendulum on ``<position kp kv delay nsample>``: ``cfg.delay`` physics steps of ``timestep`` s,
+    ``nsample = steps + 1`` samples of history, zero-order hold."""
+    spec = pendulum_spec()
+    servo = spec.actuator('actuator')
+    servo.set_to_position(kp=cfg.kp, kv=cfg.kv)
+    if cfg.delay:
+        servo.nsample = cfg.delay + 1
+        servo.delay = cfg.delay * timestep
+    return spec
+
+
+def native_model(spec: mujoco.MjSpec, pendulum: PendulumParams) -> mujoco.MjModel:
+    """Compile ``spec`` (a :func:`pendulum_spec` with its actuator edited) with ``pendulum``'s joint and options."""
+    return _with_pendulum(spec.compile(), pendulum)
+
+
+def run_with_ctrl(m: mujoco.MjModel, d: mujoco.MjData, nstep: int, ctrl: Callable) -> np.ndarray:
+    """Step ``nstep`` times from ``d`` (nudged by :mod:`physai.engine.perturb`) with ``d.ctrl[0] = ctrl(k, q, qd)``
+    before step k; MuJoCo's warnings are captured. Returns q, (nstep + 1,) rad."""
     perturb.nudge(d.qpos)
     q = np.empty(nstep + 1)
     q[0] = d.qpos[0]
@@ -469,7 +496,7 @@ def native_dc_motor_run(cfg: DCMotor, *, pendulum: PendulumParams = PendulumPara
       q, (nstep + 1,) rad.
     """
     k, _ = native_dc_motor_constants(cfg.saturation_effort, cfg.velocity_limit, resistance=resistance)
-    m = _native_model(native_dc_motor_xml(cfg, resistance=resistance), pendulum)
+    m = native_model(native_dc_motor_spec(cfg, resistance=resistance), pendulum)
     d = mujoco.MjData(m)
     nstep = max(1, round(duration / pendulum.timestep))
     cmd = held_commands(command, pendulum, nstep)[:, 0]
@@ -478,7 +505,7 @@ def native_dc_motor_run(cfg: DCMotor, *, pendulum: PendulumParams = PendulumPara
         tau = cfg.kp * (cmd[i] - q) - cfg.kv * v
         return resistance / k * tau + (k * v if compensate else 0.0)
 
-    return _loop(m, d, nstep, voltage)
+    return run_with_ctrl(m, d, nstep, voltage)
 
 
 def native_delay_run(cfg: DelayedPD, *, pendulum: PendulumParams = PendulumParams(),
@@ -494,12 +521,10 @@ def native_delay_run(cfg: DelayedPD, *, pendulum: PendulumParams = PendulumParam
       q, (nstep + 1,) rad.
     """
     steps = cfg.delay
-    extra = (f' delay="{steps * pendulum.timestep!r}" nsample="{steps + 1}"' if steps else '')
-    m = _native_model(f'<position name="actuator" joint="hinge" kp="{cfg.kp!r}" kv="{cfg.kv!r}"{extra}/>',
-                      pendulum)
+    m = native_model(native_delay_spec(cfg, pendulum.timestep), pendulum)
     d = mujoco.MjData(m)
     nstep = max(1, round(duration / pendulum.timestep))
     cmd = held_commands(command, pendulum, nstep)[:, 0]
     if steps and hold_first:
         mujoco.mj_initCtrlHistory(m, d, 0, None, np.full((steps + 1, 1), cmd[0]))
-    return _loop(m, d, nstep, lambda i, q, v: cmd[i])
+    return run_with_ctrl(m, d, nstep, lambda i, q, v: cmd[i])

@@ -38,7 +38,7 @@ The fit
     only a cap). ``least_squares`` asks for the residuals of several candidates at once (all six
     finite-difference probes of a Jacobian in one call); :func:`replay` runs them, every candidate on every
     episode, as one ``mujoco.batch.Batch`` with one model per simulation. The models are copies of the
-    arm without its meshes (:func:`_base_arm`), since copying the mesh data cost more than simulating.
+    arm without its meshes (:func:`slim_arm`), since copying the mesh data cost more than simulating.
     The starts end in one flat valley at nearly equal costs; the softest of those within ``COST_TIE`` is
     kept, since its path does not depend on the last bits of the arithmetic, and its servo is rounded to
     ``FIT_DIGITS`` significant digits, so everything computed from it is the same on any processor.
@@ -55,6 +55,7 @@ import copy
 import dataclasses
 import functools
 import math
+import numbers
 import pathlib
 import sys
 import time
@@ -157,6 +158,8 @@ def to_log(servo: ArmServo) -> np.ndarray:
 
 def from_log(x: np.ndarray) -> ArmServo:
     """The servo whose log10 parameters (``PARAMS`` order) are ``x``, shape (6,)."""
+    if np.shape(x) != (len(PARAMS),):
+        raise ValueError(f'x must be {len(PARAMS)} log10 parameters ({", ".join(PARAMS)}), got shape {np.shape(x)}')
     return ArmServo(**{name: float(10.0 ** v) for name, v in zip(PARAMS, np.ravel(x))})
 
 
@@ -183,21 +186,28 @@ class ReplayConfig:
     def __post_init__(self):
         checks.timestep(self.timestep)
         checks.integrator(self.integrator)
+        for name in ('contacts', 'limits'):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise ValueError(f'{name} must be True or False, got {getattr(self, name)!r}')
 
     def substeps(self, fps: float) -> int:
-        """Physics steps per frame, round(1 / (fps * timestep)), at least 1."""
+        """Physics steps per frame, round(1 / (fps * timestep)), at least 1 (fps > 0)."""
+        checks.positive('fps', fps, 'frames/s')
+        if fps * self.timestep * mj.MAX_STEPS < 1:
+            raise ValueError(f'fps must be >= {1.0 / (mj.MAX_STEPS * self.timestep):.6g} frames/s at timestep '
+                             f'{self.timestep:g} s (at most {mj.MAX_STEPS:,} physics steps per frame), got {fps!r}')
         return max(1, round(1.0 / (fps * self.timestep)))
 
 
 @functools.cache
-def _base_arm() -> mujoco.MjModel:
+def slim_arm() -> mujoco.MjModel:
     """``load_so101()`` without its meshes: the same dynamics at a fraction of the copy cost.
 
     The mesh data make up most of the compiled model, so copying it (once per candidate) and handing it
     to a Batch would dominate the fit. Every body's mass and inertia are frozen from the full model
     first (a visual mesh gives the camera mount its mass), then the mesh geoms and meshes are dropped;
     contacts are off in the replay, so the remaining primitive geoms only serve to keep the layout.
-    ``tests/test_sysid.py`` checks the mass matrix and gravity against ``load_so101()``.
+    ``tests/test_replay.py`` checks the mass matrix and gravity against ``load_so101()``.
     """
     import mujoco_menagerie
 
@@ -224,7 +234,7 @@ def _base_arm() -> mujoco.MjModel:
 def arm_model(servo: ArmServo, config: ReplayConfig = ReplayConfig(), *, fps: float = 30.0
               ) -> mujoco.MjModel:
     """The SO-101 with ``servo`` on every joint, set up for replay at ``fps`` frames per second."""
-    m = copy.copy(_base_arm())
+    m = copy.copy(slim_arm())
     mj.set_position_servo(m, servo.kp, servo.kv, servo.forcerange)
     m.dof_damping[:] = servo.damping
     m.dof_frictionloss[:] = servo.frictionloss
@@ -248,13 +258,32 @@ def to_radians(values: np.ndarray, joints: Sequence[str]) -> np.ndarray:
     """Dataset joint values as model qpos, (nframe, 6) in ``JOINTS`` order.
 
     Arm joints: ``deg2rad(degrees)``, sign +1, offset 0. Gripper: 0..100 mapped linearly onto the model's
-    gripper range; held at the bottom of the range if the dataset has no gripper column.
+    gripper range; held at the bottom of the range if the dataset has no gripper column. A NaN value stays NaN.
+
+    Args:
+      values: (nframe, njoint) or one frame (njoint,), the dataset's units.
+      joints: (njoint,) the joint name of each column, each at most once.
+
+    Raises:
+      ValueError: ``joints`` not distinct joint names, an arm joint missing, or ``values`` not numbers of shape
+        (nframe, len(joints)).
     """
-    values = np.atleast_2d(np.asarray(values, dtype=float))
+    if (isinstance(joints, (str, bytes)) or not isinstance(joints, Sequence | np.ndarray)
+            or not all(isinstance(j, str) for j in joints)):
+        raise ValueError(f'joints must be a sequence of joint names, got {joints!r}')
+    if len(set(joints)) != len(joints):
+        raise ValueError(f'joints must name each joint once, got {list(joints)!r}')
+    try:
+        values = np.atleast_2d(np.asarray(values, dtype=float))
+    except (TypeError, ValueError):
+        raise ValueError(f'values must be numbers, (nframe, {len(joints)}), got {values!r}') from None
+    if values.ndim != 2 or values.shape[1] != len(joints):
+        raise ValueError(f'values must have one column per joint, (nframe, {len(joints)}), got shape '
+                         f'{np.shape(values)}')
     missing = [j for j in ARM_JOINTS if j not in joints]
     if missing:
         raise ValueError(f'the episode lacks the arm joints {missing}; it has {", ".join(joints)}')
-    lo, hi = _base_arm().jnt_range[JOINTS.index('gripper')]
+    lo, hi = slim_arm().jnt_range[JOINTS.index('gripper')]
     q = np.full((len(values), len(JOINTS)), lo)
     for i, name in enumerate(JOINTS):
         if name in joints:
@@ -338,17 +367,40 @@ def replay(servos: Sequence[ArmServo], episodes: Sequence[Episode], *,
 
     Returns:
       ``result[i][j]``: servo i on episode j.
+
+    Raises:
+      TypeError: ``servos``, ``episodes`` or ``config`` of the wrong type.
+      ValueError: an episode with fewer than 2 frames or a non-finite action or state, episodes at different fps,
+        more than ``mj.MAX_STEPS`` physics steps per run or ``mj.MAX_TOTAL_STEPS`` in all, ``nthread`` not a whole
+        number >= 0, or bad ``offsets``.
     """
-    servos, episodes = list(servos), list(episodes)
+    servos, episodes = _items('servos', servos, ArmServo), _items('episodes', episodes, Episode)
+    if not isinstance(config, ReplayConfig):
+        raise TypeError(f'config must be a ReplayConfig, got {type(config).__name__}')
+    if not (isinstance(nthread, numbers.Integral) and not isinstance(nthread, bool) and nthread >= 0):
+        raise ValueError(f'nthread must be a whole number >= 0 (0: all CPUs), got {nthread!r}')
     if not servos or not episodes:
         return [[] for _ in servos]
     short = [e.index for e in episodes if e.nframe < 2]
     if short:
         raise ValueError(f'episodes must have at least 2 frames to replay, got episodes {short}')
+    for e in episodes:  # MuJoCo would zero a NaN ctrl and carry on: a replay of something else
+        for name in ('action', 'state'):
+            if not np.all(np.isfinite(getattr(e, name))):
+                raise ValueError(f'episode {e.index} {name} must be finite, got a non-finite value in frame '
+                                 f'{int(np.argmin(np.all(np.isfinite(getattr(e, name)), axis=1)))}')
     fps = episodes[0].fps
     if any(e.fps != fps for e in episodes):
         raise ValueError(f'episodes must share one fps, got {sorted({e.fps for e in episodes})}')
     sub = config.substeps(fps)
+    steps = (max(e.nframe for e in episodes) - 1) * sub
+    if steps > mj.MAX_STEPS:
+        raise ValueError(f'a replay must take at most {mj.MAX_STEPS:,} physics steps, got {steps:,} '
+                         f'({sub} per frame at timestep {config.timestep:g} s): use a longer timestep or shorter '
+                         f'episodes')
+    if steps * len(servos) * len(episodes) > mj.MAX_TOTAL_STEPS:
+        raise ValueError(f'servos x episodes must take at most {mj.MAX_TOTAL_STEPS:,} physics steps in all, got '
+                         f'{len(servos)} x {len(episodes)} runs of {steps:,} steps')
     models = [arm_model(s, config, fps=fps) for s in servos]
     nframe = max(e.nframe for e in episodes)
     actions = []
@@ -390,6 +442,18 @@ def replay(servos: Sequence[ArmServo], episodes: Sequence[Episode], *,
                               diverged=mj.diverged(qpos[k, :e.nframe], warned=bool(warned[k]))))
         result.append(row)
     return result
+
+
+def _items(name: str, values, kind: type) -> list:
+    """``values`` as a list whose every item is a ``kind``, or a TypeError naming the first that is not."""
+    if isinstance(values, kind) or not isinstance(values, Sequence | np.ndarray):
+        raise TypeError(f'{name} must be a sequence of {kind.__name__}, got {type(values).__name__}')
+    values = list(values)
+    for i, v in enumerate(values):
+        if not isinstance(v, kind):
+            raise TypeError(f'{name}[{i}] must be {"an" if kind.__name__[0] in "AEIOU" else "a"} {kind.__name__}, '
+                            f'got {type(v).__name__}')
+    return values
 
 
 ENSEMBLE_OFFSETS = tuple(k * 1e-9 for k in range(8))
@@ -477,6 +541,10 @@ def residuals(x: np.ndarray, episodes: Sequence[Episode], *, config: ReplayConfi
       five arm joints, so ``0.5 * sum(r**2)`` is half the mean squared error.
     """
     x = np.asarray(x, dtype=float)
+    if x.ndim not in (1, 2) or x.shape[0] != len(PARAMS) or x.size == 0:
+        raise ValueError(f'x must be (6,) or (6, ncand) log10 parameters, got shape {x.shape}')
+    if not (isinstance(decimate, numbers.Integral) and not isinstance(decimate, bool) and decimate >= 1):
+        raise ValueError(f'decimate must be a whole number >= 1, got {decimate!r}')
     x = x.reshape(len(PARAMS), -1)
     runs = replay([from_log(c) for c in x.T], episodes, config=config)
     cols = []
@@ -548,8 +616,15 @@ def fit_servo(episodes: Sequence[Episode], *, starts: dict[str, ArmServo] | None
     """
     if starts is None:
         starts = {'menagerie': MENAGERIE, 'therobotstudio': THEROBOTSTUDIO}
-    if not isinstance(max_iter, int) or max_iter < 1:
+    if not isinstance(starts, dict) or not starts or not all(isinstance(v, ArmServo) for v in starts.values()):
+        raise ValueError(f'starts must map at least one name to an ArmServo, got {starts!r}')
+    if not _items('episodes', episodes, Episode):
+        raise ValueError('episodes must hold at least one episode to fit, got none')
+    if not isinstance(max_iter, int) or isinstance(max_iter, bool) or max_iter < 1:
         raise ValueError(f'max_iter must be an integer >= 1, got {max_iter!r}')
+    if not (isinstance(digits, int) and not isinstance(digits, bool) and digits >= 1):
+        raise ValueError(f'digits must be an integer >= 1, got {digits!r}')
+    checks.positive('eps', eps, 'log10 units')
     evaluations = 0
 
     def residual(x):

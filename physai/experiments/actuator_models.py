@@ -21,8 +21,8 @@ import numpy as np
 from physai.engine import link
 from physai.laws import checks, robust, stability
 from physai.engine.pendulum import (HORIZONTAL, LINK_INERTIA, PendulumParams, Run, Square, Step, TAU_G, TIMESTEP,
-                                    _loop, _native_model, _run_implicit, held_commands, native_dc_motor_run,
-                                    native_dc_motor_xml, native_delay_run, pendulum_model, simulate)
+                                    run_with_ctrl, native_model, run_implicit, held_commands, native_dc_motor_run,
+                                    native_dc_motor_spec, native_delay_run, pendulum_model, simulate)
 from physai.experiments.registry import experiment
 from physai.laws.drives import DCMotor, DelayedPD, IdealPD, ImplicitPD, delay_commands
 from physai.laws.sim import semi_implicit_euler, servo_sag, step_growth
@@ -103,9 +103,9 @@ def decay_time(run: Run, *, fraction: float = 0.1) -> float:
     return float(run.t[above[-1] + 1])
 
 
-def swing_angle(effort_limit: float, tau_g: float = TAU_G) -> float:
+def swing_angle(forcerange: float, tau_g: float = TAU_G) -> float:
     """The angle where gravity equals the limit, ``tau_g*sin(q) = E`` (rad); NaN when E >= tau_g."""
-    return math.asin(effort_limit / tau_g) if effort_limit < tau_g else math.nan
+    return math.asin(forcerange / tau_g) if forcerange < tau_g else math.nan
 
 
 # ------------------------------------------------------------------------------------------------
@@ -169,10 +169,10 @@ def sweep(param: str) -> Sweep:
         step = None
     elif param == 'effort-limit':
         step = Step(at=0.0)
-        runs = simulate([IdealPD(kp=400.0, kv=20.0, effort_limit=x) for x in values], command=step,
+        runs = simulate([IdealPD(kp=400.0, kv=20.0, forcerange=x) for x in values], command=step,
                         duration=6.0)
     elif param == 'velocity-limit':
-        runs = simulate([DCMotor(kp=100.0, kv=5.0, effort_limit=DC_EFFORT,
+        runs = simulate([DCMotor(kp=100.0, kv=5.0, forcerange=DC_EFFORT,
                                  saturation_effort=DC_SATURATION, velocity_limit=x) for x in values],
                         command=step, duration=4.0)
     else:
@@ -333,7 +333,7 @@ def divergence_map(*, timesteps: Sequence[float] = MAP_TIMESTEPS, kvs: Sequence[
             actuators.append(ImplicitPD(kp=kp, kv=kv))
             pendulums.append(PendulumParams(timestep=h, integrator=integrator))
     commands = [np.full(max(1, round(duration / p.timestep)), HORIZONTAL) for p in pendulums]
-    results = _run_implicit(actuators, pendulums, commands, 0.0, 0.0)
+    results = run_implicit(actuators, pendulums, commands, 0.0, 0.0)
     verdicts = ['diverged' if r[3] else 'stable' for r in results]
     rows = []
     for k, (kp, kv, h) in enumerate(cells):
@@ -356,11 +356,11 @@ def _max_diff(a: np.ndarray, b: np.ndarray) -> float:
             columns=(('case', 's'), ('integrator', 's'), ('max_abs_diff', '.2e'), ('unit', 's')))
 def native_comparison() -> list[dict]:
     """Where our explicit models and MuJoCo's native counterparts agree, and where they part."""
-    cfg = DCMotor(kp=100.0, kv=5.0, effort_limit=DC_EFFORT, saturation_effort=DC_SATURATION,
+    cfg = DCMotor(kp=100.0, kv=5.0, forcerange=DC_EFFORT, saturation_effort=DC_SATURATION,
                   velocity_limit=8.0)
     rows = []
     # the envelope itself: full positive and negative voltage at every speed
-    m = _native_model(native_dc_motor_xml(cfg), PendulumParams())
+    m = native_model(native_dc_motor_spec(cfg), PendulumParams())
     d = mujoco.MjData(m)
     worst = 0.0
     for v in np.linspace(-3 * cfg.velocity_limit, 3 * cfg.velocity_limit, 121):
@@ -388,7 +388,7 @@ def native_comparison() -> list[dict]:
     nstep = round(6.0 / p.timestep)
     seen = delay_commands(held_commands(Square(), p, nstep)[:, 0], delayed.delay)
     m = pendulum_model(p, ImplicitPD(kp=100.0, kv=5.0))
-    implicit_on_delayed = _loop(m, mujoco.MjData(m), nstep, lambda i, q, v: seen[i])
+    implicit_on_delayed = run_with_ctrl(m, mujoco.MjData(m), nstep, lambda i, q, v: seen[i])
     native = native_delay_run(delayed)
     rows.append({'case': 'position delay, history = first command vs delay_commands',
                  'integrator': 'implicitfast', 'max_abs_diff': _max_diff(native, implicit_on_delayed),

@@ -515,7 +515,8 @@ STABILITY_STEPS = 300
 """Steps of each short run in the stability map (whatever the timestep)."""
 
 
-def _params(kp, armature, timestep, integrator, dampratio) -> ServoParams:
+def panel_servo(kp, armature, timestep, integrator, dampratio) -> ServoParams:
+    """The live panel's servo on the link: its sliders' values as :class:`ServoParams` (floats, checked there)."""
     return ServoParams(kp=float(kp), armature=float(armature), timestep=float(timestep),
                        integrator=integrator, dampratio=float(dampratio))
 
@@ -524,7 +525,7 @@ def _params(kp, armature, timestep, integrator, dampratio) -> ServoParams:
 def servo_step(kp: float, armature: float, timestep: float, integrator: str,
                dampratio: float = 1.0, q0: float = -0.5, duration: float = 3.0):
     """One step response (:func:`physai.engine.link.step_response` on one thread), cached by its arguments."""
-    params = _params(kp, armature, timestep, integrator, dampratio)
+    params = panel_servo(kp, armature, timestep, integrator, dampratio)
     return step_responses([params], q0=q0, duration=duration, nthread=1)[0]
 
 
@@ -537,7 +538,7 @@ def servo_kp_curve(armature: float, timestep: float, integrator: str, dampratio:
       dict with ``kp`` (n,), ``sag_deg`` (n,), ``rise_ms`` (n,) (NaN where the run did not settle) and
       ``diverged`` (n,) bool: diverged, or never settled (still swinging at the end, on a bound).
     """
-    params = [_params(kp, armature, timestep, integrator, dampratio) for kp in PANEL_KP_GRID]
+    params = [panel_servo(kp, armature, timestep, integrator, dampratio) for kp in PANEL_KP_GRID]
     responses = step_responses(params, q0=q0, duration=duration)
     settled = np.array([r.settled for r in responses])
     return {'kp': PANEL_KP_GRID,
@@ -568,7 +569,7 @@ def servo_stability(timestep: float, integrator: str, dampratio: float = 1.0,
       (the integrator's critical hω, :func:`critical_h_omega`) and the curves ``bound_armature``
       (m,) with ``bound_kp`` (m,) for growth = 1 and ``two_kp`` (m,) for hω = 2, N·m/rad.
     """
-    params = [_params(kp, a, timestep, integrator, dampratio)
+    params = [panel_servo(kp, a, timestep, integrator, dampratio)
               for kp in STABILITY_KP for a in STABILITY_ARMATURE]
     responses = step_responses(params, q0=q0, duration=STABILITY_STEPS * timestep)
     diverged = np.array([unstable(r, q0) for r in responses]).reshape(len(STABILITY_KP), -1)

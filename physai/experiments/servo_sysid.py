@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import os
 import pathlib
 import sys
@@ -24,7 +25,7 @@ import mujoco.minimize
 import numpy as np
 
 from physai.engine.datasets import Episode, LeRobotDataset, load_lerobot, shipped_recording
-from physai.engine.replay import (ArmServo, BASELINES, Replay, ReplayConfig, TIP_SITE, _base_arm, arm_columns,
+from physai.engine.replay import (ArmServo, BASELINES, Replay, ReplayConfig, TIP_SITE, slim_arm, arm_columns,
                                   fit_servo, joint_mae_deg, mae_deg, replay, replay_ensemble, synthetic_dataset,
                                   to_radians)
 from physai.engine.so101 import ARM_JOINTS, load_so101
@@ -41,8 +42,21 @@ def held_frames(action_deg: np.ndarray, *, window: int = 6, tol_deg: float = 1.0
 
     In such a held pose the servo has (nearly) settled, so joint minus command is the sag: the steady
     error it needs to hold the arm against gravity and friction.
+
+    Args:
+      action_deg: (nframe, njoint) or (nframe,) commands, degrees (a NaN frame is never held).
+      window: frames the commands must have stayed put, a whole number >= 1.
+      tol_deg: how far they may wander, degrees, >= 0.
     """
-    a = np.asarray(action_deg, dtype=float)
+    if not (isinstance(window, numbers.Integral) and not isinstance(window, bool) and window >= 1):
+        raise ValueError(f'window must be a whole number of frames >= 1, got {window!r}')
+    checks.nonnegative('tol_deg', tol_deg, 'deg')
+    try:
+        a = np.asarray(action_deg, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f'action_deg must be numbers, (nframe, njoint), got {action_deg!r}') from None
+    if a.ndim not in (1, 2):
+        raise ValueError(f'action_deg must be (nframe, njoint) or (nframe,), got shape {a.shape}')
     held = np.zeros(len(a), dtype=bool)
     for t in range(window, len(a)):
         held[t] = np.all(np.abs(a[t - window:t + 1] - a[t]) <= tol_deg)
@@ -59,7 +73,7 @@ def sag_frames(rep: Replay, **kwargs) -> np.ndarray:
       rep: a replay.
       **kwargs: ``window`` and ``tol_deg`` of :func:`held_frames`.
     """
-    low, high = np.degrees(_base_arm().actuator_ctrlrange[:len(ARM_JOINTS)]).T
+    low, high = np.degrees(slim_arm().actuator_ctrlrange[:len(ARM_JOINTS)]).T
     inside = np.all((rep.action_deg >= low) & (rep.action_deg <= high), axis=1)
     return held_frames(rep.action_deg, **kwargs) & inside
 
@@ -87,8 +101,14 @@ def teleport_errors(episodes: Sequence[Episode], shift: int = 1) -> np.ndarray:
     ``shift = 1`` is a servo that reaches each target within one frame: the "teleport" scale every
     simulated servo is measured against.
     """
-    if not isinstance(shift, (int, np.integer)) or shift < 0:
+    if not isinstance(shift, (int, np.integer)) or isinstance(shift, bool) or shift < 0:
         raise ValueError(f'shift must be an integer >= 0 frames, got {shift!r}')
+    episodes = list(episodes)
+    if not episodes:
+        raise ValueError('episodes must hold at least one episode, got none')
+    shortest = min(e.nframe for e in episodes)
+    if shift >= shortest:
+        raise ValueError(f'shift must be shorter than the shortest episode ({shortest} frames), got {shift!r}')
     rows = []
     for e in episodes:
         cols = arm_columns(e.joints)
@@ -98,7 +118,10 @@ def teleport_errors(episodes: Sequence[Episode], shift: int = 1) -> np.ndarray:
 
 
 def best_shift(episodes: Sequence[Episode], shifts: Sequence[int] = range(11)) -> int:
-    """The frame shift that minimises the teleport error on ``episodes``."""
+    """The frame shift that minimises the teleport error on ``episodes`` (``shifts``: at least one)."""
+    shifts = list(shifts)
+    if not shifts:
+        raise ValueError('shifts must hold at least one frame shift, got none')
     errors = [teleport_errors(episodes, s).mean() for s in shifts]
     return int(list(shifts)[int(np.argmin(errors))])
 
@@ -114,7 +137,7 @@ def tip_height(episode: Episode, *, signs: Sequence[float] = (1, 1, 1, 1, 1)) ->
     the arm's base sits on the table at z = 0, so a right convention keeps the tip at z >= 0 and brings
     it down to about 0 where the arm picks from the table.
     """
-    m = _base_arm()
+    m = slim_arm()
     d = mujoco.MjData(m)
     q = to_radians(episode.state, episode.joints)
     q[:, :len(ARM_JOINTS)] *= np.asarray(signs, dtype=float)
@@ -180,6 +203,8 @@ def split(dataset: LeRobotDataset) -> tuple[list[Episode], list[Episode]]:
 
     A dataset with fewer episodes fits on all but its last and holds out the last.
     """
+    if not isinstance(dataset, LeRobotDataset):
+        raise TypeError(f'dataset must be a LeRobotDataset, got {type(dataset).__name__}')
     if len(dataset) < 2:
         raise ValueError(f'the dataset needs at least 2 episodes (fit and held out), got {len(dataset)}')
     if len(dataset) > HELDOUT_EPISODE:
@@ -220,12 +245,21 @@ def joint_columns(part: str) -> tuple[tuple[str, str], ...]:
     return (('model', 's'),) + tuple((f'{part}_{j}_deg', '.3f') for j in ARM_JOINTS)
 
 
+MAX_MAP_CELLS = 10_000
+"""Cells one :func:`kp_damping_map` may have (the chapter's has 13 x 13): a larger grid is an error, not a hang."""
+
+
 def kp_damping_map(episodes: Sequence[Episode], base: ArmServo, kps: Sequence[float],
                    dampings: Sequence[float], *, config: ReplayConfig = ReplayConfig()) -> np.ndarray:
     """(len(kps), len(dampings)) mean absolute error of ``base`` with kp and joint damping replaced, deg.
 
     Every cell is one replay of every episode; all run in one batch.
+
+    Raises:
+      ValueError: more than ``MAX_MAP_CELLS`` cells, or what :class:`ArmServo` and :func:`replay` refuse.
     """
+    if len(kps) * len(dampings) > MAX_MAP_CELLS:
+        raise ValueError(f'kps x dampings must be at most {MAX_MAP_CELLS:,} cells, got {len(kps)} x {len(dampings)}')
     servos = [dataclasses.replace(base, kp=float(kp), damping=float(b)) for kp in kps for b in dampings]
     runs = replay(servos, episodes, config=config)
     return np.array([mae_deg(r) for r in runs]).reshape(len(kps), len(dampings))
@@ -246,7 +280,10 @@ CLIFF_FACTOR = 2.0
 
 
 def _positive_grid(name: str, values, unit: str) -> np.ndarray:
-    x = np.asarray(values, dtype=float)
+    try:
+        x = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        x = np.array([])
     if x.ndim != 1 or x.size < 2 or not np.all(np.isfinite(x) & (x > 0)) or np.any(np.diff(x) <= 0):
         raise ValueError(f'{name} must be 2 or more increasing finite numbers > 0 {unit}, got {values!r}')
     return x

@@ -31,7 +31,7 @@ import numpy as np
 
 from physai.laws import checks
 from physai.engine.hold import (ENSEMBLE_SIZE, HoldEnsemble, HoldParams, PHYSICS_TIMESTEP, SO101_ARMATURE, SO101_KP,
-                                SO101_KV, SO101_MAX_EFFORT, STANDBY, _hold_model, _so101_base, hold_ensembles,
+                                SO101_KV, SO101_FORCERANGE, STANDBY, shared_hold_model, so101_base, hold_ensembles,
                                 so101_joints)
 from physai.experiments.registry import experiment
 from physai.laws.loop import BACKENDS, tick_growth, tick_pattern
@@ -86,8 +86,8 @@ def standby_inertia(armature: float = SO101_ARMATURE) -> np.ndarray:
 
 @functools.cache
 def _standby_link_inertia() -> np.ndarray:
-    m = copy.copy(_hold_model('in-step', SO101_KP, SO101_KV, 0.0, PHYSICS_TIMESTEP, 'implicitfast',
-                              SO101_MAX_EFFORT))
+    m = copy.copy(shared_hold_model('in-step', SO101_KP, SO101_KV, 0.0, PHYSICS_TIMESTEP, 'implicitfast',
+                              SO101_FORCERANGE))
     d = mujoco.MjData(m)
     d.qpos[:] = STANDBY
     mujoco.mj_forward(m, d)
@@ -121,16 +121,28 @@ def growth_curve(rates_hz: Sequence[float], *, backend: str, kp: float = SO101_K
       backend, kp, kv, armature, timestep, integrator, damping: as :func:`worst_growth`.
 
     Returns:
-      The worst joint's growth per tick at each rate, (nrate,).
+      The worst joint's growth per tick at each rate, (nrate,); ``inf`` where it is beyond floating point
+      (diverged), never an OverflowError.
+
+    Raises:
+      ValueError: a rate not > 0 Hz or slower than :func:`tick_pattern` allows, kp, kv, armature or damping not a
+        finite number >= 0, a timestep outside (0, 0.1] s, an unknown backend or integrator.
     """
     checks.one_of('backend', backend, BACKENDS)
     checks.integrator(integrator)
-    if damping is None:
-        damping = float(_so101_base().dof_damping[0])
+    if isinstance(rates_hz, (str, bytes)) or not isinstance(rates_hz, Sequence | np.ndarray):
+        raise ValueError(f'rates_hz must be a sequence of rates in Hz, got {rates_hz!r}')
+    rates = [checks.positive(f'rates_hz[{i}]', r, 'Hz') for i, r in enumerate(rates_hz)]
+    checks.nonnegative('kp', kp, 'N·m/rad')
+    checks.nonnegative('kv', kv, 'N·m·s/rad')
+    checks.nonnegative('armature', armature, 'kg·m²')
+    checks.timestep(timestep)
+    damping = _damping(damping)
     inertia = standby_inertia(armature)  # (6,)
-    w2, c_pd, c_joint = kp / inertia, kv / inertia, damping / inertia
+    with np.errstate(over='ignore'):  # a gain beyond floating point per unit inertia is inf: diverged below
+        w2, c_pd, c_joint = kp / inertia, kv / inertia, damping / inertia
     h = timestep
-    patterns = [tick_pattern(r, h) for r in rates_hz]
+    patterns = [tick_pattern(r, h) for r in rates]
     if backend == 'in-step':
         per_step = max(integrator_growth(integrator, h, a, b + cj, c_joint=cj)
                        for a, b, cj in zip(w2, c_pd, c_joint))
@@ -154,17 +166,22 @@ def growth_curve(rates_hz: Sequence[float], *, backend: str, kp: float = SO101_K
     for i, pattern in enumerate(patterns):
         product = np.broadcast_to(np.eye(2), (nj, 2, 2))
         log_scale = np.zeros(nj)
-        for n in pattern:
-            if n not in tick_maps:
-                tick_maps[n] = (np.linalg.matrix_power(step, n) @ hold)[:, :2, :]
-            product = tick_maps[n] @ product
-            scale = np.max(np.abs(product), axis=(1, 2))
-            scale = np.where(scale > 0, scale, 1.0)
-            product = product / scale[:, None, None]
-            log_scale += np.log(scale)
-        radius = np.max(np.abs(np.linalg.eigvals(product)), axis=1)
-        with np.errstate(divide='ignore', over='ignore'):  # 0 and inf saturate: never an exception
-            out[i] = np.max(np.exp((log_scale + np.log(radius)) / len(pattern)))
+        # a map beyond floating point (inf or NaN entries) is a joint that diverged: its growth is inf
+        with np.errstate(over='ignore', invalid='ignore', divide='ignore'):
+            for n in pattern:
+                if n not in tick_maps:
+                    tick_maps[n] = (np.linalg.matrix_power(step, n) @ hold)[:, :2, :]
+                product = tick_maps[n] @ product
+                scale = np.max(np.abs(product), axis=(1, 2))
+                scale = np.where(scale > 0, scale, 1.0)
+                product = product / scale[:, None, None]
+                log_scale += np.log(scale)
+            finite = np.all(np.isfinite(product), axis=(1, 2)) & np.isfinite(log_scale)
+            radius = np.full(nj, math.inf)
+            if finite.any():
+                radius[finite] = np.max(np.abs(np.linalg.eigvals(product[finite])), axis=1)
+            growth = np.where(finite, np.exp((log_scale + np.log(radius)) / len(pattern)), math.inf)
+        out[i] = np.max(growth)  # 0 and inf saturate: never an exception
     return out
 
 
@@ -202,8 +219,14 @@ def zoh_margins(rate_hz: float, *, kp: float = SO101_KP, kv: float = SO101_KV, i
     n = sum(pattern) / len(pattern)
     T = n * timestep
     beta = (n + 1) / (2 * n)
-    x = T * T * kp / inertia
-    cT = kv / inertia * T
+    try:
+        x = T * T * kp / inertia
+        cT = kv / inertia * T
+    except OverflowError:
+        x = cT = math.inf
+    if not (math.isfinite(x) and math.isfinite(cT)):  # inf - inf has no sign: say which inputs overflowed
+        raise ValueError(f'kp / inertia and kv / inertia must keep (T*w)² and c*T finite, got kp {kp!r}, kv {kv!r}, '
+                         f'inertia {inertia!r} kg·m² at {rate_hz!r} Hz')
     return {'n': n, 'beta': beta, 'T_omega': math.sqrt(x), 'delay_margin': cT - (1 - beta) * x,
             'explicit_margin': 4 - 2 * cT - (2 * beta - 1) * x}
 
@@ -342,7 +365,7 @@ def rate_bound_hz(rate_hz: float, *, kp: float = SO101_KP, kv: float = SO101_KV,
 
 def _damping(damping: float | None) -> float:
     if damping is None:
-        return float(_so101_base().dof_damping[0])
+        return float(so101_base().dof_damping[0])
     return checks.nonnegative('damping', damping, 'N·m·s/rad')
 
 

@@ -2,7 +2,7 @@
 
 :func:`actuator_panel` runs :func:`physai.engine.pendulum.simulate` for the chosen model (implicit, ideal PD, DC
 motor, delayed PD) with kp, kv, effort and velocity limits, delay, armature, timestep and integrator, and draws the
-step response with its readout (:func:`panel_readout`) and the applied torque; :func:`effort_limit_twin` is the
+step response with its readout (:func:`panel_readout`) and the applied torque; :func:`forcerange_twin` is the
 effort-limit figure precomputed for the published page. :func:`plot_runs` draws a sweep's runs on one axes.
 """
 
@@ -81,30 +81,30 @@ PANEL_DURATION = 3.0  # s
 PANEL_NO_LIMIT = 100.0  # N·m: the effort slider's top position means "no limit"
 
 
-def panel_actuator(model: str, kp: float, kv: float, effort_limit: float, velocity_limit: float,
+def panel_actuator(model: str, kp: float, kv: float, forcerange: float, velocity_limit: float,
                    delay: int) -> Actuator:
     """The config the live panel's controls describe (``model`` one of ``MODELS``).
 
-    An ``effort_limit`` of ``PANEL_NO_LIMIT`` or more means no limit (the DC motor keeps it as its cap).
+    An ``forcerange`` of ``PANEL_NO_LIMIT`` or more means no limit (the DC motor keeps it as its cap).
     """
-    if effort_limit >= PANEL_NO_LIMIT and model != 'DC motor':
-        effort_limit = math.inf
+    if forcerange >= PANEL_NO_LIMIT and model != 'DC motor':
+        forcerange = math.inf
     if model == 'implicit':
-        return ImplicitPD(kp=kp, kv=kv, effort_limit=effort_limit)
+        return ImplicitPD(kp=kp, kv=kv, forcerange=forcerange)
     if model == 'ideal PD':
-        return IdealPD(kp=kp, kv=kv, effort_limit=effort_limit)
+        return IdealPD(kp=kp, kv=kv, forcerange=forcerange)
     if model == 'DC motor':
-        return DCMotor(kp=kp, kv=kv, effort_limit=effort_limit, saturation_effort=DC_SATURATION,
+        return DCMotor(kp=kp, kv=kv, forcerange=forcerange, saturation_effort=DC_SATURATION,
                        velocity_limit=velocity_limit)
     if model == 'delayed PD':
-        return DelayedPD(kp=kp, kv=kv, effort_limit=effort_limit, delay=int(round(delay)))
+        return DelayedPD(kp=kp, kv=kv, forcerange=forcerange, delay=int(round(delay)))
     raise ValueError(f'model must be one of {", ".join(MODELS)}, got {model!r}')
 
 
 def panel_run(model: str, kp: float, kv: float, armature: float, timestep: float, integrator: str,
-              effort_limit: float, velocity_limit: float, delay: int) -> tuple[Run, dict]:
+              forcerange: float, velocity_limit: float, delay: int) -> tuple[Run, dict]:
     """One step response (0 → π/2 at 0.5 s, 3 s) for the panel, with :func:`step_metrics`."""
-    actuator = panel_actuator(model, kp, kv, effort_limit, velocity_limit, delay)
+    actuator = panel_actuator(model, kp, kv, forcerange, velocity_limit, delay)
     pendulum = PendulumParams(armature=armature, timestep=timestep, integrator=integrator)
     run = simulate([actuator], pendulum=pendulum, command=PANEL_STEP, duration=PANEL_DURATION)[0]
     return run, step_metrics(run, at=PANEL_STEP.at)
@@ -112,7 +112,7 @@ def panel_run(model: str, kp: float, kv: float, armature: float, timestep: float
 
 def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.0,
                    armature: float = 0.0, timestep: float = TIMESTEP,
-                   integrator: str = 'implicitfast', effort_limit: float = 6.0,
+                   integrator: str = 'implicitfast', forcerange: float = 6.0,
                    velocity_limit: float = 8.0, delay: int = 12):
     """Chapter 2's live panel: one actuator model on the pendulum, redrawn on every change.
 
@@ -173,7 +173,7 @@ def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.
         state['flag'].set_visible(run.diverged)
         state['readout'].set_color(plots.COLORS['diverged'] if run.diverged else '#222222')
         state['readout'].set_text(panel_readout(run, metrics))
-        e = float(actuator.effort_limit)
+        e = float(actuator.forcerange)
         top = 1.25 * max(e, TAU_G) if math.isfinite(e) else 50.0
         if top != state['ylim']:  # static artists change only when the scale does
             for ax in (state['ax2'], state['ax3']):
@@ -199,7 +199,7 @@ def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.
     controls += live.common_controls(kp=kp, armature=armature, timestep=timestep, integrator=integrator)
     controls += [
         live.LogSlider('kv', 'kv', 0.1, 300.0, kv, unit='N·m·s/rad', readout_format='.3g'),
-        live.Slider('effort_limit', 'effort limit E (100: none)', 0.5, PANEL_NO_LIMIT, effort_limit,
+        live.Slider('forcerange', 'forcerange E (100: none)', 0.5, PANEL_NO_LIMIT, forcerange,
                  step=0.5, unit='N·m', readout_format='.1f'),
         live.Slider('velocity_limit', 'velocity limit V', 1.0, 40.0, velocity_limit, step=1.0,
                  unit='rad/s', readout_format='.0f'),
@@ -208,7 +208,7 @@ def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.
     return live.Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(13.0, 3.9), dpi=80)
 
 
-def effort_limit_twin():
+def forcerange_twin():
     """Static twin of the effort-limit sweep: a slider over the five limits, a choice of model.
 
     Frames come from the sweep itself (ideal PD kp 400, kv 20) and from the implicit ``<position>``
@@ -218,30 +218,30 @@ def effort_limit_twin():
 
     values = SWEEPS['effort-limit']
     explicit = sweep('effort-limit').runs
-    implicit = simulate([ImplicitPD(kp=400.0, kv=20.0, effort_limit=x) for x in values],
+    implicit = simulate([ImplicitPD(kp=400.0, kv=20.0, forcerange=x) for x in values],
                         command=Step(at=0.0), duration=6.0)
     runs = {'ideal PD': dict(zip(values, explicit)), 'implicit': dict(zip(values, implicit))}
     every = 3  # keep every third sample (120 per second) to keep the page small
 
-    def frame(effort_limit, model):
-        run = runs[model][effort_limit]
+    def frame(forcerange, model):
+        run = runs[model][forcerange]
         t = run.t[::every]
         items_q = [twin.twin_line([0, 6], [90, 90], label='command q*', color=plots.COLORS['command'],
                                width=1.0, dash='5,4'),
                    twin.twin_line(t, np.degrees(run.q[::every]), label='q(t)')]
-        balance = swing_angle(effort_limit)
+        balance = swing_angle(forcerange)
         if math.isfinite(balance):
             items_q.append(twin.twin_line([0, 6], [math.degrees(balance)] * 2, label='asin(E/tau_g)',
                                        color=plots.COLORS['sag'], width=1.0, dash='2,3'))
         items_tau = [twin.twin_line(run.t[:-1][::every], run.torque[::every], label='torque'),
                      twin.twin_line([0, 6], [TAU_G, TAU_G], label='tau_g', color=plots.COLORS['sag'],
                                  width=1.0, dash='5,4'),
-                     twin.twin_line([0, 6, np.nan, 0, 6], [effort_limit, effort_limit, np.nan,
-                                                        -effort_limit, -effort_limit],
+                     twin.twin_line([0, 6, np.nan, 0, 6], [forcerange, forcerange, np.nan,
+                                                        -forcerange, -forcerange],
                                  label='±E', color=plots.COLORS['bound'], width=1.0, dash='2,3')]
         return [items_q, items_tau]
 
-    sliders = [twin.TwinSlider('effort_limit', 'effort limit E (N·m)', values, default=1),
+    sliders = [twin.TwinSlider('forcerange', 'forcerange E (N·m)', values, default=1),
                twin.TwinSlider('model', 'model', ('ideal PD', 'implicit'), kind='select')]
     axes = [twin.TwinAxes(title='angle', xlabel='time (s)', ylabel='joint angle q (deg)',
                        xlim=(0, 6), ylim=(-10, 110), legend='lr'),

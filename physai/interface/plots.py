@@ -36,7 +36,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from physai.engine.link import SETTLED_P2P_DEG, crossing_time
+from physai.engine.link import SETTLED_P2P_DEG
 
 
 BOOK_STYLE = {
@@ -147,23 +147,20 @@ def rise_marks(response) -> tuple[float, float, float, float, float]:
     """Where the 10-90 % rise of a step response starts and ends.
 
     Args:
-      response: a :class:`physai.engine.link.StepResponse` (uses ``t``, ``q``, ``sag_deg``, ``diverged``).
+      response: a :class:`physai.engine.link.StepResponse` (uses ``q``, ``sag_deg``, ``rise_window``).
 
     Returns:
-      ``(t10, t90, q10, q90, q_final)``: the times (s) the response crosses 10 % and 90 % of the way
-      from ``q[0]`` to the settled value, those two angles and the settled value (rad). All NaN when
-      the run diverged.
+      ``(t10, t90, q10, q90, q_final)``: the times (s) the response crossed 10 % and 90 % of the way
+      from ``q[0]`` to the settled value (as the step response measured them), those two angles and the
+      settled value (rad). All NaN where the response has no rise time (diverged, never settled, or never
+      got ``RISE_START`` of the way).
     """
-    if response.diverged or not math.isfinite(response.sag_deg):
+    t10, t90 = response.rise_window
+    if not (math.isfinite(t10) and math.isfinite(t90)):
         return (math.nan,) * 5
     q_final = -math.radians(response.sag_deg)  # the command is 0, sag = u - q_final
     q0 = float(response.q[0])
     span = q_final - q0
-    if span == 0:
-        return (math.nan,) * 5
-    progress = (np.asarray(response.q) - q0) / span
-    t10 = crossing_time(response.t, progress, 0.1)
-    t90 = crossing_time(response.t, progress, 0.9)
     return t10, t90, q0 + 0.1 * span, q0 + 0.9 * span, q_final
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from physai.interface import plots
 from physai.engine.link import LINK_INERTIA, step_responses
-from physai.experiments.position_actuators import (PANEL_KP_GRID, STABILITY_ARMATURE, STABILITY_KP, unstable, _params,
+from physai.experiments.position_actuators import (PANEL_KP_GRID, STABILITY_ARMATURE, STABILITY_KP, unstable, panel_servo,
                                                    servo_kp_curve, servo_stability, servo_step)
 from physai.interface.live import Panel, common_controls
 from physai.interface.twin import TwinAxes, TwinSlider, static_twin, twin_line, twin_markers, twin_text
@@ -174,7 +174,7 @@ def servo_twin(key: str = 'servo', *, kps: Sequence[float] = TWIN_KP,
     """
     kps, armatures, integrators = tuple(kps), tuple(armatures), tuple(integrators)
     grid = [(i, a, k) for i in integrators for a in armatures for k in kps]
-    params = [_params(k, a, timestep, i, dampratio) for i, a, k in grid]
+    params = [panel_servo(k, a, timestep, i, dampratio) for i, a, k in grid]
     responses = dict(zip(grid, step_responses(params, q0=q0, duration=duration)))
     stride = max(1, round(0.01 / timestep))  # one sample per 10 ms keeps the page small
     kp_arr = np.array(kps)

@@ -153,6 +153,18 @@ def _json_text(value) -> str:
     return text.replace('<', '\\u003c').replace('>', '\\u003e').replace('&', '\\u0026')
 
 
+def _unit(label: str) -> str:
+    """The unit in a slider's label, ``'kp (N·m/rad)'`` -> ``'N·m/rad'``; empty when the label names none."""
+    found = re.search(r'\(([^()]*)\)\s*$', label)
+    return found.group(1) if found and not any(ch.isdigit() for ch in found.group(1)) else ''
+
+
+def _describe(axes: 'TwinAxes') -> str:
+    """A one-line text description of a plot for screen readers: its title, then what it plots against what."""
+    what = f'{axes.ylabel} against {axes.xlabel}' if axes.ylabel and axes.xlabel else ''
+    return ': '.join(part for part in (axes.title, what) if part) or 'plot'
+
+
 def twin_html(key: str, sliders: Sequence[TwinSlider], axes: Sequence[TwinAxes],
               frame: Callable[..., Sequence[Sequence[dict]]], *, title: str | None = None,
               caption: str | None = None, digits: int = 4, width: int = 400,
@@ -198,7 +210,7 @@ def twin_html(key: str, sliders: Sequence[TwinSlider], axes: Sequence[TwinAxes],
 
     spec = {
         'width': width, 'height': height,
-        'sliders': [{'name': s.name, 'label': s.label, 'labels': list(s.labels),
+        'sliders': [{'name': s.name, 'label': s.label, 'labels': list(s.labels), 'unit': _unit(s.label),
                      'init': s.default, 'kind': s.kind} for s in sliders],
         'axes': [{'title': a.title, 'xlabel': a.xlabel, 'ylabel': a.ylabel,
                   'xlim': limits(a.xlim), 'ylim': limits(a.ylim), 'xlog': a.xlog,
@@ -216,16 +228,19 @@ def twin_html(key: str, sliders: Sequence[TwinSlider], axes: Sequence[TwinAxes],
                               f'{html.escape(lab)}</option>' for i, lab in enumerate(s.labels))
             widget = f'<select id="{cid}" style="font-size:13px">{options}</select>'
         else:
+            valuetext = f'{s.labels[s.default]} {_unit(s.label)}'.strip()
             widget = (f'<input type="range" id="{cid}" min="0" max="{len(s.values) - 1}" step="1" '
-                      f'value="{s.default}" style="width:180px;vertical-align:middle">'
+                      f'value="{s.default}" aria-valuetext="{html.escape(valuetext)}" '
+                      f'style="width:180px;vertical-align:middle">'
                       f' <span id="{cid}-value" style="display:inline-block;min-width:64px;'
                       f'font-family:monospace">{html.escape(s.labels[s.default])}</span>')
         controls.append(f'<label style="margin-right:18px;white-space:nowrap">'
                         f'{html.escape(s.label)} {widget}</label>')
-    svgs = ''.join(f'<svg id="{root}-plot-{i}" xmlns="http://www.w3.org/2000/svg" '
+    svgs = ''.join(f'<svg id="{root}-plot-{i}" xmlns="http://www.w3.org/2000/svg" role="img" '
+                   f'aria-label="{html.escape(_describe(a))}" '
                    f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
                    f'style="max-width:100%;height:auto;background:#ffffff"></svg>'
-                   for i in range(len(axes)))
+                   for i, a in enumerate(axes))
     heading = (f'<div style="font-weight:bold;margin-bottom:4px">{html.escape(title)}</div>'
                if title else '')
     note = (f'<div style="font-size:12px;color:#444444;margin-top:4px">{html.escape(caption)}</div>'
@@ -332,7 +347,8 @@ stroke:it.c,'stroke-width':1.8},p);}else if(it.p==='s'){el('rect',{x:x-s,y:y-s,w
 else el('circle',{cx:x,cy:y,r:s,fill:it.f?it.c:'none',stroke:it.c,'stroke-width':it.f?1:2},p);}
 var inputs=S.sliders.map(function(s){return document.getElementById(ROOT+'-'+s.name);});
 function draw(){var idx=0;S.sliders.forEach(function(s,k){var v=parseInt(inputs[k].value,10);idx=idx*s.labels.length+v;
-var out=document.getElementById(ROOT+'-'+s.name+'-value');if(out)out.textContent=s.labels[v];});
+var out=document.getElementById(ROOT+'-'+s.name+'-value');if(out)out.textContent=s.labels[v];
+if(s.kind!=='select')inputs[k].setAttribute('aria-valuetext',(s.labels[v]+' '+(s.unit||'')).trim());});
 var f=D.frames[idx];root.setAttribute('data-frame',idx);
 f.forEach(function(ids,i){plot(i,ids.map(function(j){return D.items[j];}));});}
 inputs.forEach(function(e){e.addEventListener('input',draw);e.addEventListener('change',draw);});

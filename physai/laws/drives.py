@@ -21,8 +21,8 @@ model              torque on the joint, N·m
 
 Symbols and their MuJoCo fields: q, qd are ``d.qpos[0]``, ``d.qvel[0]`` (rad, rad/s); q* is the position command
 (rad); kp is ``actuator_gainprm[0]`` = ``-actuator_biasprm[1]`` (N·m/rad) and kv is ``-actuator_biasprm[2]``
-(N·m·s/rad, the PD law's "kd" in Isaac Lab); E is ``effort_limit`` (Isaac Lab's name, N·m), MuJoCo's
-``forcerange`` = (-E, E); S is ``saturation_effort`` (stall torque, N·m), V is ``velocity_limit`` (no-load
+(N·m·s/rad, the PD law's "kd" in Isaac Lab); E is ``forcerange`` (N·m, a symmetric clamp: MuJoCo's
+``forcerange`` = (-E, E), Isaac Lab's ``effort_limit``); S is ``saturation_effort`` (stall torque, N·m), V is ``velocity_limit`` (no-load
 speed, rad/s).
 """
 
@@ -46,7 +46,7 @@ def pd_torque(q_target, q, v_target, v, kp: float, kv: float, tau_ff=0.0):
     return kp * (np.asarray(q_target) - q) + kv * (np.asarray(v_target) - v) + tau_ff
 
 
-def dc_motor_envelope(v, *, saturation_effort: float, effort_limit: float, velocity_limit: float):
+def dc_motor_envelope(v, *, saturation_effort: float, forcerange: float, velocity_limit: float):
     """The four-quadrant torque-speed band of a DC motor at joint velocity ``v``.
 
     ``tau_max = min(S*(1 - v/V), E)`` and ``tau_min = max(S*(-1 - v/V), -E)`` with ``v`` first clipped
@@ -57,13 +57,13 @@ def dc_motor_envelope(v, *, saturation_effort: float, effort_limit: float, veloc
     Args:
       v: joint velocity (rad/s), scalar or array.
       saturation_effort: S, stall torque, N·m.
-      effort_limit: E, torque cap, N·m.
+      forcerange: E, torque cap, N·m.
       velocity_limit: V, no-load speed, rad/s.
 
     Returns:
       ``(tau_min, tau_max)``, each the shape of ``v``, N·m.
     """
-    s, e, vmax = saturation_effort, effort_limit, velocity_limit
+    s, e, vmax = saturation_effort, forcerange, velocity_limit
     bound = vmax * (1.0 + e / s)
     v = np.clip(v, -bound, bound)
     tau_max = np.minimum(s * (1.0 - v / vmax), e)
@@ -105,23 +105,30 @@ def delay_commands(commands, delay: int) -> np.ndarray:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ImplicitPD:
-    """MuJoCo's ``<position kp kv forcerange>``: the solver applies the PD law inside every step."""
+class _PD:
+    """The gains and clamp every PD model has, with MuJoCo's names."""
 
     kp: float
-    """Stiffness, N·m/rad; ``actuator_gainprm[0]``, ``-actuator_biasprm[1]``."""
+    """Stiffness, N·m/rad; for ``<position>`` ``actuator_gainprm[0]`` = ``-actuator_biasprm[1]``."""
     kv: float = 0.0
-    """Damping gain, N·m·s/rad; ``-actuator_biasprm[2]``; integrated implicitly by implicitfast."""
-    effort_limit: float = math.inf
-    """E, N·m; ``forcerange = (-E, E)``, ``inf`` for no clamp."""
+    """Damping gain, N·m·s/rad (the law's kd); for ``<position>`` ``-actuator_biasprm[2]``."""
+    forcerange: float = math.inf
+    """E, N·m: the torque is clamped to ±E (``inf`` for no clamp); MuJoCo's ``forcerange = (-E, E)``."""
 
-    explicit = False
     delay = 0
 
     def __post_init__(self):
         checks.nonnegative('kp', self.kp, 'N·m/rad')
         checks.nonnegative('kv', self.kv, 'N·m·s/rad')
-        checks.limit('effort_limit', self.effort_limit, 'N·m')
+        checks.limit('forcerange', self.forcerange, 'N·m')
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ImplicitPD(_PD):
+    """MuJoCo's ``<position kp kv forcerange>``: the solver applies the PD law inside every step (implicitfast
+    integrates its kv term implicitly)."""
+
+    explicit = False
 
     def torque(self, q, v, q_target, v_target=0.0, tau_ff=0.0):
         """MuJoCo's force at the start of a step: ``clip(kp*(q* - q) - kv*qd, -E, E)``, N·m.
@@ -129,31 +136,18 @@ class ImplicitPD:
         (``<position>`` has no velocity or effort command; ``v_target``, ``tau_ff`` must be 0.)
         """
         return np.clip(pd_torque(q_target, q, v_target, v, self.kp, self.kv, tau_ff),
-                       -self.effort_limit, self.effort_limit)
+                       -self.forcerange, self.forcerange)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class IdealPD:
+class IdealPD(_PD):
     """Explicit PD: ``clip(kp*(q* - q) + kv*(qd* - qd) + tau_ff, -E, E)`` through a ``<motor>``."""
 
-    kp: float
-    """Stiffness, N·m/rad."""
-    kv: float = 0.0
-    """Damping gain (the law's kd), N·m·s/rad."""
-    effort_limit: float = math.inf
-    """E, N·m; the torque is clipped to ±E (``inf`` for no clip)."""
-
     explicit = True
-    delay = 0
-
-    def __post_init__(self):
-        checks.nonnegative('kp', self.kp, 'N·m/rad')
-        checks.nonnegative('kv', self.kv, 'N·m·s/rad')
-        checks.limit('effort_limit', self.effort_limit, 'N·m')
 
     def limits(self, q, v):
         """``(tau_min, tau_max)`` allowed at angle q (rad) and velocity v (rad/s), N·m."""
-        return -self.effort_limit, self.effort_limit
+        return -self.forcerange, self.forcerange
 
     def torque(self, q, v, q_target, v_target=0.0, tau_ff=0.0):
         """The applied torque, N·m: the PD law clipped to :meth:`limits`."""
@@ -177,7 +171,7 @@ class DCMotor(IdealPD):
 
     def limits(self, q, v):
         return dc_motor_envelope(v, saturation_effort=self.saturation_effort,
-                                 effort_limit=self.effort_limit, velocity_limit=self.velocity_limit)
+                                 forcerange=self.forcerange, velocity_limit=self.velocity_limit)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -203,7 +197,7 @@ class RemotizedPD(DelayedPD):
     """Delayed PD whose torque limit depends on the joint angle through a lookup table.
 
     The limit ``E(q)`` interpolates ``table`` linearly and holds its end values beyond it; the torque
-    is clipped to ``±E(q)``. ``effort_limit`` is not used (leave it at inf).
+    is clipped to ``±E(q)``. ``forcerange`` is not used (leave it at inf).
     """
 
     table: tuple[tuple[float, float], ...]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -44,6 +45,13 @@ BACKENDS = ('in-loop', 'in-step')
 
 FEEDFORWARD = ('in-clamp', 'applied')
 """Where in-step puts ``damping*velocity + effort``: the servo's ``biasprm[0]`` or ``qfrc_applied``."""
+
+MAX_STEPS_PER_TICK = 10_000
+"""Physics steps one controller tick may span (0.1 Hz on 1 kHz physics): a slower rate is an error, not a hang of
+:func:`tick_growth`, which steps every one of them."""
+
+MAX_MASK_STEPS = 10_000_000
+"""Physics steps one :func:`tick_mask` may cover (10 MB of flags)."""
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -91,11 +99,28 @@ def mit_torque(command: JointCommand, q, qd):
       qd: joint velocity, rad/s (``d.qvel``), broadcastable with ``q``.
 
     Returns:
-      tau, N·m, the broadcast shape of ``q`` and ``qd``.
+      tau, N·m, the broadcast shape of ``q`` and ``qd`` (NaN where the state is NaN; an overflow saturates to
+      ±``max_effort``).
+
+    Raises:
+      TypeError: ``command`` is not a :class:`JointCommand`.
+      ValueError: ``q`` or ``qd`` is not made of numbers.
     """
-    tau = pd_torque(command.position, np.asarray(q, dtype=float), command.velocity,
-                    np.asarray(qd, dtype=float), command.stiffness, command.damping, command.effort)
+    if not isinstance(command, JointCommand):
+        raise TypeError(f'command must be a JointCommand, got {type(command).__name__}')
+    q, qd = _numbers('q', q, 'rad'), _numbers('qd', qd, 'rad/s')
+    with np.errstate(over='ignore', invalid='ignore'):  # inf torque is clipped below; inf - inf stays NaN
+        tau = pd_torque(command.position, q, command.velocity, qd, command.stiffness, command.damping,
+                        command.effort)
     return np.clip(tau, -command.max_effort, command.max_effort)
+
+
+def _numbers(name: str, value, unit: str) -> np.ndarray:
+    """``value`` as a float array, or a ValueError naming it."""
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f'{name} must be a number or an array of numbers, {unit}, got {value!r}') from None
 
 
 def tick_mask(rate_hz: float, timestep: float, nstep: int) -> np.ndarray:
@@ -104,9 +129,16 @@ def tick_mask(rate_hz: float, timestep: float, nstep: int) -> np.ndarray:
     Step k (time ``k*timestep``) starts a tick when ``floor(k*timestep*rate_hz)`` moves on, so a 400 Hz
     controller on 1 kHz physics ticks every 3, 2, 3, 2, ... steps; step 0 always ticks. A rate at or above
     the physics rate ticks at every step.
+
+    Raises:
+      ValueError: ``rate_hz`` or ``timestep`` not a number > 0, or ``nstep`` not a whole number in
+        [0, ``MAX_MASK_STEPS``].
     """
     checks.positive('rate_hz', rate_hz, 'Hz')
     checks.positive('timestep', timestep, 's')
+    if not (isinstance(nstep, numbers.Integral) and not isinstance(nstep, bool) and 0 <= nstep <= MAX_MASK_STEPS):
+        raise ValueError(f'nstep must be a whole number in [0, {MAX_MASK_STEPS:,}], got {nstep!r}')
+    nstep = int(nstep)
     counts = np.floor(np.arange(nstep) * (timestep * rate_hz) + 1e-9)
     mask = np.ones(nstep, dtype=bool)
     mask[1:] = counts[1:] > counts[:-1]
@@ -135,7 +167,17 @@ def zoh_step(q, v, accel, h, *, substeps: Sequence[int] = (1,), c_joint: float =
 
     Returns:
       ``(q', v')`` after ``len(substeps)`` ticks.
+
+    Raises:
+      ValueError: a tick of substeps not a whole number in [1, ``MAX_STEPS_PER_TICK``], or ``c_joint`` not a
+        finite number >= 0 (``h`` is checked by :func:`physai.laws.sim.semi_implicit_euler`).
     """
+    substeps = tuple(substeps)
+    for k, n in enumerate(substeps):
+        if not (isinstance(n, numbers.Integral) and not isinstance(n, bool) and 1 <= n <= MAX_STEPS_PER_TICK):
+            raise ValueError(f'substeps[{k}] must be a whole number of physics steps in [1, {MAX_STEPS_PER_TICK:,}], '
+                             f'got {n!r}')
+    checks.nonnegative('c_joint', c_joint, '1/s')
     for n in substeps:
         a_held = accel(q, v)
         for _ in range(n):
@@ -150,9 +192,16 @@ def tick_pattern(rate_hz: float, timestep: float) -> tuple[int, ...]:
     ticks per pattern (``Fraction.limit_denominator(50)``), and the pattern is the one :func:`tick_mask`
     makes at that exact ratio: tick j starts at step ``ceil(j*p/q)``, so the q ticks cover p steps and
     the mean tick is ``p/q`` steps (129 Hz on 1 kHz: 31/4, (8, 8, 8, 7)).
+
+    Raises:
+      ValueError: ``rate_hz`` or ``timestep`` not a number > 0, or a tick longer than ``MAX_STEPS_PER_TICK``
+        physics steps (``rate_hz < 1 / (MAX_STEPS_PER_TICK * timestep)``).
     """
     checks.positive('rate_hz', rate_hz, 'Hz')
     checks.positive('timestep', timestep, 's')
+    if timestep * rate_hz * MAX_STEPS_PER_TICK < 1:
+        raise ValueError(f'rate_hz must be >= {1 / (MAX_STEPS_PER_TICK * timestep):.6g} Hz at timestep {timestep:g} s '
+                         f'(at most {MAX_STEPS_PER_TICK:,} physics steps per tick), got {rate_hz!r}')
     per_tick = Fraction(1.0 / (timestep * rate_hz)).limit_denominator(50)
     if per_tick <= 1:
         return (1,)
@@ -183,15 +232,29 @@ def tick_growth(*, rate_hz: float, kp: float, kv: float, inertia: float, timeste
       integrator: one of ``INTEGRATORS`` (in-loop: the joint damping is implicit under every one).
 
     Returns:
-      The spectral radius per tick (the average per tick over an uneven pattern such as 400 Hz on 1 kHz).
+      The spectral radius per tick (the average per tick over an uneven pattern such as 400 Hz on 1 kHz);
+      ``inf`` when it is beyond floating point (diverged), never an OverflowError.
+
+    Raises:
+      ValueError: kp, kv or damping not a finite number >= 0, inertia not > 0, a rate or timestep out of range
+        (:func:`tick_pattern`), or an unknown backend or integrator.
     """
     checks.one_of('backend', backend, BACKENDS)
     checks.integrator(integrator)
+    checks.nonnegative('kp', kp, 'N·m/rad')
+    checks.nonnegative('kv', kv, 'N·m·s/rad')
+    checks.nonnegative('damping', damping, 'N·m·s/rad')
     checks.positive('inertia', inertia, 'kg·m²')
     pattern = tick_pattern(rate_hz, timestep)
-    w2, c_pd, c_joint = kp / inertia, kv / inertia, damping / inertia
+    with np.errstate(over='ignore'):  # kp/inertia beyond floating point is inf: step_growth says diverged
+        w2, c_pd, c_joint = np.float64(kp) / inertia, np.float64(kv) / inertia, np.float64(damping) / inertia
     if backend == 'in-loop':
         growth = step_growth(zoh_step, timestep, w2, c_pd, substeps=pattern, c_joint=c_joint)
-        return growth ** (1.0 / len(pattern))
-    growth = integrator_growth(integrator, timestep, w2, c_pd + c_joint, c_joint=c_joint)
-    return growth ** (sum(pattern) / len(pattern))
+        exponent = 1.0 / len(pattern)
+    else:
+        growth = integrator_growth(integrator, timestep, w2, c_pd + c_joint, c_joint=c_joint)
+        exponent = sum(pattern) / len(pattern)
+    try:
+        return float(growth ** exponent)
+    except OverflowError:  # a growth per step above 1 over many steps: beyond floating point, diverged
+        return math.inf

@@ -1,7 +1,5 @@
-"""Chapter 1's physical claims, asserted on the same experiments the notebook prints.
-
-Each test says the physics it expects; MuJoCo runs (through the registered experiments) are the oracle.
-"""
+"""physai.experiments.position_actuators: chapter 1's tables and physical claims, asserted on the same
+experiments the notebook prints; MuJoCo runs (through the registered experiments) are the oracle."""
 
 import json
 import math
@@ -17,7 +15,7 @@ from physai.engine.link import LINK_INERTIA, TAU_G
 from physai.engine.so101 import STS3215_STEPS_PER_TURN
 from physai.experiments.position_actuators import (SO101_FORCERANGE, SO101_KP, clamped_chatter, growth_pair,
                                                    so101_servo, so101_servos)
-from physai.laws.sim import semi_implicit_euler, servo_sag, step_growth
+from physai.laws.sim import servo_sag
 
 
 @pytest.fixture(scope='module')
@@ -53,30 +51,6 @@ def test_rise_time_falls_as_one_over_sqrt_kp(kp_sweep):
                                                LINK_INERTIA + 0.028)
     ratio = np.array([r['rise_ms'] for r in kp_sweep]) / guide
     assert np.all((ratio > 0.8) & (ratio < 1.0))  # the 5 ms step makes it a bit faster (gravity too at kp 1)
-
-
-
-def test_rise_shortfall_is_the_timestep_except_for_the_softest_servo():
-    """At kp 100 the measured rise approaches the continuous formula as the step shrinks (5 → 1 → 0.2 ms);
-    at kp 1 gravity's torque, comparable to the spring's, keeps it below the formula at any step."""
-    inertia = LINK_INERTIA + 0.028
-    timesteps = (0.005, 0.001, 0.0002)
-    def ratio(kp, h):
-        return link.step_response(kp, timestep=h).rise_ms / (1e3 * stability.critical_rise_time(kp, inertia))
-
-    stiff = [ratio(100.0, h) for h in timesteps]
-    assert stiff[0] < stiff[1] < stiff[2] < 1.0
-    assert stiff[0] < 0.95 and stiff[2] > 0.995
-    soft = [ratio(1.0, h) for h in timesteps]
-    assert max(soft) < 0.9 and max(soft) - min(soft) < 0.01
-
-
-def test_dampratio_bounds_are_two_plus_minus_two_sqrt_two():
-    """With kv = 2 sqrt(kp I) (ζ = 1), c = 2ω: Euler needs (hω)² + 4hω < 4, implicitfast (hω)² − 4hω < 4."""
-    assert stability.critical_h_omega('Euler', 1.0) == pytest.approx(2 * math.sqrt(2) - 2, rel=1e-8)
-    implicitfast = stability.critical_h_omega('implicitfast', 1.0)
-    assert implicitfast == pytest.approx(2 + 2 * math.sqrt(2), rel=1e-8)
-    assert math.isinf(stability.critical_h_omega('discrete', 1.0))
 
 
 SLIDER_KP_NEAR_1000 = 10 ** (134 * math.log10(30000) / 200)  # the panel's kp slider: 200 log steps, 1 … 30000
@@ -185,20 +159,6 @@ def test_clamped_euler_without_friction_chatters_wherever_unclamped_explodes():
             assert clamped.p2p_deg < 1e-6, a
 
 
-@pytest.mark.parametrize('integrator', ['Euler', 'implicitfast'])
-def test_stability_bound_agrees_with_growth_per_step(integrator):
-    """h²ω² < 4 + 4h·c_implicit − 2hc (with hc < 2(1 + h·c_implicit)) is exactly growth < 1."""
-    rng = np.random.default_rng(3)
-    for _ in range(400):
-        kp, kv, damping = 10 ** rng.uniform(0, 4.5), rng.uniform(0, 5), rng.uniform(0, 1)
-        inertia, h = 10 ** rng.uniform(-3.5, -1), rng.uniform(0.0005, 0.02)
-        w2, c = kp / inertia, (kv + damping) / inertia
-        ci = stability.c_implicit_for(integrator, kv, damping, inertia)
-        growth = step_growth(semi_implicit_euler, h, w2, c, c_implicit=ci)
-        if abs(growth - 1) > 1e-9:
-            assert stability.is_stable_linear(h, w2, c, ci) == (growth < 1)
-
-
 def test_critical_armature_separates_mujoco_runs():
     """Euler with kv 0 and damping 0.6: the bound sits between the last diverging and first stable grid point,
     well below the armature that the damping-free rule hω = 2 asks for."""
@@ -293,3 +253,18 @@ def test_gear_sag_flags_a_diverged_run_instead_of_reporting_a_sag():
     assert all(math.isnan(row['sag_deg']) and math.isnan(row['sag_ratio']) for row in rows)
     with pytest.raises(ValueError, match=r'gears must be one or more gear ratios in \[0.001, 10000\], got \(1.0, -2.0\)'):
         position_actuators.gear_sag(gears=(1.0, -2.0))
+
+
+def test_hand_laws_agree_with_mujoco_to_1e_12():
+    """The round-off columns report the bound 1e-12 (printed '< 1e-12'), never a raw last-bit difference."""
+    assert all(row['max_error'] == 1e-12 for row in registry.run('actuator-laws'))
+    assert all(row['max_abs_diff_rad'] == 1e-12 for row in registry.run('servo-loop'))
+    assert '< 1e-12' in registry.get('servo-loop').table(registry.run('servo-loop'))
+    for row in registry.run('link'):
+        assert row['ours'] == pytest.approx(row['mujoco'], rel=1e-12)
+
+
+def test_kp_sweep_sag_is_the_exact_static_sag():
+    for row in registry.run('kp-sweep'):
+        assert row['sag_deg'] == pytest.approx(row['sag_exact_deg'], abs=1e-3)
+        assert row['sag_linear_deg'] == pytest.approx(math.degrees(0.2943 / row['kp']))

@@ -1,14 +1,42 @@
-"""Chapter 1's experiments and the command line that prints them."""
+"""physai.__main__: the command line over the registry (``python -m physai NAME``): the table and --json
+rows with their documented keys, ``list``, and the errors for unknown names."""
 
 import json
-import math
 import subprocess
 import sys
 
 import pytest
 
-from physai.experiments import registry
+from physai.experiments import actuator_models, registry
 from physai.__main__ import main
+
+SWEEP_KEYS = {
+    'stiffness': ['kp', 'error_deg', 'servo_sag_deg', 'overshoot_pct', 'rise_ms', 'settling_s'],
+    'damping': ['kv', 'dampratio', 'error_deg', 'overshoot_pct', 'rise_ms', 'settling_s'],
+    'armature': ['armature', 'error_deg', 'overshoot_pct', 'rise_ms', 'settling_s'],
+    'friction': ['frictionloss', 'decay_s', 'turns', 'final_speed'],
+    'effort-limit': ['effort_limit', 'mean_angle_rad', 'p2p_rad'],
+    'velocity-limit': ['velocity_limit', 'peak_speed', 'error_deg', 'overshoot_pct', 'rise_ms',
+                       'settling_s'],
+    'delay': ['delay_steps', 'delay_ms', 'lag_ms', 'overshoot_pct'],
+}
+
+
+@pytest.mark.parametrize('param', sorted(SWEEP_KEYS))
+def test_actuator_sweep_json_has_its_keys_and_five_rows(capsys, param):
+    assert main(['actuator-sweep', param, '--json']) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 5 and all(list(row) == SWEEP_KEYS[param] for row in rows)
+    assert [row[SWEEP_KEYS[param][0]] for row in rows] == list(actuator_models.SWEEPS[param])
+    assert main(['actuator-sweep', param]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split() == SWEEP_KEYS[param] and len(table) == 6
+
+
+def test_actuator_sweep_rejects_an_unknown_parameter(capsys):
+    assert main(['actuator-sweep', 'stifness']) == 2
+    assert 'stiffness' in capsys.readouterr().err
+
 
 KEYS = {
     'actuator-laws': ['actuator', 'gainprm0', 'biasprm', 'max_error'],
@@ -34,6 +62,7 @@ def test_json_rows_have_exactly_the_documented_keys(capsys, name):
     assert rows and all(list(row) == KEYS[name] for row in rows)
 
 
+@pytest.mark.slow
 def test_every_registered_experiment_prints_json_with_its_columns(capsys):
     """Whatever a chapter registers, its JSON rows carry exactly the table's columns."""
     for name in registry.names():
@@ -64,38 +93,6 @@ def test_unknown_experiment_exits_2_and_lists_the_names():
     assert proc.returncode == 2
     assert "got 'kp-sweeep'" in proc.stderr
     assert 'kp-sweep' in proc.stderr.split('experiment must be one of')[1].split(', ')
-
-
-def test_hand_laws_agree_with_mujoco_to_1e_12():
-    """The round-off columns report the bound 1e-12 (printed '< 1e-12'), never a raw last-bit difference."""
-    assert all(row['max_error'] == 1e-12 for row in registry.run('actuator-laws'))
-    assert all(row['max_abs_diff_rad'] == 1e-12 for row in registry.run('servo-loop'))
-    assert '< 1e-12' in registry.get('servo-loop').table(registry.run('servo-loop'))
-    for row in registry.run('link'):
-        assert row['ours'] == pytest.approx(row['mujoco'], rel=1e-12)
-
-
-def test_growth_above_one_exactly_where_mujoco_diverges():
-    """The linearized growth per step predicts every stable / diverged cell of the real runs."""
-    for row in registry.run('growth'):
-        assert (row['euler_growth'] > 1) == (row['mujoco_euler'] == 'diverged'), row
-        assert (row['implicitfast_growth'] > 1) == (row['mujoco_implicitfast'] == 'diverged'), row
-
-
-def test_kp_sweep_sag_is_the_exact_static_sag():
-    for row in registry.run('kp-sweep'):
-        assert row['sag_deg'] == pytest.approx(row['sag_exact_deg'], abs=1e-3)
-        assert row['sag_linear_deg'] == pytest.approx(math.degrees(0.2943 / row['kp']))
-
-
-def test_table_uses_fixed_precision():
-    rows = [{'x': 1 / 3, 'y': [1.0, 2.0], 'z': 'ok', 'w': math.nan}]
-    assert registry.format_table(rows, [('x', '.3f'), ('y', '.1f'), ('z', 's'), ('w', '.2f')]) == (
-        '    x        y   z    w\n0.333  1.0 2.0  ok  nan')
-
-
-def test_nan_becomes_null_in_json():
-    assert json.loads(registry.to_json([{'a': math.nan, 'b': 1.5}])) == [{'a': None, 'b': 1.5}]
 
 
 def test_list_as_json_names_every_experiment_with_its_choices(capsys):

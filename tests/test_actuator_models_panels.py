@@ -1,0 +1,76 @@
+"""physai.interface.actuator_models_panels: chapter 2's live panel at extreme settings, its readout, and the
+forcerange twin (byte-stable, redrawn in headless Chromium)."""
+
+import json
+
+from physai.engine import pendulum
+from physai.interface import actuator_models_panels, plots
+from physai.laws import drives
+
+
+# ---------------------------------------------------------------------------------------------
+# the live panel and its static twin
+
+
+def test_panel_survives_every_model_at_extreme_settings():
+    """No slider position raises or blanks the panel: a diverged run is drawn and flagged."""
+    panel = actuator_models_panels.actuator_panel()
+    for model in drives.MODELS:
+        for change in ({'kp': 30000.0, 'timestep': 0.02}, {'kv': 300.0, 'forcerange': 100.0},
+                       {'kp': 1.0, 'kv': 0.1, 'armature': 0.1}, {'forcerange': 0.5, 'delay': 60},
+                       {'velocity_limit': 1.0, 'integrator': 'RK4'}):
+            png = panel.update(model=model, **change)
+            assert panel.error is None, (model, change, panel.error)
+            assert png[:4] == b'\x89PNG'
+        panel.reset()
+
+
+def test_panel_readout_says_a_run_that_never_settles_is_still_swinging():
+    """A DC motor with V 1 rad/s and kv 100 at a 20 ms step chatters along its band by ±8°: it has
+    no settling error or rise time, and the readout says so instead of printing them."""
+    run, metrics = actuator_models_panels.panel_run('DC motor', 100.0, 100.0, 0.0, 0.02, 'implicitfast', 100.0, 1.0, 0)
+    assert not run.diverged and metrics['p2p_deg'] > 10 > plots.SWINGING_P2P_DEG
+    text = actuator_models_panels.panel_readout(run, metrics)
+    assert text.startswith('still swinging:') and text.endswith('rise n/a')
+    assert f"{metrics['p2p_deg']:.3g}° peak to peak" in text and 'settling error' not in text
+    # a heavily overdamped PD is still on its way: it creeps, it does not swing
+    run, metrics = actuator_models_panels.panel_run('implicit', 100.0, 300.0, 0.0, pendulum.TIMESTEP, 'implicitfast', 100.0, 8.0, 0)
+    assert actuator_models_panels.panel_readout(run, metrics).startswith('still creeping:')
+    run, metrics = actuator_models_panels.panel_run('ideal PD', 100.0, 5.0, 0.0, pendulum.TIMESTEP, 'implicitfast', 6.0, 8.0, 0)
+    assert metrics['p2p_deg'] < plots.SWINGING_P2P_DEG
+    assert actuator_models_panels.panel_readout(run, metrics) == f"settling error {metrics['error_deg']:.2f}°   rise 182 ms"
+    run, metrics = actuator_models_panels.panel_run('ideal PD', 100.0, 100.0, 0.0, pendulum.TIMESTEP, 'implicitfast', 100.0, 8.0, 0)
+    assert actuator_models_panels.panel_readout(run, metrics) == f'diverged after {run.t[-1]:.3f} s'
+
+
+def test_panel_flags_the_explicit_pd_that_explodes():
+    run, metrics = actuator_models_panels.panel_run('ideal PD', 100.0, 100.0, 0.0, pendulum.TIMESTEP, 'implicitfast', 100.0, 8.0, 0)
+    assert run.diverged and metrics['diverged']
+    run, metrics = actuator_models_panels.panel_run('implicit', 100.0, 100.0, 0.0, pendulum.TIMESTEP, 'implicitfast', 100.0, 8.0, 0)
+    assert not run.diverged
+
+
+def test_forcerange_twin_is_byte_stable_small_and_changes_with_the_limit():
+    first, second = actuator_models_panels.forcerange_twin().data, actuator_models_panels.forcerange_twin().data
+    assert first == second
+    assert len(first) < 500_000
+    start = first.index('"frames":') + len('"frames":')
+    frames = json.loads(first[start:first.index('}</script>', start)])
+    assert len(frames) == 10  # (effort limit, model): model varies fastest
+    for model in (0, 1):
+        assert len({json.dumps(frames[2 * k + model]) for k in range(5)}) == 5
+
+
+def test_forcerange_twin_redraws_in_a_browser_without_a_kernel(twin_page):
+    open_page, errors = twin_page
+    root = 'physai-twin-ch2-effort-limit'
+    page = open_page(actuator_models_panels.forcerange_twin().data)
+    before = page.inner_html(f'#{root}-plot-0')
+    assert '<path' in before
+    page.eval_on_selector(f'#{root}-forcerange',
+                          "e => { e.value = 4; e.dispatchEvent(new Event('input')); }")
+    assert page.inner_html(f'#{root}-plot-0') != before
+    assert page.inner_text(f'#{root}-forcerange-value') == '6'
+    page.select_option(f'#{root}-model', label='implicit')
+    assert page.inner_html(f'#{root}-plot-1') != ''
+    assert errors == []

@@ -1,0 +1,271 @@
+"""physai.engine.hold: chapter 3's PDController (in-loop and in-step) against MuJoCo's own <position> servo and a
+plain loop, the batched SO-101 hold and its ensembles."""
+
+import warnings
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai.engine import hold, perturb
+from physai.laws import loop
+from physai.engine.hold import HoldParams, PDController
+from physai.laws.loop import BACKENDS, JointCommand
+
+INTEGRATORS = ('Euler', 'implicitfast', 'implicit', 'RK4')
+
+# One link on a hinge, driven by a plain motor (gain 1, no bias): the in-step backend must turn it into
+# exactly the servo that the second model writes with <position>.
+LINK_XML = """
+<mujoco>
+  <option timestep="0.002" integrator="{integrator}"/>
+  <worldbody>
+    <body>
+      <joint name="hinge" type="hinge" axis="0 -1 0" damping="0.05" armature="0.01"/>
+      <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.01" mass="0.3"/>
+    </body>
+  </worldbody>
+  <actuator>
+    ACTUATOR
+  </actuator>
+</mujoco>
+"""
+MOTOR_XML = LINK_XML.replace('ACTUATOR', '<motor name="drive" joint="hinge" gear="{gear}" {limits}/>')
+POSITION_XML = LINK_XML.replace(
+    'ACTUATOR', '<position name="drive" joint="hinge" gear="{gear}" kp="{kp}" kv="{kv}" {limits}/>')
+
+# A second, unactuated hinge for the fall-back.
+TWO_JOINT_XML = """
+<mujoco>
+  <option timestep="0.001"/>
+  <worldbody>
+    <body>
+      <joint name="driven" type="hinge" axis="0 1 0" armature="0.01"/>
+      <geom type="sphere" size="0.05" mass="1" pos="0.1 0 0"/>
+      <body pos="0.2 0 0">
+        <joint name="free_hinge" type="hinge" axis="0 1 0" armature="0.01"/>
+        <geom type="sphere" size="0.05" mass="1" pos="0.1 0 0"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor joint="driven"/>
+  </actuator>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize('integrator', INTEGRATORS)
+@pytest.mark.parametrize('gear, forcerange', [(1.0, None), (1.0, 0.5), (2.0, None)])
+def test_in_step_servo_is_mujocos_position_actuator_step_for_step(integrator, gear, forcerange):
+    """A fixed command in-step turns the motor into <position kp kv>: same qpos at every step, to 1e-12 rad."""
+    stiffness, damping, target = 40.0, 0.8, 0.3
+    limits = '' if forcerange is None else f'forcerange="{-forcerange} {forcerange}"'
+    ours = mujoco.MjModel.from_xml_string(MOTOR_XML.format(integrator=integrator, gear=gear, limits=limits))
+    # the <position> model in actuator units: kp*gear² is the joint stiffness, ctrl/gear the joint target
+    theirs = mujoco.MjModel.from_xml_string(POSITION_XML.format(
+        integrator=integrator, gear=gear, kp=stiffness / gear**2, kv=damping / gear**2, limits=limits))
+    d_ours, d_theirs = mujoco.MjData(ours), mujoco.MjData(theirs)
+    d_ours.qpos[0] = d_theirs.qpos[0] = -0.5
+    controller = PDController(ours, ['hinge'], backend='in-step')
+    command = JointCommand(position=target, stiffness=stiffness, damping=damping)
+    d_theirs.ctrl[0] = gear * target
+    for _ in range(1000):
+        controller.write(d_ours, [command])
+        mujoco.mj_step(ours, d_ours)
+        mujoco.mj_step(theirs, d_theirs)
+        assert abs(d_ours.qpos[0] - d_theirs.qpos[0]) <= 1e-12
+    np.testing.assert_allclose(controller.effort(d_ours), d_theirs.qfrc_actuator, atol=1e-9)
+
+
+def test_in_loop_torque_is_the_mit_law_clamped_and_held_between_ticks():
+    """In-loop writes clip(kp*(p-q) + kv*(v-qd) + effort) to qfrc_applied, and it stays there while q moves."""
+    m = mujoco.MjModel.from_xml_string(MOTOR_XML.format(integrator='implicitfast', gear=1, limits=''))
+    d = mujoco.MjData(m)
+    d.qpos[0], d.qvel[0] = -0.2, 0.7
+    controller = PDController(m, ['hinge'], backend='in-loop')
+    command = JointCommand(position=0.1, velocity=0.5, stiffness=4.0, damping=0.4, effort=0.05,
+                           max_effort=2.0)
+    controller.write(d, [command])
+    expected = 4.0 * (0.1 + 0.2) + 0.4 * (0.5 - 0.7) + 0.05
+    assert d.qfrc_applied[0] == pytest.approx(expected, abs=1e-15)
+    for _ in range(5):
+        mujoco.mj_step(m, d)
+    assert d.qfrc_applied[0] == pytest.approx(expected, abs=1e-15)
+    assert d.qpos[0] != pytest.approx(-0.2)
+    # the silenced actuator adds nothing, so the effort read back is the held torque
+    assert controller.effort(d)[0] == pytest.approx(expected, abs=1e-12)
+    strong = JointCommand(position=3.0, stiffness=10.0, max_effort=2.0)
+    controller.write(d, [strong])
+    assert d.qfrc_applied[0] == 2.0
+
+
+def test_in_step_velocity_and_effort_stay_inside_the_clamp_by_default():
+    """Default in-step: damping*velocity + effort ride in biasprm[0], so forcerange clamps the whole torque."""
+    m = mujoco.MjModel.from_xml_string(
+        MOTOR_XML.format(integrator='implicitfast', gear=1, limits='forcerange="-1 1"'))
+    d = mujoco.MjData(m)
+    controller = PDController(m, ['hinge'], backend='in-step')
+    controller.write(d, [JointCommand(velocity=10.0, damping=1.0, effort=0.5)])
+    mujoco.mj_forward(m, d)
+    assert controller.effort(d)[0] == pytest.approx(1.0)
+    # the plain recipe puts them in qfrc_applied, outside the clamp
+    m2 = mujoco.MjModel.from_xml_string(
+        MOTOR_XML.format(integrator='implicitfast', gear=1, limits='forcerange="-1 1"'))
+    d2 = mujoco.MjData(m2)
+    applied = PDController(m2, ['hinge'], backend='in-step', feedforward='applied')
+    applied.write(d2, [JointCommand(velocity=10.0, damping=1.0, effort=0.5)])
+    mujoco.mj_forward(m2, d2)
+    assert applied.effort(d2)[0] == pytest.approx(10.5)
+
+
+def test_unactuated_joint_falls_back_to_in_loop_with_a_warning():
+    """In-step needs an actuator; a joint without one gets the in-loop PD and a warning naming it."""
+    m = mujoco.MjModel.from_xml_string(TWO_JOINT_XML)
+    d = mujoco.MjData(m)
+    with pytest.warns(UserWarning, match='free_hinge'):
+        controller = PDController(m, ['driven', 'free_hinge'], backend='in-step')
+    assert list(controller.in_step) == [True, False]
+    d.qpos[1] = 0.2
+    controller.write(d, [JointCommand(stiffness=5.0), JointCommand(stiffness=5.0)])
+    assert d.qfrc_applied[1] == pytest.approx(-1.0)
+    assert d.ctrl[0] == 0.0 and m.actuator_gainprm[0, 0] == 5.0
+
+
+def test_max_effort_narrows_the_actuator_forcerange_never_widens_it():
+    m = mujoco.MjModel.from_xml_string(
+        MOTOR_XML.format(integrator='implicitfast', gear=1, limits='forcerange="-1 1"'))
+    d = mujoco.MjData(m)
+    controller = PDController(m, ['hinge'], backend='in-step')
+    controller.write(d, [JointCommand(position=1.0, stiffness=100.0, max_effort=0.3)])
+    np.testing.assert_allclose(m.actuator_forcerange[0], (-0.3, 0.3))
+    controller.write(d, [JointCommand(position=1.0, stiffness=100.0, max_effort=5.0)])
+    np.testing.assert_allclose(m.actuator_forcerange[0], (-1.0, 1.0))
+
+
+# ------------------------------------------------------------------------------------------------------
+# The SO-101 experiment
+
+
+def hold_by_loop(params: HoldParams, duration: float = 1.0):
+    """The slow, obvious reference: one MjData, PDController.write at every tick, mj_step in between."""
+    m = hold.hold_model(params)
+    controller = PDController(m, hold.so101_joints(), backend=params.backend)
+    d = mujoco.MjData(m)
+    d.qpos[:] += params.start_offset
+    perturb.nudge(d.qpos)  # the same start as the batched run, nudged or not (PHYSAI_PERTURB)
+    nstep = round(duration / params.timestep)
+    t = params.timestep * np.arange(nstep)
+    position, velocity = hold.reference(t)
+    mask = loop.tick_mask(params.rate_hz, params.timestep, nstep)
+    q = np.empty((nstep, m.nq))
+    max_contacts = 0
+    for k in range(nstep):
+        if mask[k]:
+            controller.write(d, [JointCommand(position=p, velocity=v, stiffness=params.kp,
+                                              damping=params.kv, max_effort=params.forcerange)
+                                 for p, v in zip(position[k], velocity[k])])
+        mujoco.mj_step(m, d)
+        q[k] = d.qpos
+        max_contacts = max(max_contacts, d.ncon)
+    return q, max_contacts
+
+
+@pytest.mark.parametrize('backend', BACKENDS)
+@pytest.mark.parametrize('rate_hz', [50, 400])
+def test_batched_hold_matches_a_plain_loop_and_touches_nothing(backend, rate_hz):
+    """The batched runner is the PDController loop (1e-9 rad), and no contact ever forms: contacts stay on."""
+    params = HoldParams(rate_hz=rate_hz, backend=backend)
+    q_loop, max_contacts = hold_by_loop(params)
+    (batched,) = hold.hold_responses([params], duration=1.0)
+    np.testing.assert_allclose(batched.q, q_loop, atol=1e-9, rtol=0)
+    assert max_contacts == 0
+
+
+def test_ensemble_runs_start_a_nanoradian_apart():
+    """Run k of an ensemble is the configuration with every joint's start moved by k * ENSEMBLE_SPACING."""
+    members = hold.ensemble_members(HoldParams(rate_hz=50, backend='in-loop'), 4)
+    assert [m.start_offset for m in members] == [k * hold.ENSEMBLE_SPACING for k in range(4)]
+    base, run = hold.hold_responses([members[0], members[3]], duration=0.002)
+    assert 0 < np.max(np.abs(run.q - base.q)) < 1e-8  # 3e-9 rad at the start, a few steps later
+
+
+def test_a_still_configuration_stops_at_the_probe_and_a_moving_one_gets_the_full_ensemble():
+    e_still, e_loud = hold.hold_ensembles([HoldParams(rate_hz=400, backend='in-step'),
+                                              HoldParams(rate_hz=50, backend='in-loop')], n=12, probe=4)
+    assert (e_still.n, e_still.state, e_still.tone) == (4, 'still', None)
+    assert (e_loud.n, e_loud.state, e_loud.chattering) == (12, 'chatters', 12)
+
+
+def test_chatter_frequency_finds_a_tone_and_refuses_broadband_motion():
+    """A tone (even one that wanders by a hertz) is found; noise, two far-apart tones and drift are None."""
+    t = np.arange(1000) * 1e-3
+    rng = np.random.default_rng(0)
+    assert hold.chatter_frequency(t, np.sin(2 * np.pi * 7 * t)) == 7.0
+    wandering = np.sin(2 * np.pi * (7 * t + 0.15 * np.sin(2 * np.pi * t)))  # 7 ± 0.9 Hz over the second
+    assert hold.chatter_frequency(t, wandering) == 7.0
+    assert hold.chatter_frequency(t, rng.standard_normal(t.size)) is None
+    assert hold.chatter_frequency(t, np.sin(2 * np.pi * 8 * t) + 0.9 * np.sin(2 * np.pi * 98 * t)) is None
+    assert hold.chatter_frequency(t, t + 0.01 * np.sin(2 * np.pi * 20 * t)) is None  # drift: 1 Hz bin
+
+
+@pytest.mark.parametrize('integrator, tol', [('Euler', 1e-12), ('implicitfast', 1e-4)])
+def test_backends_agree_at_1khz(integrator, tol):
+    """At 1 kHz the tick is the physics step: identical under Euler (kv explicit in both), within 1e-4 rad
+    over the whole move and hold under implicitfast (only the step treats kv implicitly)."""
+    a, b = hold.hold_responses([HoldParams(rate_hz=1000, backend=backend, integrator=integrator)
+                                   for backend in BACKENDS])
+    assert np.max(np.abs(a.q - b.q)) < tol
+
+
+def test_without_armature_in_loop_chatters_even_at_1khz_and_in_step_does_not():
+    a, b = hold.hold_responses([HoldParams(rate_hz=1000, backend=backend, armature=0.0)
+                                   for backend in BACKENDS])
+    assert a.chatters and a.chatter_hz == 500.0 and a.worst_p2p_rad > 1e-3  # one step up, one down
+    assert not b.chatters and b.chatter_hz is None and not b.diverged
+
+
+def test_feedforward_outside_the_clamp_overshoots_the_move():
+    """kv*velocity as qfrc_applied escapes the forcerange while moving: the arm overshoots by far."""
+    clamped, applied = hold.hold_responses(
+        [HoldParams(rate_hz=1000, feedforward=f) for f in loop.FEEDFORWARD], duration=1.0)
+    assert np.max(np.abs(clamped.q - clamped.target)) < 0.05
+    assert np.max(np.abs(applied.q - applied.target)) > 0.3
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    ({'rate_hz': 0}, 'rate_hz must be a finite number > 0 Hz, got 0'),
+    ({'backend': 'firmware'}, 'backend must be one of in-loop, in-step'),
+    ({'timestep': 0.2}, r'timestep must be in \(0, 0.1\] s'),
+    ({'integrator': 'leapfrog'}, 'integrator must be one of'),
+    ({'armature': -0.1}, 'armature must be a finite number >= 0'),
+    ({'kp': 0.0}, 'kp must be a finite number > 0 N·m/rad, got 0.0'),
+    ({'feedforward': 'nowhere'}, 'feedforward must be one of in-clamp, applied'),
+    ({'start_offset': 1e-3}, r'start_offset must be a number in \[-1e-06, 1e-06\] rad, got 0.001'),
+])
+def test_bad_hold_params_raise_naming_the_field(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        HoldParams(**kwargs)
+
+
+def test_bad_controller_setup_and_commands_raise():
+    m = mujoco.MjModel.from_xml_string(MOTOR_XML.format(integrator='Euler', gear=1, limits=''))
+    d = mujoco.MjData(m)
+    with pytest.raises(ValueError, match="joint must name a joint of the model, got 'elbow'"):
+        PDController(m, ['elbow'])
+    with pytest.raises(ValueError, match='backend must be one of'):
+        PDController(m, ['hinge'], backend='firmware')
+    controller = PDController(m, ['hinge'])
+    with pytest.raises(ValueError, match=r'one JointCommand per joint \(1\), got 2'):
+        controller.write(d, [JointCommand(), JointCommand()])
+    with pytest.raises(ValueError, match='commands\\[0\\] must be a JointCommand'):
+        controller.write(d, [0.3])
+    with pytest.raises(ValueError, match='integrator must be one of'):
+        loop.tick_growth(rate_hz=100, kp=1, kv=0, inertia=1, integrator='leapfrog')
+
+
+def test_quiet_controller_setup_with_actuators_warns_nothing():
+    m = mujoco.MjModel.from_xml_string(MOTOR_XML.format(integrator='Euler', gear=1, limits=''))
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        PDController(m, ['hinge'], backend='in-step')

@@ -1,0 +1,235 @@
+"""physai.engine.pendulum: chapter 2's pendulum runner against a plain mj_step loop (a hand-written MJCF), the
+command held at 60 Hz and delayed whole, and the explicit and implicit PD compared in MuJoCo."""
+
+import math
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai.engine import pendulum
+from physai.engine.pendulum import Command, PendulumParams, Square, Step
+from physai.laws.drives import DCMotor, DelayedPD, IdealPD, ImplicitPD, RemotizedPD
+
+S, E = 12.0, 6.0  # stall torque and cap of the test motor (test_drives.py's)
+
+# A pendulum written out by hand: hinge about y, hanging at q = 0, a 1 kg capsule 0.6 m long.
+MOTOR_XML = """
+<mujoco>
+  <option timestep="0.002777777777777778" integrator="implicitfast"/>
+  <worldbody>
+    <body>
+      <joint name="hinge" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -0.6" size="0.05" mass="1"/>
+    </body>
+  </worldbody>
+  <actuator><motor joint="hinge"/></actuator>
+</mujoco>
+"""
+
+
+def test_delayed_actuator_on_a_constant_command_is_not_delayed_at_all():
+    """The buffer starts full of the first command, so a run that starts commanded is not delayed."""
+    runs = pendulum.simulate([DelayedPD(kp=100.0, kv=5.0, delay=d) for d in (0, 48)], command=pendulum.HORIZONTAL,
+                      duration=1.0)
+    np.testing.assert_array_equal(runs[0].q, runs[1].q)
+
+
+def test_command_delay_only_shifts_the_response_of_a_pendulum_at_rest():
+    """The feedback is not delayed, so the delayed run is the undelayed one, d steps later."""
+    d = 12
+    base, late = pendulum.simulate([DelayedPD(kp=100.0, kv=5.0, delay=k) for k in (0, d)], duration=2.0)
+    np.testing.assert_allclose(late.q[d:], base.q[:-d], atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# the runner against MuJoCo
+
+
+def _motor_loop(actuator, command, nstep, *, decimation=6, velocity=None, effort=None,
+                delay_position_only=False):
+    """The reference: a hand-written MJCF, one mj_step at a time, torque from the current state.
+
+    ``command``, ``velocity``, ``effort`` are functions of time (the last two 0 when None), sampled at
+    the 60 Hz ticks and delayed together (or, with ``delay_position_only``, only the position).
+    """
+    m = mujoco.MjModel.from_xml_string(MOTOR_XML)
+    d = mujoco.MjData(m)
+    h = m.opt.timestep
+    q, tau = [0.0], []
+    ticks = [h * decimation * (k // decimation) for k in range(nstep)]
+    cmds = [(float(command(t)), float(velocity(t)) if velocity else 0.0, float(effort(t)) if effort else 0.0)
+            for t in ticks]
+    for k in range(nstep):
+        late = cmds[max(k - actuator.delay, 0)]
+        seen = (late[0], *cmds[k][1:]) if delay_position_only else late
+        tau.append(float(actuator.torque(d.qpos[0], d.qvel[0], *seen)))
+        d.ctrl[0] = tau[-1]
+        mujoco.mj_step(m, d)
+        q.append(d.qpos[0])
+    return np.array(q), np.array(tau)
+
+
+@pytest.mark.parametrize('actuator', [
+    IdealPD(kp=100.0, kv=5.0),
+    IdealPD(kp=400.0, kv=20.0, forcerange=2.0),
+    DCMotor(kp=100.0, kv=5.0, forcerange=E, saturation_effort=S, velocity_limit=4.0),
+    DelayedPD(kp=100.0, kv=5.0, delay=12),
+    RemotizedPD(kp=100.0, kv=5.0, delay=6, table=((0.0, 6.0), (math.pi / 2, 3.5))),
+], ids=['ideal', 'effort-limited', 'dc-motor', 'delayed', 'remotized'])
+def test_explicit_runner_equals_a_plain_mj_step_loop(actuator):
+    run = pendulum.simulate([actuator], command=Square(period=1.0), duration=2.0)[0]
+    ref, _ = _motor_loop(actuator, Square(period=1.0), len(run.q) - 1)
+    np.testing.assert_allclose(run.q, ref, rtol=0, atol=1e-12)
+
+
+def _velocity(t):
+    return 2.0 * np.cos(2 * np.pi * np.asarray(t))
+
+
+def _effort(t):
+    return 1.5 * np.sin(3.0 * np.asarray(t)) + 0.5
+
+
+@pytest.mark.parametrize('actuator', [
+    IdealPD(kp=100.0, kv=5.0, forcerange=4.0),
+    DCMotor(kp=100.0, kv=5.0, forcerange=E, saturation_effort=S, velocity_limit=4.0),
+    DelayedPD(kp=100.0, kv=5.0, delay=12),
+    RemotizedPD(kp=100.0, kv=5.0, delay=18, table=((0.0, 6.0), (math.pi / 2, 3.5))),
+], ids=['ideal', 'dc-motor', 'delayed', 'remotized'])
+def test_velocity_and_effort_commands_are_held_and_delayed_together_with_the_position(actuator):
+    """A delayed PD sees the whole command (q*, qd*, tau_ff) of d steps ago, not just a late q*."""
+    command = Command(position=Square(period=1.0), velocity=_velocity, effort=_effort)
+    run = pendulum.simulate([actuator], command=command, duration=2.0)[0]
+    ref, tau = _motor_loop(actuator, Square(period=1.0), len(run.q) - 1, velocity=_velocity,
+                           effort=_effort)
+    np.testing.assert_allclose(run.q, ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(run.torque, tau, rtol=0, atol=1e-9)
+    ticks = run.pendulum.timestep * 6 * (np.arange(len(tau)) // 6)
+    np.testing.assert_array_equal(run.commands[:-1], np.stack([Square(period=1.0)(ticks), _velocity(ticks),
+                                                               _effort(ticks)], axis=1))
+    np.testing.assert_array_equal(run.command, run.commands[:, 0])
+    if actuator.delay:
+        # delaying the position alone is a different run: the velocity and effort arrive early
+        position_only, _ = _motor_loop(actuator, Square(period=1.0), len(run.q) - 1, velocity=_velocity,
+                                       effort=_effort, delay_position_only=True)
+        assert np.max(np.abs(position_only - run.q)) > 1e-3
+
+
+@pytest.mark.parametrize('delay', [1, 5, 24])
+def test_delayed_pd_holds_the_whole_first_command_right_after_a_reset(delay):
+    """For its first delay steps (plus the 6 steps the first tick is held anyway) the actuator applies
+    the first command (q*, qd*, tau_ff), all three parts, never zeros."""
+    pd = DelayedPD(kp=100.0, kv=5.0, delay=delay)
+    command = Command(position=lambda t: 0.3 + 2 * t, velocity=lambda t: 1.0 - 5 * t,
+                      effort=lambda t: 0.8 + 9 * t)
+    run = pendulum.simulate([pd], command=command, duration=0.5)[0]
+    first = (0.3, 1.0, 0.8)
+    held = delay + run.pendulum.decimation
+    for k in range(held):
+        assert run.torque[k] == pd.torque(run.q[k], run.v[k], *first)
+    second = tuple(run.commands[run.pendulum.decimation])  # the 60 Hz tick at 1/60 s
+    assert second != pytest.approx(first)
+    assert run.torque[held] == pd.torque(run.q[held], run.v[held], *second)
+    assert pd.torque(0.0, 0.0, *first) != pd.torque(0.0, 0.0, 0.0, 0.0, 0.0)
+    for part in range(3):  # each part alone is held too
+        only = [0.0, 0.0, 0.0]
+        only[part] = first[part]
+        parts = dict(zip(('position', 'velocity', 'effort'), only))
+        run = pendulum.simulate([pd], command=Command(**{k: (lambda t, x=x: x + 3 * t) for k, x in parts.items()}),
+                         duration=0.2)[0]
+        for k in range(held):
+            assert run.torque[k] == pd.torque(run.q[k], run.v[k], *only)
+
+
+def test_a_zero_velocity_and_effort_command_is_the_position_command_to_the_bit():
+    for actuator in (IdealPD(kp=100.0, kv=5.0), DelayedPD(kp=100.0, kv=5.0, delay=24),
+                     DCMotor(kp=100.0, kv=5.0, forcerange=E, saturation_effort=S, velocity_limit=4.0)):
+        plain = pendulum.simulate([actuator], command=Square(), duration=3.0)[0]
+        full = pendulum.simulate([actuator], command=Command(position=Square(), velocity=0.0, effort=0.0),
+                          duration=3.0)[0]
+        np.testing.assert_array_equal(plain.q, full.q)
+        np.testing.assert_array_equal(plain.torque, full.torque)
+
+
+def test_an_implicit_pd_takes_a_position_command_only():
+    with pytest.raises(ValueError, match='command must be a position command'):
+        pendulum.simulate([ImplicitPD(kp=100.0, kv=5.0)], command=Command(position=1.0, velocity=0.5))
+    with pytest.raises(ValueError, match='effort must be a finite number'):
+        Command(effort=math.nan)
+
+
+def test_command_is_held_between_60_hz_ticks():
+    p = PendulumParams()
+    cmds = pendulum.held_commands(lambda t: t, p, 20)
+    assert p.decimation == 6
+    assert cmds.shape == (20, 3)
+    np.testing.assert_allclose(cmds[:, 0], np.repeat([0.0, 1 / 60, 2 / 60, 3 / 60], 6)[:20])
+    np.testing.assert_array_equal(cmds[:, 1:], 0.0)  # a plain function is a position command
+    full = pendulum.held_commands(Command(position=1.0, velocity=lambda t: -t, effort=lambda t: 2 * t), p, 20)
+    np.testing.assert_allclose(full, np.stack([np.ones(20), -cmds[:, 0], 2 * cmds[:, 0]], axis=1))
+
+
+def test_implicit_runs_are_bit_identical_to_a_loop_over_mj_step():
+    pd = ImplicitPD(kp=100.0, kv=5.0)
+    run = pendulum.simulate([pd], command=Step(), duration=2.0)[0]
+    m = pendulum.pendulum_model(PendulumParams(), pd)
+    d = mujoco.MjData(m)
+    q = [0.0]
+    for k in range(len(run.q) - 1):
+        d.ctrl[0] = Step()(m.opt.timestep * 6 * (k // 6))
+        mujoco.mj_step(m, d)
+        q.append(d.qpos[0])
+    np.testing.assert_array_equal(run.q, q)
+
+
+def test_pendulum_holds_horizontal_with_tau_g():
+    assert pendulum.TAU_G == pytest.approx(2.943)
+    m = pendulum.pendulum_model(PendulumParams())
+    d = mujoco.MjData(m)
+    d.qpos[0] = math.pi / 2
+    mujoco.mj_forward(m, d)
+    assert d.qfrc_bias[0] == pytest.approx(pendulum.TAU_G, rel=1e-12)
+    assert d.M[0] == pytest.approx(pendulum.LINK_INERTIA, rel=1e-12)
+
+
+def test_implicit_equals_ideal_pd_to_first_order_in_the_timestep():
+    """Same gains, same law: only kv's treatment differs, a gap of order h. At h = 0.1 ms the two
+    step responses stay within 2 mrad (0.12°) over 4 s, and shrinking h tenfold shrinks the gap
+    tenfold."""
+    gaps = []
+    for h in (1e-3, 1e-4):
+        explicit, implicit = pendulum.simulate([IdealPD(kp=100.0, kv=5.0), ImplicitPD(kp=100.0, kv=5.0)],
+                                        pendulum=PendulumParams(timestep=h), duration=4.0)
+        gaps.append(np.max(np.abs(explicit.q - implicit.q)))
+    assert gaps[1] < 2e-3
+    assert gaps[0] / gaps[1] == pytest.approx(10, rel=0.1)
+    explicit, implicit = pendulum.simulate([IdealPD(kp=100.0, kv=5.0), ImplicitPD(kp=100.0, kv=5.0)])
+    assert np.max(np.abs(explicit.q - implicit.q)) < 0.05  # at the Experiment's 1/360 s: 2° at most
+
+
+def test_explicit_pd_is_mujocos_position_actuator_under_euler():
+    """Euler takes kv explicitly, exactly what a torque computed from the step's start does."""
+    for h in (pendulum.TIMESTEP, 0.01):
+        for kv in (5.0, 50.0):
+            explicit = pendulum.simulate([IdealPD(kp=100.0, kv=kv)], pendulum=PendulumParams(timestep=h))[0]
+            euler = pendulum.simulate([ImplicitPD(kp=100.0, kv=kv)],
+                               pendulum=PendulumParams(timestep=h, integrator='Euler'))[0]
+            assert explicit.diverged == euler.diverged
+            np.testing.assert_allclose(explicit.q, euler.q, rtol=0, atol=1e-12)
+
+
+def test_the_damping_sweeps_largest_kv_would_blow_up_the_explicit_pd():
+    """kv = 100 at 1/360 s gives h*kv/I = 2.2 > 2: fine implicitly, divergent explicitly."""
+    explicit, implicit = pendulum.simulate([IdealPD(kp=100.0, kv=100.0), ImplicitPD(kp=100.0, kv=100.0)])
+    assert explicit.diverged and not implicit.diverged
+    assert pendulum.TIMESTEP * 100.0 / pendulum.LINK_INERTIA > 2
+
+
+def test_an_implicit_pd_held_at_its_forcerange_is_the_explicit_one():
+    """While the force is clamped it does not depend on velocity, so implicitfast has no kv to fold
+    into the step: with E = 1 N·m (clamped throughout) implicit and explicit agree to the bit."""
+    implicit, explicit = pendulum.simulate([ImplicitPD(kp=400.0, kv=20.0, forcerange=1.0),
+                                     IdealPD(kp=400.0, kv=20.0, forcerange=1.0)],
+                                    command=Step(at=0.0), duration=6.0)
+    np.testing.assert_array_equal(implicit.q, explicit.q)

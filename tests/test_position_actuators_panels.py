@@ -1,0 +1,95 @@
+"""physai.interface.position_actuators_panels: chapter 1's servo panel (its caches, the extreme corner of
+every slider) and its static twin's HTML, redrawn in headless Chromium."""
+
+import json
+import re
+
+import pytest
+
+from physai.experiments import position_actuators
+from physai.interface import position_actuators_panels
+from physai.laws.checks import INTEGRATORS
+
+
+# ---------------------------------------------------------------------------------------------
+# the live panel
+
+@pytest.mark.parametrize('integrator', INTEGRATORS)
+def test_panel_survives_the_most_extreme_corner_of_every_slider(panel, integrator):
+    """kp 30000, no armature, h = 20 ms: hω ≈ 54; only discrete (implicit stiffness) stays stable."""
+    png = panel.update(kp=30000.0, armature=0.0, timestep=0.020, integrator=integrator)
+    assert png.startswith(b'\x89PNG')
+    assert panel.error is None
+    flagged = panel.state['marks'].flag.get_visible()
+    assert flagged == (integrator != 'discrete')
+
+
+def test_kp_move_reuses_the_kp_curve_and_the_stability_map(panel):
+    """The sag/rise-vs-kp curve does not depend on kp, the stability map not on kp or armature."""
+    panel.update(kp=100.0, armature=0.021, timestep=0.004, integrator='implicitfast')
+    curve, stab, step = (position_actuators.servo_kp_curve.calls, position_actuators.servo_stability.calls,
+                         position_actuators.servo_step.calls)
+    redraws = panel.full_redraws
+    for kp in (120.0, 300.0, 1000.0, 7.0):
+        panel.update(kp=kp)
+    assert position_actuators.servo_kp_curve.calls == curve
+    assert position_actuators.servo_stability.calls == stab
+    assert position_actuators.servo_step.calls == step + 4
+    assert panel.full_redraws == redraws  # only the animated artists were drawn
+    panel.update(armature=0.022)
+    assert position_actuators.servo_kp_curve.calls == curve + 1
+    assert position_actuators.servo_stability.calls == stab
+    panel.update(integrator='Euler')
+    assert position_actuators.servo_stability.calls == stab + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# the static twin
+
+@pytest.fixture(scope='module')
+def twin_text():
+    return position_actuators_panels.servo_twin().data
+
+
+def test_twin_html_is_byte_identical_across_calls(twin_text):
+    assert position_actuators_panels.servo_twin().data == twin_text
+
+
+def test_twin_has_deterministic_ids_and_no_external_resources(twin_text):
+    for suffix in ('', '-kp', '-armature', '-integrator', '-plot-0', '-plot-1', '-plot-2',
+                   '-data'):
+        assert f'id="physai-twin-servo{suffix}"' in twin_text
+    assert not re.search(r'<script[^>]*\bsrc=', twin_text)
+    assert not re.search(r'<link\b', twin_text)
+    assert 'http://' not in twin_text.replace('http://www.w3.org/2000/svg', '')
+    assert 'https://' not in twin_text
+    assert len(twin_text.encode()) < 1_500_000
+
+
+def test_twin_data_holds_one_frame_per_slider_combination(twin_text):
+    raw = re.search(r'<script type="application/json" id="physai-twin-servo-data">(.*?)</script>',
+                    twin_text, re.S).group(1)
+    data = json.loads(raw)
+    assert len(data['frames']) == (len(position_actuators_panels.TWIN_KP) * len(position_actuators_panels.TWIN_ARMATURE)
+                                   * len(position_actuators_panels.TWIN_INTEGRATORS))
+    assert [s['name'] for s in data['spec']['sliders']] == ['kp', 'armature', 'integrator']
+    assert all(len(frame) == 3 for frame in data['frames'])
+    texts = {item['s'] for item in data['items'] if item['k'] == 't'}
+    assert 'diverged' in texts  # Euler at low armature and high kp
+
+
+def test_twin_redraws_when_a_slider_moves_in_a_browser(twin_text, twin_page):
+    """No kernel: the page's own script redraws the SVG when kp, armature or integrator change."""
+    open_page, errors = twin_page
+    root = 'physai-twin-servo'
+    page = open_page(twin_text)
+    before = page.inner_html(f'#{root}-plot-0')
+    assert '<path' in before and 'sag' in before
+    page.eval_on_selector(f'#{root}-kp', "e => { e.value = 8; e.dispatchEvent(new Event('input')); }")
+    assert page.inner_html(f'#{root}-plot-0') != before
+    assert page.inner_text(f'#{root}-kp-value') == f'{position_actuators_panels.TWIN_KP[8]:g}'
+    page.select_option(f'#{root}-integrator', label='Euler')
+    page.eval_on_selector(f'#{root}-armature', "e => { e.value = 0; e.dispatchEvent(new Event('input')); }")
+    assert 'diverged' in page.inner_html(f'#{root}-plot-0')
+    assert page.inner_html(f'#{root}-plot-2') != ''
+    assert errors == []

@@ -1,0 +1,31 @@
+"""physai.experiments.registry: the cache behind the live panels, and the fixed-precision table and the JSON
+the command line prints."""
+
+import json
+import math
+
+from physai.experiments import registry
+
+
+def test_cached_keys_only_on_the_parameters_it_names():
+    @registry.cached(maxsize=2)
+    def square(a, b=1):
+        return a * a + b
+
+    assert square(a=3, unrelated='ignored') == 10
+    assert square(a=3, unrelated='changed') == 10
+    assert square.calls == 1
+    assert square(a=3, b=2) == 11 and square.calls == 2
+    square(a=4), square(a=5), square(a=3)  # the oldest entries were evicted
+    assert square.calls == 5
+    assert square.depends_on == ('a', 'b')
+
+
+def test_table_uses_fixed_precision():
+    rows = [{'x': 1 / 3, 'y': [1.0, 2.0], 'z': 'ok', 'w': math.nan}]
+    assert registry.format_table(rows, [('x', '.3f'), ('y', '.1f'), ('z', 's'), ('w', '.2f')]) == (
+        '    x        y   z    w\n0.333  1.0 2.0  ok  nan')
+
+
+def test_nan_becomes_null_in_json():
+    assert json.loads(registry.to_json([{'a': math.nan, 'b': 1.5}])) == [{'a': None, 'b': 1.5}]
