@@ -1,23 +1,23 @@
-"""Latency of chapter 1's live servo panel against the naive way of redrawing it.
+"""Latency of every chapter's live panel, control by control, against the naive way of redrawing chapter 1's.
 
-Drives the panel's own update path (``Panel.update``, the function a slider calls) in a plain process
-with no widget front end, over a fixed sequence of slider changes: mostly kp moves, with some
-armature, integrator and timestep changes, as an instructor would make them. Each latency runs from
-the change to the new PNG bytes. In the same run it times the naive approach for the same changes:
-rerun every computation (no cache), build a whole new pyplot figure and render it inline as PNG
-(what ``%matplotlib inline`` does at the end of a cell).
+Drives each panel's own update path (``Panel.update``, the function a slider calls) in a plain process with no
+widget front end. For every control of every chapter's panel it makes ``--values`` fresh changes spread over the
+control's whole range, ends included (log-spaced on a log slider, every option of a choice), each from the panel's
+default setting, and times each from the change to the new PNG bytes. In the same run it times the naive approach
+on chapter 1's changes: rerun every computation (no cache), build a whole new pyplot figure and render it inline as
+PNG (what ``%matplotlib inline`` does at the end of a cell).
 
-Last line: ``panel <X> ms, naive <Y> ms, ratio <Y/X>``: medians over the same changes (the first
-``--naive`` of the sequence), each timed both ways.
+Prints a table (chapter, control, median and 95th percentile in ms), then the last line
+``panel <X> ms (worst median: <chapter> <control>), p95 <Y> ms, naive <Z> ms, ratio <Z/X>``: X the worst
+control's median, Y the worst 95th percentile, Z the naive median, all measured in this run.
 
-Run: ``.venv/bin/python benchmarks/bench_panel.py [--changes 80] [--naive 15]``
+Run: ``.venv/bin/python benchmarks/bench_panel.py [--values 10] [--chapters 1 2 3 4]``
 """
 
 from __future__ import annotations
 
 import argparse
 import io
-import math
 import statistics
 import time
 
@@ -27,27 +27,46 @@ matplotlib.use('agg')
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from physai.experiments import position_actuators
-from physai.interface import live, plots, position_actuators_panels
-from physai.laws.checks import INTEGRATORS
+from tqdm import tqdm  # noqa: E402
+
+from physai.engine import replay  # noqa: E402
+from physai.experiments import position_actuators, servo_sysid  # noqa: E402
+from physai.interface import (actuator_models_panels, live, plots, position_actuators_panels,  # noqa: E402
+                              servo_sysid_panels, where_pd_runs_panels)
 
 
-def slider_changes(n: int, seed: int = 0) -> list[dict]:
-    """A reproducible sequence of single-control changes: ~75 % kp, the rest the other three."""
-    rng = np.random.default_rng(seed)
-    position = math.log10(100.0)
-    changes = []
-    for k in range(n):
-        if k % 20 == 10:
-            changes.append({'timestep': float(rng.choice([0.001, 0.002, 0.005, 0.01, 0.02]))})
-        elif k % 12 == 6:
-            changes.append({'integrator': str(rng.choice(INTEGRATORS))})
-        elif k % 6 == 3:
-            changes.append({'armature': float(np.round(rng.uniform(0.0, 0.1), 4))})
-        else:  # a drag of the kp slider: a few slider steps either way
-            position = float(np.clip(position + rng.normal(0, 0.15), 0.0, math.log10(30000.0)))
-            changes.append({'kp': 10 ** position})
-    return changes
+def control_values(control, n: int) -> list:
+    """``n`` values over a control's whole range, ends included: every option of a choice, log-spaced on a log
+    slider, evenly spaced on a linear one."""
+    if isinstance(control, live.Choice):
+        return [control.options[k % len(control.options)] for k in range(max(n, len(control.options)))]
+    low, high = control.min, control.max  # in the slider's displayed unit; to_value gives what update takes
+    shown = np.geomspace(low, high, n) if isinstance(control, live.LogSlider) else np.linspace(low, high, n)
+    return [control.to_value(float(v)) for v in shown]
+
+
+def chapter_panels(chapters) -> dict:
+    """chapter number -> a function that makes that chapter's panel (chapter 4's on its held-out episode)."""
+    makers = {1: position_actuators_panels.servo_panel, 2: actuator_models_panels.actuator_panel,
+              3: where_pd_runs_panels.pd_panel}
+    if 4 in chapters:
+        _, heldout = servo_sysid.split(servo_sysid.load_book_dataset())
+        makers[4] = lambda: servo_sysid_panels.sysid_panel(heldout[0], replay.MENAGERIE)
+    return {c: makers[c] for c in chapters}
+
+
+def time_controls(panel, n: int) -> dict[str, list[float]]:
+    """Per control, the latency (ms) of ``n`` changes, each from the panel's default setting."""
+    times = {}
+    for name, control in panel.controls.items():
+        times[name] = []
+        for value in control_values(control, n):
+            panel.reset()
+            start = time.perf_counter()
+            png = panel.update(**{name: value})
+            times[name].append(1e3 * (time.perf_counter() - start))
+            assert png.startswith(b'\x89PNG'), name
+    return times
 
 
 def naive_update(values: dict) -> bytes:
@@ -84,40 +103,34 @@ def naive_update(values: dict) -> bytes:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--changes', type=int, default=80, help='slider changes for the panel')
-    parser.add_argument('--naive', type=int, default=15, help='changes timed for the naive way')
+    parser.add_argument('--values', type=int, default=10, help='fresh values per control')
+    parser.add_argument('--chapters', type=int, nargs='+', default=[1, 2, 3, 4], choices=[1, 2, 3, 4])
     args = parser.parse_args()
 
-    changes = slider_changes(args.changes)
-    panel = position_actuators_panels.servo_panel()
-    panel_ms = []
-    for change in changes:
-        start = time.perf_counter()
-        png = panel.update(**change)
-        panel_ms.append(1e3 * (time.perf_counter() - start))
-        assert png.startswith(b'\x89PNG') and panel.error is None, panel.error
-    kp_ms = [ms for ms, c in zip(panel_ms, changes) if 'kp' in c]
-    other_ms = [ms for ms, c in zip(panel_ms, changes) if 'kp' not in c]
+    rows = []
+    for chapter, make in tqdm(chapter_panels(args.chapters).items(), desc='panels', unit='panel'):
+        panel = make()
+        for name, ms in time_controls(panel, args.values).items():
+            rows.append((chapter, name, statistics.median(ms), float(np.percentile(ms, 95))))
+    print(f'{"chapter":>7}  {"control":<16} {"median ms":>9} {"p95 ms":>8}')
+    for chapter, name, median, p95 in rows:
+        print(f'{chapter:>7}  {name:<16} {median:9.1f} {p95:8.1f}')
 
+    servo = position_actuators_panels.servo_panel()
+    changes = [{name: v} for name, control in servo.controls.items() for v in control_values(control, args.values)]
     values = {c.name: c.default_value for c in live.common_controls()}
     naive_ms = []
-    for change in changes[:args.naive]:
-        values.update(change)
+    for change in changes:
         start = time.perf_counter()
-        png = naive_update(values)
+        png = naive_update({**values, **change})
         naive_ms.append(1e3 * (time.perf_counter() - start))
         assert png.startswith(b'\x89PNG')
 
-    # the ratio compares the same changes: the first len(naive_ms) of the sequence, timed both ways
-    panel_median = statistics.median(panel_ms[:len(naive_ms)])
-    naive_median = statistics.median(naive_ms)
-    print(f'{len(panel_ms)} panel updates: kp moves median {statistics.median(kp_ms):.1f} ms '
-          f'({len(kp_ms)}), other controls median {statistics.median(other_ms):.1f} ms '
-          f'({len(other_ms)}), all {statistics.median(panel_ms):.1f} ms, max {max(panel_ms):.1f} ms, '
-          f'full redraws {panel.full_redraws}')
-    print(f'{len(naive_ms)} naive updates: median {naive_median:.1f} ms, max {max(naive_ms):.1f} ms')
-    print(f'panel {panel_median:.1f} ms, naive {naive_median:.1f} ms, '
-          f'ratio {naive_median / panel_median:.1f}')
+    chapter, name, worst, _ = max(rows, key=lambda row: row[2])
+    p95 = max(row[3] for row in rows)
+    naive = statistics.median(naive_ms)
+    print(f'panel {worst:.0f} ms (worst median: chapter {chapter} {name}), p95 {p95:.0f} ms, '
+          f'naive {naive:.0f} ms, ratio {naive / worst:.1f}')
 
 
 if __name__ == '__main__':

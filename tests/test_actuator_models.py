@@ -229,3 +229,70 @@ def test_native_dcmotor_has_our_envelope_and_matches_our_motor_under_euler():
     assert rows[('dcmotor, plain voltage (back-EMF damping) vs DCMotor', 'implicitfast')] > 1e-2
     assert rows[('position delay, history = first command vs delay_commands', 'implicitfast')] <= 1e-12
     assert rows[('position delay, history = zeros (default) vs first command', 'implicitfast')] > 0.1
+
+
+# ---------------------------------------------------------------------------------------------
+# what Isaac Lab's documentation adds, and the SO-101's elbow under three models
+
+
+def test_the_joints_lower_limit_wins_over_the_explicit_models_own():
+    """An explicit PD limited to 6 N·m through a motor clamped at 2 N·m is, to rounding, the PD limited to 2 N·m,
+    while the model's own torque still reaches 6 N·m."""
+    free, clamped = actuator_models.double_clip()
+    assert free['applied_peak'] == pytest.approx(6.0) and free['p2p_rad'] < 1e-3
+    assert clamped['model_peak'] == pytest.approx(6.0) and clamped['applied_peak'] == pytest.approx(2.0)
+    assert float(clamped['vs_model_limit_2']) <= 1e-12
+    assert clamped['p2p_rad'] > 1.0  # below the hold torque: it swings, as the sweep's E = 2 N·m run
+
+
+def test_explicit_through_clamped_motor_rejects_an_implicit_model():
+    with pytest.raises(ValueError, match='explicit'):
+        actuator_models.explicit_through_clamped_motor(ImplicitPD(kp=1.0), 2.0)
+
+
+def test_solver_gains_are_zero_for_every_explicit_model():
+    rows = {r['model']: r for r in actuator_models.solver_gains()}
+    assert (rows['implicit']['solver_kp'], rows['implicit']['solver_kv']) == (100.0, 5.0)
+    for name, row in rows.items():
+        if name != 'implicit':
+            assert (row['solver_kp'], row['solver_kv'], row['forcelimited']) == (0.0, 0.0, 'no'), name
+
+
+def test_randomized_delay_adds_each_episodes_own_delay_to_the_lag():
+    rows = actuator_models.randomized_delays()
+    assert all(0 <= r['delay_steps'] <= 12 for r in rows) and len({r['delay_steps'] for r in rows}) > 1
+    base = actuator_models.randomized_delays(0, 0, episodes=1)[0]['lag_ms']
+    for r in rows:
+        assert r['lag_ms'] == pytest.approx(base + r['delay_ms'], abs=0.05)
+
+
+@pytest.mark.parametrize('kwargs, message', [({'min_delay': -1}, 'min_delay'), ({'max_delay': 1.5}, 'max_delay'),
+                                             ({'min_delay': 5, 'max_delay': 2}, 'max_delay'),
+                                             ({'episodes': 0}, 'episodes')])
+def test_randomized_delays_reject_bad_input_by_name(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        actuator_models.randomized_delays(**kwargs)
+
+
+def test_viscous_friction_takes_more_of_a_fast_swing_than_the_same_number_of_dry_friction():
+    """At 4π rad/s, damping 0.05 N·m·s/rad pulls with 0.63 N·m, more than frictionloss 0.05 N·m: fewer turns. The
+    swing then decays exponentially: at damping 0.2 the link still moves after 6 s, at 1 it has all but stopped."""
+    viscous = actuator_models.sweep('viscous-friction').rows
+    dry = actuator_models.sweep('friction').rows
+    assert viscous[1]['turns'] < dry[1]['turns'] / 2
+    assert [r['turns'] for r in viscous] == sorted((r['turns'] for r in viscous), reverse=True)
+    assert viscous[2]['final_speed'] > 0.05 and viscous[4]['final_speed'] < 1e-3
+
+
+@pytest.mark.slow
+def test_so101_elbow_as_a_dc_motor_is_slower_than_menageries_servo():
+    """The explicit ideal PD stays within a fraction of a degree of Menagerie's implicit servo (the torque is
+    mostly clamped); the DC-motor model caps the speed, rises later and parts from it by degrees, less with a
+    faster motor."""
+    rows = {r['model']: r for r in actuator_models.so101_elbow_table()}
+    base, ideal = rows['Menagerie (implicit)'], rows['ideal PD (explicit)']
+    slow, fast = [r for name, r in rows.items() if name.startswith('DC motor')]
+    assert ideal['max_diff_deg'] < 0.5
+    assert slow['peak_speed'] < fast['peak_speed'] < base['peak_speed']
+    assert slow['rise_ms'] > fast['rise_ms'] > base['rise_ms']
+    assert slow['max_diff_deg'] > fast['max_diff_deg'] > 1.0

@@ -15,7 +15,7 @@ from physai.laws import drives
 def test_panel_survives_every_model_at_extreme_settings():
     """No slider position raises or blanks the panel: a diverged run is drawn and flagged."""
     panel = actuator_models_panels.actuator_panel()
-    for model in drives.MODELS:
+    for model in actuator_models_panels.MODELS:
         for change in ({'kp': 30000.0, 'timestep': 0.02}, {'kv': 300.0, 'forcerange': 100.0},
                        {'kp': 1.0, 'kv': 0.1, 'armature': 0.1}, {'forcerange': 0.5, 'delay': 60},
                        {'velocity_limit': 1.0, 'integrator': 'RK4'}):
@@ -74,3 +74,20 @@ def test_forcerange_twin_redraws_in_a_browser_without_a_kernel(twin_page):
     page.select_option(f'#{root}-model', label='implicit')
     assert page.inner_html(f'#{root}-plot-1') != ''
     assert errors == []
+
+
+def test_panel_offers_the_remotized_pd_whose_default_table_just_holds_the_link():
+    """The panel's remotized PD limits the torque to E hanging and E/2 at horizontal: at the default E = 6 N·m,
+    3 N·m is above the hold torque and the link settles; at E = 5 N·m, 2.5 N·m is below it and the link swings
+    about the angle where the limit equals gravity's torque (chapter 2's hard exercise)."""
+    assert 'remotized PD' in actuator_models_panels.MODELS
+    args = (400.0, 20.0, 0.0, pendulum.TIMESTEP, 'implicitfast')
+    run, metrics = actuator_models_panels.panel_run('remotized PD', *args, 6.0, 8.0, 0)
+    assert isinstance(run.actuator, drives.RemotizedPD)
+    assert run.actuator.table[-1][1] == 3.0 > pendulum.TAU_G
+    assert not run.diverged and metrics['p2p_deg'] < plots.SWINGING_P2P_DEG
+    run, metrics = actuator_models_panels.panel_run('remotized PD', *args, 5.0, 8.0, 0)
+    assert metrics['p2p_deg'] > plots.SWINGING_P2P_DEG and metrics['error_deg'] > 10
+    assert actuator_models_panels.panel_readout(run, metrics).startswith('still swinging:')
+    panel = actuator_models_panels.actuator_panel(model='remotized PD')
+    assert panel.update(forcerange=2.0, delay=30)[:4] == b'\x89PNG' and panel.error is None

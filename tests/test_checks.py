@@ -37,3 +37,11 @@ def test_good_values_pass_through_as_floats():
 
 def test_every_integrator_name_maps_to_mujoco():
     assert set(mj.INTEGRATOR_ENUM) == set(checks.INTEGRATORS)
+
+
+def test_an_int_too_large_for_a_float_is_refused_not_an_overflow():
+    """math.isfinite(10**400) raises OverflowError; the checks answer with their usual ValueError."""
+    with pytest.raises(ValueError, match='kp must be a finite number > 0'):
+        checks.positive('kp', 10**400)
+    with pytest.raises(ValueError, match='timestep must be in'):
+        checks.timestep(10**400)

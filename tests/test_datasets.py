@@ -260,3 +260,8 @@ def test_a_truncated_info_json_names_its_file(tmp_path):
     path.write_text(path.read_text()[:40])
     with pytest.raises(ValueError, match=rf'{path} must be valid JSON, got an error at line 1'):
         read_lerobot(root)
+
+
+def test_joints_given_as_one_string_is_refused_not_split_into_letters():
+    with pytest.raises(TypeError, match='joints must be a sequence of joint names'):
+        read_lerobot(datasets.shipped_recording(), joints="shoulder_pan")

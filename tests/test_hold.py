@@ -1,6 +1,7 @@
 """physai.engine.hold: chapter 3's PDController (in-loop and in-step) against MuJoCo's own <position> servo and a
 plain loop, the batched SO-101 hold and its ensembles."""
 
+import math
 import warnings
 
 import mujoco
@@ -269,3 +270,25 @@ def test_quiet_controller_setup_with_actuators_warns_nothing():
     with warnings.catch_warnings():
         warnings.simplefilter('error')
         PDController(m, ['hinge'], backend='in-step')
+
+
+def test_implicitfast_drops_kv_from_the_velocity_derivative_at_the_force_limit():
+    """Inside the clamp qDeriv holds -(kv + damping); with the force pinned at forcerange only -damping."""
+    force, c = hold.implicit_damping(0.001, kp=100.0, kv=2.0, damping=0.5, forcerange=3.0)
+    assert force == pytest.approx(0.1) and c == pytest.approx(2.5)
+    for error in (0.5, -0.5):
+        force, c = hold.implicit_damping(error, kp=100.0, kv=2.0, damping=0.5, forcerange=3.0)
+        assert abs(force) == pytest.approx(3.0) and c == pytest.approx(0.5)
+    with pytest.raises(ValueError, match='error must be a finite'):
+        hold.implicit_damping(math.nan)
+    with pytest.raises(ValueError, match='forcerange'):
+        hold.implicit_damping(0.1, forcerange=0.0)
+
+
+def test_a_joint_whose_actuator_has_gear_zero_is_refused():
+    """The controller divides by the gear to put a joint torque into the actuator; gear 0 would divide by zero."""
+    m = mujoco.MjModel.from_xml_string(
+        '<mujoco><worldbody><body><joint name="j" type="hinge"/><geom size="0.1" mass="1"/></body></worldbody>'
+        '<actuator><motor name="m" joint="j" gear="0"/></actuator></mujoco>')
+    with pytest.raises(ValueError, match=r'joint\(s\) j must have a finite, non-zero gear'):
+        PDController(m, ['j'], backend='in-step')

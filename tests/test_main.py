@@ -15,6 +15,7 @@ SWEEP_KEYS = {
     'damping': ['kv', 'dampratio', 'error_deg', 'overshoot_pct', 'rise_ms', 'settling_s'],
     'armature': ['armature', 'error_deg', 'overshoot_pct', 'rise_ms', 'settling_s'],
     'friction': ['frictionloss', 'decay_s', 'turns', 'final_speed'],
+    'viscous-friction': ['damping', 'decay_s', 'turns', 'final_speed'],
     'effort-limit': ['effort_limit', 'mean_angle_rad', 'p2p_rad'],
     'velocity-limit': ['velocity_limit', 'peak_speed', 'error_deg', 'overshoot_pct', 'rise_ms',
                        'settling_s'],

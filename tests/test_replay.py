@@ -195,3 +195,32 @@ def test_offsets_shift_each_servos_start(synthetic_episode, soft):
     np.testing.assert_allclose(shifted[0].sim_deg[0] - plain[0].sim_deg[0], np.degrees(1e-3), rtol=1e-9)
     with pytest.raises(ValueError, match='offsets must be 2 finite numbers'):
         replay.replay([soft, soft], [ep], offsets=[0.0])
+
+
+def test_hold_pose_starts_and_commands_the_pose_and_reads_the_servo_force():
+    """A stiff servo at a pose it is told to hold barely moves, and its force is MuJoCo's actuator_force."""
+    pose = np.zeros(len(JOINTS))
+    pose[1], pose[2] = -0.5, 0.5
+    h = replay.hold_pose(replay.MENAGERIE, pose, seconds=0.5)
+    np.testing.assert_allclose(h.pose_deg, np.degrees(pose[:5]))
+    assert np.all(np.abs(h.moved_deg) < 0.1)
+    assert np.all(np.abs(h.actuator_force) <= replay.MENAGERIE.forcerange + 1e-12)
+    assert h.ncon == 0
+    m = replay.arm_model(replay.MENAGERIE)
+    d = mujoco.MjData(m)
+    d.qpos[:] = pose
+    d.ctrl[:] = pose
+    for _ in range(round(0.5 / m.opt.timestep)):
+        mujoco.mj_step(m, d)
+    np.testing.assert_array_equal(h.actuator_force, d.actuator_force[:5])
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    (dict(pose=[0.0] * 5), 'pose must be 6 finite'),
+    (dict(pose=[np.nan] * 6), 'pose must be 6 finite'),
+    (dict(pose=[0.0] * 6, seconds=0.0), 'seconds must be'),
+    (dict(pose=[0.0] * 6, seconds=120.0), r'seconds must be in \(0, 60\]'),
+])
+def test_hold_pose_rejects_bad_inputs(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        replay.hold_pose(replay.MENAGERIE, **kwargs)

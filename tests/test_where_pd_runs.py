@@ -403,3 +403,17 @@ def test_growth_saturates_to_inf_instead_of_overflowing():
     panel = where_pd_runs_panels.pd_panel()
     panel.update(kp=30000.0, armature=0.0, timestep=0.0005, integrator='RK4')
     assert panel.error is None
+
+
+def test_both_feedforward_designs_are_the_same_for_a_position_only_command():
+    """With no velocity target and no feed-forward torque, biasprm[0] and qfrc_applied both get zero."""
+    assert where_pd_runs.position_only_difference(steps=500) == 0.0
+    with pytest.raises(ValueError, match='steps must be'):
+        where_pd_runs.position_only_difference(steps=0)
+
+
+def test_menagerie_servo_kv_is_implicit_inside_the_clamp_and_gone_at_the_limit():
+    free, pinned = where_pd_runs.clamp_damping_rows()
+    assert free['clamped'] == 'no' and free['kv_implicit'] == pytest.approx(where_pd_runs.SO101_KV)
+    assert pinned['clamped'] == 'yes' and pinned['kv_implicit'] == pytest.approx(0.0, abs=1e-12)
+    assert pinned['force'] == pytest.approx(where_pd_runs.SO101_FORCERANGE)

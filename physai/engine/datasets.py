@@ -284,6 +284,8 @@ def read_lerobot(root: str | pathlib.Path, *, joints: Sequence[str] | None = Non
                              f'joint name), got {shape}')
     if joints is None:
         joints = names
+    if isinstance(joints, str) or not all(isinstance(j, str) for j in joints):
+        raise TypeError(f'joints must be a sequence of joint names (e.g. ["shoulder_pan"]), got {joints!r}')
     missing = [j for j in joints if j not in names]
     if missing:
         raise ValueError(f'joints {missing} are not in the dataset; it has {", ".join(names)}')

@@ -141,6 +141,10 @@ class PDController:
             warnings.warn(f'no actuator on joint(s) {", ".join(missing)}: their PD runs in-loop '
                           '(qfrc_applied, held between ticks)', stacklevel=2)
         self.gear = np.array([model.actuator_gear[a, 0] if a >= 0 else 1.0 for a in self.actuators])
+        geared = [name for name, g in zip(self.joints, self.gear) if not (math.isfinite(g) and g != 0)]
+        if geared:
+            raise ValueError(f'the actuators of joint(s) {", ".join(geared)} must have a finite, non-zero gear '
+                             f'(actuator_gear[0]): a PD through a gear of 0 has no torque to give')
         # the actuator's own clamp, as joint torque: the in-step servo may narrow it, never widen it
         self.forcerange = np.array([
             abs(g) * model.actuator_forcerange[a] if a >= 0 and model.actuator_forcelimited[a]
@@ -710,3 +714,60 @@ def hold_ensembles(params: Sequence[HoldParams], *, n: int = ENSEMBLE_SIZE, prob
                          chatter_hz=np.array([math.nan if r.chatter_hz is None else r.chatter_hz for r in runs]),
                          diverged=np.array([r.diverged for r in runs]), sample=runs[0])
             for p, runs in zip(params, members)]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What implicitfast takes implicitly: the actuator's velocity derivative, on and off the force limit
+
+CLAMP_LINK_XML = '''
+<mujoco>
+  <option timestep="{timestep}" integrator="implicitfast"/>
+  <worldbody>
+    <body>
+      <joint name="hinge" type="hinge" axis="0 -1 0" damping="{damping}" armature="{armature}"/>
+      <geom type="capsule" fromto="0 0 0 0.1 0 0" size="0.01" mass="0.1"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <position name="servo" joint="hinge" kp="{kp}" kv="{kv}" forcelimited="true" forcerange="-{forcerange} {forcerange}"/>
+  </actuator>
+</mujoco>
+'''
+
+
+def implicit_damping(error: float, *, kp: float = SO101_KP, kv: float = SO101_KV, damping: float = 0.6,
+                     forcerange: float = SO101_FORCERANGE, armature: float = SO101_ARMATURE,
+                     timestep: float = PHYSICS_TIMESTEP) -> tuple[float, float]:
+    """The damping ``implicitfast`` folds into its velocity update, with the servo ``error`` rad off its target.
+
+    One ``<position>`` servo on a hinge, at rest ``error`` rad from ``ctrl``, takes one ``implicitfast`` step.
+    MuJoCo's ``qDeriv`` (the velocity derivative of the passive and actuator forces it integrates implicitly)
+    then reads ``-(kv + damping)`` while ``kp*error`` is inside ``±forcerange``, and ``-damping`` alone once the
+    force sits at its limit: a clamped force does not change with the velocity, so kv drops out.
+
+    Args:
+      error: ``ctrl - q``, rad, finite.
+      kp, kv: the servo's gains, N·m/rad (> 0) and N·m·s/rad (>= 0).
+      damping: the joint's ``dof_damping``, N·m·s/rad, >= 0.
+      forcerange: the servo's clamp, N·m, > 0.
+      armature: ``dof_armature``, kg·m², >= 0.
+      timestep: the physics step, s, in (0, 0.1].
+
+    Returns:
+      ``(actuator_force, -qDeriv)``: the servo's force (N·m) and the damping taken implicitly (N·m·s/rad).
+    """
+    if not (checks.is_real(error) and math.isfinite(error)):
+        raise ValueError(f'error must be a finite number of rad, got {error!r}')
+    checks.positive('kp', kp, 'N·m/rad')
+    checks.nonnegative('kv', kv, 'N·m·s/rad')
+    checks.nonnegative('damping', damping, 'N·m·s/rad')
+    checks.positive('forcerange', forcerange, 'N·m')
+    checks.nonnegative('armature', armature, 'kg·m²')
+    checks.timestep(timestep)
+    m = mujoco.MjModel.from_xml_string(CLAMP_LINK_XML.format(
+        timestep=repr(float(timestep)), damping=repr(float(damping)), armature=repr(float(armature)),
+        kp=repr(float(kp)), kv=repr(float(kv)), forcerange=repr(float(forcerange))))
+    d = mujoco.MjData(m)
+    d.ctrl[0] = error
+    mujoco.mj_step(m, d)
+    return float(d.actuator_force[0]), float(-d.qDeriv[0])

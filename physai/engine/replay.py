@@ -708,3 +708,68 @@ def synthetic_dataset(*, nepisode: int = 4, seconds: float = 12.0, fps: float = 
     return LeRobotDataset(root=pathlib.Path('synthetic'), version='v3.0', fps=fps,
                           robot_type='so101_follower (simulated)', joints=JOINTS,
                           episodes=tuple(episodes))
+
+
+# --------------------------------------------------------------------------------------------------
+# Holding one recorded pose
+# --------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class PoseHold:
+    """The arm commanded to stay at one pose, started there; angles in degrees, torques in N·m."""
+
+    servo: ArmServo
+    config: ReplayConfig
+    pose_deg: np.ndarray
+    """(5,) the arm joints' start and command, degrees."""
+    final_deg: np.ndarray
+    """(5,) the arm joints after ``seconds``, degrees."""
+    actuator_force: np.ndarray
+    """(5,) the arm actuators' force at the end, N·m (``d.actuator_force``)."""
+    ncon: int
+    """Contacts active at the end (``d.ncon``)."""
+
+    @property
+    def moved_deg(self) -> np.ndarray:
+        """(5,) final minus start, degrees."""
+        return self.final_deg - self.pose_deg
+
+
+def hold_pose(servo: ArmServo, pose: np.ndarray, *, config: ReplayConfig = ReplayConfig(), seconds: float = 2.0,
+              fps: float = 30.0) -> PoseHold:
+    """Start the arm at ``pose`` with ``servo`` on every joint, command that same pose, and let it settle.
+
+    Args:
+      servo: the servo model.
+      pose: (6,) qpos in ``JOINTS`` order, rad (``to_radians`` of a recorded frame); the start and the command.
+      config: the replay settings (``contacts=True`` lets the collision geoms push).
+      seconds: how long to simulate, s, in (0, 60].
+      fps: frame rate whose substeps set the timestep, as in :func:`replay`.
+
+    Raises:
+      ValueError: ``pose`` not 6 finite numbers, ``seconds`` outside (0, 60], or what :func:`arm_model` refuses.
+    """
+    if not isinstance(servo, ArmServo):
+        raise TypeError(f'servo must be an ArmServo, got {type(servo).__name__}')
+    if not isinstance(config, ReplayConfig):
+        raise TypeError(f'config must be a ReplayConfig, got {type(config).__name__}')
+    try:
+        q0 = np.asarray(pose, dtype=float)
+    except (TypeError, ValueError):
+        q0 = np.array([])
+    if q0.shape != (len(JOINTS),) or not np.all(np.isfinite(q0)):
+        raise ValueError(f'pose must be {len(JOINTS)} finite joint angles in rad ({", ".join(JOINTS)}), got {pose!r}')
+    checks.positive('seconds', seconds, 's')
+    if seconds > 60:
+        raise ValueError(f'seconds must be in (0, 60] s, got {seconds!r}')
+    m = arm_model(servo, config, fps=fps)
+    d = mujoco.MjData(m)
+    d.qpos[:] = q0
+    perturb.nudge(d.qpos)
+    d.ctrl[:] = q0
+    mujoco.mj_forward(m, d)
+    for _ in range(max(1, round(seconds / m.opt.timestep))):
+        mujoco.mj_step(m, d)
+    arm = [JOINTS.index(j) for j in ARM_JOINTS]
+    return PoseHold(servo=servo, config=config, pose_deg=np.degrees(q0[arm]), final_deg=np.degrees(d.qpos[arm]),
+                    actuator_force=d.actuator_force[arm].copy(), ncon=int(d.ncon))

@@ -4,7 +4,10 @@ Each table is registered by name (``python -m physai NAME``): ``actuator-sweep P
 values, :func:`sweep`, read off by :func:`step_metrics`), ``actuator-map`` (timestep × kv × kp: where the explicit
 PD diverges and the implicit ones hold, :func:`divergence_map`, with the kv on each stability bound,
 :func:`kv_bound`) and ``actuator-native`` (our DC motor and delay against MuJoCo 3.17's ``<dcmotor>`` and actuator
-delay, :func:`native_comparison`). The models are :mod:`physai.laws.drives`, the runner
+delay, :func:`native_comparison`). What Isaac Lab's documentation adds: the explicit torque clipped again by the
+joint (``double-clip``), the solver's gains on explicit joints (``solver-gains``), a delay drawn per episode
+(``delay-randomized``); and on the real robot, the SO-101's elbow under Menagerie's implicit servo and explicit
+models of its STS3215 (``so101-elbow-models``). The models are :mod:`physai.laws.drives`, the runner
 :mod:`physai.engine.pendulum`; a diverged run is a result, never an exception.
 """
 
@@ -117,13 +120,15 @@ SWEEPS = {
     'damping': (0.5, 2, 10, 40, 100),
     'armature': (0, 0.01, 0.05, 0.2, 1),
     'friction': (0, 0.05, 0.2, 0.5, 1),
+    'viscous-friction': (0, 0.05, 0.2, 0.5, 1),
     'effort-limit': (1, 2, 3, 4, 6),
     'velocity-limit': (2, 4, 8, 16, 32),
     'delay': (0, 6, 12, 24, 48),
 }
 
 SWEEP_KEY = {'stiffness': 'kp', 'damping': 'kv', 'armature': 'armature', 'friction': 'frictionloss',
-             'effort-limit': 'effort_limit', 'velocity-limit': 'velocity_limit', 'delay': 'delay_steps'}
+             'viscous-friction': 'damping', 'effort-limit': 'effort_limit', 'velocity-limit': 'velocity_limit',
+             'delay': 'delay_steps'}
 
 DC_SATURATION = 12.0  # N·m
 DC_EFFORT = 6.0  # N·m
@@ -145,7 +150,8 @@ def sweep(param: str) -> Sweep:
     """Run one of the chapter's sweeps (five runs each) and compute its rows.
 
     ``param`` is one of ``SWEEPS``: stiffness, damping, armature (implicit PD, step 0 → π/2 at 0.5 s,
-    4 s), friction (kp = kv = 0, free swing from 4π rad/s, 6 s), effort-limit (ideal PD kp 400 kv 20
+    4 s), friction (kp = kv = 0, free swing from 4π rad/s, 6 s, joint ``frictionloss`` in N·m), viscous-friction
+    (the same swing with joint ``damping`` in N·m·s/rad instead), effort-limit (ideal PD kp 400 kv 20
     from hanging towards horizontal, 6 s), velocity-limit (DC motor S 12, E 6, kp 100, kv 5, the step,
     4 s), delay (delayed PD kp 100 kv 5, square wave 0 ↔ π/2 of period 2 s, 6 s).
     """
@@ -162,9 +168,10 @@ def sweep(param: str) -> Sweep:
         runs = simulate([ImplicitPD(kp=100.0, kv=5.0)] * len(values),
                         pendulum=[PendulumParams(armature=x) for x in values], command=step,
                         duration=4.0)
-    elif param == 'friction':
+    elif param in ('friction', 'viscous-friction'):
+        joint = 'frictionloss' if param == 'friction' else 'damping'
         runs = simulate([IdealPD(kp=0.0, kv=0.0)] * len(values),
-                        pendulum=[PendulumParams(frictionloss=x) for x in values], command=0.0,
+                        pendulum=[PendulumParams(**{joint: x}) for x in values], command=0.0,
                         duration=6.0, v0=FREE_SWING_SPEED)
         step = None
     elif param == 'effort-limit':
@@ -192,7 +199,7 @@ def sweep(param: str) -> Sweep:
                 row['dampratio'] = x / (2 * math.sqrt(100.0 * inertia))
             if param == 'velocity-limit':
                 row['peak_speed'] = s['peak_speed']
-        elif param == 'friction':
+        elif param in ('friction', 'viscous-friction'):
             turns = float(np.max(run.q)) / (2 * math.pi) if not run.diverged else math.nan
             decay = decay_time(run)  # None (printed '-', JSON null): not below 10 % within the run
             row = {key: x, 'decay_s': decay if math.isfinite(decay) else None, 'turns': turns,
@@ -225,6 +232,7 @@ SWEEP_COLUMNS = {
                  ('rise_ms', '.1f'), ('settling_s', '.3f')),
     'friction': (('frictionloss', '.2f'), ('decay_s', '.3f'), ('turns', '.2f'),
                  ('final_speed', '.4f')),
+    'viscous-friction': (('damping', '.2f'), ('decay_s', '.3f'), ('turns', '.2f'), ('final_speed', '.4f')),
     'effort-limit': (('effort_limit', '.1f'), ('mean_angle_rad', '.4f'), ('p2p_rad', '.4f')),
     'velocity-limit': (('velocity_limit', '.0f'), ('peak_speed', '.3f'), ('error_deg', '.3f'),
                        ('overshoot_pct', '.2f'), ('rise_ms', '.1f'), ('settling_s', '.3f')),
@@ -410,3 +418,211 @@ def native_comparison() -> list[dict]:
                      ('implicit', 's'), ('discrete', 's')))
 def actuator_map() -> list[dict]:
     return divergence_map()
+
+
+# ------------------------------------------------------------------------------------------------
+# what Isaac Lab's documentation adds: the second clip, the solver's gains, randomized delay
+
+
+def explicit_through_clamped_motor(actuator, joint_limit: float, *, command=Step(at=0.0),
+                                   duration: float = 6.0) -> tuple[Run, np.ndarray]:
+    """An explicit model whose torque goes through a ``<motor>`` that clamps it again at ±``joint_limit``.
+
+    This is the path of an explicit actuator in Isaac Lab: the model clips its torque to its own ``effort_limit``,
+    and the simulation clips what it receives once more at the joint's effort limit. In MuJoCo the second clip is
+    the ``<motor>``'s ``forcerange``. Same physics as :func:`physai.engine.pendulum.simulate` (the same start,
+    nudge and held commands), one physics step at a time.
+
+    Args:
+      actuator: an explicit config of :mod:`physai.laws.drives` (``IdealPD``, ``DCMotor``, ...), no delay.
+      joint_limit: the motor's forcerange ±E_joint, N·m (> 0; ``inf`` for none).
+      command: the position command, as for ``simulate``.
+      duration: s.
+
+    Returns:
+      ``(run, requested)``: the :class:`Run` (its ``torque`` is what the joint got, ``d.actuator_force``) and
+      (n,) the torque the model computed and would report, N·m.
+    """
+    if not getattr(actuator, 'explicit', False):
+        raise ValueError(f'actuator must be an explicit model (IdealPD, DCMotor, ...), got {actuator!r}')
+    checks.limit('joint_limit', joint_limit, 'N·m')
+    checks.positive('duration', duration, 's')
+    p = PendulumParams()
+    m = pendulum_model(p, actuator)
+    if math.isfinite(joint_limit):
+        m.actuator_forcelimited[0] = 1
+        m.actuator_forcerange[0] = (-joint_limit, joint_limit)
+    d = mujoco.MjData(m)
+    from physai.engine import perturb
+    d.qpos[0] = 0.0 + perturb.size()
+    mujoco.mj_forward(m, d)
+    nstep = max(1, round(duration / p.timestep))
+    cmd = held_commands(command, p, nstep)
+    q, v = np.empty(nstep + 1), np.empty(nstep + 1)
+    applied, requested = np.empty(nstep), np.empty(nstep)
+    q[0], v[0] = d.qpos[0], d.qvel[0]
+    from physai.engine import mj
+    with mj.captured_warnings():
+        for k in range(nstep):
+            requested[k] = float(actuator.torque(q[k], v[k], cmd[k, 0], cmd[k, 1], cmd[k, 2]))
+            d.ctrl[0] = requested[k]
+            mujoco.mj_step(m, d)
+            applied[k] = d.actuator_force[0]
+            q[k + 1], v[k + 1] = d.qpos[0], d.qvel[0]
+    full = np.concatenate([cmd, cmd[-1:]])
+    run = Run(actuator, p, p.timestep * np.arange(nstep + 1), q, v, full[:, 0].copy(), applied,
+              mj.diverged(v=v, warned=mj.bad_qacc(d)), full)
+    return run, requested
+
+
+DOUBLE_CLIP_MODEL_LIMIT = 6.0  # N·m: the model's own effort limit
+DOUBLE_CLIP_JOINT_LIMITS = (math.inf, 2.0)  # N·m: the joint's, none and one below the hold torque
+
+
+@experiment('double-clip', summary="an explicit PD (E = 6 N m) through a joint that clamps again at 2 N m",
+            columns=(('joint_limit', '.1f'), ('model_peak', '.2f'), ('applied_peak', '.2f'),
+                     ('mean_angle_rad', '.4f'), ('p2p_rad', '.4f'), ('vs_model_limit_2', '.1e')))
+def double_clip() -> list[dict]:
+    """The effort-limit sweep's explicit PD (kp 400, kv 20, E = 6 N·m) with the joint's own limit on top.
+
+    Returns:
+      One row per joint limit: ``model_peak`` (the largest torque the model computed, N·m), ``applied_peak``
+      (the largest the joint got), the mean and peak-to-peak angle over the last 2 s (rad), and
+      ``vs_model_limit_2``: the largest angle difference (rad) from the same PD with its own limit at 2 N·m (a
+      round-off bound when they are the same run).
+    """
+    reference = simulate([IdealPD(kp=400.0, kv=20.0, forcerange=2.0)], command=Step(at=0.0), duration=6.0)[0]
+    rows = []
+    for limit in DOUBLE_CLIP_JOINT_LIMITS:
+        run, requested = explicit_through_clamped_motor(
+            IdealPD(kp=400.0, kv=20.0, forcerange=DOUBLE_CLIP_MODEL_LIMIT), limit)
+        tail = _tail(run, 2.0)
+        rows.append({'joint_limit': limit, 'model_peak': float(np.max(np.abs(requested))),
+                     'applied_peak': float(np.max(np.abs(run.torque))), 'mean_angle_rad': float(np.mean(tail)),
+                     'p2p_rad': float(np.ptp(tail)), 'vs_model_limit_2': _max_diff(run.q, reference.q)})
+    return rows
+
+
+@experiment('solver-gains', summary='the gains MuJoCo holds for each model: zero for every explicit one',
+            columns=(('model', 's'), ('actuator', 's'), ('solver_kp', '.1f'), ('solver_kv', '.1f'),
+                     ('forcelimited', 's')))
+def solver_gains(kp: float = 100.0, kv: float = 5.0) -> list[dict]:
+    """What the compiled model holds for each actuator model at the same kp, kv and a 6 N·m limit.
+
+    The solver's kp is ``-actuator_biasprm[1]`` and its kv ``-actuator_biasprm[2]``: an implicit model gives
+    them to MuJoCo, an explicit one leaves a ``<motor>`` with both at zero (as Isaac Lab sets the simulation's
+    joint stiffness and damping to zero for explicit actuators) and computes the torque itself.
+    """
+    from physai.laws.drives import RemotizedPD
+    models = {'implicit': ImplicitPD(kp=kp, kv=kv, forcerange=6.0),
+              'ideal PD': IdealPD(kp=kp, kv=kv, forcerange=6.0),
+              'DC motor': DCMotor(kp=kp, kv=kv, forcerange=6.0, saturation_effort=DC_SATURATION,
+                                  velocity_limit=8.0),
+              'delayed PD': DelayedPD(kp=kp, kv=kv, forcerange=6.0, delay=12),
+              'remotized PD': RemotizedPD(kp=kp, kv=kv, table=((0.0, 6.0), (HORIZONTAL, 3.0)))}
+    rows = []
+    for name, actuator in models.items():
+        m = pendulum_model(PendulumParams(), actuator)
+        rows.append({'model': name, 'actuator': 'position' if not actuator.explicit else 'motor',
+                     'solver_kp': float(-m.actuator_biasprm[0, 1]) + 0.0,
+                     'solver_kv': float(-m.actuator_biasprm[0, 2]) + 0.0,
+                     'forcelimited': 'yes' if m.actuator_forcelimited[0] else 'no'})
+    return rows
+
+
+DELAY_RANGE = (0, 12)  # physics steps: min_delay, max_delay
+DELAY_EPISODES = 8
+DELAY_SEED = 0
+
+
+def randomized_delays(min_delay: int = DELAY_RANGE[0], max_delay: int = DELAY_RANGE[1], *,
+                      episodes: int = DELAY_EPISODES, seed: int = DELAY_SEED) -> list[dict]:
+    """Episodes of the delayed PD (kp 100, kv 5, the delay sweep's square wave), each with its own delay.
+
+    As Isaac Lab's delayed actuator does at every reset, each episode draws its delay uniformly from the whole
+    numbers ``min_delay … max_delay`` (physics steps) and keeps it for the episode.
+
+    Args:
+      min_delay, max_delay: whole numbers of physics steps, 0 <= min_delay <= max_delay.
+      episodes: how many episodes (>= 1).
+      seed: the generator's seed (NumPy's default generator).
+
+    Returns:
+      One row per episode: ``episode``, ``delay_steps``, ``delay_ms``, ``lag_ms`` (command edge to the halfway
+      crossing, :func:`lag_ms`).
+    """
+    for name, value in (('min_delay', min_delay), ('max_delay', max_delay)):
+        if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0):
+            raise ValueError(f'{name} must be a whole number of physics steps >= 0, got {value!r}')
+    if max_delay < min_delay:
+        raise ValueError(f'max_delay must be >= min_delay = {min_delay}, got {max_delay!r}')
+    if not (isinstance(episodes, (int, np.integer)) and episodes >= 1):
+        raise ValueError(f'episodes must be a whole number >= 1, got {episodes!r}')
+    delays = np.random.default_rng(seed).integers(min_delay, max_delay + 1, size=episodes)
+    runs = simulate([DelayedPD(kp=100.0, kv=5.0, delay=int(x)) for x in delays], command=Square(), duration=6.0)
+    return [{'episode': k, 'delay_steps': int(x), 'delay_ms': 1e3 * int(x) * TIMESTEP, 'lag_ms': lag_ms(run)}
+            for k, (x, run) in enumerate(zip(delays, runs))]
+
+
+@experiment('delay-randomized', summary='the delayed PD with a delay drawn per episode from 0 ... 12 steps',
+            columns=(('episode', 'd'), ('delay_steps', 'd'), ('delay_ms', '.1f'), ('lag_ms', '.1f')))
+def delay_randomized() -> list[dict]:
+    return randomized_delays()
+
+
+# ------------------------------------------------------------------------------------------------
+# on the real robot: the SO-101's elbow servo, implicit (Menagerie) and explicit (a DC motor)
+
+STS3215_STALL_TORQUE = 2.94
+"""N·m: the stall torque used for the STS3215, Menagerie's forcerange (30 kg·cm, the torque Feetech rates the
+12 V servo at)."""
+
+STS3215_NO_LOAD_SPEED = 45 * 2 * math.pi / 60
+"""rad/s (45 rpm, 0.222 s per 60°): an assumed no-load speed for the STS3215, of the size hobby-servo catalogues
+quote; replace it with your servo's measured one. The chapter also runs twice this value."""
+
+
+def so101_elbow_models(step: float = 0.2) -> dict:
+    """The SO-101's elbow stepped by ``step`` rad under three actuator models, the other joints on Menagerie's.
+
+    ``Menagerie`` is the model as shipped: ``<position kp=998.22 kv=2.731 forcerange=±2.94>``, implicit. ``ideal
+    PD`` computes the same law explicitly through a ``<motor>`` (:class:`IdealPD`, E = 2.94 N·m). ``DC motor``
+    clips it to the torque-speed band of a motor with stall torque S = E = ``STS3215_STALL_TORQUE`` and no-load
+    speed V (:class:`DCMotor`), at ``STS3215_NO_LOAD_SPEED`` and twice that.
+
+    Returns:
+      Model name → :class:`physai.experiments.position_actuators.JointStep`.
+    """
+    from physai.engine import so101
+    from physai.experiments.position_actuators import so101_joint_step
+
+    kp, kv, e = so101.MENAGERIE_KP, so101.MENAGERIE_KV, so101.MENAGERIE_FORCERANGE
+    ideal = IdealPD(kp=kp, kv=kv, forcerange=e)
+    models = {'Menagerie (implicit)': None, 'ideal PD (explicit)': ideal}
+    for factor in (1, 2):
+        v = factor * STS3215_NO_LOAD_SPEED
+        models[f'DC motor, V = {v:.1f} rad/s'] = DCMotor(kp=kp, kv=kv, forcerange=e,
+                                                        saturation_effort=STS3215_STALL_TORQUE, velocity_limit=v)
+    return {name: so101_joint_step('elbow_flex', step, law=None if cfg is None else cfg.torque)
+            for name, cfg in models.items()}
+
+
+@experiment('so101-elbow-models', summary="the SO-101's elbow after a 0.2 rad step: Menagerie's implicit servo "
+                                          'against explicit models of the STS3215',
+            columns=(('model', 's'), ('rise_ms', '.1f'), ('overshoot_pct', '.1f'), ('peak_speed', '.2f'),
+                     ('error_deg', '.3f'), ('max_diff_deg', '.2f')))
+def so101_elbow_table() -> list[dict]:
+    """Rows of :func:`so101_elbow_models`: rise time, overshoot, peak speed, settled error, and the largest angle
+    difference from Menagerie's run (degrees)."""
+    from physai.experiments.position_actuators import joint_step_metrics
+
+    runs = so101_elbow_models()
+    base = runs['Menagerie (implicit)']
+    rows = []
+    for name, run in runs.items():
+        metrics = joint_step_metrics(run)
+        n = min(len(run.q), len(base.q))
+        rows.append({'model': name, 'rise_ms': metrics['rise_ms'], 'overshoot_pct': metrics['overshoot_pct'],
+                     'peak_speed': metrics['peak_speed'], 'error_deg': metrics['error_deg'],
+                     'max_diff_deg': math.degrees(float(np.max(np.abs(run.q[:n] - base.q[:n]))))})
+    return rows

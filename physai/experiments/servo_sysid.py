@@ -25,9 +25,9 @@ import mujoco.minimize
 import numpy as np
 
 from physai.engine.datasets import Episode, LeRobotDataset, load_lerobot, shipped_recording
-from physai.engine.replay import (ArmServo, BASELINES, Replay, ReplayConfig, TIP_SITE, slim_arm, arm_columns,
-                                  fit_servo, joint_mae_deg, mae_deg, replay, replay_ensemble, synthetic_dataset,
-                                  to_radians)
+from physai.engine.replay import (ArmServo, BASELINES, MENAGERIE, PoseHold, Replay, ReplayConfig, TIP_SITE, slim_arm,
+                                  arm_columns, fit_servo, hold_pose, joint_mae_deg, mae_deg, replay, replay_ensemble,
+                                  synthetic_dataset, to_radians)
 from physai.engine.so101 import ARM_JOINTS, load_so101
 from physai.experiments.registry import experiment
 from physai.laws import checks, robust
@@ -518,18 +518,213 @@ def leave_one_out(dataset: LeRobotDataset, **fit_kwargs) -> list[dict]:
         ``config`` is also the replay the fitted servo is scored with.
 
     Returns:
-      Rows with ``heldout`` (episode_index), the six fitted parameters, ``lag_ms``,
-      ``fit_mae_deg`` and ``heldout_mae_deg``.
+      Rows with ``heldout`` (episode_index), the six fitted parameters, ``lag_ms``, ``fit_mae_deg`` and
+      ``heldout_mae_deg`` (the fold's fitted servo), and ``menagerie_heldout_mae_deg`` (Menagerie's servo on the
+      same left-out episode, the scale), all in degrees.
     """
+    if not isinstance(dataset, LeRobotDataset) or len(dataset) < 2:
+        raise ValueError(f'dataset must be a LeRobotDataset of 2 or more episodes, got {dataset!r}')
     rows = []
     episodes = list(dataset.episodes)
     for k, out in enumerate(episodes):
         rest = episodes[:k] + episodes[k + 1:]
         fitted = fit_servo(rest, **fit_kwargs).servo
-        runs = replay([fitted], rest + [out], config=fit_kwargs.get('config', ReplayConfig()))[0]
+        runs, men = replay([fitted, MENAGERIE], rest + [out], config=fit_kwargs.get('config', ReplayConfig()))
         rows.append(dict(heldout=out.index, **fitted.as_dict(), lag_ms=fitted.lag_ms,
-                         fit_mae_deg=mae_deg(runs[:-1]), heldout_mae_deg=runs[-1].mae_deg))
+                         fit_mae_deg=mae_deg(runs[:-1]), heldout_mae_deg=runs[-1].mae_deg,
+                         menagerie_heldout_mae_deg=men[-1].mae_deg))
     return rows
+
+
+def fold_summary(rows: Sequence[dict]) -> dict[str, float]:
+    """Leave-one-out over all folds: the mean held-out error of the fitted and of Menagerie's servo, degrees.
+
+    Args:
+      rows: :func:`leave_one_out`'s rows, one per fold (each episode left out once).
+
+    Returns:
+      ``folds``, ``fitted_deg`` and ``menagerie_deg`` (the means over the folds, every fold weighted alike),
+      ``ratio`` (Menagerie's over the fitted), and the range of the fitted parameters over the folds:
+      ``<param>_min`` and ``<param>_max`` for ``lag_ms`` and every parameter of :class:`ArmServo`.
+    """
+    rows = list(rows)
+    needed = {'heldout_mae_deg', 'menagerie_heldout_mae_deg', 'lag_ms', *ArmServo.__dataclass_fields__}
+    if not rows or any(not needed <= set(r) for r in rows):
+        raise ValueError(f'rows must be leave_one_out rows (keys {sorted(needed)}), got {rows!r}')
+    fitted = float(np.mean([r['heldout_mae_deg'] for r in rows]))
+    men = float(np.mean([r['menagerie_heldout_mae_deg'] for r in rows]))
+    out = dict(folds=len(rows), fitted_deg=fitted, menagerie_deg=men, ratio=men / fitted)
+    for key in ('lag_ms', *ArmServo.__dataclass_fields__):
+        out[f'{key}_min'] = float(min(r[key] for r in rows))
+        out[f'{key}_max'] = float(max(r[key] for r in rows))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# What the data pin down: the lag ridge, the static offsets
+# --------------------------------------------------------------------------------------------------
+
+def static_offsets_deg(episodes: Sequence[Episode], *, window: int = 6, tol_deg: float = 1.0) -> np.ndarray:
+    """(5,) the real arm's command minus joint in its held poses, per arm joint, degrees (``ARM_JOINTS`` order).
+
+    The held frames are those of :func:`held_frames` whose commands lie inside the model's ctrlrange (as in
+    :func:`sag_frames`), pooled over ``episodes``. A held pose's offset is gravity sag, friction and any
+    calibration offset between leader and follower together: the recording alone cannot tell them apart, which is
+    what makes kp hard to identify.
+
+    Raises:
+      ValueError: no episodes, or no held frame in any of them.
+    """
+    episodes = list(episodes)
+    if not episodes or not all(isinstance(e, Episode) for e in episodes):
+        raise ValueError(f'episodes must be one or more Episode, got {episodes!r}')
+    low, high = np.degrees(slim_arm().actuator_ctrlrange[:len(ARM_JOINTS)]).T
+    offsets = []
+    for e in episodes:
+        cols = arm_columns(e.joints)
+        a, s = e.action[:, cols], e.state[:, cols]
+        held = held_frames(a, window=window, tol_deg=tol_deg) & np.all((a >= low) & (a <= high), axis=1)
+        offsets.append((a - s)[held])
+    offsets = np.concatenate(offsets)
+    if not len(offsets):
+        raise ValueError(f'episodes must hold a pose somewhere (window {window} frames, tol {tol_deg} deg), '
+                         f'got none held')
+    return offsets.mean(axis=0)
+
+
+def shift_commands(episodes: Sequence[Episode], offsets_deg: Sequence[float]) -> list[Episode]:
+    """The episodes with ``offsets_deg`` taken off every frame's arm commands: ``action - offset`` per joint.
+
+    With :func:`static_offsets_deg` as the offsets, the shifted commands point where the real joints came to rest
+    in the held poses, so a servo no longer needs to sag to match them.
+
+    Args:
+      episodes: the recordings.
+      offsets_deg: (5,) degrees per arm joint, ``ARM_JOINTS`` order, finite.
+    """
+    off = np.asarray(offsets_deg, dtype=float)
+    if off.shape != (len(ARM_JOINTS),) or not np.all(np.isfinite(off)):
+        raise ValueError(f'offsets_deg must be {len(ARM_JOINTS)} finite numbers in deg ({", ".join(ARM_JOINTS)}), '
+                         f'got {offsets_deg!r}')
+    shifted = []
+    for e in episodes:
+        if not isinstance(e, Episode):
+            raise ValueError(f'episodes must be Episode objects, got {type(e).__name__}')
+        action = e.action.copy()
+        action[:, arm_columns(e.joints)] -= off
+        shifted.append(dataclasses.replace(e, action=action))
+    return shifted
+
+
+RIDGE_KPS = tuple(float(x) for x in np.geomspace(4, 400, 17))
+"""N·m/rad: the kp of the chapter's walk along the ridge, 4 to 400 in eighth decades."""
+
+
+def ridge_servos(servo: ArmServo, kps: Sequence[float] = RIDGE_KPS) -> list[ArmServo]:
+    """``servo`` moved along its ridge: each kp with ``kv = lag * kp - damping``, so (kv + damping)/kp stays put.
+
+    Everything else (joint damping, forcerange, frictionloss, armature) is kept.
+
+    Raises:
+      ValueError: ``kps`` not increasing positive numbers, or a kp so small that kv would be negative
+        (kp < damping / lag).
+    """
+    kps = _positive_grid('kps', kps, 'N·m/rad')
+    lag = servo.lag_ms / 1e3
+    if kps[0] * lag < servo.damping:
+        raise ValueError(f'kps must be >= damping/lag = {servo.damping / lag:.4g} N·m/rad (kv >= 0), got {kps[0]!r}')
+    return [dataclasses.replace(servo, kp=float(kp), kv=float(lag * kp - servo.damping)) for kp in kps]
+
+
+def ridge(episodes: Sequence[Episode], servo: ArmServo, *, kps: Sequence[float] = RIDGE_KPS,
+          offsets_deg: Sequence[float] | None = None, config: ReplayConfig = ReplayConfig()) -> list[dict]:
+    """The cost along the ridge of constant lag through ``servo`` (:func:`ridge_servos`), all in one batch.
+
+    Args:
+      episodes: the episodes scored (the chapter: the fit episodes).
+      servo: the ridge's point and its lag (the fitted servo).
+      kps: (nkp,) increasing, N·m/rad.
+      offsets_deg: (5,) if given, every point is scored a second time on the episodes with these offsets taken
+        off the commands (:func:`shift_commands`).
+      config: the replay settings.
+
+    Returns:
+      One row per kp: ``kp`` (N·m/rad), ``kv`` (N·m·s/rad), ``lag_ms``, ``cost`` (half the mean squared error,
+      deg², the fit's objective), ``mae_deg``, ``<joint>_deg`` (per arm joint), and with ``offsets_deg`` the same
+      three with the suffix ``_shifted``.
+    """
+    episodes = list(episodes)
+    if not episodes:
+        raise ValueError('episodes must hold at least one episode, got none')
+    servos = ridge_servos(servo, kps)
+    sets = {'': episodes}
+    if offsets_deg is not None:
+        sets['_shifted'] = shift_commands(episodes, offsets_deg)
+    runs = replay(servos, [e for eps in sets.values() for e in eps], config=config)
+    rows = []
+    for s, row in zip(servos, runs):
+        out = dict(kp=s.kp, kv=s.kv, lag_ms=s.lag_ms)
+        for k, suffix in enumerate(sets):
+            reps = row[k * len(episodes):(k + 1) * len(episodes)]
+            err = np.concatenate([r.sim_deg[1:] - r.real_deg[1:] for r in reps])
+            out[f'cost{suffix}'] = float(0.5 * np.mean(err**2))
+            out[f'mae_deg{suffix}'] = float(np.abs(err).mean())
+            for j, name in enumerate(ARM_JOINTS):
+                out[f'{name}_deg{suffix}'] = float(np.abs(err[:, j]).mean())
+        rows.append(out)
+    return rows
+
+
+def ridge_bottom(rows: Sequence[dict], key: str = 'cost') -> dict:
+    """The row of :func:`ridge` with the lowest ``key`` (``'cost'`` or ``'cost_shifted'``)."""
+    rows = list(rows)
+    if not rows or any(key not in r for r in rows):
+        raise ValueError(f'rows must be ridge rows holding {key!r}, got {len(rows)} rows')
+    return min(rows, key=lambda r: r[key])
+
+
+# --------------------------------------------------------------------------------------------------
+# The collision artefact
+# --------------------------------------------------------------------------------------------------
+
+COLLISION_EPISODE = 1
+"""The episode whose first frame (the folded rest pose, collision boxes overlapping) the chapter holds."""
+
+
+def collision_hold(episode: Episode, *, servo: ArmServo = MENAGERIE, frame: int = 0,
+                   seconds: float = 2.0) -> dict[str, PoseHold]:
+    """``servo`` told to hold the recorded pose of ``frame`` (start and command alike), contacts off and on.
+
+    In the recording's folded rest pose Menagerie's collision boxes overlap (:func:`overlap_depth`): with contacts
+    on they push the arm out of the pose and the servos pin at their force limit, a sag and a saturation the real
+    arm, folded without touching itself, never shows.
+
+    Args:
+      episode: the recording.
+      servo: the servo on every joint (default Menagerie's).
+      frame: which frame's ``observation.state``, 0 <= frame < nframe.
+      seconds: how long to hold, s, in (0, 60].
+
+    Returns:
+      ``{'contacts off': PoseHold, 'contacts on': PoseHold}``.
+    """
+    if not isinstance(episode, Episode):
+        raise ValueError(f'episode must be an Episode, got {type(episode).__name__}')
+    if not (isinstance(frame, numbers.Integral) and not isinstance(frame, bool) and 0 <= frame < episode.nframe):
+        raise ValueError(f'frame must be a whole number in [0, {episode.nframe}), got {frame!r}')
+    pose = to_radians(episode.state[frame:frame + 1], episode.joints)[0]
+    return {name: hold_pose(servo, pose, config=ReplayConfig(contacts=contacts), seconds=seconds, fps=episode.fps)
+            for name, contacts in (('contacts off', False), ('contacts on', True))}
+
+
+def collision_rows(holds: dict[str, PoseHold]) -> list[dict]:
+    """One row per arm joint of :func:`collision_hold`: ``joint``, ``force_off`` and ``force_on`` (N·m),
+    ``moved_off_deg`` and ``moved_on_deg`` (final minus start, degrees)."""
+    off, on = holds['contacts off'], holds['contacts on']
+    return [dict(joint=name, force_off=float(off.actuator_force[j]), force_on=float(on.actuator_force[j]),
+                 moved_off_deg=float(off.moved_deg[j]), moved_on_deg=float(on.moved_deg[j]))
+            for j, name in enumerate(ARM_JOINTS)]
+
 
 
 @experiment('sysid', summary='open-loop replay of the SO-101 recording: baselines and the fitted servo',

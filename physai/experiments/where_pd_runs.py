@@ -23,6 +23,7 @@ import copy
 import dataclasses
 import functools
 import math
+import numbers
 from collections.abc import Sequence
 
 import mujoco
@@ -34,7 +35,9 @@ from physai.engine.hold import (ENSEMBLE_SIZE, HoldEnsemble, HoldParams, PHYSICS
                                 SO101_KV, SO101_FORCERANGE, STANDBY, shared_hold_model, so101_base, hold_ensembles,
                                 so101_joints)
 from physai.experiments.registry import experiment
-from physai.laws.loop import BACKENDS, tick_growth, tick_pattern
+from physai.engine import hold
+from physai.engine.hold import JointCommand, PDController
+from physai.laws.loop import BACKENDS, FEEDFORWARD, tick_growth, tick_pattern
 from physai.laws.stability import integrator_growth
 
 
@@ -578,3 +581,67 @@ def quiet_from_hz(rows: Sequence[dict]) -> float:
                          f'{[(row["rate_hz"], row["state"]) for row in rows]!r}')
     loud = [i for i, row in enumerate(rows) if row['state'] != 'still']
     return rows[loud[-1] + 1 if loud else 0]['rate_hz']
+
+
+# --------------------------------------------------------------------------------------------------
+# Break it B, both designs: the feed-forward inside the clamp or in qfrc_applied
+
+def position_only_difference(*, steps: int = 2000, target: float = 0.5) -> float:
+    """The largest |q| difference between the two feed-forward designs when the command has no velocity target
+    and no feed-forward torque, rad.
+
+    One ``<position>``-converted hinge (:data:`physai.engine.hold.CLAMP_LINK_XML`, Menagerie's servo gains and
+    clamp) driven in-step by :class:`PDController` to ``target`` rad from rest, once with ``feedforward='in-clamp'``
+    and once with ``'applied'``. With ``velocity = effort = 0`` both designs write zero (``biasprm[0]`` or
+    ``qfrc_applied``), so the runs are the same to the last bit: the applied design is safe for position-only
+    commands, and differs only when a velocity target or a feed-forward torque is sent.
+
+    Args:
+      steps: physics steps to run, 1 ... 100000.
+      target: the position command, rad, finite.
+    """
+    if not (isinstance(steps, numbers.Integral) and not isinstance(steps, bool) and 1 <= steps <= 100_000):
+        raise ValueError(f'steps must be a whole number in [1, 100000], got {steps!r}')
+    if not (checks.is_real(target) and math.isfinite(target)):
+        raise ValueError(f'target must be a finite number of rad, got {target!r}')
+    xml = hold.CLAMP_LINK_XML.format(timestep=hold.PHYSICS_TIMESTEP, damping=0.6, armature=SO101_ARMATURE,
+                                     kp=SO101_KP, kv=SO101_KV, forcerange=SO101_FORCERANGE)
+    runs = []
+    for feedforward in FEEDFORWARD:
+        m = mujoco.MjModel.from_xml_string(xml)
+        d = mujoco.MjData(m)
+        pd = PDController(m, ['hinge'], backend='in-step', feedforward=feedforward)
+        command = [JointCommand(position=target, stiffness=SO101_KP, damping=SO101_KV, max_effort=SO101_FORCERANGE)]
+        q = np.empty(steps)
+        for k in range(steps):
+            pd.write(d, command)
+            mujoco.mj_step(m, d)
+            q[k] = d.qpos[0]
+        runs.append(q)
+    return float(np.max(np.abs(runs[0] - runs[1])))
+
+
+CLAMP_ERRORS_RAD = (0.001, 0.5)
+"""rad: the servo errors of :func:`clamp_damping_rows`, one well inside the clamp (kp·e < forcerange), one past it."""
+
+
+def clamp_damping_rows(errors_rad: Sequence[float] = CLAMP_ERRORS_RAD, **servo) -> list[dict]:
+    """What ``implicitfast`` integrates implicitly, inside and at the force limit (:func:`hold.implicit_damping`).
+
+    Args:
+      errors_rad: servo errors ``ctrl - q``, rad.
+      **servo: ``kp``, ``kv``, ``damping``, ``forcerange``, ``armature``, ``timestep`` of
+        :func:`physai.engine.hold.implicit_damping` (default Menagerie's servo, joint damping 0.6).
+
+    Returns:
+      One row per error: ``error_rad``, ``force`` (N·m), ``clamped`` ('yes'/'no'), ``implicit_damping``
+      (``-qDeriv``, N·m·s/rad) and ``kv_implicit`` (that less the joint damping, N·m·s/rad).
+    """
+    damping = servo.get('damping', 0.6)
+    limit = servo.get('forcerange', SO101_FORCERANGE)
+    rows = []
+    for e in errors_rad:
+        force, c = hold.implicit_damping(e, **servo)
+        rows.append(dict(error_rad=float(e), force=force, clamped='yes' if abs(force) >= limit else 'no',
+                         implicit_damping=c, kv_implicit=c - damping))
+    return rows

@@ -1,9 +1,9 @@
 """Chapter 2's live panel and its static twins: the pendulum under each actuator model.
 
 :func:`actuator_panel` runs :func:`physai.engine.pendulum.simulate` for the chosen model (implicit, ideal PD, DC
-motor, delayed PD) with kp, kv, effort and velocity limits, delay, armature, timestep and integrator, and draws the
-step response with its readout (:func:`panel_readout`) and the applied torque; :func:`forcerange_twin` is the
-effort-limit figure precomputed for the published page. :func:`plot_runs` draws a sweep's runs on one axes.
+motor, delayed PD, remotized PD) with kp, kv, effort and velocity limits, delay, armature, timestep and integrator,
+and draws the step response with its readout (:func:`panel_readout`) and the applied torque; :func:`forcerange_twin`
+is the effort-limit figure precomputed for the published page. :func:`plot_runs` draws a sweep's runs on one axes.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from physai.interface import live, plots, twin
 from physai.engine.pendulum import PendulumParams, Run, Step, TAU_G, TIMESTEP, simulate
 from physai.experiments.actuator_models import DC_SATURATION, SWEEPS, TAIL, step_metrics, sweep, swing_angle
 from physai.interface.plots import SWINGING_P2P_DEG
-from physai.laws.drives import Actuator, DCMotor, DelayedPD, IdealPD, ImplicitPD, MODELS
+from physai.laws.drives import Actuator, DCMotor, DelayedPD, IdealPD, ImplicitPD, MODELS, RemotizedPD
 
 
 def panel_readout(run: Run, metrics: dict) -> str:
@@ -76,6 +76,13 @@ def plot_runs(ax, runs: Sequence[Run], labels: Sequence[str], *, title: str = ''
     ax.legend(fontsize=7.5, loc='best')
 
 
+"""The panel's model choice: the models of :mod:`physai.laws.drives` and the remotized PD."""
+
+PANEL_REMOTIZED_SHARE = 0.5
+"""The remotized PD's limit at horizontal as a share of the effort slider's E: the panel's table is
+((0, E), (π/2, E/2)), linear in between (a linkage that gives less torque the further the link is lifted). At the
+default E = 6 N·m that is 3 N·m at horizontal, just above the hold torque; lower E and the link cannot hold."""
+
 PANEL_STEP = Step()
 PANEL_DURATION = 3.0  # s
 PANEL_NO_LIMIT = 100.0  # N·m: the effort slider's top position means "no limit"
@@ -85,8 +92,13 @@ def panel_actuator(model: str, kp: float, kv: float, forcerange: float, velocity
                    delay: int) -> Actuator:
     """The config the live panel's controls describe (``model`` one of ``MODELS``).
 
-    An ``forcerange`` of ``PANEL_NO_LIMIT`` or more means no limit (the DC motor keeps it as its cap).
+    An ``forcerange`` of ``PANEL_NO_LIMIT`` or more means no limit (the DC motor keeps it as its cap, the
+    remotized PD as its table's first value). The remotized PD's table is ((0, E), (π/2, E·``PANEL_REMOTIZED_SHARE``))
+    and it takes the delay too.
     """
+    if model == 'remotized PD':
+        table = ((0.0, forcerange), (math.pi / 2, PANEL_REMOTIZED_SHARE * forcerange))
+        return RemotizedPD(kp=kp, kv=kv, table=table, delay=int(round(delay)))
     if forcerange >= PANEL_NO_LIMIT and model != 'DC motor':
         forcerange = math.inf
     if model == 'implicit':
@@ -116,9 +128,10 @@ def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.
                    velocity_limit: float = 8.0, delay: int = 12):
     """Chapter 2's live panel: one actuator model on the pendulum, redrawn on every change.
 
-    Controls: the model (implicit, ideal PD, DC motor, delayed PD), the book's common four (kp,
-    armature, timestep, integrator) and the models' own kv, effort limit, velocity limit (DC motor,
-    stall torque 12 N·m) and delay (delayed PD, physics steps). Plots: (1) the step response 0 → 90°
+    Controls: the model (implicit, ideal PD, DC motor, delayed PD, remotized PD), the book's common four (kp,
+    armature, timestep, integrator) and the models' own kv, effort limit (for the remotized PD its limit hanging,
+    half of it at horizontal), velocity limit (DC motor, stall torque 12 N·m) and delay (delayed and remotized PD,
+    physics steps). Plots: (1) the step response 0 → 90°
     with the command, its settling error and rise time, a diverged run flagged; (2) the applied
     torque with the limits that clip it; (3) the path in the torque-speed plane with the allowed band.
 
@@ -173,7 +186,8 @@ def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.
         state['flag'].set_visible(run.diverged)
         state['readout'].set_color(plots.COLORS['diverged'] if run.diverged else '#222222')
         state['readout'].set_text(panel_readout(run, metrics))
-        e = float(actuator.forcerange)
+        remotized = isinstance(actuator, RemotizedPD)
+        e = float(actuator.table[0][1]) if remotized else float(actuator.forcerange)
         top = 1.25 * max(e, TAU_G) if math.isfinite(e) else 50.0
         if top != state['ylim']:  # static artists change only when the scale does
             for ax in (state['ax2'], state['ax3']):
@@ -186,11 +200,12 @@ def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.
                                     [e, e, np.nan, -e, -e])
             state['band'].set_data([-30, 30, 30, -30, -30], [e, e, -e, -e, e])
         else:
-            low, high = actuator.limits(0.0, run.v[:n])
+            low, high = actuator.limits(run.q[:n], run.v[:n])  # the remotized limit follows the angle
             state['limit'].set_data(np.concatenate([run.t[:n], [np.nan], run.t[:n]]),
                                     np.concatenate([high, [np.nan], low]))
             speeds = np.linspace(-30, 30, 241)
-            low, high = actuator.limits(0.0, speeds)
+            # the band at the run's last angle (the DC motor's does not depend on it)
+            low, high = actuator.limits(float(run.q[n]) if remotized else 0.0, speeds)
             state['band'].set_data(np.concatenate([speeds, speeds[::-1], speeds[:1]]),
                                    np.concatenate([high, low[::-1], high[:1]]))
         state['path'].set_data(np.clip(run.v[:n], -40, 40), np.clip(run.torque, -2 * top, 2 * top))

@@ -22,20 +22,28 @@ def is_real(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def _isfinite(value) -> bool:
+    """``math.isfinite`` that answers False, not OverflowError, for an int too large for a float (10**400)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def _unit(unit: str) -> str:
     return f' {unit}' if unit else ''
 
 
 def finite(name: str, value, unit: str = '') -> float:
     """A finite number."""
-    if not (is_real(value) and math.isfinite(value)):
+    if not (is_real(value) and _isfinite(value)):
         raise ValueError(f'{name} must be a finite number{_unit(unit)}, got {value!r}')
     return float(value)
 
 
 def at_least(name: str, value, low: float, unit: str = '', *, strict: bool = False) -> float:
     """A finite number >= low (> low when ``strict``)."""
-    ok = is_real(value) and math.isfinite(value) and (value > low if strict else value >= low)
+    ok = is_real(value) and _isfinite(value) and (value > low if strict else value >= low)
     if not ok:
         sign = '>' if strict else '>='
         raise ValueError(f'{name} must be a finite number {sign} {low:g}{_unit(unit)}, got {value!r}')
@@ -61,7 +69,7 @@ def limit(name: str, value, unit: str = '') -> float:
 
 def timestep(value, name: str = 'timestep') -> float:
     """A physics step in (0, 0.1] s."""
-    if not (is_real(value) and math.isfinite(value) and 0 < value <= MAX_TIMESTEP):
+    if not (is_real(value) and _isfinite(value) and 0 < value <= MAX_TIMESTEP):
         raise ValueError(f'{name} must be in (0, {MAX_TIMESTEP:g}] s, got {value!r}')
     return float(value)
 

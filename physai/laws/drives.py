@@ -219,4 +219,4 @@ class RemotizedPD(DelayedPD):
 
 
 Actuator = ImplicitPD | IdealPD | DCMotor | DelayedPD | RemotizedPD
-MODELS = ('implicit', 'ideal PD', 'DC motor', 'delayed PD')
+MODELS = ('implicit', 'ideal PD', 'DC motor', 'delayed PD', 'remotized PD')
