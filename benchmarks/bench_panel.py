@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 
 from tqdm import tqdm  # noqa: E402
 
-from physai.engine import replay  # noqa: E402
+from physai.engine import sysid  # noqa: E402
 from physai.experiments import position_actuators, servo_sysid  # noqa: E402
 from physai.interface import (actuator_models_panels, live, plots, position_actuators_panels,  # noqa: E402
                               servo_sysid_panels, where_pd_runs_panels)
@@ -51,7 +51,7 @@ def chapter_panels(chapters) -> dict:
               3: where_pd_runs_panels.pd_panel}
     if 4 in chapters:
         _, heldout = servo_sysid.split(servo_sysid.load_book_dataset())
-        makers[4] = lambda: servo_sysid_panels.sysid_panel(heldout[0], replay.MENAGERIE)
+        makers[4] = lambda: servo_sysid_panels.sysid_panel(heldout[0], sysid.MENAGERIE)
     return {c: makers[c] for c in chapters}
 
 

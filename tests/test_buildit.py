@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from physai.book import buildit
-from physai.engine import replay, so101
+from physai.engine import so101, sysid
 from physai.laws import sim
 from physai.engine.hold import PDController
 
@@ -80,8 +80,8 @@ def _radians_in_dataset_order(values, joints):
     return np.deg2rad(np.atleast_2d(np.asarray(values, dtype=float)))  # the gripper's 0..100 taken as degrees
 
 
-def _residuals_unscaled(x, episodes, *, config=replay.ReplayConfig(), decimate=1):
-    return replay.residuals(x, episodes, config=config, decimate=decimate) * math.sqrt(5 * 23)  # no 1/sqrt(nres)
+def _residuals_unscaled(x, episodes, *, config=sysid.ReplayConfig(), decimate=1):
+    return sysid.residuals(x, episodes, config=config, decimate=decimate) * math.sqrt(5 * 23)  # no 1/sqrt(nres)
 
 
 def _write_ignoring_the_gear(self, data, commands):

@@ -206,7 +206,7 @@ import warnings  # noqa: E402
 import mujoco  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from physai.engine import datasets, hold, mj, replay  # noqa: E402
+from physai.engine import datasets, hold, mj, sysid  # noqa: E402
 from physai.experiments import servo_sysid, where_pd_runs  # noqa: E402
 from physai.laws import loop  # noqa: E402
 
@@ -456,10 +456,10 @@ def test_pd_controller_answers_any_joints_with_an_error_or_a_working_controller(
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Chapter 4: the servo from a recording (physai.engine.replay, physai.engine.datasets,
+# Chapter 4: the servo from a recording (physai.engine.sysid, physai.engine.datasets,
 # physai.experiments.servo_sysid)
 
-SYNTHETIC = replay.synthetic_dataset(nepisode=1, seconds=0.5)
+SYNTHETIC = sysid.synthetic_dataset(nepisode=1, seconds=0.5)
 EPISODE = SYNTHETIC.episodes[0]
 
 
@@ -472,13 +472,13 @@ EPISODE = SYNTHETIC.episodes[0]
 def test_arm_servo_and_replay_config_answer_any_input_with_an_error_or_a_config(values, timestep, integrator,
                                                                                 contacts, fps):
     try:
-        servo = replay.ArmServo(**dict(zip(replay.PARAMS, values)))
+        servo = sysid.ArmServo(**dict(zip(sysid.PARAMS, values)))
     except (ValueError, TypeError) as err:
         _documented(err)
     else:
         assert servo.lag_ms >= 0 and servo.saturation_deg > 0
     try:
-        config = replay.ReplayConfig(timestep=timestep, integrator=integrator, contacts=contacts)
+        config = sysid.ReplayConfig(timestep=timestep, integrator=integrator, contacts=contacts)
         substeps = config.substeps(fps)
     except (ValueError, TypeError) as err:
         _documented(err)
@@ -489,21 +489,21 @@ def test_arm_servo_and_replay_config_answer_any_input_with_an_error_or_a_config(
 @EXAMPLES
 @given(values=st.one_of(st.lists(st.lists(ANY_NUMBER, min_size=0, max_size=7), max_size=3), ANY_NUMBER,
                         WRONG_TYPES),
-       joints=st.one_of(st.permutations(replay.JOINTS), st.just(replay.JOINTS[:5]),
-                        st.lists(st.sampled_from([*replay.JOINTS, 'elbow']), max_size=7), WRONG_TYPES,
+       joints=st.one_of(st.permutations(sysid.JOINTS), st.just(sysid.JOINTS[:5]),
+                        st.lists(st.sampled_from([*sysid.JOINTS, 'elbow']), max_size=7), WRONG_TYPES,
                         st.just('shoulder_pan')))
 def test_to_radians_answers_any_table_with_an_error_or_model_angles(values, joints):
     try:
-        q = replay.to_radians(values, joints)
+        q = sysid.to_radians(values, joints)
     except ValueError as err:  # a table that does not fit its names, or names without the arm's joints
         assert ' must ' in str(err) or 'lacks the arm joints' in str(err), str(err)
         return
-    assert q.shape == (len(np.atleast_2d(values)), len(replay.JOINTS))
+    assert q.shape == (len(np.atleast_2d(values)), len(sysid.JOINTS))
     finite_in = np.all(np.isfinite(np.atleast_2d(np.asarray(values, dtype=float))))
     assert np.all(np.isfinite(q)) or not finite_in
 
 
-def _replay_consistent(r: replay.Replay, episode) -> None:
+def _replay_consistent(r: sysid.Replay, episode) -> None:
     """A replay's flags agree with its numbers: 'stable' (neither flag) only for a finite, bounded replay."""
     assert r.sim_deg.shape == r.real_deg.shape == (episode.nframe, 5)
     if r.diverged:
@@ -511,7 +511,7 @@ def _replay_consistent(r: replay.Replay, episode) -> None:
         return
     assert np.all(np.isfinite(r.sim_deg)) and np.all(np.abs(np.radians(r.sim_deg)) <= sim.DIVERGED_BOUND)
     assert math.isfinite(r.mae_deg) and r.mae_deg >= 0
-    assert r.chatters == (r.chatter_deg > replay.CHATTER_DEG)
+    assert r.chatters == (r.chatter_deg > sysid.CHATTER_DEG)
 
 
 @MUJOCO_RUNS
@@ -529,9 +529,9 @@ def test_replay_flags_a_diverged_or_chattering_run_and_refuses_non_finite_comman
         episode = dataclasses.replace(episode, action=action)
     with _within(2 * SECONDS):
         try:
-            servo = replay.ArmServo(**{n: 10.0 ** v for n, v in zip(replay.PARAMS, log_servo)})
-            config = replay.ReplayConfig(timestep=timestep, integrator=integrator, contacts=contacts, limits=limits)
-            result = replay.replay([servo], [episode], config=config, nthread=1)
+            servo = sysid.ArmServo(**{n: 10.0 ** v for n, v in zip(sysid.PARAMS, log_servo)})
+            config = sysid.ReplayConfig(timestep=timestep, integrator=integrator, contacts=contacts, limits=limits)
+            result = sysid.replay([servo], [episode], config=config, nthread=1)
         except (ValueError, TypeError) as err:
             _documented(err)
             return
@@ -637,7 +637,7 @@ def test_servo_sysid_numbers_answer_with_an_error_or_a_result(window, tol_deg, s
     else:
         assert speeds.shape == (len(action) - 1, 5) and np.all(speeds >= 0)
     try:
-        top = servo_sysid.saturated_speed_deg(replay.MENAGERIE, damping=damping)
+        top = servo_sysid.saturated_speed_deg(sysid.MENAGERIE, damping=damping)
     except (ValueError, TypeError) as err:
         _documented(err)
     else:
@@ -767,18 +767,18 @@ def test_hold_params_and_hold_responses_name_what_is_wrong():
 def test_replay_config_refuses_a_word_for_contacts_instead_of_turning_them_on():
     """Was: contacts='no' was truthy, so the replay ran with contacts on; fps 0 raised ZeroDivisionError."""
     with pytest.raises(ValueError, match='contacts must be True or False'):
-        replay.ReplayConfig(contacts='no')
+        sysid.ReplayConfig(contacts='no')
     with pytest.raises(ValueError, match='fps must be'):
-        replay.ReplayConfig().substeps(0)
+        sysid.ReplayConfig().substeps(0)
 
 
 def test_to_radians_checks_the_table_against_its_joint_names():
     """Was: a (3, 4) table for six joints an IndexError, duplicate joint names silently took the first."""
     with pytest.raises(ValueError, match='values must have one column per joint'):
-        replay.to_radians(np.zeros((3, 4)), replay.JOINTS)
+        sysid.to_radians(np.zeros((3, 4)), sysid.JOINTS)
     with pytest.raises(ValueError, match='joints must name each joint once'):
-        replay.to_radians(np.zeros((3, 7)), replay.JOINTS + ('gripper',))
-    assert replay.to_radians(np.zeros(6), replay.JOINTS).shape == (1, 6)  # one frame still works
+        sysid.to_radians(np.zeros((3, 7)), sysid.JOINTS + ('gripper',))
+    assert sysid.to_radians(np.zeros(6), sysid.JOINTS).shape == (1, 6)  # one frame still works
 
 
 def test_replay_refuses_a_nan_command_instead_of_replaying_ctrl_zero():
@@ -786,37 +786,37 @@ def test_replay_refuses_a_nan_command_instead_of_replaying_ctrl_zero():
     action = EPISODE.action.copy()
     action[3, 1] = math.nan
     with pytest.raises(ValueError, match='episode 0 action must be finite'):
-        replay.replay([replay.MENAGERIE], [dataclasses.replace(EPISODE, action=action)])
+        sysid.replay([sysid.MENAGERIE], [dataclasses.replace(EPISODE, action=action)])
 
 
 def test_replay_refuses_runs_beyond_the_step_limits_instead_of_hanging():
     """Was: timestep 1e-7 took 47 s for half a second of recording; fps 1e-9 a 122 TiB MemoryError; a 2000 x 2000
     kp x damping map ran for ever."""
     with pytest.raises(ValueError, match='a replay must take at most 1,000,000 physics steps'):
-        replay.replay([replay.MENAGERIE], [EPISODE], config=replay.ReplayConfig(timestep=1e-7))
+        sysid.replay([sysid.MENAGERIE], [EPISODE], config=sysid.ReplayConfig(timestep=1e-7))
     with pytest.raises(ValueError, match='fps must be >='):
-        replay.replay([replay.MENAGERIE], [dataclasses.replace(EPISODE, fps=1e-9)])
+        sysid.replay([sysid.MENAGERIE], [dataclasses.replace(EPISODE, fps=1e-9)])
     with pytest.raises(ValueError, match='servos x episodes must take at most'):
-        replay.replay([replay.MENAGERIE] * 11_000, [EPISODE], config=replay.ReplayConfig(timestep=1e-4))
+        sysid.replay([sysid.MENAGERIE] * 11_000, [EPISODE], config=sysid.ReplayConfig(timestep=1e-4))
     with pytest.raises(ValueError, match='kps x dampings must be at most 10,000 cells'):
-        servo_sysid.kp_damping_map([EPISODE], replay.MENAGERIE, range(1, 2000), range(1, 2000))
+        servo_sysid.kp_damping_map([EPISODE], sysid.MENAGERIE, range(1, 2000), range(1, 2000))
 
 
 def test_replay_and_fit_name_arguments_of_the_wrong_kind():
     """Was: AttributeError for a servo or episode of another type or config None, 'need at least one array' for a
     fit on no episode, 'min() arg is an empty sequence' for no start, a reshape error for x of 2 numbers."""
     with pytest.raises(TypeError, match=r'servos\[0\] must be an ArmServo'):
-        replay.replay([1], [EPISODE])
+        sysid.replay([1], [EPISODE])
     with pytest.raises(TypeError, match='config must be a ReplayConfig'):
-        replay.replay([replay.MENAGERIE], [EPISODE], config=None)
+        sysid.replay([sysid.MENAGERIE], [EPISODE], config=None)
     with pytest.raises(ValueError, match='episodes must hold at least one episode'):
-        replay.fit_servo([], max_iter=1, progress=False)
+        sysid.fit_servo([], max_iter=1, progress=False)
     with pytest.raises(ValueError, match='starts must map at least one name'):
-        replay.fit_servo([EPISODE], starts={}, max_iter=1, progress=False)
+        sysid.fit_servo([EPISODE], starts={}, max_iter=1, progress=False)
     with pytest.raises(ValueError, match='x must be'):
-        replay.residuals([1.0, 2.0], [EPISODE])
+        sysid.residuals([1.0, 2.0], [EPISODE])
     with pytest.raises(ValueError, match='x must be 6 log10 parameters'):
-        replay.from_log([1.0] * 3)
+        sysid.from_log([1.0] * 3)
 
 
 def test_episode_refuses_columns_that_do_not_match_its_joints():

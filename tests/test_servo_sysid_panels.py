@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from physai.engine import replay
+from physai.engine import sysid
 from physai.experiments import servo_sysid
 from physai.interface import servo_sysid_panels
 
@@ -43,7 +43,7 @@ def test_twin_redraws_in_a_browser_without_a_kernel(twin_page, synthetic_episode
 def test_the_panel_calls_a_rattling_replay_chattering(real):
     """At kp 30000, armature 0, 20 ms and Euler the panel once said 'stable' while the joints chattered ±20°."""
     _, heldout = servo_sysid.split(real)
-    panel = servo_sysid_panels.sysid_panel(heldout[0], replay.MENAGERIE)
+    panel = servo_sysid_panels.sysid_panel(heldout[0], sysid.MENAGERIE)
     panel.update(kp=30000.0, armature=0.0, timestep=0.02, integrator='Euler')
     assert panel.error is None
     assert panel.state['status'].get_text().startswith('chatters')

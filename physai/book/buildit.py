@@ -2,7 +2,7 @@
 
 Every "Build it" step names one or two functions of physai (chapter 1 :mod:`physai.laws.sim`, chapter 2
 :mod:`physai.laws.drives`, chapter 3 :mod:`physai.laws.loop` and :mod:`physai.engine.hold`, chapter 4
-:mod:`physai.engine.replay`; see :data:`CHAPTERS`).
+:mod:`physai.engine.sysid`; see :data:`CHAPTERS`).
 For each, this module gives
 
 - :func:`stub`: the source of a cell to complete, the reference's signature and docstring (the equation is in it)
@@ -31,7 +31,7 @@ from collections.abc import Callable
 import mujoco
 import numpy as np
 
-from physai.engine import hold, replay, so101
+from physai.engine import hold, so101, sysid
 from physai.laws import drives, loop, sim
 from physai.engine.datasets import Episode
 from physai.engine.link import LINK_INERTIA, LINK_XML, TAU_G
@@ -53,7 +53,7 @@ FUNCTIONS = tuple(name for names in CHAPTERS.values() for name in names)
 """Every function a Build it has the reader write, chapter by chapter."""
 
 _MODULES = {**dict.fromkeys(CHAPTERS[1], sim), **dict.fromkeys(CHAPTERS[2], drives),
-            **dict.fromkeys(CHAPTERS[3], loop), **dict.fromkeys(CHAPTERS[4], replay), 'write': hold.PDController}
+            **dict.fromkeys(CHAPTERS[3], loop), **dict.fromkeys(CHAPTERS[4], sysid), 'write': hold.PDController}
 
 
 class BuildItError(AssertionError):
@@ -84,7 +84,7 @@ _STUB_EXTRA = {
     'write': 'from physai.engine.hold import PDController\nfrom physai.laws.loop import JointCommand, mit_torque\n',
     'to_radians': "from physai.engine.so101 import ARM_JOINTS, JOINTS, load_so101  # joint order; the model's ranges\n",
     'residuals': ('from physai.engine.datasets import Episode\n'
-                  'from physai.engine.replay import PARAMS, ReplayConfig, from_log, replay\n'),
+                  'from physai.engine.sysid import PARAMS, ReplayConfig, from_log, replay\n'),
 }
 """Names a stub's signature or docstring uses beyond ``STUB_IMPORTS`` (physai's own, from earlier chapters)."""
 
@@ -601,11 +601,11 @@ def _to_radians_cases():
     values = np.array([[0.0, 90.0, -45.0, 10.0, 180.0, 0.0], [12.5, -30.0, 60.0, -90.0, 5.0, 50.0],
                        [-170.0, 1.0, 2.0, 3.0, 4.0, 100.0]])
     shuffled = [joints[k] for k in (5, 2, 0, 4, 1, 3)]
-    cases = [_case(replay.to_radians(values, joints), values, joints),
-             _case(replay.to_radians(values[:, [joints.index(j) for j in shuffled]], shuffled),
+    cases = [_case(sysid.to_radians(values, joints), values, joints),
+             _case(sysid.to_radians(values[:, [joints.index(j) for j in shuffled]], shuffled),
                    values[:, [joints.index(j) for j in shuffled]], shuffled),
-             _case(replay.to_radians(values[:, :5], joints[:5]), values[:, :5], joints[:5]),
-             _case(replay.to_radians(values[0], joints), values[0], joints)]
+             _case(sysid.to_radians(values[:, :5], joints[:5]), values[:, :5], joints[:5]),
+             _case(sysid.to_radians(values[0], joints), values[0], joints)]
     return cases, _close(1e-12, ' rad')
 
 
@@ -621,12 +621,12 @@ def _episode(index: int, nframe: int, seed: int):
 
 
 def _residuals_cases():
-    x = replay.to_log(replay.MENAGERIE)
+    x = sysid.to_log(sysid.MENAGERIE)
     two = np.stack([x, x + np.array([0.3, -0.2, 0.1, 0.0, 0.2, -0.1])], axis=1)
     one, other = [_episode(0, 24, 0)], [_episode(0, 24, 0), _episode(1, 31, 1)]
     cases = []
     for args, kwargs in [((x, one), {}), ((two, one), {}), ((x, other), {'decimate': 3}), ((two, other), {})]:
-        cases.append(_case(replay.residuals(*args, **kwargs), *args, **kwargs))
+        cases.append(_case(sysid.residuals(*args, **kwargs), *args, **kwargs))
     return cases, _close(1e-9, ' deg/√nres')
 
 
@@ -669,6 +669,6 @@ _ORACLE = {
     'mit_torque': "MuJoCo's actuator_force of a <general> PD clamped by forcerange ±max_effort",
     'zoh_step': "MuJoCo's Euler step (joint damping implicit) with the PD force held over each tick",
     'write': "MuJoCo's own <general> PD servo (and <motor> in-loop under Euler), qpos at every step",
-    'to_radians': "the reference (physai.engine.replay, the gripper's range read from the SO-101 model)",
-    'residuals': 'the reference (physai.engine.replay.residuals on the same replay.replay, a batch of MuJoCo runs)',
+    'to_radians': "the reference (physai.engine.sysid, the gripper's range read from the SO-101 model)",
+    'residuals': 'the reference (physai.engine.sysid.residuals on the same sysid.replay, a batch of MuJoCo runs)',
 }

@@ -53,7 +53,7 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-from physai.engine import mj, perturb, so101
+from physai.engine import link, mj, perturb, so101
 from physai.laws import checks, robust
 from physai.engine.mj import INTEGRATOR_ENUM
 from physai.engine.so101 import load_so101
@@ -719,20 +719,19 @@ def hold_ensembles(params: Sequence[HoldParams], *, n: int = ENSEMBLE_SIZE, prob
 # ---------------------------------------------------------------------------------------------------------
 # What implicitfast takes implicitly: the actuator's velocity derivative, on and off the force limit
 
-CLAMP_LINK_XML = '''
-<mujoco>
-  <option timestep="{timestep}" integrator="implicitfast"/>
-  <worldbody>
-    <body>
-      <joint name="hinge" type="hinge" axis="0 -1 0" damping="{damping}" armature="{armature}"/>
-      <geom type="capsule" fromto="0 0 0 0.1 0 0" size="0.01" mass="0.1"/>
-    </body>
-  </worldbody>
-  <actuator>
-    <position name="servo" joint="hinge" kp="{kp}" kv="{kv}" forcelimited="true" forcerange="-{forcerange} {forcerange}"/>
-  </actuator>
-</mujoco>
-'''
+def clamped_servo_link(*, kp: float = SO101_KP, kv: float = SO101_KV, damping: float = 0.6,
+                       forcerange: float = SO101_FORCERANGE, armature: float = SO101_ARMATURE,
+                       timestep: float = PHYSICS_TIMESTEP) -> mujoco.MjModel:
+    """Chapter 1's link (:func:`physai.engine.link.link_spec`) on a ``<position kp kv forcerange=±forcerange>``
+    servo with joint ``damping`` (N·m·s/rad), ``armature`` (kg·m²), ``implicitfast`` at ``timestep`` (s): by
+    default Menagerie's SO-101 servo at chapter 3's 1 kHz physics. Built with ``MjSpec``, then compiled."""
+    spec = link.link_spec(armature=armature, timestep=timestep, integrator='implicitfast')
+    spec.joint('hinge').damping = [damping, 0.0, 0.0]  # a 3-vector in MjSpec; its first entry is dof_damping
+    servo = spec.actuator('servo')
+    servo.set_to_position(kp=kp, kv=kv)
+    servo.forcelimited = 1
+    servo.forcerange = [-forcerange, forcerange]
+    return spec.compile()
 
 
 def implicit_damping(error: float, *, kp: float = SO101_KP, kv: float = SO101_KV, damping: float = 0.6,
@@ -740,7 +739,8 @@ def implicit_damping(error: float, *, kp: float = SO101_KP, kv: float = SO101_KV
                      timestep: float = PHYSICS_TIMESTEP) -> tuple[float, float]:
     """The damping ``implicitfast`` folds into its velocity update, with the servo ``error`` rad off its target.
 
-    One ``<position>`` servo on a hinge, at rest ``error`` rad from ``ctrl``, takes one ``implicitfast`` step.
+    Chapter 1's link (:func:`physai.engine.link.link_spec`) on a ``<position>`` servo, at rest ``error`` rad
+    from ``ctrl``, takes one ``implicitfast`` step.
     MuJoCo's ``qDeriv`` (the velocity derivative of the passive and actuator forces it integrates implicitly)
     then reads ``-(kv + damping)`` while ``kp*error`` is inside ``±forcerange``, and ``-damping`` alone once the
     force sits at its limit: a clamped force does not change with the velocity, so kv drops out.
@@ -764,9 +764,8 @@ def implicit_damping(error: float, *, kp: float = SO101_KP, kv: float = SO101_KV
     checks.positive('forcerange', forcerange, 'N·m')
     checks.nonnegative('armature', armature, 'kg·m²')
     checks.timestep(timestep)
-    m = mujoco.MjModel.from_xml_string(CLAMP_LINK_XML.format(
-        timestep=repr(float(timestep)), damping=repr(float(damping)), armature=repr(float(armature)),
-        kp=repr(float(kp)), kv=repr(float(kv)), forcerange=repr(float(forcerange))))
+    m = clamped_servo_link(kp=kp, kv=kv, damping=damping, forcerange=forcerange, armature=armature,
+                           timestep=timestep)
     d = mujoco.MjData(m)
     d.ctrl[0] = error
     mujoco.mj_step(m, d)

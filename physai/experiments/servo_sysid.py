@@ -1,6 +1,6 @@
 """Chapter 4's experiments: the recorded SO-101 episodes replayed open loop, the baselines, and the fitted servo.
 
-The replay and the fit are :mod:`physai.engine.replay`; this module holds what the chapter reads off them. The
+The replay and the fit are :mod:`physai.engine.sysid`; this module holds what the chapter reads off them. The
 ``sysid`` table (:func:`sysid_rows`: teleport, Menagerie's servo, two published servos and the fitted one, on the
 fitting and the held-out episodes, split by :func:`split`), leave-one-out (:func:`leave_one_out`), the teleport scale
 (:func:`teleport_errors`, :func:`best_shift`), the sag in held poses (:func:`hold_sag_deg`), the kp × damping map and
@@ -25,7 +25,7 @@ import mujoco.minimize
 import numpy as np
 
 from physai.engine.datasets import Episode, LeRobotDataset, load_lerobot, shipped_recording
-from physai.engine.replay import (ArmServo, BASELINES, MENAGERIE, PoseHold, Replay, ReplayConfig, TIP_SITE, slim_arm,
+from physai.engine.sysid import (ArmServo, BASELINES, MENAGERIE, PoseHold, Replay, ReplayConfig, TIP_SITE, slim_arm,
                                   arm_columns, fit_servo, hold_pose, joint_mae_deg, mae_deg, replay, replay_ensemble,
                                   synthetic_dataset, to_radians)
 from physai.engine.so101 import ARM_JOINTS, load_so101
@@ -438,7 +438,7 @@ size (1e-8 deg)."""
 
 @dataclasses.dataclass(frozen=True)
 class EnsembleScore:
-    """One servo replayed from every start of ``replay.ENSEMBLE_OFFSETS``: its error as a robust figure."""
+    """One servo replayed from every start of ``sysid.ENSEMBLE_OFFSETS``: its error as a robust figure."""
 
     mae: robust.Ensemble
     """The mean absolute error over the runs, degrees: median, smallest, largest."""
@@ -467,7 +467,7 @@ class EnsembleScore:
 
 def ensemble_score(servo: ArmServo, episodes: Sequence[Episode], *, config: ReplayConfig = ReplayConfig()
                    ) -> EnsembleScore:
-    """``servo`` replayed on ``episodes`` from the starts of ``replay.ENSEMBLE_OFFSETS`` (0 to 7e-9 rad), one batch.
+    """``servo`` replayed on ``episodes`` from the starts of ``sysid.ENSEMBLE_OFFSETS`` (0 to 7e-9 rad), one batch.
 
     Each run's error is taken over all of ``episodes``, every frame weighted alike.
     """

@@ -590,9 +590,9 @@ def position_only_difference(*, steps: int = 2000, target: float = 0.5) -> float
     """The largest |q| difference between the two feed-forward designs when the command has no velocity target
     and no feed-forward torque, rad.
 
-    One ``<position>``-converted hinge (:data:`physai.engine.hold.CLAMP_LINK_XML`, Menagerie's servo gains and
-    clamp) driven in-step by :class:`PDController` to ``target`` rad from rest, once with ``feedforward='in-clamp'``
-    and once with ``'applied'``. With ``velocity = effort = 0`` both designs write zero (``biasprm[0]`` or
+    Chapter 1's link on Menagerie's servo gains and clamp (:func:`physai.engine.hold.clamped_servo_link`), driven
+    in-step by :class:`PDController` to ``target`` rad from rest, once with ``feedforward='in-clamp'`` and once
+    with ``'applied'``. With ``velocity = effort = 0`` both designs write zero (``biasprm[0]`` or
     ``qfrc_applied``), so the runs are the same to the last bit: the applied design is safe for position-only
     commands, and differs only when a velocity target or a feed-forward torque is sent.
 
@@ -604,11 +604,9 @@ def position_only_difference(*, steps: int = 2000, target: float = 0.5) -> float
         raise ValueError(f'steps must be a whole number in [1, 100000], got {steps!r}')
     if not (checks.is_real(target) and math.isfinite(target)):
         raise ValueError(f'target must be a finite number of rad, got {target!r}')
-    xml = hold.CLAMP_LINK_XML.format(timestep=hold.PHYSICS_TIMESTEP, damping=0.6, armature=SO101_ARMATURE,
-                                     kp=SO101_KP, kv=SO101_KV, forcerange=SO101_FORCERANGE)
     runs = []
     for feedforward in FEEDFORWARD:
-        m = mujoco.MjModel.from_xml_string(xml)
+        m = hold.clamped_servo_link()
         d = mujoco.MjData(m)
         pd = PDController(m, ['hinge'], backend='in-step', feedforward=feedforward)
         command = [JointCommand(position=target, stiffness=SO101_KP, damping=SO101_KV, max_effort=SO101_FORCERANGE)]

@@ -1,6 +1,6 @@
 """Chapter 4's live panel and its static twin: an SO-101 episode replayed open loop under a servo you set.
 
-:func:`sysid_panel` replays one recorded episode (:func:`physai.engine.replay.replay`) with the servo's kp, kv,
+:func:`sysid_panel` replays one recorded episode (:func:`physai.engine.sysid.replay`) with the servo's kp, kv,
 forcerange, damping, friction loss and armature on sliders and draws the simulated joints against the recording,
 the mean absolute error and whether the replay stayed stable, chatters or diverged; :func:`sysid_twin` is the kp
 sweep precomputed for the published page.
@@ -16,7 +16,7 @@ import numpy as np
 from physai.experiments import registry
 from physai.interface import live, plots, twin
 from physai.engine.datasets import Episode
-from physai.engine.replay import ArmServo, ReplayConfig, arm_columns, replay
+from physai.engine.sysid import ArmServo, ReplayConfig, arm_columns, replay
 from physai.engine.so101 import ARM_JOINTS
 from physai.experiments.servo_sysid import hold_sag_deg
 

@@ -1,4 +1,4 @@
-"""physai.engine.replay: chapter 4's batched replay against a plain mj_step loop, the arm model's force law,
+"""physai.engine.sysid: chapter 4's batched replay against a plain mj_step loop, the arm model's force law,
 the scores, and the servo fit on data of known servos."""
 
 import dataclasses
@@ -8,22 +8,22 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai.engine import perturb, replay
+from physai.engine import perturb, sysid
 from physai.experiments import servo_sysid
 from physai.engine.datasets import Episode
-from physai.engine.replay import ArmServo, ReplayConfig
+from physai.engine.sysid import ArmServo, ReplayConfig
 from physai.engine.so101 import JOINTS, load_so101
 from physai.laws.sim import actuator_force
 
 
 def replay_by_loop(servo: ArmServo, ep: Episode, config: ReplayConfig = ReplayConfig()) -> np.ndarray:
     """The slow, obviously correct reference: one MjData, hold each action for one frame of mj_step."""
-    m = replay.arm_model(servo, config, fps=ep.fps)
+    m = sysid.arm_model(servo, config, fps=ep.fps)
     d = mujoco.MjData(m)
-    d.qpos[:] = replay.to_radians(ep.state[:1], ep.joints)[0]
+    d.qpos[:] = sysid.to_radians(ep.state[:1], ep.joints)[0]
     perturb.nudge(d.qpos)  # the same last-bit nudge as sysid.replay under PHYSAI_PERTURB
     mujoco.mj_forward(m, d)
-    u = replay.to_radians(ep.action, ep.joints)
+    u = sysid.to_radians(ep.action, ep.joints)
     q = [d.qpos[:5].copy()]
     for k in range(ep.nframe - 1):
         d.ctrl[:] = u[k]
@@ -35,7 +35,7 @@ def replay_by_loop(servo: ArmServo, ep: Episode, config: ReplayConfig = ReplayCo
 
 def test_slim_arm_has_the_menagerie_dynamics():
     """Dropping the meshes keeps every body's mass and inertia: same mass matrix, same gravity."""
-    full, slim = load_so101(), replay.slim_arm()
+    full, slim = load_so101(), sysid.slim_arm()
     assert [slim.joint(i).name for i in range(slim.njnt)] == list(JOINTS)
     d_full, d_slim = mujoco.MjData(full), mujoco.MjData(slim)
     rng = np.random.default_rng(0)
@@ -51,7 +51,7 @@ def test_slim_arm_has_the_menagerie_dynamics():
 
 def test_arm_model_force_is_the_clamped_position_law(soft):
     """Each actuator's force is clip(kp (u - q) - kv q̇, ±forcerange), u clipped to ctrlrange first."""
-    m = replay.arm_model(soft)
+    m = sysid.arm_model(soft)
     d = mujoco.MjData(m)
     rng = np.random.default_rng(1)
     d.qpos[:] = rng.uniform(-1, 1, 6)
@@ -72,7 +72,7 @@ def test_whole_number_of_physics_steps_fills_a_frame(soft):
     """5 ms at 30 fps rounds to 7 steps of 1/210 s, so frames and steps line up exactly."""
     config = ReplayConfig(timestep=0.005)
     assert config.substeps(30) == 7
-    assert replay.arm_model(soft, config, fps=30).opt.timestep == pytest.approx(1 / 210)
+    assert sysid.arm_model(soft, config, fps=30).opt.timestep == pytest.approx(1 / 210)
     assert ReplayConfig(timestep=0.05).substeps(30) == 1
 
 
@@ -81,8 +81,8 @@ def test_batched_replay_is_bit_identical_to_a_loop(integrator, synthetic_episode
     """mujoco.batch runs the same arithmetic as mj_step: every frame of every run agrees exactly."""
     config = ReplayConfig(integrator=integrator)
     episodes = [synthetic_episode(30, 0), synthetic_episode(24, 1)]  # different lengths share a batch
-    runs = replay.replay([soft, replay.MENAGERIE], episodes, config=config)
-    for servo, row in zip([soft, replay.MENAGERIE], runs):
+    runs = sysid.replay([soft, sysid.MENAGERIE], episodes, config=config)
+    for servo, row in zip([soft, sysid.MENAGERIE], runs):
         for ep, rep in zip(episodes, row):
             assert rep.sim_deg.shape == (ep.nframe, 5) and not rep.diverged
             np.testing.assert_array_equal(rep.sim_deg, replay_by_loop(servo, ep, config))
@@ -92,36 +92,36 @@ def test_stiff_servo_reaches_each_target_within_a_frame(synthetic_episode, soft)
     """Menagerie's kp 998 servo is nearly a teleport: within a degree of the last command, where a
     kp 3 servo trails by several."""
     ep = synthetic_episode()
-    rep = replay.replay([replay.MENAGERIE], [ep])[0][0]
+    rep = sysid.replay([sysid.MENAGERIE], [ep])[0][0]
     assert np.abs(rep.sim_deg[1:] - ep.action[:-1, :5]).mean() < 1.0
-    soft = replay.replay([dataclasses.replace(soft, kp=3.0)], [ep])[0][0]
+    soft = sysid.replay([dataclasses.replace(soft, kp=3.0)], [ep])[0][0]
     assert np.abs(soft.sim_deg[1:] - ep.action[:-1, :5]).mean() > 3
 
 
 def test_scores_are_mean_absolute_errors_in_degrees(synthetic_episode, soft):
     ep = synthetic_episode()
-    rep = replay.replay([soft], [ep])[0][0]
+    rep = sysid.replay([soft], [ep])[0][0]
     err = np.abs(rep.sim_deg[1:] - ep.state[1:, :5])
     assert rep.mae_deg == pytest.approx(err.mean())
     np.testing.assert_allclose(rep.joint_mae_deg, err.mean(axis=0))
-    assert replay.mae_deg([rep, rep]) == pytest.approx(err.mean())
+    assert sysid.mae_deg([rep, rep]) == pytest.approx(err.mean())
 
 
 def test_residuals_half_squared_norm_is_half_the_mean_squared_error(synthetic_episode, soft):
     ep = synthetic_episode()
-    x = np.stack([replay.to_log(soft), replay.to_log(replay.MENAGERIE)], axis=1)
-    r = replay.residuals(x, [ep])
+    x = np.stack([sysid.to_log(soft), sysid.to_log(sysid.MENAGERIE)], axis=1)
+    r = sysid.residuals(x, [ep])
     assert r.shape == (5 * (ep.nframe - 1), 2)
-    rep = replay.replay([soft], [ep])[0][0]
+    rep = sysid.replay([soft], [ep])[0][0]
     mse = np.mean((rep.sim_deg[1:] - rep.real_deg[1:]) ** 2)
     assert 0.5 * np.sum(r[:, 0] ** 2) == pytest.approx(0.5 * mse)
 
 
 def test_log_parameters_round_trip(soft):
-    assert replay.from_log(replay.to_log(soft)).as_dict() == pytest.approx(soft.as_dict(), rel=1e-12)
-    low, high = replay.LOG_BOUNDS
-    for servo in replay.BASELINES.values():
-        assert np.all(replay.to_log(servo) >= low) and np.all(replay.to_log(servo) <= high)
+    assert sysid.from_log(sysid.to_log(soft)).as_dict() == pytest.approx(soft.as_dict(), rel=1e-12)
+    low, high = sysid.LOG_BOUNDS
+    for servo in sysid.BASELINES.values():
+        assert np.all(sysid.to_log(servo) >= low) and np.all(sysid.to_log(servo) <= high)
 
 
 @pytest.mark.slow
@@ -132,25 +132,25 @@ def test_fit_recovers_the_lag_of_a_known_servo_and_is_deterministic(synthetic_ep
     episodes = []
     for i in range(2):
         ep = synthetic_episode(40, i)
-        sim = replay.replay([true], [ep])[0][0].sim_deg
+        sim = sysid.replay([true], [ep])[0][0].sim_deg
         state = ep.state.copy()
         state[:, :5] = sim
         episodes.append(dataclasses.replace(ep, state=state))
-    starts = {'menagerie': replay.MENAGERIE, 'therobotstudio': replay.THEROBOTSTUDIO}
-    fit = replay.fit_servo(episodes, starts=starts, progress=False)
-    again = replay.fit_servo(episodes, starts=starts, progress=False)
+    starts = {'menagerie': sysid.MENAGERIE, 'therobotstudio': sysid.THEROBOTSTUDIO}
+    fit = sysid.fit_servo(episodes, starts=starts, progress=False)
+    again = sysid.fit_servo(episodes, starts=starts, progress=False)
     assert fit.servo == again.servo
     assert [s.servo for s in fit.starts] == [s.servo for s in again.starts]
-    assert fit.servo == replay.kept_start(fit.starts).servo.rounded(replay.FIT_DIGITS)
+    assert fit.servo == sysid.kept_start(fit.starts).servo.rounded(sysid.FIT_DIGITS)
     assert [s.iterations for s in fit.starts] == [s.iterations for s in again.starts]
     assert [s.name for s in fit.starts] == ['menagerie', 'therobotstudio']
     for start in fit.starts:
         assert start.converged and start.iterations < start.max_iter == 50
         assert start.objectives[-1] <= start.objectives[0]
-    assert replay.mae_deg(replay.replay([fit.servo], episodes)[0]) < 0.1
+    assert sysid.mae_deg(sysid.replay([fit.servo], episodes)[0]) < 0.1
     assert fit.servo.lag_ms == pytest.approx(true.lag_ms, rel=0.2)
-    low, high = replay.LOG_BOUNDS
-    assert np.all(replay.to_log(fit.servo) >= low) and np.all(replay.to_log(fit.servo) <= high)
+    low, high = sysid.LOG_BOUNDS
+    assert np.all(sysid.to_log(fit.servo) >= low) and np.all(sysid.to_log(fit.servo) <= high)
 
 
 @pytest.mark.parametrize('kwargs, message', [
@@ -172,41 +172,41 @@ def test_bad_replay_and_fit_settings(synthetic_episode):
     with pytest.raises(ValueError, match='shift must be an integer >= 0 frames, got -1'):
         servo_sysid.teleport_errors([synthetic_episode()], -1)
     with pytest.raises(ValueError, match='max_iter must be an integer >= 1, got 0'):
-        replay.fit_servo([synthetic_episode()], max_iter=0, progress=False)
+        sysid.fit_servo([synthetic_episode()], max_iter=0, progress=False)
     ep = synthetic_episode()
     with pytest.raises(ValueError, match='lacks the arm joints'):
-        replay.to_radians(ep.action[:, :3], JOINTS[:3])
+        sysid.to_radians(ep.action[:, :3], JOINTS[:3])
 
 
 def test_synthetic_stand_in_is_made_by_its_hidden_servo():
     """No recording at hand: the stand-in's states are the hidden servo's replay, to an encoder count."""
-    ds = replay.synthetic_dataset(nepisode=2, seconds=3.0)
+    ds = sysid.synthetic_dataset(nepisode=2, seconds=3.0)
     assert len(ds) == 2 and ds.fps == 30.0 and ds[0].nframe == 90
-    np.testing.assert_array_equal(ds[0].action[0], replay.REST_DEG)
-    rep = replay.replay([replay.HIDDEN_SERVO], [ds[1]])[0][0]
-    assert rep.mae_deg < replay.RESOLUTION_DEG
-    assert replay.synthetic_dataset(nepisode=2, seconds=3.0)[1].state.tolist() == ds[1].state.tolist()
+    np.testing.assert_array_equal(ds[0].action[0], sysid.REST_DEG)
+    rep = sysid.replay([sysid.HIDDEN_SERVO], [ds[1]])[0][0]
+    assert rep.mae_deg < sysid.RESOLUTION_DEG
+    assert sysid.synthetic_dataset(nepisode=2, seconds=3.0)[1].state.tolist() == ds[1].state.tolist()
 
 
 def test_offsets_shift_each_servos_start(synthetic_episode, soft):
     """``offsets`` moves servo i's start by offsets[i] rad on every joint; frame 0 is the start simulated."""
     ep = synthetic_episode(10)
-    plain, shifted = replay.replay([soft, soft], [ep], offsets=[0.0, 1e-3])
+    plain, shifted = sysid.replay([soft, soft], [ep], offsets=[0.0, 1e-3])
     np.testing.assert_allclose(shifted[0].sim_deg[0] - plain[0].sim_deg[0], np.degrees(1e-3), rtol=1e-9)
     with pytest.raises(ValueError, match='offsets must be 2 finite numbers'):
-        replay.replay([soft, soft], [ep], offsets=[0.0])
+        sysid.replay([soft, soft], [ep], offsets=[0.0])
 
 
 def test_hold_pose_starts_and_commands_the_pose_and_reads_the_servo_force():
     """A stiff servo at a pose it is told to hold barely moves, and its force is MuJoCo's actuator_force."""
     pose = np.zeros(len(JOINTS))
     pose[1], pose[2] = -0.5, 0.5
-    h = replay.hold_pose(replay.MENAGERIE, pose, seconds=0.5)
+    h = sysid.hold_pose(sysid.MENAGERIE, pose, seconds=0.5)
     np.testing.assert_allclose(h.pose_deg, np.degrees(pose[:5]))
     assert np.all(np.abs(h.moved_deg) < 0.1)
-    assert np.all(np.abs(h.actuator_force) <= replay.MENAGERIE.forcerange + 1e-12)
+    assert np.all(np.abs(h.actuator_force) <= sysid.MENAGERIE.forcerange + 1e-12)
     assert h.ncon == 0
-    m = replay.arm_model(replay.MENAGERIE)
+    m = sysid.arm_model(sysid.MENAGERIE)
     d = mujoco.MjData(m)
     d.qpos[:] = pose
     d.ctrl[:] = pose
@@ -223,4 +223,4 @@ def test_hold_pose_starts_and_commands_the_pose_and_reads_the_servo_force():
 ])
 def test_hold_pose_rejects_bad_inputs(kwargs, message):
     with pytest.raises(ValueError, match=message):
-        replay.hold_pose(replay.MENAGERIE, **kwargs)
+        sysid.hold_pose(sysid.MENAGERIE, **kwargs)
