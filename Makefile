@@ -12,6 +12,15 @@ endif
 
 .PHONY: book test clean
 
+# The site's JavaScript dependency (MuJoCo's WebAssembly build for the live panels), pinned in package-lock.json.
+NPM := $(shell command -v npm 2>/dev/null)
+node_modules/.package-lock.json: package.json package-lock.json
+ifeq ($(NPM),)
+	@echo "make: npm not found: the book's live panels need Node.js and npm (npm ci fetches MuJoCo's WebAssembly build)"; exit 1
+else
+	$(NPM) ci --no-audit --no-fund
+endif
+
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
@@ -20,7 +29,7 @@ $(STAMP): requirements.txt pyproject.toml
 
 # The build executes nothing (execute_notebooks: off): it shows the outputs stored in the notebooks, which
 # `pytest --nbval` re-executes and compares. -W -n --keep-going: any warning or broken reference fails the build.
-book: $(STAMP)
+book: $(STAMP) node_modules/.package-lock.json
 	$(BIN)/jupyter-book build --all -W -n --keep-going .
 
 # The notebooks run twice: as stored, and with every simulation's start nudged by 1e-12 rad (physai.perturb), which
@@ -28,11 +37,11 @@ book: $(STAMP)
 NBVAL := $(BIN)/python -m pytest --nbval notebooks --nbval-sanitize-with notebooks/nbval_sanitize.cfg -p no:cacheprovider
 
 # lint-imports: physai's layer contract (pyproject.toml [tool.importlinter]); then physai, then the chapters.
-test: $(STAMP)
+test: $(STAMP) node_modules/.package-lock.json
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest tests
 	$(NBVAL)
 	PHYSAI_PERTURB=1e-12 $(NBVAL)
 
 clean:
-	rm -rf _build $(VENV)
+	rm -rf _build $(VENV) node_modules

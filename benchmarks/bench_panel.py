@@ -3,15 +3,18 @@
 Drives each panel's own update path (``Panel.update``, the function a slider calls) in a plain process with no
 widget front end. For every control of every chapter's panel it makes ``--values`` fresh changes spread over the
 control's whole range, ends included (log-spaced on a log slider, every option of a choice), each from the panel's
-default setting, and times each from the change to the new PNG bytes. In the same run it times the naive approach
-on chapter 1's changes: rerun every computation (no cache), build a whole new pyplot figure and render it inline as
-PNG (what ``%matplotlib inline`` does at the end of a cell).
+default setting, and times each from the change to the new PNG bytes (and to the complete figure, once the panel's
+worker has drawn the parts it defers, such as chapter 1's kp curve and stability map; it waits for them before the
+next change). With ``--corners N`` it also times chapter 1's slowest corners (0.5 ms steps with each integrator,
+armature 0.1, the 20 ms Euler corner): the change into each, then N kp and N armature moves there. In the same run
+it times the naive approach on chapter 1's changes: rerun every computation (no cache), build a whole new pyplot
+figure and render it inline as PNG (what ``%matplotlib inline`` does at the end of a cell).
 
-Prints a table (chapter, control, median and 95th percentile in ms), then the last line
-``panel <X> ms (worst median: <chapter> <control>), p95 <Y> ms, naive <Z> ms, ratio <Z/X>``: X the worst
+Prints a table (chapter, control, median and 95th percentile in ms, median to the complete figure), then the last
+line ``panel <X> ms (worst median: <chapter> <control>), p95 <Y> ms, naive <Z> ms, ratio <Z/X>``: X the worst
 control's median, Y the worst 95th percentile, Z the naive median, all measured in this run.
 
-Run: ``.venv/bin/python benchmarks/bench_panel.py [--values 10] [--chapters 1 2 3 4]``
+Run: ``.venv/bin/python benchmarks/bench_panel.py [--values 10] [--chapters 1 2 3 4] [--corners 5]``
 """
 
 from __future__ import annotations
@@ -55,18 +58,51 @@ def chapter_panels(chapters) -> dict:
     return {c: makers[c] for c in chapters}
 
 
-def time_controls(panel, n: int) -> dict[str, list[float]]:
-    """Per control, the latency (ms) of ``n`` changes, each from the panel's default setting."""
+def time_change(panel, changes: dict) -> tuple[float, float]:
+    """(ms to the new PNG, ms to the complete figure): one change, then its deferred parts drawn (the panel's
+    worker fills them in; waiting for it keeps one change's background work out of the next one's time)."""
+    start = time.perf_counter()
+    png = panel.update(**changes)
+    first = 1e3 * (time.perf_counter() - start)
+    assert png.startswith(b'\x89PNG'), changes
+    panel.wait()
+    return first, 1e3 * (time.perf_counter() - start)
+
+
+def time_controls(panel, n: int) -> dict[str, tuple[list[float], list[float]]]:
+    """Per control, the latencies (ms to the new PNG, ms to the complete figure) of ``n`` changes, each from the
+    panel's default setting."""
     times = {}
     for name, control in panel.controls.items():
-        times[name] = []
+        times[name] = ([], [])
         for value in control_values(control, n):
             panel.reset()
-            start = time.perf_counter()
-            png = panel.update(**{name: value})
-            times[name].append(1e3 * (time.perf_counter() - start))
-            assert png.startswith(b'\x89PNG'), name
+            panel.wait()
+            first, complete = time_change(panel, {name: value})
+            times[name][0].append(first)
+            times[name][1].append(complete)
     return times
+
+
+CORNERS = [{'timestep': 0.0005, 'integrator': i} for i in ('RK4', 'implicitfast', 'Euler')] + [
+    {'timestep': 0.0005, 'integrator': 'RK4', 'armature': 0.1}, {'timestep': 0.02, 'integrator': 'Euler', 'armature': 0.0}]
+"""Chapter 1's slowest corners: 0.5 ms steps (6000 per step response), RK4, armature 0.1, and the 20 ms Euler
+corner where most runs diverge."""
+
+
+def time_corners(panel, n: int) -> list[tuple[str, float, float, float]]:
+    """At each corner: the change into it (ms to the new PNG and to the complete figure), then the median of
+    ``n`` kp and armature moves made there (ms to the new PNG)."""
+    rows = []
+    for corner in CORNERS:
+        panel.reset()
+        panel.wait()
+        first, complete = time_change(panel, corner)
+        moves = [time_change(panel, {name: value})[0] for name in ('kp', 'armature')
+                 for value in control_values(panel.controls[name], n)]
+        rows.append((', '.join(f'{k} {v}' for k, v in corner.items()), first, complete,
+                     statistics.median(moves), float(np.percentile(moves, 95))))
+    return rows
 
 
 def naive_update(values: dict) -> bytes:
@@ -105,16 +141,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--values', type=int, default=10, help='fresh values per control')
     parser.add_argument('--chapters', type=int, nargs='+', default=[1, 2, 3, 4], choices=[1, 2, 3, 4])
+    parser.add_argument('--corners', type=int, default=0,
+                        help="also time chapter 1's corners, with this many kp and armature moves at each")
     args = parser.parse_args()
 
-    rows = []
+    rows, corners = [], []
     for chapter, make in tqdm(chapter_panels(args.chapters).items(), desc='panels', unit='panel'):
         panel = make()
-        for name, ms in time_controls(panel, args.values).items():
-            rows.append((chapter, name, statistics.median(ms), float(np.percentile(ms, 95))))
-    print(f'{"chapter":>7}  {"control":<16} {"median ms":>9} {"p95 ms":>8}')
-    for chapter, name, median, p95 in rows:
-        print(f'{chapter:>7}  {name:<16} {median:9.1f} {p95:8.1f}')
+        for name, (ms, complete) in time_controls(panel, args.values).items():
+            rows.append((chapter, name, statistics.median(ms), float(np.percentile(ms, 95)),
+                         statistics.median(complete)))
+        if chapter == 1 and args.corners:
+            corners = time_corners(panel, args.corners)
+    print(f'{"chapter":>7}  {"control":<16} {"median ms":>9} {"p95 ms":>8} {"complete ms":>11}')
+    for chapter, name, median, p95, complete in rows:
+        print(f'{chapter:>7}  {name:<16} {median:9.1f} {p95:8.1f} {complete:11.1f}')
+    if corners:
+        print(f'chapter 1 corners: {"setting":<52} {"in ms":>6} {"complete ms":>11} {"moves median":>12} {"p95":>6}')
+        for setting, first, complete, median, p95 in corners:
+            print(f'{"":>19}{setting:<52} {first:6.1f} {complete:11.1f} {median:12.1f} {p95:6.1f}')
 
     servo = position_actuators_panels.servo_panel()
     changes = [{name: v} for name, control in servo.controls.items() for v in control_values(control, args.values)]
@@ -126,7 +171,7 @@ def main() -> None:
         naive_ms.append(1e3 * (time.perf_counter() - start))
         assert png.startswith(b'\x89PNG')
 
-    chapter, name, worst, _ = max(rows, key=lambda row: row[2])
+    chapter, name, worst, _, _ = max(rows, key=lambda row: row[2])
     p95 = max(row[3] for row in rows)
     naive = statistics.median(naive_ms)
     print(f'panel {worst:.0f} ms (worst median: chapter {chapter} {name}), p95 {p95:.0f} ms, '

@@ -3,12 +3,15 @@
     python -m physai list              every experiment, one line each
     python -m physai NAME [ARG]        its table, fixed precision
     python -m physai NAME [ARG] --json the same rows as a JSON list of objects
+    python -m physai fit-servo DATASET  chapter 4's fit on your own LeRobot recording, written as an MJCF file
+                                        (python -m physai fit-servo --help for its options)
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import pathlib
 import sys
 
 from physai.experiments import registry
@@ -16,8 +19,13 @@ from physai.engine.so101 import ModelUnavailable
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ['fit-servo']:
+        return fit_servo(argv[1:])
     parser = argparse.ArgumentParser(
-        prog='python -m physai', description='Run one of the book\'s experiments and print its table.')
+        prog='python -m physai', description='Run one of the book\'s experiments and print its table.',
+        epilog='python -m physai fit-servo DATASET fits chapter 4\'s servo to your own LeRobot recording '
+               '(python -m physai fit-servo --help).')
     parser.add_argument('name', nargs='?', help='an experiment name, or "list" to see them all')
     parser.add_argument('arg', nargs='?', default=None, help='the argument some experiments take')
     parser.add_argument('--json', action='store_true', help='print the rows as a JSON list of objects')
@@ -56,6 +64,138 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(registry.to_json(rows) if args.json else exp.table(rows, args.arg))
     return 0
+
+
+FIT_SERVO_HELP = """Fit chapter 4's servo model to a LeRobot recording of your SO-101 and write it into Menagerie's arm.
+
+DATASET is a LeRobot dataset folder (v2.1 or v3.0), a Hugging Face Hub id owner/name with --download (needs
+pip install "physai[hub]"), or 'synthetic' for a stand-in recorded by the simulated arm itself."""
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad argument is a ValueError (one ``error:`` line, exit 2) instead of usage and exit."""
+
+    def error(self, message: str):
+        raise ValueError(f'{message} (python -m physai fit-servo --help lists the options)')
+
+
+def _fit_servo_parser() -> argparse.ArgumentParser:
+    from physai.experiments import identify
+
+    parser = _OneLineParser(prog='python -m physai fit-servo', description=FIT_SERVO_HELP,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('dataset', metavar='DATASET', help='a LeRobot dataset folder, owner/name with --download, '
+                        'or synthetic')
+    parser.add_argument('--robot', default='so101', help='the arm (so101; default so101)')
+    parser.add_argument('--episodes', nargs='+', metavar='N', help='episode indices to use (default all)')
+    parser.add_argument('--heldout', nargs='+', metavar='N',
+                        help='episode indices kept out of the fit (default the last of --episodes)')
+    parser.add_argument('--per-joint', action='store_true', help="also fit each arm joint's kp and kv")
+    parser.add_argument('--offsets', action='store_true',
+                        help='take the held-pose offsets to be calibration: fit without them, write them into the '
+                             'actuators')
+    parser.add_argument('--out', default=None, metavar='FILE',
+                        help=f'the MJCF file to write (default {identify.OUT_DEFAULT})')
+    parser.add_argument('--json', action='store_true', help='print the report as JSON')
+    parser.add_argument('--report', default=None, metavar='FILE.png',
+                        help='draw the replay against the recording per joint into this PNG')
+    parser.add_argument('--download', action='store_true', help='allow downloading DATASET from the Hugging Face Hub')
+    return parser
+
+
+def _indices(name: str, values: list[str] | None) -> list[int] | None:
+    if values is None:
+        return None
+    out = []
+    for v in (x for value in values for x in value.split(',') if x):
+        if not v.isdigit():
+            raise ValueError(f'{name} must be whole episode indices >= 0, got {v!r}')
+        out.append(int(v))
+    return out
+
+
+def fit_servo(argv: list[str]) -> int:
+    """``python -m physai fit-servo``: 0 on success; 2 with one line on stderr for bad arguments or data."""
+    from physai.experiments import identify, servo_sysid  # here: `list` and the tables need neither
+
+    try:
+        args, unknown = _fit_servo_parser().parse_known_args(argv)
+        if unknown:
+            raise ValueError(f'unrecognized arguments: {" ".join(unknown)}')
+        identify.check_robot(args.robot)
+        episodes, heldout = _indices('--episodes', args.episodes), _indices('--heldout', args.heldout)
+        out = pathlib.Path(args.out or identify.OUT_DEFAULT)
+        if out.suffix.lower() != '.xml':
+            raise ValueError(f'--out must name an .xml file, got {str(out)!r}')
+        if not out.resolve().parent.is_dir():
+            raise ValueError(f'--out must be in an existing folder, got {str(out)!r}')
+        if args.report is not None and not args.report.lower().endswith('.png'):
+            raise ValueError(f'--report must name a .png file, got {args.report!r}')
+        if args.dataset != 'synthetic' and not pathlib.Path(args.dataset).is_dir() and not args.download:
+            raise ValueError(f'DATASET must be a LeRobot dataset folder, got {args.dataset!r}, which is none; '
+                             f'for a Hugging Face Hub id (owner/name) add --download')
+        try:
+            data, origin = servo_sysid.find_dataset(args.dataset, download=args.download)
+        except ImportError:
+            raise ValueError('--download needs the huggingface_hub package: pip install "physai[hub]"') from None
+        fit, held = identify.select_episodes(data, episodes, heldout)
+        ident = identify.identify(data, fit, held, source=origin, per_joint=args.per_joint, offsets=args.offsets,
+                                  progress=True)
+        written = identify.write_mjcf(ident, out)
+        rep = identify.report(ident, written)
+        if args.report is not None:
+            draw_fit_report(ident, args.report)
+    except (ValueError, OSError, ModelUnavailable) as err:
+        return _fail(str(err))
+    print(identify.report_json(rep) if args.json else identify.report_text(rep))
+    return 0
+
+
+def _fail(message: str) -> int:
+    print(f'error: {message}', file=sys.stderr)
+    return 2
+
+
+def draw_fit_report(ident, path: str) -> None:
+    """The replay against the recording, per arm joint, every selected episode end to end; held-out ones shaded.
+
+    Args:
+      ident: an ``identify.Identification``.
+      path: the PNG to write.
+    """
+    import numpy as np
+    from matplotlib.figure import Figure  # no pyplot: the command changes no backend and keeps no figure open
+    from physai.engine.so101 import ARM_JOINTS
+    from physai.engine.sysid import arm_columns
+
+    episodes = list(ident.fit) + list(ident.heldout)
+    fig = Figure(figsize=(11, 2.0 * len(ARM_JOINTS)))
+    axes = fig.subplots(len(ARM_JOINTS), 1, sharex=True)
+    t0 = 0.0
+    for k, e in enumerate(episodes):
+        t = t0 + np.arange(e.nframe) / e.fps
+        real = e.state[:, arm_columns(e.joints)]
+        for j, ax in enumerate(axes):
+            ax.plot(t, real[:, j], color='#888888', lw=2.2, alpha=0.8, label='recording' if k == 0 else None)
+            ax.plot(t, ident.sim['menagerie'][k, :e.nframe, j], color='#d62728', lw=0.8,
+                    label="Menagerie's servo" if k == 0 else None)
+            ax.plot(t, ident.sim['fitted'][k, :e.nframe, j], color='#1f6fb4', lw=1.1,
+                    label='fitted (the written file)' if k == 0 else None)
+            if k >= len(ident.fit):
+                ax.axvspan(t[0], t[-1], color='#f2c94c', alpha=0.25, lw=0,
+                           label='held out' if k == len(ident.fit) else None)
+            ax.axvline(t0, color='#444444', lw=0.6, ls=':')
+        axes[0].text(t0 + 0.2, 1.02, f'episode {e.index}' + (' (held out)' if k >= len(ident.fit) else ''),
+                     transform=axes[0].get_xaxis_transform(), fontsize=8)
+        t0 = t[-1] + 1.0 / e.fps
+    for ax, name in zip(axes, ARM_JOINTS):
+        ax.set_ylabel(f'{name} (deg)')
+        ax.grid(alpha=0.3)
+    axes[-1].set_xlabel('time over the episodes, end to end (s)')
+    axes[0].legend(fontsize=8, ncols=4, loc='lower right')
+    fig.suptitle(f'{ident.source}: open-loop replay against the recording', fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == '__main__':

@@ -1,7 +1,11 @@
 """physai.interface.actuator_models_panels: chapter 2's live panel at extreme settings, its readout, and the
 forcerange twin (byte-stable, redrawn in headless Chromium)."""
 
+import io
 import json
+
+import numpy as np
+from PIL import Image
 
 from physai.engine import pendulum
 from physai.interface import actuator_models_panels, plots
@@ -91,3 +95,22 @@ def test_panel_offers_the_remotized_pd_whose_default_table_just_holds_the_link()
     assert actuator_models_panels.panel_readout(run, metrics).startswith('still swinging:')
     panel = actuator_models_panels.actuator_panel(model='remotized PD')
     assert panel.update(forcerange=2.0, delay=30)[:4] == b'\x89PNG' and panel.error is None
+
+
+def test_panel_effort_limit_steps_the_torque_axes_without_redrawing_the_figure():
+    """Each torque scale is drawn once when the panel is made; after that no effort limit, on any model,
+    redraws the whole figure, and the axes always show the limit and the hold torque."""
+    panel = actuator_models_panels.actuator_panel()
+    redraws = panel.full_redraws
+    for model in actuator_models_panels.MODELS:
+        for limit in (0.5, 3.0, 7.5, 11.5, 22.5, 44.5, 60.0, 99.5, 100.0):
+            png = panel.update(model=model, forcerange=limit)
+            top = panel.state['ax2'].get_ylim()[1]
+            assert panel.state['ax3'].get_ylim()[1] == top
+            assert top in actuator_models_panels.PANEL_TORQUE_STEPS
+            if model in ('DC motor', 'remotized PD') or limit < actuator_models_panels.PANEL_NO_LIMIT:
+                assert top >= 1.25 * max(limit, pendulum.TAU_G)
+    assert panel.full_redraws == redraws
+    panel._background = None  # force the full path: the same picture
+    full = panel.update()
+    assert np.array_equal(np.asarray(Image.open(io.BytesIO(png))), np.asarray(Image.open(io.BytesIO(full))))

@@ -85,3 +85,55 @@ def test_progress_bars_stay_off_the_published_page(path):
                 and any(out.get('name') == 'stderr' for out in cell.get('outputs', []))
                 and 'remove-stderr' not in cell['metadata'].get('tags', [])]
     assert not untagged, f'{path.name}: cells {untagged} print to stderr without the remove-stderr tag'
+
+
+def _extension():
+    import importlib
+    import sys
+    sys.path.insert(0, str(ROOT / 'book' / '_ext'))
+    try:
+        return importlib.import_module('physai_book')
+    finally:
+        sys.path.pop(0)
+
+
+def test_reading_time_is_counted_from_the_words_at_the_reading_speed():
+    ext = _extension()
+    assert ext.reading_minutes(0) == 0
+    assert ext.reading_minutes(1) == 1
+    assert ext.reading_minutes(ext.WORDS_PER_MINUTE * 12) == 12
+    assert ext.reading_minutes(ext.WORDS_PER_MINUTE * 12 + 1) == 13
+    with pytest.raises(ValueError, match='words'):
+        ext.reading_minutes(-1)
+    text = ext.reading_time_text(4000, 1000)
+    assert text.startswith('Reading time: about 20 minutes (4,000 words), plus 5 minutes for the optional Going further')
+
+
+def test_prose_words_leave_out_code_cells_and_count_optional_sections_apart():
+    from docutils import nodes
+    ext = _extension()
+    doc = nodes.document(None, None)
+    main = nodes.section('', nodes.title('', 'Chapter'), nodes.paragraph('', 'one two three'))
+    cell = nodes.container('', nodes.paragraph('', 'print(x) keep(y) z'), classes=['cell'])
+    optional = nodes.section('', nodes.title('', 'Going further (optional)'), nodes.paragraph('', 'four five'))
+    main += cell
+    main += optional
+    doc += main
+    assert ext.prose_words(doc) == (3, 2)
+
+
+def test_icons_are_inlined_from_the_theme_script_and_the_script_is_dropped():
+    ext = _extension()
+    script = ('var p={rocket:[512,512,[],"f135","M1 2L3 4"],"magnifying-glass":[512,512,[128269,"search"],'
+              '"f002","M5 6"]};x(function(){d("fas",p)});var p={github:[496,512,[],"f09b","M7 8"]};'
+              'x(function(){d("fab",p)});')
+    icons = ext.fontawesome_icons(script)
+    assert icons[('solid', 'rocket')] == (512, 512, 'M1 2L3 4')
+    assert icons[('brands', 'github')] == (496, 512, 'M7 8')
+    html = ('<script defer src="../_static/scripts/fontawesome.js?digest=1"></script>\n'
+            '<i class="fas fa-rocket"></i><i class="fab fa-github" title="GitHub"></i><i class="fas fa-unknown"></i>')
+    out = ext.inline_icons(html, icons)
+    assert 'fontawesome.js' not in out
+    assert '<i class="fas fa-rocket"><svg class="physai-icon" viewBox="0 0 512 512"' in out
+    assert 'd="M7 8"' in out and 'title="GitHub"' in out
+    assert '<i class="fas fa-unknown"></i>' in out  # left as it was

@@ -1,14 +1,16 @@
 """physai.engine.hold: chapter 3's PDController (in-loop and in-step) against MuJoCo's own <position> servo and a
 plain loop, the batched SO-101 hold and its ensembles."""
 
+import dataclasses
 import math
 import warnings
 
 import mujoco
+import mujoco.batch
 import numpy as np
 import pytest
 
-from physai.engine import hold, perturb
+from physai.engine import hold, mj, perturb, so101
 from physai.laws import loop
 from physai.engine.hold import HoldParams, PDController
 from physai.laws.loop import BACKENDS, JointCommand
@@ -148,9 +150,10 @@ def test_max_effort_narrows_the_actuator_forcerange_never_widens_it():
 # The SO-101 experiment
 
 
-def hold_by_loop(params: HoldParams, duration: float = 1.0):
-    """The slow, obvious reference: one MjData, PDController.write at every tick, mj_step in between."""
-    m = hold.hold_model(params)
+def hold_by_loop(params: HoldParams, duration: float = 1.0, model: mujoco.MjModel | None = None):
+    """The slow, obvious reference: one MjData, PDController.write at every tick, mj_step in between (on
+    ``model``, default the runner's own :func:`hold.hold_model`)."""
+    m = hold.hold_model(params) if model is None else model
     controller = PDController(m, hold.so101_joints(), backend=params.backend)
     d = mujoco.MjData(m)
     d.qpos[:] += params.start_offset
@@ -181,6 +184,65 @@ def test_batched_hold_matches_a_plain_loop_and_touches_nothing(backend, rate_hz)
     (batched,) = hold.hold_responses([params], duration=1.0)
     np.testing.assert_allclose(batched.q, q_loop, atol=1e-9, rtol=0)
     assert max_contacts == 0
+
+
+def meshed_hold_model(params: HoldParams) -> mujoco.MjModel:
+    """The oracle's model: Menagerie's SO-101 as shipped, meshes and all, with the run's options and armature
+    (PDController sets up the actuators, as in hold_by_loop)."""
+    m = so101.load_so101()
+    m.opt.timestep = params.timestep
+    m.opt.integrator = mj.INTEGRATOR_ENUM[params.integrator]
+    mj.set_armature(m, params.armature)
+    return m
+
+
+@pytest.mark.parametrize('backend', BACKENDS)
+def test_hold_on_the_mesh_free_arm_is_the_loop_on_the_shipped_arm(backend):
+    """The chapter's runs use the arm without its visual meshes; MuJoCo stepping the shipped model (63 MB of
+    meshes) through PDController gives the same trajectory: at 50 Hz in-loop that is a chaotic chatter, so any
+    difference in mass, inertia or contacts would have grown by the end."""
+    params = HoldParams(rate_hz=50, backend=backend)
+    q_loop, max_contacts = hold_by_loop(params, model=meshed_hold_model(params))
+    (run,) = hold.hold_responses([params], duration=1.0)
+    np.testing.assert_allclose(run.q, q_loop, atol=1e-9, rtol=0)
+    assert max_contacts == 0
+
+
+LONE_CASES = [
+    HoldParams(rate_hz=50, backend='in-loop'),  # chaotic: any last-bit difference would grow
+    HoldParams(rate_hz=1000, backend='in-loop', armature=0.0),  # a tick at every step
+    HoldParams(rate_hz=133, backend='in-loop', kp=30000.0, timestep=0.02, integrator='Euler', armature=0.0),
+    # an explicit PD far past its bound: MuJoCo flags bad accelerations, resets and goes on, many times
+    HoldParams(rate_hz=333, backend='in-loop', kp=1e6, forcerange=1e9, armature=0.0, integrator='Euler'),
+]
+
+
+@pytest.mark.parametrize('params', LONE_CASES, ids=['50Hz', '1kHz', 'coarse', 'diverges'])
+def test_a_lone_in_loop_run_is_its_batched_run_bit_for_bit(params):
+    """The live panel's single in-loop run steps one MjData instead of a Batch call per tick: the same samples to
+    the last bit as when it runs in a batch beside another in-loop run, diverged runs included (flagged in both)."""
+    lone = hold.hold_responses([params], nthread=1)[0]
+    batched = hold.hold_responses([params, dataclasses.replace(params, rate_hz=77.0)], nthread=1)[0]
+    np.testing.assert_array_equal(lone.q, batched.q)
+    assert lone.diverged == batched.diverged
+    assert lone.diverged == (params.kp == 1e6)
+
+
+def test_a_lone_run_makes_no_batch_call_per_tick_and_in_step_makes_one(monkeypatch):
+    """In-loop alone: no Batch.rollout at all (150 ticks at 50 Hz used to be 150 calls); in-step: one call for the
+    whole run, its inputs scheduled ahead."""
+    calls = []
+    rollout = mujoco.batch.Batch.rollout
+
+    def counted(self, *args, **kwargs):
+        calls.append(args[0] if args else kwargs['nstep'])
+        return rollout(self, *args, **kwargs)
+
+    monkeypatch.setattr(mujoco.batch.Batch, 'rollout', counted)
+    hold.hold_responses([HoldParams(rate_hz=50, backend='in-loop')], nthread=1)
+    assert calls == []
+    hold.hold_responses([HoldParams(rate_hz=50, backend='in-step')], nthread=1)
+    assert calls == [round(hold.DURATION / hold.PHYSICS_TIMESTEP)]
 
 
 def test_ensemble_runs_start_a_nanoradian_apart():

@@ -26,6 +26,16 @@ def test_tick_mask_is_even_where_the_rates_divide_and_alternates_at_400_hz():
     assert loop.tick_pattern(400, 0.001) == (3, 2)
 
 
+def test_tick_pattern_is_kept_per_rate_and_still_refuses_bad_input():
+    """Patterns are kept (a panel asks for the same 41 rates at every move), and an int, a float or a NumPy rate
+    give the same one; input that is not a number still gets the ValueError naming it, not a hashing error."""
+    assert loop.tick_pattern(400, 0.001) is loop.tick_pattern(400.0, np.float64(0.001))
+    with pytest.raises(ValueError, match=r'rate_hz must be a finite number > 0 Hz, got \[400\]'):
+        loop.tick_pattern([400], 0.001)
+    with pytest.raises(ValueError, match='timestep must be a finite number > 0 s'):
+        loop.tick_pattern(400, {'h': 0.001})
+
+
 @pytest.mark.parametrize('rate_hz, pattern', [(129, (8, 8, 8, 7)), (400 / 3, (8, 7)), (125, (8,)), (2000, (1,))])
 def test_tick_pattern_has_the_mean_tick_of_the_rate(rate_hz, pattern):
     """The pattern's ticks cover the steps of the rate's nearest fraction (129 Hz: 31 steps in 4 ticks)."""

@@ -100,3 +100,11 @@ def test_list_as_json_names_every_experiment_with_its_choices(capsys):
     rows = _json_rows(capsys, 'list')
     assert [row['name'] for row in rows] == registry.names()
     assert all(set(row) == {'name', 'summary', 'choices'} for row in rows)
+
+
+def test_fit_servo_is_a_subcommand_beside_the_tables_with_one_line_errors():
+    """``fit-servo`` takes its own options (tests/test_identify.py covers them); a bad one is one line, exit 2."""
+    proc = subprocess.run([sys.executable, '-m', 'physai', 'fit-servo', '/no/such/folder'], capture_output=True,
+                          text=True)
+    assert proc.returncode == 2 and proc.stdout == ''
+    assert proc.stderr.splitlines() == [proc.stderr.strip()] and proc.stderr.startswith('error: DATASET')

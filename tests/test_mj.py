@@ -2,6 +2,7 @@
 and armature written into a compiled model exactly as MuJoCo compiles them."""
 
 import math
+import threading
 
 import mujoco
 import numpy as np
@@ -94,3 +95,26 @@ def test_set_armature_recomputes_the_constants_mujoco_compiles():
     assert got.dof_armature[0] == want.dof_armature[0]
     np.testing.assert_allclose(got.dof_invweight0, want.dof_invweight0, rtol=1e-12)
     assert got.dof_invweight0[0] != _compiled('<position joint="j" kp="10"/>').dof_invweight0[0]
+
+
+def test_captures_open_on_two_threads_restore_the_handler_whichever_closes_first():
+    """A live panel's worker thread and a slider's rerun capture at once; their blocks close in either order, and
+    the handler that was there before comes back only when both have closed."""
+    before = mujoco.get_mju_user_warning()
+    inner_open, outer_closed = threading.Event(), threading.Event()
+    seen_by_worker = []
+
+    def worker():
+        with mj.captured_warnings():
+            inner_open.set()
+            outer_closed.wait(5)
+            seen_by_worker.append(mujoco.get_mju_user_warning())  # after the other block closed
+    thread = threading.Thread(target=worker)
+    with mj.captured_warnings():
+        thread.start()
+        inner_open.wait(5)
+    outer_closed.set()  # the block opened first closed first
+    thread.join(5)
+    assert not thread.is_alive()
+    assert seen_by_worker and seen_by_worker[0] is not before  # still captured while one block is open
+    assert mujoco.get_mju_user_warning() is before

@@ -91,3 +91,58 @@ def test_readout_calls_out_a_run_that_never_settles():
     assert 'sag' not in plots.readout(swinging) and 'rise' not in plots.readout(swinging)
     creeping = link.step_response(100, kv=1e9)  # moved 1.5e-7 rad in 3 s: no sag, no rise to report
     assert not creeping.settled and plots.readout(creeping).startswith('never settles')
+
+
+def test_text_metadata_finds_the_smallest_visible_text_once_drawn():
+    with plots.book_style():
+        fig, ax = plt.subplots(figsize=(6, 3))
+        ax.plot([0, 1], [0, 1], label='line')
+        ax.legend(fontsize=plots.MIN_FONT_PT)
+        ax.text(0.5, 0.5, 'tiny', fontsize=6)
+        hidden = ax.text(0.2, 0.2, 'hidden', fontsize=3)
+        hidden.set_visible(False)
+        fig.canvas.draw()
+        meta = plots.text_metadata(fig)
+        plt.close(fig)
+    assert meta == {'min_font_pt': 6.0, 'width_in': 6.0, 'height_in': 3.0, 'dpi': 100.0}
+
+
+def test_shown_text_px_scales_points_by_dpi_and_the_shown_width():
+    meta = {'min_font_pt': 9.0, 'dpi': 100.0}
+    assert plots.shown_text_px(meta, 840, 840) == pytest.approx(12.5)  # 9 pt at 100 dpi is 12.5 px
+    assert plots.shown_text_px(meta, 840, 688) == pytest.approx(12.5 * 688 / 840)
+    with pytest.raises(ValueError, match='image_width_px'):
+        plots.shown_text_px(meta, 0, 688)
+
+
+def test_the_book_style_keeps_figure_text_readable_in_the_column():
+    """A figure of the book's default size and fonts, shown in the 1280 px column, has text of 10 px or more."""
+    with plots.book_style():
+        assert min(matplotlib.rcParams[k] for k in ('xtick.labelsize', 'ytick.labelsize', 'legend.fontsize')) \
+            >= plots.MIN_FONT_PT
+        width_px = matplotlib.rcParams['figure.figsize'][0] * matplotlib.rcParams['figure.dpi']
+        meta = {'min_font_pt': plots.MIN_FONT_PT, 'dpi': matplotlib.rcParams['figure.dpi']}
+        assert plots.shown_text_px(meta, width_px, min(width_px, plots.COLUMN_PX)) >= plots.MIN_TEXT_PX
+
+
+def test_every_color_by_meaning_is_from_the_palette():
+    palette = set(plots.PALETTE.values())
+    assert set(plots.COLORS.values()) <= palette
+    assert set(plots.SERIES) <= palette
+    assert all(len(c) == 7 and c.startswith('#') for c in palette)
+
+
+def test_record_figure_text_is_a_no_op_outside_ipython():
+    assert plots.record_figure_text() is False
+
+
+def test_lift_small_text_raises_only_what_is_under_the_minimum():
+    with plots.book_style():
+        fig, ax = plt.subplots(figsize=(6, 3))
+        ax.plot([0, 1], [0, 1], label='line')
+        ax.legend(fontsize=7.5)
+        big = ax.set_title('title', fontsize=14)
+        assert plots.lift_small_text(fig) == 1
+        assert plots.text_metadata(fig)['min_font_pt'] == plots.MIN_FONT_PT
+        assert big.get_fontsize() == 14
+        plt.close(fig)

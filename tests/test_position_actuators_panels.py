@@ -4,10 +4,11 @@ every slider) and its static twin's HTML, redrawn in headless Chromium."""
 import json
 import re
 
+import numpy as np
 import pytest
 
 from physai.experiments import position_actuators
-from physai.interface import position_actuators_panels
+from physai.interface import plots, position_actuators_panels
 from physai.laws.checks import INTEGRATORS
 
 
@@ -27,20 +28,82 @@ def test_panel_survives_the_most_extreme_corner_of_every_slider(panel, integrato
 def test_kp_move_reuses_the_kp_curve_and_the_stability_map(panel):
     """The sag/rise-vs-kp curve does not depend on kp, the stability map not on kp or armature."""
     panel.update(kp=100.0, armature=0.021, timestep=0.004, integrator='implicitfast')
+    panel.wait()
     curve, stab, step = (position_actuators.servo_kp_curve.calls, position_actuators.servo_stability.calls,
                          position_actuators.servo_step.calls)
     redraws = panel.full_redraws
     for kp in (120.0, 300.0, 1000.0, 7.0):
         panel.update(kp=kp)
+        panel.wait()
     assert position_actuators.servo_kp_curve.calls == curve
     assert position_actuators.servo_stability.calls == stab
     assert position_actuators.servo_step.calls == step + 4
     assert panel.full_redraws == redraws  # only the animated artists were drawn
     panel.update(armature=0.022)
+    panel.wait()
     assert position_actuators.servo_kp_curve.calls == curve + 1
     assert position_actuators.servo_stability.calls == stab
     panel.update(integrator='Euler')
+    panel.wait()
     assert position_actuators.servo_stability.calls == stab + 1
+
+
+def test_timestep_and_integrator_changes_redraw_only_the_moving_artists(panel):
+    """Every axis is fixed: a new timestep or integrator (title, bounds, map, curve) never redraws the whole
+    figure, neither for the first picture nor when the worker fills in the curve and the map."""
+    panel.reset()
+    panel.wait()
+    redraws, refreshes = panel.full_redraws, panel.refreshes
+    for change in ({'timestep': 0.0071}, {'integrator': 'RK4'}, {'timestep': 0.0123, 'integrator': 'Euler'},
+                   {'armature': 0.061}):
+        panel.update(**change)
+        panel.wait()
+    assert panel.full_redraws == redraws
+    assert panel.refreshes > refreshes  # the deferred curve and maps were drawn, blitted
+
+
+def test_the_map_of_a_timestep_and_integrator_is_computed_once(panel):
+    panel.update(timestep=0.0093, integrator='implicit')
+    panel.wait()
+    calls = position_actuators.servo_stability.calls
+    for change in ({'kp': 40.0}, {'armature': 0.05}, {'timestep': 0.005}, {'timestep': 0.0093},
+                   {'integrator': 'Euler'}, {'integrator': 'implicit'}):
+        panel.update(**change)
+        panel.wait()
+    assert position_actuators.servo_stability.calls == calls + 2  # only implicit at 5 ms and Euler at 9.3 ms were new
+    panel.reset()
+
+
+def test_drawn_curve_and_map_equal_the_uncached_computation(panel):
+    kp, armature, h, integrator = 40.0, 0.013, 0.0117, 'Euler'  # hω 0.57, under Euler's 0.83: settles
+    panel.update(kp=kp, armature=armature, timestep=h, integrator=integrator)
+    panel.wait()
+    state = panel.state
+    stab = position_actuators.servo_stability.__wrapped__(h, integrator)
+    curve = position_actuators.servo_kp_curve.__wrapped__(armature, h, integrator)
+    step = position_actuators.servo_step.__wrapped__(kp, armature, h, integrator)
+    assert state['mesh'].get_visible() and not state['map_note'].get_visible()
+    assert np.array_equal(np.asarray(state['mesh'].get_array()).ravel(), stab['diverged'].astype(float).ravel())
+    assert stab['diverged'].any() and not stab['diverged'].all()  # the map shows both kinds of cell
+    assert np.array_equal(state['rise'].get_ydata(), curve['rise_ms'], equal_nan=True)
+    assert np.array_equal(state['bound'].get_ydata(), stab['bound_kp'], equal_nan=True)
+    assert np.array_equal(state['marks'].trajectory.get_xdata(), step.t)
+    assert step.settled and state['marks'].readout.get_text() == plots.readout(step)
+    panel.reset()
+
+
+def test_a_diverged_setting_is_flagged_on_all_three_plots(panel):
+    """kp 30000 with no armature at h = 20 ms under Euler: the step diverges (MuJoCo's bad-acceleration
+    warning), the kp curve marks the runs that never settle and the map's current cell is red."""
+    panel.update(kp=30000.0, armature=0.0, timestep=0.020, integrator='Euler')
+    panel.wait()
+    state = panel.state
+    assert state['marks'].flag.get_visible() and panel.error is None
+    assert state['marks'].readout.get_text().startswith('diverged after')
+    assert len(state['bad_kp'].get_xdata()) > 0 and max(state['bad_kp'].get_xdata()) == 30000.0
+    diverged = np.asarray(state['mesh'].get_array()).reshape(len(position_actuators.STABILITY_KP), -1)
+    assert diverged[-1, 0] == 1.0  # top kp, no armature
+    panel.reset()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -475,8 +475,8 @@ def test_saturated_servo_top_speed_is_forcerange_over_joint_damping():
 
 def test_leave_one_out_scores_with_the_replay_config_of_the_fit(monkeypatch, soft):
     """The config passed for the fit is the one the left-out episode is scored with."""
-    monkeypatch.setattr(servo_sysid, 'fit_servo', lambda eps, **kw: sysid.FitResult(
-        servo=soft, starts=(), evaluations=0, seconds=0.0))
+    monkeypatch.setattr(servo_sysid, 'fit_servos', lambda folds, **kw: [sysid.FitResult(
+        servo=soft, starts=(), evaluations=0, seconds=0.0) for _ in folds])
     ds = sysid.synthetic_dataset(nepisode=2, seconds=1.0)
     coarse = ReplayConfig(integrator='Euler', timestep=1 / 30)
     rows = servo_sysid.leave_one_out(ds, config=coarse)
@@ -525,6 +525,24 @@ def test_leave_one_out_fits_on_the_others_and_scores_the_one_left_out():
         assert set(sysid.PARAMS) <= set(r) and r['heldout_mae_deg'] >= 0 and r['lag_ms'] > 0
 
 
+def test_leave_one_out_scores_a_known_fold_and_fits_only_the_others(monkeypatch, soft):
+    """A fold given in ``known`` (the main fit, when it held out that one episode) is scored, not refitted."""
+    fitted_sets = []
+
+    def fake_fit_servos(folds, **kw):
+        fitted_sets.append([[e.index for e in fold] for fold in folds])
+        return [sysid.FitResult(servo=sysid.THEROBOTSTUDIO, starts=(), evaluations=0, seconds=0.0) for _ in folds]
+    monkeypatch.setattr(servo_sysid, 'fit_servos', fake_fit_servos)
+    ds = sysid.synthetic_dataset(nepisode=3, seconds=1.0)
+    rows = servo_sysid.leave_one_out(ds, known={2: soft})
+    assert fitted_sets == [[[1, 2], [0, 2]]]  # folds leaving out 0 and 1; the one leaving out 2 is known
+    assert [r['heldout'] for r in rows] == [0, 1, 2]
+    assert rows[2]['kp'] == soft.kp and rows[0]['kp'] == sysid.THEROBOTSTUDIO.kp
+    assert rows[2]['heldout_mae_deg'] == sysid.replay([soft], [ds.episodes[2]])[0][0].mae_deg
+    with pytest.raises(ValueError, match=r'known must map episode indices of the dataset \(\[0, 1, 2\]\)'):
+        servo_sysid.leave_one_out(ds, known={7: soft})
+
+
 @needs_real
 def test_a_replay_that_rattles_is_called_chattering_not_stable(real):
     """kp 30000 without armature at 20 ms under Euler stays bounded but flips every frame: the panel must not
@@ -542,8 +560,8 @@ def test_a_replay_that_rattles_is_called_chattering_not_stable(real):
 # --- what the data pin down: leave-one-out, the ridge, the offsets, the collision artefact -------
 
 def test_leave_one_out_scores_menagerie_on_the_same_left_out_episode(monkeypatch, soft):
-    monkeypatch.setattr(servo_sysid, 'fit_servo', lambda eps, **kw: sysid.FitResult(
-        servo=soft, starts=(), evaluations=0, seconds=0.0))
+    monkeypatch.setattr(servo_sysid, 'fit_servos', lambda folds, **kw: [sysid.FitResult(
+        servo=soft, starts=(), evaluations=0, seconds=0.0) for _ in folds])
     ds = sysid.synthetic_dataset(nepisode=2, seconds=1.0)
     rows = servo_sysid.leave_one_out(ds)
     for row, ep in zip(rows, ds):

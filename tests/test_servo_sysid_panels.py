@@ -3,6 +3,7 @@
 
 import os
 
+import numpy as np
 import pytest
 
 from physai.engine import sysid
@@ -47,3 +48,36 @@ def test_the_panel_calls_a_rattling_replay_chattering(real):
     panel.update(kp=30000.0, armature=0.0, timestep=0.02, integrator='Euler')
     assert panel.error is None
     assert panel.state['status'].get_text().startswith('chatters')
+
+
+def test_bars_are_the_rectangles_ax_bar_draws():
+    """Each set of bars is one collection (one artist to blit, not five); its polygons are ax.bar's rectangles,
+    negative heights hanging below zero."""
+    from physai.interface import plots
+    fig = plots.detached_figure((4.0, 3.0))
+    ax = fig.add_subplot()
+    x, heights = np.arange(5) + 0.2, np.array([1.5, -2.0, 0.0, 3.25, -0.5])
+    bars = servo_sysid_panels._Bars(ax, x, 0.4, color='#d08b00')
+    bars.set_heights(heights)
+    for polygon, rect in zip(bars.collection.get_paths(), ax.bar(x, heights, width=0.4)):
+        corners = np.array([rect.get_xy(), (rect.get_x(), rect.get_y() + rect.get_height()),
+                            (rect.get_x() + rect.get_width(), rect.get_y() + rect.get_height()),
+                            (rect.get_x() + rect.get_width(), rect.get_y())])
+        np.testing.assert_allclose(polygon.vertices[:4], corners, atol=1e-12)
+
+
+def test_panel_legends_sit_off_the_data_and_only_animated_artists_move(synthetic_episode, soft):
+    """The legends are outside the axes (the animated traces and bars are drawn over everything inside them), and
+    slider moves redraw only the animated artists."""
+    panel = servo_sysid_panels.sysid_panel(synthetic_episode(30), soft)
+    fig = panel.figure
+    renderer = fig.canvas.get_renderer()
+    ax1, _, ax3 = fig.axes
+    assert ax1.get_legend().get_window_extent(renderer).y0 >= ax1.get_window_extent(renderer).y1 - 1
+    assert ax3.get_legend().get_window_extent(renderer).y1 <= ax3.get_window_extent(renderer).y0
+    before = panel.full_redraws
+    for change in (dict(kp=300.0), dict(kv=0.5), dict(forcerange=1.0), dict(armature=0.01)):
+        panel.update(**change)
+        assert panel.error is None
+    assert panel.full_redraws == before
+    assert panel.state['status'].get_text().startswith(('stable', 'chatters', 'diverged'))

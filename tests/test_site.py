@@ -12,13 +12,26 @@ twin, equations are numbered, and every static twin (root element id ``physai-tw
 when each of its range sliders moves and each of its choices changes. Screenshots go to ``_build/screenshots/``:
 every page in the light theme, chapters also in the dark theme, and each twin after its controls moved.
 
+What a reader meets, per chapter: no displayed equation wider than the room beside its number at 1280 and 390 px
+wide, and no page scrolling sideways on a phone; every worked answer (code and output) hidden until clicked; every
+figure's smallest text at least ``plots.MIN_TEXT_PX`` as shown at 1280 px, from the figure's own record of its
+smallest font (``plots.text_metadata`` in the stored image output) and the image's shown width; alt texts that
+describe (not file names); slider ``aria-valuetext`` with value and unit; the first view at most ``FIRST_VIEW_BUDGET``
+bytes compressed (the gzip size of every resource the page loads before the reader scrolls); the bookkeeping cells
+out of sight; a reading time under the title.
+
 Set ``PHYSAI_BOOK_ROOT`` to test the book of another folder (a copy with a trial chapter, say).
 """
 
+import base64
 import functools
+import gzip
+import hashlib
 import http.server
+import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -29,6 +42,7 @@ import urllib.parse
 import pytest
 
 from physai.book.edition import toc_pages
+from physai.interface import plots
 
 pytestmark = pytest.mark.slow  # it builds the whole book first
 
@@ -112,9 +126,9 @@ def browser():
 class PageVisit:
     """One page opened in a fresh context, with the JavaScript errors and failed requests it produced."""
 
-    def __init__(self, browser, url, *, theme='light'):
+    def __init__(self, browser, url, *, theme='light', width=1280, height=900):
         self.url = url
-        self.context = browser.new_context(viewport={'width': 1280, 'height': 900})
+        self.context = browser.new_context(viewport={'width': width, 'height': height})
         self.context.add_init_script(f'localStorage.setItem("theme", "{theme}"); '
                                      f'localStorage.setItem("mode", "{theme}");')
         self.context.route('**/*', self._only_local)
@@ -159,6 +173,13 @@ class PageVisit:
         self.context.close()
 
 
+def load_every_image(page):
+    """Load every image of the page now (they load lazily, as the reader scrolls), and wait until all have."""
+    page.evaluate("() => document.querySelectorAll('main img').forEach(i => { i.loading = 'eager'; })")
+    page.wait_for_function("() => Array.from(document.querySelectorAll('main img')).every(i => i.complete)",
+                           timeout=20_000)
+
+
 def screenshot_name(page: str, theme: str) -> pathlib.Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return SCREENSHOTS / f'{page.replace("/", "__")}-{theme}.png'
@@ -173,6 +194,7 @@ def test_page_loads_with_title_images_math_and_no_errors_from_our_code(site, bro
         assert heading.is_visible(), f'{page}: no visible title'
         title = heading.inner_text().strip().rstrip('#').strip()
         assert title and title in visit.page.title(), f'{page}: title {visit.page.title()!r} lacks {title!r}'
+        load_every_image(visit.page)
         broken = visit.page.eval_on_selector_all(
             'main img', 'imgs => imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)')
         assert not broken, f'{page}: images that did not load: {broken}'
@@ -250,3 +272,227 @@ def test_every_static_twin_changes_its_picture_when_a_slider_moves(site, browser
         assert not visit.our_errors(), f'{page}: JavaScript errors from our code:\n' + '\n'.join(visit.our_errors())
     finally:
         visit.close()
+
+
+# --- what a reader meets ---------------------------------------------------------------------------------------
+
+# Each displayed equation: the width of its typeset math against the room its box has (beside the number), whether
+# the number overlaps it, and whether it reaches past the text column.
+EQUATIONS_JS = """() => Array.from(document.querySelectorAll('div.math')).map(d => {
+    const box = d.querySelector('mjx-container'), math = box && box.firstElementChild;
+    if (!math) return {text: d.textContent.slice(0, 60), typeset: false};
+    const m = math.getBoundingClientRect(), column = d.parentElement.getBoundingClientRect();
+    const number = d.querySelector('.eqno'), n = number ? number.getBoundingClientRect() : null;
+    return {text: d.textContent.replace(/\\s+/g, ' ').slice(0, 60), typeset: true,
+            width: m.width, room: box.clientWidth,
+            overlap: !!(n && n.width && n.left < m.right - 1 && m.left < n.right - 1),
+            past_column: Math.max(m.right, n ? n.right : 0) - column.right};
+})"""
+
+
+@pytest.mark.parametrize('width', [1280, 390])
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_every_equation_fits_its_column_and_its_number_stays_clear(site, browser, page, width):
+    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=width, height=844)
+    try:
+        equations = visit.page.evaluate(EQUATIONS_JS)
+        assert equations, f'{page}: no displayed equation'
+        for eq in equations:
+            assert eq['typeset'], f'{page}: {eq["text"]!r} is not typeset'
+            assert eq['width'] <= eq['room'] + 1, \
+                f'{page} at {width} px: {eq["text"]!r} is {eq["width"]:.0f} px wide in {eq["room"]} px (cut or scrolls)'
+            assert not eq['overlap'], f'{page} at {width} px: the number of {eq["text"]!r} overlaps it'
+            assert eq['past_column'] <= 1, f'{page} at {width} px: {eq["text"]!r} reaches past the column'
+        sideways = visit.page.evaluate('document.documentElement.scrollWidth - window.innerWidth')
+        assert sideways <= 0, f'{page} at {width} px: the page scrolls {sideways} px sideways'
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_on_a_phone_no_table_or_twin_control_is_wider_than_its_box(site, browser, page):
+    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=390, height=844)
+    try:
+        wide = visit.page.evaluate("""() => {
+            const out = [];
+            document.querySelectorAll('article table').forEach(t => {
+                const box = t.parentElement;
+                if (t.getBoundingClientRect().width > box.clientWidth + 1 || box.scrollWidth > box.clientWidth + 1)
+                    out.push('table: ' + t.innerText.slice(0, 60));
+            });
+            document.querySelectorAll('[id$="-controls"]').forEach(c => {
+                if (c.scrollWidth > c.clientWidth + 1) out.push('twin controls: ' + c.id);
+                c.querySelectorAll('label').forEach(l => {
+                    if (l.getBoundingClientRect().right > c.getBoundingClientRect().right + 1)
+                        out.push('twin control past its box: ' + l.innerText.slice(0, 40));
+                });
+            });
+            return out;
+        }""")
+        assert not wide, f'{page} at 390 px: wider than their box: {wide}'
+    finally:
+        visit.close()
+
+
+def stored_figures(page: str) -> list[dict]:
+    """The chapter's stored figures: image name on the site (myst-nb names it by its SHA-256), pixel width and text."""
+    notebook = json.loads((ROOT / f'{page}.ipynb').read_text(encoding='utf-8'))
+    figures = []
+    for index, cell in enumerate(notebook['cells']):
+        for output in cell.get('outputs', []):
+            data = output.get('data', {})
+            if 'image/png' not in data:
+                continue
+            png = base64.b64decode(''.join(data['image/png']))
+            figures.append({'cell': index, 'name': hashlib.sha256(png).hexdigest() + '.png',
+                            'png_width': int.from_bytes(png[16:20], 'big'),
+                            'text': output.get('metadata', {}).get('image/png', {}).get(plots.METADATA_KEY)})
+    return figures
+
+
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_every_figure_shows_its_smallest_text_at_least_the_minimum(site, browser, page):
+    figures = stored_figures(page)
+    assert figures, f'{page}: no stored figure'
+    missing = [f['cell'] for f in figures if not f['text']]
+    assert not missing, (f'{page}: figures of cells {missing} carry no text record '
+                         '(plots.use_book_style() installs it; re-execute the notebook)')
+    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'))
+    try:
+        visit.page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+        load_every_image(visit.page)
+        for figure in figures:
+            image = visit.page.locator(f'main img[src$="{figure["name"]}"]').first
+            assert image.count() == 1, f'{page}: the figure of cell {figure["cell"]} is not on the page'
+            shown = image.evaluate('i => i.getBoundingClientRect().width')
+            assert shown > 0, f'{page}: the figure of cell {figure["cell"]} is not shown'
+
+            px = plots.shown_text_px(figure['text'], figure['png_width'], shown)
+            assert px >= plots.MIN_TEXT_PX, (
+                f'{page}: cell {figure["cell"]}\'s smallest text is {figure["text"]["min_font_pt"]} pt in a '
+                f'{figure["text"]["width_in"]} in figure shown {shown:.0f} px wide: {px:.1f} px, under '
+                f'{plots.MIN_TEXT_PX} px')
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_every_image_has_an_alt_text_that_describes_it(site, browser, page):
+    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'))
+    try:
+        alts = visit.page.eval_on_selector_all('article img', 'imgs => imgs.map(i => [i.getAttribute("src"), '
+                                                                '(i.getAttribute("alt") || "").trim()])')
+        assert alts, f'{page}: no image'
+        for src, alt in alts:
+            assert alt, f'{page}: {src} has no alt text'
+            name_like = (re.fullmatch(r'\S+\.(png|svg|jpe?g|gif)', alt, re.IGNORECASE) is not None
+                         or '_images/' in alt or alt == src or alt == src.rsplit('/', 1)[-1])
+            assert not name_like, f'{page}: the alt text of {src} is a file name: {alt!r}'
+            if '_images/' in src:  # a figure of the chapter (not a logo): it says what it shows
+                assert len(alt.split()) >= 8, f'{page}: the alt text of {src} says too little: {alt!r}'
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_every_slider_announces_its_value_and_unit_and_every_plot_has_a_description(site, browser, page):
+    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'))
+    try:
+        sliders = visit.page.locator('[id^="physai-twin-"] input[type="range"]').all()
+        assert sliders, f'{page}: no slider'
+        for slider in sliders:
+            for _ in range(2):  # as loaded, then moved
+                shown = visit.page.locator(f'[id="{slider.get_attribute("id")}-value"]').inner_text().strip()
+                text = slider.get_attribute('aria-valuetext') or ''
+                assert text.startswith(shown), f'{page}: {slider.get_attribute("id")} announces {text!r}, shows {shown!r}'
+                label = slider.evaluate('s => s.closest("label").firstChild.textContent')  # its own words
+                unit = label.split('(')[-1].split(')')[0] if '(' in label else ''
+                if unit and not any(ch.isdigit() for ch in unit):
+                    assert text.endswith(unit), f'{page}: {slider.get_attribute("id")} announces {text!r}, no unit {unit}'
+                slider.evaluate(MOVE_JS)
+        plots_without = visit.page.eval_on_selector_all(
+            '[id^="physai-twin-"] svg[id*="-plot-"]',
+            'svgs => svgs.filter(s => s.getAttribute("role") !== "img" || !(s.getAttribute("aria-label") || "").trim())'
+            '.map(s => s.id)')
+        assert not plots_without, f'{page}: interactive plots without a text description: {plots_without}'
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_worked_answers_are_hidden_until_clicked(site, browser, page):
+    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'))
+    try:
+        hidden_cells = visit.page.locator('div.cell.tag_hide-cell').all()
+        assert hidden_cells, f'{page}: no worked answer cell (tag hide-cell)'
+        for cell in hidden_cells:
+            parts = cell.locator('.cell_input, .cell_output').all()
+            assert parts, f'{page}: a hide-cell cell without code or output'
+            for part in parts:
+                assert not part.is_visible(), f'{page}: an answer shows before it is clicked: {part.inner_text()[:80]!r}'
+        first = hidden_cells[0]
+        first.locator('summary').first.click()
+        first.locator('.cell_input').first.wait_for(state='visible', timeout=3_000)
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_bookkeeping_is_out_of_sight_and_the_reading_time_is_under_the_title(site, browser, page):
+    notebook = json.loads((ROOT / f'{page}.ipynb').read_text(encoding='utf-8'))
+    calls = sum(''.join(c['source']).count('keep(') for c in notebook['cells'] if c['cell_type'] == 'code')
+    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'))
+    try:
+        shown = sum(text.count('keep(') for text in visit.page.locator('div.cell_input').all_inner_texts())
+        assert shown <= 0.1 * calls, f'{page}: {shown} of {calls} keep() calls are shown on the page'
+        line = visit.page.locator('article .physai-reading-time').first
+        assert line.count() == 1 and line.is_visible(), f'{page}: no reading time under the title'
+        assert 'Reading time: about' in line.inner_text(), line.inner_text()
+    finally:
+        visit.close()
+
+
+FIRST_VIEW_BUDGET = 1_000_000
+"""Bytes a chapter's first view may load, compressed (gzip) as a web server would send them."""
+
+
+def served_file(site: str, url: str) -> pathlib.Path | None:
+    """The file of ``_build/html`` a URL of the local site serves (query and fragment dropped), if any."""
+    if not url.startswith(site):
+        return None
+    path = HTML / urllib.parse.unquote(urllib.parse.urlsplit(url).path).lstrip('/')
+    return path if path.is_file() else None
+
+
+@pytest.mark.parametrize('page', PAGES)
+def test_first_view_is_within_the_weight_budget(site, browser, page):
+    """Every file the page fetched before any scrolling, each counted at its gzip size (read from the site's files:
+    the test server does not compress, a real one does)."""
+    context = browser.new_context(viewport={'width': 1280, 'height': 800})
+    fetched = set()
+    try:
+        context.route('**/*', lambda route: route.continue_() if route.request.url.startswith(site)
+                      else route.abort())
+        tab = context.new_page()
+        tab.on('requestfinished', lambda request: fetched.add(request.url))
+        tab.goto(urllib.parse.urljoin(site, page + '.html'), wait_until='networkidle')
+        tab.wait_for_timeout(500)
+        sizes = {}
+        for url in fetched:
+            path = served_file(site, url)
+            if path is not None:
+                body = path.read_bytes()
+                sizes[url] = (len(body), len(gzip.compress(body, 6)))
+        compressed = sum(gz for _, gz in sizes.values())
+        raw = sum(size for size, _ in sizes.values())
+        print(f'\n{page}: first view {raw / 1e3:.0f} kB, {compressed / 1e3:.0f} kB compressed, {len(sizes)} files')
+        heaviest = sorted(sizes.items(), key=lambda item: -item[1][1])[:5]
+        assert compressed <= FIRST_VIEW_BUDGET, (
+            f'{page}: first view {compressed / 1e3:.0f} kB compressed, over {FIRST_VIEW_BUDGET / 1e3:.0f} kB; '
+            f'heaviest: {[(url.replace(site, ""), gz) for url, (_, gz) in heaviest]}')
+        assert not [url for url in sizes if 'fontawesome' in url], f'{page}: loads the FontAwesome icon set'
+        has_math = tab.locator('.math').count() > 0
+        loads_mathjax = any(url.split('?')[0].endswith('/' + 'mathjax/tex-chtml.js') for url in sizes)
+        assert loads_mathjax == has_math, f'{page}: MathJax loaded {loads_mathjax}, math on the page {has_math}'
+    finally:
+        context.close()

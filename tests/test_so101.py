@@ -63,3 +63,99 @@ def test_a_failed_download_is_reported_as_the_model_being_unavailable(monkeypatc
             so101.load_so101()
     finally:
         so101._load.cache_clear()
+
+
+# --- the mesh-free model (load_mesh_free): MuJoCo's meshed model is the oracle ----------------------------
+
+@pytest.fixture(scope='module')
+def mesh_free():
+    return so101.load_mesh_free()
+
+
+def _forward(m, q):
+    d = mujoco.MjData(m)
+    d.qpos[:] = q
+    mujoco.mj_forward(m, d)
+    return d
+
+
+def test_mesh_free_model_drops_the_visual_meshes_only(model, mesh_free):
+    """No visual mesh is left (they take part in no collision); the gripper's three collision meshes stay; the
+    copy is a few percent of the shipped model's size."""
+    def visual_meshes(m):
+        return sum(1 for i in range(m.ngeom) if m.geom_type[i] == mujoco.mjtGeom.mjGEOM_MESH
+                   and not (m.geom_contype[i] or m.geom_conaffinity[i]))
+
+    def size(m):
+        return sum(getattr(m, f).nbytes for f in dir(m) if isinstance(getattr(m, f, None), np.ndarray))
+
+    assert visual_meshes(model) > 0 and visual_meshes(mesh_free) == 0
+    assert mesh_free.nmesh == 3
+    assert size(mesh_free) < 0.05 * size(model)
+    assert [mesh_free.joint(i).name for i in range(mesh_free.njnt)] == list(so101.JOINTS)
+    assert so101.load_mesh_free() is not so101.load_mesh_free()  # a fresh copy each time
+
+
+def test_mesh_free_model_has_the_meshed_inertia_gravity_and_kinematics(model, mesh_free):
+    """Every body keeps its mass and inertia (the camera mount's came from its visual mesh): the same mass
+    matrix, gravity and bias forces and site positions as the shipped model at any pose, to the last bit."""
+    np.testing.assert_array_equal(mesh_free.body_mass, model.body_mass)
+    np.testing.assert_array_equal(mesh_free.body_inertia, model.body_inertia)
+    np.testing.assert_array_equal(mesh_free.dof_M0, model.dof_M0)
+    rng = np.random.default_rng(3)
+    for _ in range(10):
+        q = rng.uniform(model.jnt_range[:, 0], model.jnt_range[:, 1])
+        v = rng.uniform(-3, 3, size=model.nv)
+        full, free = _forward(model, q), _forward(mesh_free, q)
+        full.qvel[:] = free.qvel[:] = v
+        mujoco.mj_forward(model, full)
+        mujoco.mj_forward(mesh_free, free)
+        full_m, free_m = np.zeros((model.nv, model.nv)), np.zeros((model.nv, model.nv))
+        mujoco.mj_fullM(model, full, full_m)
+        mujoco.mj_fullM(mesh_free, free, free_m)
+        np.testing.assert_array_equal(free_m, full_m)
+        np.testing.assert_array_equal(free.qfrc_bias, full.qfrc_bias)  # gravity and Coriolis
+        np.testing.assert_array_equal(free.site_xpos, full.site_xpos)
+
+
+def test_mesh_free_model_has_the_meshed_contacts_where_the_jaw_meshes_touch(model, mesh_free):
+    """At a pose where the gripper's collision meshes touch, the mesh-free model finds the same contacts and
+    the same accelerations; dropping those meshes too (collision_meshes=False) would lose contacts."""
+    q = [1.571, -0.337, 1.083, 1.311, -1.502, -0.112]  # jaw folded into the wrist: 4 of 5 contacts on meshes
+    full, free = _forward(model, q), _forward(mesh_free, q)
+    meshes = [c for c in full.contact.geom[:full.ncon]
+              if mujoco.mjtGeom.mjGEOM_MESH in (model.geom_type[c[0]], model.geom_type[c[1]])]
+    assert len(meshes) >= 1
+    assert free.ncon == full.ncon
+    np.testing.assert_array_equal(np.sort(free.contact.dist[:free.ncon]), np.sort(full.contact.dist[:full.ncon]))
+    np.testing.assert_array_equal(free.qacc, full.qacc)
+    bare = _forward(so101.load_mesh_free(collision_meshes=False), q)
+    assert bare.ncon < full.ncon
+
+
+def test_mesh_free_model_steps_the_meshed_trajectory_bit_for_bit(model, mesh_free):
+    """Menagerie's servos stepping every joint 0.5 rad from the home pose for 2 s: the same qpos at every step."""
+    full, free = mujoco.MjData(model), mujoco.MjData(mesh_free)
+    full.ctrl[:] = free.ctrl[:] = 0.5
+    for _ in range(400):
+        mujoco.mj_step(model, full)
+        mujoco.mj_step(mesh_free, free)
+        np.testing.assert_array_equal(free.qpos, full.qpos)
+
+
+def test_a_missing_model_is_reported_by_the_mesh_free_loader_too(monkeypatch):
+    import mujoco_menagerie
+
+    class Offline:
+        def spec(self, *_args, **_kwargs):
+            raise mujoco_menagerie.DownloadError('https://example.invalid: Name or service not known')
+
+    monkeypatch.delenv('MENAGERIE_ROOT', raising=False)
+    monkeypatch.setattr(so101, '_SHARED_MENAGERIE', pathlib.Path('/nonexistent'))
+    monkeypatch.setattr(mujoco_menagerie, 'get', lambda _name: Offline())
+    so101._mesh_free.cache_clear()
+    try:
+        with pytest.raises(so101.ModelUnavailable, match='the download failed'):
+            so101.load_mesh_free()
+    finally:
+        so101._mesh_free.cache_clear()

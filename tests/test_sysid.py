@@ -5,6 +5,7 @@ import dataclasses
 import math
 
 import mujoco
+import mujoco.minimize
 import numpy as np
 import pytest
 
@@ -78,7 +79,8 @@ def test_whole_number_of_physics_steps_fills_a_frame(soft):
 
 @pytest.mark.parametrize('integrator', ['implicitfast', 'Euler', 'RK4'])
 def test_batched_replay_is_bit_identical_to_a_loop(integrator, synthetic_episode, soft):
-    """mujoco.batch runs the same arithmetic as mj_step: every frame of every run agrees exactly."""
+    """mujoco.batch runs the same arithmetic as mj_step: every frame of every run agrees exactly (the batch runs
+    the arm without geoms or sites, the loop arm_model's, which keeps its collision boxes)."""
     config = ReplayConfig(integrator=integrator)
     episodes = [synthetic_episode(30, 0), synthetic_episode(24, 1)]  # different lengths share a batch
     runs = sysid.replay([soft, sysid.MENAGERIE], episodes, config=config)
@@ -115,6 +117,47 @@ def test_residuals_half_squared_norm_is_half_the_mean_squared_error(synthetic_ep
     rep = sysid.replay([soft], [ep])[0][0]
     mse = np.mean((rep.sim_deg[1:] - rep.real_deg[1:]) ** 2)
     assert 0.5 * np.sum(r[:, 0] ** 2) == pytest.approx(0.5 * mse)
+
+
+def test_batched_residuals_equal_column_by_column_bit_for_bit(synthetic_episode, soft):
+    """The residuals of a Jacobian's six candidates, replayed in one batch, are those of each candidate alone.
+    (The side-by-side fits get theirs from batches shared with other fits: see the next test.)"""
+    episodes = [synthetic_episode(30, 0), synthetic_episode(24, 1, delay=2)]
+    x = sysid.to_log(soft)[:, None] + np.diag(np.full(len(sysid.PARAMS), 1e-3))  # six finite-difference probes
+    batched = sysid.residuals(x, episodes)
+    assert batched.shape == (5 * (30 - 1 + 24 - 1), 6) and np.all(np.isfinite(batched))
+    for k in range(x.shape[1]):
+        np.testing.assert_array_equal(batched[:, k], sysid.residuals(x[:, k], episodes)[:, 0])
+
+
+def test_side_by_side_fits_take_the_path_of_each_fit_alone(synthetic_episode):
+    """fit_servos runs several fits as one batch per round; each ends on the bits of least_squares run alone
+    on sysid.residuals, one call per candidate set (the unbatched fit), iterations and costs included."""
+    problems = [[synthetic_episode(12, 0, delay=2)], [synthetic_episode(10, 1, delay=3), synthetic_episode(8, 2)]]
+    starts = {'therobotstudio': sysid.THEROBOTSTUDIO, 'published-fit': sysid.PUBLISHED_FIT}
+    fits = sysid.fit_servos(problems, starts=starts, max_iter=2, progress=False)
+    for episodes, fit in zip(problems, fits):
+        for start in fit.starts:
+            x, trace = mujoco.minimize.least_squares(
+                sysid.to_log(start.start), lambda x: sysid.residuals(x, episodes), bounds=sysid.LOG_BOUNDS,
+                eps=1e-3, max_iter=2, verbose=mujoco.minimize.Verbosity.SILENT)
+            assert start.servo == sysid.from_log(x) and start.iterations == len(trace) - 1
+            np.testing.assert_array_equal(start.objectives, [log.objective for log in trace])
+        assert fit.servo == sysid.kept_start(fit.starts).servo.rounded(sysid.FIT_DIGITS)
+    assert fits[0].evaluations > 0 and fits[1].evaluations > 0
+
+
+def test_side_by_side_fits_refuse_bad_input(synthetic_episode):
+    ep = synthetic_episode(12, 0)
+    with pytest.raises(ValueError, match='problems must be one or more sequences of episodes'):
+        sysid.fit_servos([], progress=False)
+    with pytest.raises(ValueError, match='episodes must share one fps'):
+        sysid.fit_servos([[ep], [dataclasses.replace(ep, fps=25.0)]], progress=False)
+    with pytest.raises(ValueError, match='episodes must hold at least one episode'):
+        sysid.fit_servos([[ep], []], progress=False)
+    nan = dataclasses.replace(ep, action=np.where(np.arange(ep.nframe)[:, None] == 3, np.nan, ep.action))
+    with pytest.raises(ValueError, match='episode 0 action must be finite'):
+        sysid.fit_servos([[ep], [nan]], progress=False)
 
 
 def test_log_parameters_round_trip(soft):

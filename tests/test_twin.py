@@ -32,3 +32,15 @@ def test_compact_numbers_keep_relative_precision_on_log_data():
     assert twin._compact_numbers(np.array([16.87, 0.000612, np.nan]), 4) == \
         '[16.87,0.000612,null]'
     assert twin._compact_numbers(np.array([-28.65, -1e-9, 0.0]), 4) == '[-28.65,0,0]'
+
+
+def test_twin_controls_wrap_on_a_narrow_screen_and_legends_sit_under_the_plot():
+    t = np.linspace(0, 1, 11)
+    sliders = [twin.TwinSlider('kp', 'kp (N·m/rad)', [1, 10, 100], default=1)]
+    axes = [twin.TwinAxes(xlabel='time (s)', ylabel='q (deg)', legend='ur')]
+    text = twin.twin_html('legend-test', sliders, axes, lambda kp: [[twin.twin_line(t, kp * t, label='q(t)')]])
+    assert 'white-space:nowrap;' not in text.split('<label')[1].split('>')[0]  # the label itself may wrap
+    assert 'max-width:100%' in text.split('<label')[1].split('>')[0]
+    assert 'aria-valuetext="10 N·m/rad"' in text
+    # the legend is laid out in a band added under the plot (H plus rows), not over the data
+    assert "var HB=H+(rows.length?rows.length*16+6:0)" in text

@@ -235,6 +235,8 @@ def test_near_critical_table_survives_a_last_bit_change(monkeypatch, near_rows):
     (lambda: where_pd_runs.zoh_margins(100.0, inertia=0.0), 'inertia must be a finite number > 0 kg·m², got 0.0'),
     (lambda: where_pd_runs.zoh_margins(100.0, kp=0.0, inertia=1.0), 'kp must be a finite number > 0 N·m/rad'),
     (lambda: where_pd_runs.rate_bound_hz(100.0, kv=0.0, damping=0.0), r'kv \+ damping must be > 0 N·m·s/rad'),
+    (lambda: where_pd_runs.rate_bound_hz(17.0, timestep=0.0625),
+     r'rate_hz must be at most 1/timestep = 16 Hz \(one physics step per tick\) at timestep 0.0625 s, got 17.0'),
     (lambda: where_pd_runs.tick_mix_rows([math.inf]), r'rates_hz\[0\] must be a finite number > 0 Hz, got inf'),
     (lambda: where_pd_runs.first_below_hz([100.0, 110.0], [1.1, 1.2]), 'growth must drop below 1 at some rate'),
     (lambda: where_pd_runs.first_below_hz([100.0, 110.0], [0.9]), r'growth must hold one value per rate \(2\)'),
@@ -389,6 +391,19 @@ def test_growth_curve_is_tick_growth_for_the_worst_joint(backend, armature):
                                         damping=damping, backend=backend)
                     for i in where_pd_runs.standby_inertia(armature)) for r in rates]
     np.testing.assert_allclose(curve, expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize('setting', [{}, {'armature': 0.0}, {'timestep': 0.0005}, {'timestep': 0.02, 'kp': 30000.0},
+                                     {'kp': 30000.0, 'armature': 0.0, 'timestep': 0.0005, 'integrator': 'RK4'}])
+def test_growth_curve_of_many_rates_at_once_is_each_rate_alone_to_the_last_bit(setting):
+    """The panel's curve stacks every rate's tick products into one array; each value is the one a single-rate
+    call computes, bit for bit, overflow to inf included, so the panel and the tables never disagree."""
+    rates = list(where_pd_runs_panels.PANEL_RATES_HZ) + [129.0, 133.0, 134.0, 2000.0]
+    for backend in BACKENDS:
+        curve = where_pd_runs.growth_curve(rates, backend=backend, **setting)
+        alone = [where_pd_runs.growth_curve([r], backend=backend, **setting)[0] for r in rates]
+        np.testing.assert_array_equal(curve, alone)
+    assert where_pd_runs.growth_curve([], backend='in-loop').shape == (0,)
 
 
 def test_growth_saturates_to_inf_instead_of_overflowing():

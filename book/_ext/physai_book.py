@@ -1,9 +1,22 @@
-"""Sphinx extension of the book: MathJax served from the site itself, and no script twice on a page.
+"""Sphinx extension of the book: MathJax served from the site itself, a light first view, no script twice on a page.
 
 Sphinx loads MathJax 3 from a CDN by default, so the book's equations would stay raw TeX without a network.
 The pinned ``django-static-mathjax`` package (requirements.txt) ships MathJax 3.2.2; this extension copies its
-single-file SVG build, ``es5/tex-svg.js`` (fonts inside, no further downloads), to ``_static/mathjax/`` and points
-``mathjax_path`` at it.
+TeX-to-HTML build, ``es5/tex-chtml.js`` (264 kB compressed, against 680 kB for the SVG build with its glyphs inside),
+and the web fonts it fetches on demand (``output/chtml/fonts/woff-v2``) to ``_static/mathjax/`` and points
+``mathjax_path`` at it. myst-nb asks Sphinx to put its scripts on every page; ``_math_only_where_needed`` takes
+MathJax off the pages without an equation.
+
+The theme draws its icons (menu, search, rocket, GitHub, theme switch, ...) with FontAwesome's script, which carries
+every icon of the set: 1.5 MB (0.5 MB compressed) and two web fonts, on every page, for the dozen icons the book
+shows. ``_inline_icons`` writes the path of each icon a page uses into its HTML as an inline SVG, taken from that
+same script at build time, and drops the script from the page.
+
+Images load lazily (``loading="lazy"``), so a chapter's first view fetches the figures on screen, not all of them.
+
+``_reading_time`` puts a chapter's reading time under its title, counted from the words of its prose (paragraphs
+and lists outside the code cells) at :data:`WORDS_PER_MINUTE`; the words of sections marked optional ("Going
+further (optional)") are counted apart.
 
 Jupyter Book 1 runs sphinx-thebe's set-up twice, so every page declared ``const THEBE_JS_URL`` twice and the
 browser threw "Identifier 'THEBE_JS_URL' has already been declared" on every page. ``_drop_duplicate_scripts``
@@ -20,12 +33,15 @@ from pathlib import Path
 
 from sphinx.errors import ExtensionError
 
-MATHJAX_FILE = 'tex-svg.js'
+import re
+
+MATHJAX_FILE = 'tex-chtml.js'
 MATHJAX_PATH = 'mathjax/' + MATHJAX_FILE  # relative to _static
+MATHJAX_FONTS = 'output/chtml/fonts/woff-v2'  # where tex-chtml.js looks for its fonts, beside itself
 
 
 def mathjax_source():
-    """The path of ``tex-svg.js`` inside the installed MathJax package.
+    """The path of ``tex-chtml.js`` inside the installed MathJax package.
 
     Raises:
         ExtensionError: if the pinned ``django-static-mathjax`` package is not installed.
@@ -52,6 +68,20 @@ def _copy_mathjax(app, exception):
     target = Path(app.outdir) / '_static' / MATHJAX_PATH
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(mathjax_source(), target)
+    shutil.copytree(mathjax_source().parent / MATHJAX_FONTS, target.parent / MATHJAX_FONTS, dirs_exist_ok=True)
+
+
+def _math_only_where_needed(app, pagename, templatename, context, doctree):
+    """Take MathJax off a page without an equation (myst-nb has Sphinx add it to every page)."""
+    from docutils import nodes
+    scripts = context.get('script_files')
+    if not scripts:
+        return
+    has_math = doctree is not None and any(doctree.findall(lambda node: isinstance(node, (nodes.math,
+                                                                                             nodes.math_block))))
+    if not has_math:
+        scripts[:] = [script for script in scripts if not str(getattr(script, 'filename', '') or '').endswith(MATHJAX_PATH)
+                      and 'MathJax' not in (getattr(script, 'attributes', {}).get('body') or '')]
 
 
 def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
@@ -94,9 +124,142 @@ def _open_colab_edition(app, pagename, templatename, context, doctree):
     walk(context.get('header_buttons', []))
 
 
+FONTAWESOME_SCRIPT = re.compile(r'<script[^>]*src="[^"]*_static/scripts/fontawesome\.js[^"]*"[^>]*></script>\s*')
+ICON_ELEMENT = re.compile(r'<(i|span) class="([^"]*\bfa-[^"]*)"([^>]*)></\1>')
+STYLE_PREFIXES = {'fa-solid': 'solid', 'fas': 'solid', 'fa-regular': 'regular', 'far': 'regular',
+                  'fa-brands': 'brands', 'fab': 'brands'}
+# A pack of FontAwesome's script: `var p={name:[width,height,[aliases],"unicode","path"],...}` then its registration.
+ICON_ENTRY = re.compile(r'(?:[{,])"?([a-z0-9-]+)"?:\[(\d+),(\d+),\[[^\]]*\],"[0-9a-f]*","([^"]+)"\]')
+PACK_NAMES = {'fab': 'brands', 'far': 'regular', 'fas': 'solid'}
+
+
+def fontawesome_icons(script: str) -> dict:
+    """The icons of the theme's FontAwesome script: ``{(style, name): (width, height, path)}``.
+
+    Each pack sits between the previous pack's registration and its own ``d("fab",p)`` (``far``, ``fas``).
+    """
+    icons, start = {}, 0
+    for registration in re.finditer(r'd\("(fab|far|fas)",p\)', script):
+        style = PACK_NAMES[registration.group(1)]
+        for name, width, height, path in ICON_ENTRY.findall(script, start, registration.start()):
+            icons.setdefault((style, name), (int(width), int(height), path))
+        start = registration.end()
+    return icons
+
+
+def inline_icons(html: str, icons: dict) -> str:
+    """Each FontAwesome ``<i class="fa-solid fa-rocket">`` of a page filled with the icon's inline SVG.
+
+    The element, its classes and attributes stay (the theme's CSS and scripts find them as before); an icon
+    the script does not have is left empty.
+    """
+    def fill(match):
+        tag, classes, rest = match.groups()
+        words = classes.split()
+        style = next((STYLE_PREFIXES[word] for word in words if word in STYLE_PREFIXES), 'solid')
+        names = [word[3:] for word in words if word.startswith('fa-') and word not in STYLE_PREFIXES
+                 and (style, word[3:]) in icons]
+        if not names:
+            return match.group(0)
+        width, height, path = icons[(style, names[0])]
+        svg = (f'<svg class="physai-icon" viewBox="0 0 {width} {height}" aria-hidden="true" focusable="false" '
+               f'style="width:{width / height:.4g}em"><path fill="currentColor" d="{path}"/></svg>')
+        return f'<{tag} class="{classes}"{rest}>{svg}</{tag}>'
+    return FONTAWESOME_SCRIPT.sub('', ICON_ELEMENT.sub(fill, html))
+
+
+LAZY_IMAGE = re.compile(r'<img (?![^>]*\bloading=)')
+
+
+def _inline_icons_and_lazy_images(app, exception):
+    if exception is not None or app.builder.format != 'html':
+        return
+    outdir = Path(app.outdir)
+    script = outdir / '_static' / 'scripts' / 'fontawesome.js'
+    icons = fontawesome_icons(script.read_text(encoding='utf-8')) if script.is_file() else {}
+    if script.is_file() and not icons:
+        raise ExtensionError(f'no icon found in {script}: the theme changed its FontAwesome bundle')
+    for page in outdir.rglob('*.html'):
+        html = page.read_text(encoding='utf-8')
+        changed = LAZY_IMAGE.sub('<img loading="lazy" ', inline_icons(html, icons))
+        if changed != html:
+            page.write_text(changed, encoding='utf-8')
+
+
+WORDS_PER_MINUTE = 200
+"""Reading speed of a learner on technical prose (myst-parser's own reading-time default)."""
+
+OPTIONAL_SECTION = re.compile(r'\boptional\b|going further', re.IGNORECASE)
+
+
+def prose_words(doctree) -> tuple[int, int]:
+    """Words of prose in a page, ``(core, optional)``: paragraphs outside code cells, split by section."""
+    from docutils import nodes
+
+    def in_code_cell(node):
+        parent = node.parent
+        while parent is not None:
+            if isinstance(parent, nodes.container) and 'cell' in parent.get('classes', []):
+                return True
+            parent = parent.parent
+        return False
+
+    def optional(node):
+        parent = node.parent
+        while parent is not None:
+            if isinstance(parent, nodes.section) and parent.children and isinstance(parent[0], nodes.title) \
+                    and OPTIONAL_SECTION.search(parent[0].astext()):
+                return True
+            parent = parent.parent
+        return False
+
+    core = extra = 0
+    for paragraph in doctree.findall(nodes.paragraph):
+        if in_code_cell(paragraph):
+            continue
+        words = len(paragraph.astext().split())
+        if optional(paragraph):
+            extra += words
+        else:
+            core += words
+    return core, extra
+
+
+def reading_minutes(words: int) -> int:
+    """Minutes to read ``words`` at :data:`WORDS_PER_MINUTE`, rounded up (at least 1 for any prose)."""
+    if words < 0:
+        raise ValueError(f'words must be 0 or more, got {words}')
+    return -(-words // WORDS_PER_MINUTE)
+
+
+def reading_time_text(core: int, optional: int) -> str:
+    """The line under a chapter's title, from its prose's word counts (:func:`prose_words`)."""
+    text = f'Reading time: about {reading_minutes(core)} minutes ({core:,} words)'
+    if optional:
+        text += f', plus {reading_minutes(optional)} minutes for the optional Going further ({optional:,} words)'
+    return text + '; running the experiments and the exercises takes longer.'
+
+
+def _reading_time(app, doctree):
+    from docutils import nodes
+    if not app.env.docname.startswith('notebooks/'):
+        return
+    title = next(iter(doctree.findall(nodes.title)), None)
+    if title is None:
+        return
+    core, optional = prose_words(doctree)
+    line = nodes.paragraph('', '', nodes.emphasis('', reading_time_text(core, optional)),
+                           classes=['physai-reading-time'])
+    section = title.parent
+    section.insert(section.index(title) + 1, line)
+
+
 def setup(app):
     app.connect('html-page-context', _open_colab_edition, priority=600)  # after the theme's launch buttons (501)
     app.connect('config-inited', _use_local_mathjax)
     app.connect('build-finished', _copy_mathjax)
+    app.connect('build-finished', _inline_icons_and_lazy_images)
+    app.connect('html-page-context', _math_only_where_needed, priority=900)
+    app.connect('doctree-read', _reading_time)
     app.connect('html-page-context', _drop_duplicate_scripts, priority=900)
     return {'parallel_read_safe': True, 'parallel_write_safe': True}

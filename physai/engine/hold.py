@@ -56,7 +56,6 @@ import numpy as np
 from physai.engine import link, mj, perturb, so101
 from physai.laws import checks, robust
 from physai.engine.mj import INTEGRATOR_ENUM
-from physai.engine.so101 import load_so101
 from physai.laws.drives import pd_torque
 from physai.laws.loop import BACKENDS, FEEDFORWARD, JointCommand, mit_torque, tick_mask
 
@@ -299,8 +298,14 @@ class HoldResponse:
 
 @functools.cache
 def so101_base() -> mujoco.MjModel:
-    """Menagerie's SO-101 as shipped, loaded once; shared, never edit it (copy it first)."""
-    return load_so101()
+    """Menagerie's SO-101 without its visual meshes (:func:`physai.engine.so101.load_mesh_free`), loaded once;
+    shared, never edit it (copy it first).
+
+    The same bodies, inertias, joints, actuators and collision geoms as the shipped model, so the same
+    trajectories to the last bit (``tests/test_so101.py``), but a copy takes ~1 ms and 1.7 MB instead of ~100 ms
+    and 63 MB: every setting of the chapter's runs and panel gets its own model.
+    """
+    return so101.load_mesh_free()
 
 
 def so101_joints() -> tuple[str, ...]:
@@ -322,7 +327,7 @@ def hold_model(params: HoldParams) -> mujoco.MjModel:
 
 def _model_of(params: HoldParams) -> mujoco.MjModel:
     """The shared model of a run. In-loop the gains live in the controller, not the model, so runs that
-    differ only in kp, kv or forcerange share one model (a new one copies the meshes, ~40 ms)."""
+    differ only in kp, kv or forcerange share one model."""
     if params.backend == 'in-loop':
         return shared_hold_model('in-loop', SO101_KP, SO101_KV, params.armature, params.timestep,
                            params.integrator, SO101_FORCERANGE)
@@ -333,7 +338,7 @@ def _model_of(params: HoldParams) -> mujoco.MjModel:
 @functools.lru_cache(maxsize=16)
 def shared_hold_model(backend: str, kp: float, kv: float, armature: float, timestep: float, integrator: str,
                       forcerange: float) -> mujoco.MjModel:
-    """:func:`hold_model`'s model, shared (never edit it): copying the SO-101's meshes costs ~50 ms."""
+    """:func:`hold_model`'s model, shared (never edit it)."""
     params = HoldParams(backend=backend, kp=kp, kv=kv, armature=armature, timestep=timestep,
                         integrator=integrator, forcerange=forcerange)
     m = copy.copy(so101_base())
@@ -357,7 +362,7 @@ def _servo_pool(armature: float, timestep: float, integrator: str) -> list:
 def _batch_models(params: Sequence[HoldParams]) -> list[mujoco.MjModel]:
     """One model per run for the batch. In-step runs take a model from a pool per (armature, timestep,
     integrator) and get their gains written into it, one model per distinct (kp, kv, forcerange) in the
-    batch: a slider move of kp then edits a model instead of copying the SO-101's meshes (~40 ms). The
+    batch: a slider move of kp then edits a model instead of copying one and recomputing its constants. The
     result is :func:`hold_model`'s model for the same params (``mj_setConst`` does not read the gains)."""
     models = []
     gains_in_use: dict[tuple, dict[tuple, mujoco.MjModel]] = {}
@@ -450,7 +455,9 @@ def hold_responses(params: Sequence[HoldParams], *, duration: float = DURATION,
     write ``ctrl`` (in-step) or the clamped PD torque (in-loop) to ``qfrc_applied``, which holds until
     their next tick. In-step with ``feedforward='in-clamp'`` the velocity target's ``kv*velocity`` rides in
     ``ctrl`` as ``position + kv*velocity/kp`` (the same force as :class:`PDController`'s ``biasprm[0]``,
-    without editing the batch's models every tick).
+    without editing the batch's models every tick). A lone in-loop run (the live panel's) is stepped on its own
+    ``MjData`` instead, a ``Batch`` call per tick costing more than the tick's physics; its result is the
+    batch's, to the last bit.
 
     Args:
       params: the runs, (nsim,).
@@ -491,7 +498,7 @@ def hold_responses(params: Sequence[HoldParams], *, duration: float = DURATION,
 
 @functools.lru_cache(maxsize=4)
 def _batch(nsim: int, nthread: int) -> mujoco.batch.Batch:
-    """A reusable batch of ``nsim`` SO-101 simulations (building one copies the model, ~50 ms)."""
+    """A reusable batch of ``nsim`` SO-101 simulations (its models are set per call)."""
     return mujoco.batch.Batch(so101_base(), nsim, nthread=nthread)
 
 
@@ -536,7 +543,12 @@ def _hold_batch(params: list[HoldParams], duration: float, nthread: int) -> list
 
     # In-loop: the torque depends on the state at each tick; step to the next tick of any run.
     loop_ids = np.array([i for i, p in enumerate(params) if p.backend == 'in-loop'], dtype=int)
-    if loop_ids.size:
+    lone = None
+    if loop_ids.size == 1:  # the live panel's run: a Batch call per tick costs more than the tick's physics
+        lone = int(loop_ids[0])
+        q[lone], lone_warned = _lone_loop(models[lone], batch.qpos[lone], pos_ref, vel_ref, masks[lone],
+                                          kp[lone, 0], kv[lone, 0], limit[lone, 0])
+    elif loop_ids.size:
         qpos, qvel, qfrc_applied = batch.qpos, batch.qvel, batch.qfrc_applied  # live views, bound once
         loop_masks = masks[loop_ids]
         ticks = np.flatnonzero(loop_masks.any(axis=0))
@@ -552,9 +564,62 @@ def _hold_batch(params: list[HoldParams], duration: float, nthread: int) -> list
             qfrc_applied[now] = np.clip(tau, -limit_loop[rows], limit_loop[rows])
             q[loop_ids, k:end] = batch.rollout(end - k, record=('qpos',), ids=loop_ids)['qpos']
     bad = mj.bad_qacc(batch)
+    if lone is not None:
+        bad[lone] = lone_warned
     # sample k is the state after step k, i.e. at time (k+1)*timestep
     t_out = timestep * np.arange(1, nstep + 1)
     return [_summarize(p, t_out, q[i], pos_ref[held[i]], bool(bad[i])) for i, p in enumerate(params)]
+
+
+def _lone_loop(m: mujoco.MjModel, qpos0: np.ndarray, pos_ref: np.ndarray, vel_ref: np.ndarray, mask: np.ndarray,
+               kp: float, kv: float, limit: float) -> tuple[np.ndarray, bool]:
+    """One in-loop run on its own ``MjData``, bit for bit what :func:`_hold_batch` gives it in a batch.
+
+    The same ticks, the same torque (:func:`pd_torque`, clipped), the same ``mj_step``s, recorded after each
+    step. ``Batch.rollout`` stops a simulation whose warning counters rise during a call (here a tick) and
+    repeats its last record to the end of the call. A run in which MuJoCo never warns (every run that does not
+    diverge) needs no check per step; one that warns is run again from its start, checking after every step.
+
+    Args:
+      m: the run's model (in-loop: actuators silenced).
+      qpos0: (nq,) the start, rad (offset and nudged as the batch's).
+      pos_ref, vel_ref: (nstep, nq) the command, rad and rad/s.
+      mask: (nstep,) the steps a tick starts.
+      kp, kv, limit: N·m/rad, N·m·s/rad, N·m.
+
+    Returns:
+      ``(q, warned)``: (nstep, nq) joint angles after each step, rad, and whether MuJoCo flagged a bad
+      acceleration.
+    """
+    ticks = np.flatnonzero(mask).tolist()
+    spans = list(zip(ticks, ticks[1:] + [len(mask)]))
+    error, rate_error = np.empty(m.nv), np.empty(m.nv)
+
+    def run(careful: bool) -> tuple[np.ndarray, np.ndarray] | None:
+        """(q, warning counters) at the end, or None when MuJoCo warned in a pass that was not careful."""
+        d = mujoco.MjData(m)
+        d.qpos[:] = qpos0
+        q = np.empty((len(mask), m.nq))
+        qpos, qvel, applied, counters = d.qpos, d.qvel, d.qfrc_applied, d.warning.number  # live views
+        for k, end in spans:
+            # pd_torque's arithmetic, then the clip, in place: a tick at every step makes this the hot line
+            np.multiply(kp, np.subtract(pos_ref[k], qpos, out=error), out=error)
+            np.multiply(kv, np.subtract(vel_ref[k], qvel, out=rate_error), out=rate_error)
+            np.add(np.add(error, rate_error, out=error), 0.0, out=error)
+            np.minimum(np.maximum(error, -limit, out=error), limit, out=applied)
+            seen = counters.copy() if careful else None
+            for j in range(k, end):
+                mujoco.mj_step(m, d)
+                q[j] = qpos
+                if careful and (counters > seen).any():
+                    q[j + 1:end] = qpos  # the batch stops this run for the rest of the tick
+                    break
+            if not careful and counters.any():
+                return None
+        return q, counters
+
+    q, counters = run(careful=False) or run(careful=True)
+    return q, bool(counters[mj.BADQACC] > 0)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -710,9 +775,12 @@ def hold_ensembles(params: Sequence[HoldParams], *, n: int = ENSEMBLE_SIZE, prob
                               nthread=nthread)
         for j, i in enumerate(moving):
             members[i] = members[i] + more[j * (n - probe):(j + 1) * (n - probe)]
+    # the sample gets its own angles: a view would keep the whole batch's (nsim, nstep, 6) record alive as long
+    # as the ensemble is kept
     return [HoldEnsemble(params=p, p2p_rad=np.array([r.p2p_rad for r in runs]),
                          chatter_hz=np.array([math.nan if r.chatter_hz is None else r.chatter_hz for r in runs]),
-                         diverged=np.array([r.diverged for r in runs]), sample=runs[0])
+                         diverged=np.array([r.diverged for r in runs]),
+                         sample=dataclasses.replace(runs[0], q=runs[0].q.copy()))
             for p, runs in zip(params, members)]
 
 

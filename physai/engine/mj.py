@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
 from collections.abc import Iterator
 
 import mujoco
@@ -96,19 +97,33 @@ def _keep_warning(message: str) -> None:
     del WARNINGS[:-20]
 
 
+_capture = {'lock': threading.Lock(), 'depth': 0, 'before': None}
+"""MuJoCo's warning handler is one per process: the blocks of :func:`captured_warnings` that are open at once (a live
+panel computes its map on a worker thread while a slider reruns the step response) share one capture, set by the
+first to open and restored by the last to close."""
+
+
 @contextlib.contextmanager
 def captured_warnings() -> Iterator[list[str]]:
     """Keep MuJoCo's warning text in :data:`WARNINGS` instead of printing it, for the duration of the block.
 
     physai reads a diverged run from MuJoCo's warning counters and reports it as a result, so the printed text would
-    only repeat it. The handler that was set before (None: MuJoCo's own printing) is restored on the way out.
+    only repeat it. The handler that was set before (None: MuJoCo's own printing) is restored when the last open
+    block closes: blocks may nest and may be open on several threads at once.
     """
-    before = mujoco.get_mju_user_warning()
-    mujoco.set_mju_user_warning(_keep_warning)
+    with _capture['lock']:
+        if _capture['depth'] == 0:
+            _capture['before'] = mujoco.get_mju_user_warning()
+            mujoco.set_mju_user_warning(_keep_warning)
+        _capture['depth'] += 1
     try:
         yield WARNINGS
     finally:
-        mujoco.set_mju_user_warning(before)
+        with _capture['lock']:
+            _capture['depth'] -= 1
+            if _capture['depth'] == 0:
+                mujoco.set_mju_user_warning(_capture['before'])
+                _capture['before'] = None
 
 
 # ------------------------------------------------------------------------------------------------

@@ -3,12 +3,14 @@
 ``load_so101()`` asks the ``mujoco_menagerie`` package for ``robotstudio_so101`` / ``so101``. The package
 reads ``MENAGERIE_ROOT`` when it is set; otherwise, if a ``shared/menagerie`` folder sits beside this
 repository (as on the book's development machines), it is used; otherwise the package downloads the model
-(Colab).
+(Colab). ``load_mesh_free()`` is the same arm without its visual meshes, for runners that copy the model often.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
+import math
 import os
 import pathlib
 
@@ -38,13 +40,19 @@ class ModelUnavailable(RuntimeError):
 
 @functools.cache
 def _load(entry: str) -> mujoco.MjModel:
+    return _from_menagerie(lambda menagerie: menagerie.load('robotstudio_so101', entry))
+
+
+def _from_menagerie(read):
+    """``read(mujoco_menagerie)``, reading ``robotstudio_so101`` from the local copy when there is one; a missing
+    model becomes :class:`ModelUnavailable`, whose message says how to fix it."""
     import mujoco_menagerie
 
     root = menagerie_root()
     if root is not None and not os.environ.get('MENAGERIE_ROOT'):
         os.environ['MENAGERIE_ROOT'] = root
     try:
-        return mujoco_menagerie.load('robotstudio_so101', entry)
+        return read(mujoco_menagerie)
     except mujoco_menagerie.MenagerieError as err:  # not under MENAGERIE_ROOT, or the download failed
         where = (f'MENAGERIE_ROOT={os.environ["MENAGERIE_ROOT"]} has no robotstudio_so101'
                  if os.environ.get('MENAGERIE_ROOT') else f'the download failed ({type(err).__name__})')
@@ -56,9 +64,59 @@ def _load(entry: str) -> mujoco.MjModel:
 
 def load_so101(entry: str = 'so101') -> mujoco.MjModel:
     """A fresh copy of the SO-101 model (``entry`` 'so101' is the arm alone, 'scene' adds a floor)."""
-    import copy
-
     return copy.copy(_load(entry))
+
+
+def load_mesh_free(*, collision_meshes: bool = True) -> mujoco.MjModel:
+    """A fresh copy of the SO-101 arm without its visual meshes: the same physics, copied in about a millisecond.
+
+    The visual meshes (``contype = conaffinity = 0``) are nearly all of the compiled model's 63 MB, so a copy of
+    :func:`load_so101` costs ~100 ms, a runner that keeps a model per setting holds 63 MB for each, and loading
+    them takes ~340 MB. They take part in no collision, but one of them, the camera mount's, gives its body (the
+    one body without an ``<inertial>``) its mass and inertia. So the spec is compiled once with only that mesh,
+    every body's mass, centre of mass and principal inertia are frozen from it as an explicit ``<inertial>``,
+    and it is compiled again without any visual mesh (``MjSpec``). Mass matrix, gravity, contacts and
+    trajectories are the shipped model's to the last bit (``tests/test_so101.py`` checks them against it).
+
+    Args:
+      collision_meshes: keep the gripper's three collision meshes (1.7 MB; contacts exactly as in the shipped
+        model). False drops every mesh, for runs with contacts off.
+    """
+    return copy.copy(_mesh_free(bool(collision_meshes)))
+
+
+@functools.cache
+def _mesh_free(collision_meshes: bool) -> mujoco.MjModel:
+    spec = _from_menagerie(lambda menagerie: menagerie.get('robotstudio_so101').spec('so101'))
+    bodies = [b for b in spec.bodies if b.name != 'world']
+    from_geoms = {b.name for b in bodies if not b.explicitinertial}  # MuJoCo sums their geoms' inertia
+
+    def drop_meshes(keep_on: set[str]) -> None:
+        kept = set()
+        for geom in list(spec.geoms):
+            if geom.type != mujoco.mjtGeom.mjGEOM_MESH:
+                continue
+            collides = geom.contype or geom.conaffinity
+            if (collision_meshes and collides) or geom.parent.name in keep_on:
+                kept.add(geom.meshname)
+            else:
+                spec.delete(geom)
+        for mesh in list(spec.meshes):
+            if mesh.name not in kept:
+                spec.delete(mesh)
+
+    drop_meshes(keep_on=from_geoms)
+    inertial = spec.compile()  # every body's inertia as the shipped model has it
+    for body in bodies:
+        i = inertial.body(body.name).id
+        body.explicitinertial = True
+        body.mass = inertial.body_mass[i]
+        body.ipos = inertial.body_ipos[i]
+        body.iquat = inertial.body_iquat[i]
+        body.inertia = inertial.body_inertia[i]
+        body.fullinertia = [math.nan] * 6  # the principal inertia above, not a full tensor
+    drop_meshes(keep_on=set())
+    return spec.compile()
 
 
 # --- Menagerie's servo: class sts3215 in so101.xml, the same on every joint (tests/test_chapter1.py checks

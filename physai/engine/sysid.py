@@ -36,9 +36,13 @@ The fit
     least squares (``mujoco.minimize.least_squares``) on per-frame residuals (sim - real, degrees) of the
     fit episodes, from two starts, each run until the solver's own tolerances stop it (``max_iter`` is
     only a cap). ``least_squares`` asks for the residuals of several candidates at once (all six
-    finite-difference probes of a Jacobian in one call); :func:`replay` runs them, every candidate on every
-    episode, as one ``mujoco.batch.Batch`` with one model per simulation. The models are copies of the
-    arm without its meshes (:func:`slim_arm`), since copying the mesh data cost more than simulating.
+    finite-difference probes of a Jacobian in one call), but a trial step is one candidate, three
+    simulations for all the CPUs; so the starts, and leave-one-out's folds, run side by side
+    (:func:`fit_servos`), and whatever they ask for at one time, every candidate on its episodes, is
+    replayed as one ``mujoco.batch.Batch`` with one model per simulation. A replay gives the same bits
+    whatever it is batched with, so each start takes the path it takes alone. The models are copies of the
+    arm without its meshes, geoms and sites (contacts are off), since copying the mesh data cost more than
+    simulating and placing the geoms a tenth of it.
     The starts end in one flat valley at nearly equal costs; the softest of those within ``COST_TIE`` is
     kept, since its path does not depend on the last bits of the arithmetic, and its servo is rounded to
     ``FIT_DIGITS`` significant digits, so everything computed from it is the same on any processor.
@@ -58,6 +62,7 @@ import math
 import numbers
 import pathlib
 import sys
+import threading
 import time
 from collections.abc import Sequence
 
@@ -206,9 +211,25 @@ def slim_arm() -> mujoco.MjModel:
     The mesh data make up most of the compiled model, so copying it (once per candidate) and handing it
     to a Batch would dominate the fit. Every body's mass and inertia are frozen from the full model
     first (a visual mesh gives the camera mount its mass), then the mesh geoms and meshes are dropped;
-    contacts are off in the replay, so the remaining primitive geoms only serve to keep the layout.
+    the primitive geoms left are the collision boxes, which a replay or hold with contacts on needs (with
+    contacts off the replay runs the same arm without any geom).
     ``tests/test_replay.py`` checks the mass matrix and gravity against ``load_so101()``.
     """
+    return _frozen_arm(primitives=True)
+
+
+@functools.cache
+def _bare_arm() -> mujoco.MjModel:
+    """:func:`slim_arm` without any geom or site: what a replay with contacts off simulates.
+
+    With contacts off no geom takes part in the physics (every body's inertia is explicit), yet every
+    ``mj_step`` still places each geom and site; without them a replay costs about a tenth less and
+    gives the same bits (``tests/test_sysid.py`` compares them).
+    """
+    return _frozen_arm(primitives=False)
+
+
+def _frozen_arm(*, primitives: bool) -> mujoco.MjModel:
     import mujoco_menagerie
 
     full = load_so101()  # also points mujoco_menagerie at the offline copy when there is one
@@ -224,17 +245,25 @@ def slim_arm() -> mujoco.MjModel:
         body.inertia = full.body_inertia[i]
         body.fullinertia = [math.nan] * 6
     for geom in list(spec.geoms):
-        if geom.type == mujoco.mjtGeom.mjGEOM_MESH:
+        if geom.type == mujoco.mjtGeom.mjGEOM_MESH or not primitives:
             spec.delete(geom)
     for mesh in list(spec.meshes):
         spec.delete(mesh)
+    if not primitives:
+        for site in list(spec.sites):
+            spec.delete(site)
     return spec.compile()
 
 
 def arm_model(servo: ArmServo, config: ReplayConfig = ReplayConfig(), *, fps: float = 30.0
               ) -> mujoco.MjModel:
     """The SO-101 with ``servo`` on every joint, set up for replay at ``fps`` frames per second."""
-    m = copy.copy(slim_arm())
+    return _servo_arm(slim_arm(), servo, config, fps)
+
+
+def _servo_arm(arm: mujoco.MjModel, servo: ArmServo, config: ReplayConfig, fps: float) -> mujoco.MjModel:
+    """A copy of ``arm`` set up as :func:`arm_model` says."""
+    m = copy.copy(arm)
     mj.set_position_servo(m, servo.kp, servo.kv, servo.forcerange)
     m.dof_damping[:] = servo.damping
     m.dof_frictionloss[:] = servo.frictionloss
@@ -348,7 +377,6 @@ class Replay:
         return not self.diverged and self.chatter_deg > CHATTER_DEG
 
 
-@mj.captured_warnings()
 def replay(servos: Sequence[ArmServo], episodes: Sequence[Episode], *,
            config: ReplayConfig = ReplayConfig(), nthread: int = 0,
            offsets: Sequence[float] | None = None) -> list[list[Replay]]:
@@ -381,6 +409,26 @@ def replay(servos: Sequence[ArmServo], episodes: Sequence[Episode], *,
         raise ValueError(f'nthread must be a whole number >= 0 (0: all CPUs), got {nthread!r}')
     if not servos or not episodes:
         return [[] for _ in servos]
+    steps = _replay_steps(episodes, config)
+    if steps * len(servos) * len(episodes) > mj.MAX_TOTAL_STEPS:
+        raise ValueError(f'servos x episodes must take at most {mj.MAX_TOTAL_STEPS:,} physics steps in all, got '
+                         f'{len(servos)} x {len(episodes)} runs of {steps:,} steps')
+    if offsets is not None:
+        offsets = np.asarray(offsets, dtype=float)
+        if offsets.shape != (len(servos),) or not np.all(np.isfinite(offsets)):
+            raise ValueError(f'offsets must be {len(servos)} finite numbers (one per servo), got {offsets!r}')
+        offsets = np.repeat(offsets, len(episodes))
+    runs = _replay_runs([s for s in servos for _ in episodes], episodes * len(servos), config, nthread, offsets)
+    return [runs[i * len(episodes):(i + 1) * len(episodes)] for i in range(len(servos))]
+
+
+def _replay_steps(episodes: Sequence[Episode], config: ReplayConfig) -> int:
+    """The physics steps of one replay of ``episodes`` (the longest), after checking they can be replayed together.
+
+    Raises:
+      ValueError: an episode with fewer than 2 frames or a non-finite action or state, episodes at different fps,
+        or more than ``mj.MAX_STEPS`` steps.
+    """
     short = [e.index for e in episodes if e.nframe < 2]
     if short:
         raise ValueError(f'episodes must have at least 2 frames to replay, got episodes {short}')
@@ -398,50 +446,55 @@ def replay(servos: Sequence[ArmServo], episodes: Sequence[Episode], *,
         raise ValueError(f'a replay must take at most {mj.MAX_STEPS:,} physics steps, got {steps:,} '
                          f'({sub} per frame at timestep {config.timestep:g} s): use a longer timestep or shorter '
                          f'episodes')
-    if steps * len(servos) * len(episodes) > mj.MAX_TOTAL_STEPS:
-        raise ValueError(f'servos x episodes must take at most {mj.MAX_TOTAL_STEPS:,} physics steps in all, got '
-                         f'{len(servos)} x {len(episodes)} runs of {steps:,} steps')
-    models = [arm_model(s, config, fps=fps) for s in servos]
+    return steps
+
+
+@mj.captured_warnings()
+def _replay_runs(servos: Sequence[ArmServo], episodes: Sequence[Episode], config: ReplayConfig, nthread: int,
+                 offsets: np.ndarray | None = None) -> list[Replay]:
+    """Simulation k replays ``episodes[k]`` with ``servos[k]`` (starts moved by ``offsets[k]`` rad), all in one Batch.
+
+    The runs need not form a grid: :func:`fit_servos` batches the candidates of several fits, each on its own
+    episodes. ``mujoco.batch`` repeats ``mj_step`` bit for bit at any thread count, so a run gives the same bits
+    whatever it is batched with. The arguments are checked by the callers (:func:`_replay_steps`).
+    """
+    fps = episodes[0].fps
+    sub = config.substeps(fps)
     nframe = max(e.nframe for e in episodes)
-    actions = []
+    models, commands, starts = {}, {}, []
+    base = slim_arm() if config.contacts else _bare_arm()
+    for s in servos:  # equal servos share one model
+        if s not in models:
+            models[s] = _servo_arm(base, s, config, fps)
     for e in episodes:
-        u = to_radians(e.action, e.joints)
-        actions.append(np.concatenate([u, np.repeat(u[-1:], nframe - e.nframe, axis=0)]))
-    nsim = len(servos) * len(episodes)
-    batch = mujoco.batch.Batch(models[0], nsim, nthread=nthread)
-    batch.set_models([m for m in models for _ in episodes])
+        if id(e) not in commands:
+            u = to_radians(e.action, e.joints)
+            # frame t's action is held for the sub physics steps that lead to frame t+1
+            u = np.concatenate([u, np.repeat(u[-1:], nframe - e.nframe, axis=0)])[:nframe - 1]
+            commands[id(e)] = (np.repeat(u, sub, axis=0), to_radians(e.state[:1], e.joints)[0])
+        starts.append(commands[id(e)][1])
+    batch = mujoco.batch.Batch(models[servos[0]], len(servos), nthread=nthread)
+    batch.set_models([models[s] for s in servos])
     batch.reset()
-    starts = np.tile(np.stack([to_radians(e.state[:1], e.joints)[0] for e in episodes]),
-                     (len(servos), 1))
+    starts = np.stack(starts)
     if offsets is not None:
-        offsets = np.asarray(offsets, dtype=float)
-        if offsets.shape != (len(servos),) or not np.all(np.isfinite(offsets)):
-            raise ValueError(f'offsets must be {len(servos)} finite numbers (one per servo), got {offsets!r}')
-        starts = starts + np.repeat(offsets, len(episodes))[:, None]
+        starts = starts + np.asarray(offsets, dtype=float)[:, None]
     batch.qpos[:] = starts
     perturb.nudge(batch.qpos)
     starts = batch.qpos.copy()  # frame 0 is the state the simulation started from
     batch.forward()
-    # frame t's action is held for the sub physics steps that lead to frame t+1
-    control = np.repeat(np.stack(actions)[:, :nframe - 1], sub, axis=1)
-    control = np.tile(control, (len(servos), 1, 1))
+    control = np.stack([commands[id(e)][0] for e in episodes])
     out = batch.rollout((nframe - 1) * sub, control=control, record=('qpos',))
     qpos = np.concatenate([starts[:, None], out['qpos'][:, sub - 1::sub]], axis=1)
     warned = mj.bad_qacc(batch)
     arm = [JOINTS.index(j) for j in ARM_JOINTS]
-    cols = [arm_columns(e.joints) for e in episodes]
-    result = []
-    for i, s in enumerate(servos):
-        row = []
-        for j, e in enumerate(episodes):
-            k = i * len(episodes) + j
-            row.append(Replay(servo=s, episode=e.index, t=np.arange(e.nframe) / fps,
-                              real_deg=e.state[:, cols[j]],
-                              sim_deg=np.rad2deg(qpos[k, :e.nframe][:, arm]),
-                              action_deg=e.action[:, cols[j]],
-                              diverged=mj.diverged(qpos[k, :e.nframe], warned=bool(warned[k]))))
-        result.append(row)
-    return result
+    runs = []
+    for k, (s, e) in enumerate(zip(servos, episodes)):
+        cols = arm_columns(e.joints)
+        runs.append(Replay(servo=s, episode=e.index, t=np.arange(e.nframe) / fps, real_deg=e.state[:, cols],
+                           sim_deg=np.rad2deg(qpos[k, :e.nframe][:, arm]), action_deg=e.action[:, cols],
+                           diverged=mj.diverged(qpos[k, :e.nframe], warned=bool(warned[k]))))
+    return runs
 
 
 def _items(name: str, values, kind: type) -> list:
@@ -586,7 +639,9 @@ def fit_servo(episodes: Sequence[Episode], *, starts: dict[str, ArmServo] | None
     ``xtol`` on the step and ``gtol`` on the free gradient, or no step that lowers the cost), at most
     ``max_iter`` of them. The fit is deterministic however many iterations it takes: every replay is
     (``mujoco.batch`` repeats ``mj_step`` bit for bit) and so is the solver. A start that hits the cap
-    is reported (``FitStart.converged``), not hidden.
+    is reported (``FitStart.converged``), not hidden. The starts run side by side (:func:`fit_servos`):
+    whatever each asks for at a time, the six probes of a Jacobian or one trial step, is replayed in one batch
+    with what the others ask for, and each start takes exactly the path it would take alone.
 
     Which start is kept: the one with the lowest cost, except that costs within ``COST_TIE`` (1 %) of the
     lowest are a tie, which goes to the softest start (the lowest start kp). On the book's recording the two
@@ -614,49 +669,212 @@ def fit_servo(episodes: Sequence[Episode], *, starts: dict[str, ArmServo] | None
     Returns:
       The kept start's servo, rounded, and every start's outcome.
     """
+    return fit_servos([episodes], starts=starts, config=config, max_iter=max_iter, decimate=decimate, eps=eps,
+                      digits=digits, progress=progress)[0]
+
+
+def fit_servos(problems: Sequence[Sequence[Episode]], *, starts: dict[str, ArmServo] | None = None,
+               config: ReplayConfig = ReplayConfig(), max_iter: int = 50, decimate: int = 1,
+               eps: float = 1e-3, digits: int = FIT_DIGITS, progress: bool = True) -> list[FitResult]:
+    """:func:`fit_servo` on several sets of episodes at once (leave-one-out's folds, say), every start of each.
+
+    Each start of each set is one ``least_squares`` solver in a thread of its own; whenever every solver still
+    running waits for residuals, all their candidates (each on its own set's episodes) are replayed in one
+    ``mujoco.batch`` call (:class:`_Lockstep`). A replay gives the same bits whatever it is batched with, so each
+    result equals :func:`fit_servo` on that set alone, bit for bit; batching only keeps every thread busy (a
+    trial step alone is three simulations for all the CPUs).
+
+    Args:
+      problems: the episode sets, one fit each.
+      starts, config, max_iter, decimate, eps, digits, progress: as :func:`fit_servo`, for every set; the bar
+        counts the iterations of all the solvers.
+
+    Returns:
+      One :class:`FitResult` per set, in order (``seconds`` is the wall time of the whole batched run).
+    """
     if starts is None:
         starts = {'menagerie': MENAGERIE, 'therobotstudio': THEROBOTSTUDIO}
     if not isinstance(starts, dict) or not starts or not all(isinstance(v, ArmServo) for v in starts.values()):
         raise ValueError(f'starts must map at least one name to an ArmServo, got {starts!r}')
-    if not _items('episodes', episodes, Episode):
+    if isinstance(problems, Episode) or not isinstance(problems, Sequence) or not problems:
+        raise ValueError(f'problems must be one or more sequences of episodes, got {problems!r}')
+    problems = [_items('episodes', episodes, Episode) for episodes in problems]
+    if not all(problems):
         raise ValueError('episodes must hold at least one episode to fit, got none')
     if not isinstance(max_iter, int) or isinstance(max_iter, bool) or max_iter < 1:
         raise ValueError(f'max_iter must be an integer >= 1, got {max_iter!r}')
     if not (isinstance(digits, int) and not isinstance(digits, bool) and digits >= 1):
         raise ValueError(f'digits must be an integer >= 1, got {digits!r}')
+    if not isinstance(config, ReplayConfig):
+        raise TypeError(f'config must be a ReplayConfig, got {type(config).__name__}')
+    if not (isinstance(decimate, numbers.Integral) and not isinstance(decimate, bool) and decimate >= 1):
+        raise ValueError(f'decimate must be a whole number >= 1, got {decimate!r}')
     checks.positive('eps', eps, 'log10 units')
-    evaluations = 0
+    rates = sorted({e.fps for episodes in problems for e in episodes})
+    if len(rates) > 1:
+        raise ValueError(f'episodes must share one fps, got {rates}')
+    for episodes in problems:
+        if _replay_steps(episodes, config) * len(PARAMS) * len(starts) * len(episodes) * len(problems) \
+                > mj.MAX_TOTAL_STEPS:
+            raise ValueError(f'a fit of {len(problems)} x {len(episodes)} episodes from {len(starts)} starts would '
+                             f'batch more than {mj.MAX_TOTAL_STEPS:,} physics steps at once')
+    lockstep = _Lockstep(config, decimate)
+    bar = _progress(len(problems) * len(starts) * max_iter, 'fitting', progress)
+    if bar is not None and len(problems) * len(starts) > 1:
+        bar.set_postfix_str(f'{len(problems) * len(starts)} starts side by side')
+    bar_lock = threading.Lock()
 
-    def residual(x):
-        nonlocal evaluations
-        evaluations += x.reshape(len(PARAMS), -1).shape[1]
-        return residuals(x, episodes, config=config, decimate=decimate)
+    def solve(problem: int, name: str, start: ArmServo) -> FitStart:
+        counted = 0
 
-    t0 = time.perf_counter()
-    bar = _progress(len(starts) * max_iter, 'fitting', progress)
-    results = []
-    for name, start in starts.items():
-        if bar is not None:
-            bar.set_postfix_str(f'start {name}')
-
-        def on_iter(trace, bar=bar):
+        def on_iter(trace):
+            nonlocal counted
             if bar is not None and len(trace) <= max_iter:
-                bar.update(1)
+                with bar_lock:
+                    bar.update(1)
+                counted += 1
 
         x, trace = mujoco.minimize.least_squares(
-            to_log(start), residual, bounds=LOG_BOUNDS, eps=eps, max_iter=max_iter,
-            verbose=mujoco.minimize.Verbosity.SILENT, iter_callback=on_iter)
+            to_log(start), lockstep.residual(problem, problems[problem]), bounds=LOG_BOUNDS, eps=eps,
+            max_iter=max_iter, verbose=mujoco.minimize.Verbosity.SILENT, iter_callback=on_iter)
         if bar is not None:  # a start that stopped early still fills its share of the bar
-            bar.n = (len(results) + 1) * max_iter
-            bar.refresh()
+            with bar_lock:
+                bar.update(max_iter - counted)
         objectives = np.array([float(log.objective) for log in trace])
-        results.append(FitStart(name=name, start=start, servo=from_log(x), cost=float(objectives[-1]),
-                                iterations=len(trace) - 1, objectives=objectives, max_iter=max_iter))
-    if bar is not None:
-        bar.close()
-    kept = kept_start(results)
-    return FitResult(servo=kept.servo.rounded(digits), starts=tuple(results), evaluations=evaluations,
-                     seconds=time.perf_counter() - t0, kept=kept.name)
+        return FitStart(name=name, start=start, servo=from_log(x), cost=float(objectives[-1]),
+                        iterations=len(trace) - 1, objectives=objectives, max_iter=max_iter)
+
+    t0 = time.perf_counter()
+    try:
+        outcomes = lockstep.run([functools.partial(solve, p, name, start)
+                                 for p in range(len(problems)) for name, start in starts.items()])
+    finally:
+        if bar is not None:
+            bar.close()
+    seconds = time.perf_counter() - t0
+    results = []
+    for p in range(len(problems)):
+        mine = outcomes[p * len(starts):(p + 1) * len(starts)]
+        kept = kept_start(mine)
+        results.append(FitResult(servo=kept.servo.rounded(digits), starts=tuple(mine),
+                                 evaluations=lockstep.evaluations[p], seconds=seconds, kept=kept.name))
+    return results
+
+
+class _Lockstep:
+    """Several ``least_squares`` solvers, each in a thread of its own, whose residuals are replayed together.
+
+    A solver's residual call waits until every solver still running waits on one too (or has finished); then the
+    candidates of all of them, each on its own episodes, are replayed in one batch (:func:`_replay_runs`) and
+    every solver gets its columns, computed as :func:`residuals` computes them. What a solver gets does not depend
+    on what it was batched with, so its path is the one it takes alone, however the threads are scheduled.
+    """
+
+    def __init__(self, config: ReplayConfig, decimate: int, nthread: int = 0):
+        self.config, self.decimate, self.nthread = config, decimate, nthread
+        self.evaluations: dict[int, int] = {}
+        """Candidates replayed per problem (each on every episode of the problem)."""
+        self._cond = threading.Condition()
+        self._asked: dict[object, tuple[np.ndarray, list[Episode]]] = {}
+        self._answers: dict[object, np.ndarray | BaseException] = {}
+        self._running = 0
+        self._stopped = False
+
+    def residual(self, problem: int, episodes: list[Episode]):
+        """The residual function of one solver of ``problem`` on ``episodes``: (6,) or (6, ncand) -> (nres, ncand)."""
+        token = object()
+        self.evaluations.setdefault(problem, 0)
+
+        def evaluate(x: np.ndarray) -> np.ndarray:
+            x = np.asarray(x, dtype=float)
+            if x.ndim not in (1, 2) or x.shape[0] != len(PARAMS) or x.size == 0:
+                raise ValueError(f'x must be (6,) or (6, ncand) log10 parameters, got shape {x.shape}')
+            x = x.reshape(len(PARAMS), -1)
+            with self._cond:
+                if self._stopped:
+                    raise RuntimeError('the fit was stopped')
+                self.evaluations[problem] += x.shape[1]
+                self._asked[token] = (x, episodes)
+                self._cond.notify_all()
+                while token not in self._answers:
+                    self._cond.wait()
+                answer = self._answers.pop(token)
+            if isinstance(answer, BaseException):
+                raise answer
+            return answer
+
+        return evaluate
+
+    def run(self, jobs: Sequence) -> list:
+        """Run every job (a function of no arguments that calls residual functions of this object) in a thread of
+        its own, replaying what they ask for together; their return values in order, or the first job's error."""
+        results, errors = [None] * len(jobs), [None] * len(jobs)
+
+        def work(i):
+            try:
+                results[i] = jobs[i]()
+            except BaseException as err:  # handed to the caller below
+                errors[i] = err
+            finally:
+                with self._cond:
+                    self._running -= 1
+                    self._cond.notify_all()
+
+        self._running = len(jobs)
+        threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(len(jobs))]
+        for thread in threads:
+            thread.start()
+        try:
+            while True:
+                with self._cond:
+                    while self._running and len(self._asked) < self._running:
+                        self._cond.wait()
+                    if not self._running:
+                        break
+                    asked, self._asked = self._asked, {}
+                try:
+                    answers = self._replay(asked)
+                except Exception as err:  # bad input: every solver that asked raises it
+                    answers = dict.fromkeys(asked, err)
+                with self._cond:
+                    self._answers.update(answers)
+                    self._cond.notify_all()
+        except BaseException:  # an interrupt: release the solvers, which then stop at their next call
+            with self._cond:
+                self._stopped = True
+                self._answers.update(dict.fromkeys(self._asked, RuntimeError('the fit was stopped')))
+                self._asked = {}
+                self._cond.notify_all()
+            raise
+        for thread in threads:
+            thread.join()
+        for err in errors:
+            if err is not None:
+                raise err
+        return results
+
+    def _replay(self, asked: dict) -> dict:
+        servos, episodes, spans = [], [], []
+        for token, (x, eps) in asked.items():
+            spans.append((token, len(servos), x.shape[1], len(eps)))
+            for column in x.T:
+                servo = from_log(column)
+                servos += [servo] * len(eps)
+                episodes += eps
+        runs = _replay_runs(servos, episodes, self.config, self.nthread)
+        answers = {}
+        for token, first, ncand, nep in spans:
+            rows = [runs[first + i * nep:first + (i + 1) * nep] for i in range(ncand)]
+            answers[token] = _residual_columns(rows, self.decimate)
+        return answers
+
+
+def _residual_columns(rows: Sequence[Sequence[Replay]], decimate: int) -> np.ndarray:
+    """:func:`residuals` of replays already run: ``rows[i]`` candidate i on every fit episode; (nres, ncand)."""
+    cols = [np.concatenate([(rep.sim_deg[1::decimate] - rep.real_deg[1::decimate]).ravel() for rep in row])
+            for row in rows]
+    r = np.stack(cols, axis=1)
+    return r / math.sqrt(r.shape[0])
 
 
 def kept_start(starts: Sequence[FitStart], *, tie: float = COST_TIE) -> FitStart:

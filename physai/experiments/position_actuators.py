@@ -561,6 +561,23 @@ def unstable(response, q0: float) -> bool:
     return bool(np.max(np.abs(tail)) > 1.5 * abs(q0))
 
 
+def servo_bounds(timestep: float, integrator: str, dampratio: float = 1.0) -> dict:
+    """The stability map's analytic curves over armature (no simulation, so the panel draws them at once).
+
+    Returns:
+      dict with ``h_omega_star`` (the integrator's critical hω, :func:`critical_h_omega`; inf when none) and the
+      curves ``bound_armature`` (m,) kg·m², ``bound_kp`` (m,) for growth = 1 (NaN when there is no bound) and
+      ``two_kp`` (m,) for hω = 2, N·m/rad.
+    """
+    star = critical_h_omega(integrator, dampratio)
+    armature = np.linspace(0.0, 0.1, 101)
+    inertia = LINK_INERTIA + armature
+    return {'h_omega_star': star, 'bound_armature': armature,
+            'bound_kp': (star / timestep) ** 2 * inertia if math.isfinite(star)
+            else np.full_like(armature, np.nan),
+            'two_kp': (2.0 / timestep) ** 2 * inertia}
+
+
 @cached(maxsize=16)
 def servo_stability(timestep: float, integrator: str, dampratio: float = 1.0,
                     q0: float = -0.5) -> dict:
@@ -570,22 +587,15 @@ def servo_stability(timestep: float, integrator: str, dampratio: float = 1.0,
     in one batch; a cell counts as diverged if MuJoCo flags it or it ends swinging wider than 1.5 |q0|.
 
     Returns:
-      dict with ``kp`` (nk,), ``armature`` (na,), ``diverged`` (nk, na) bool, ``h_omega_star``
-      (the integrator's critical hω, :func:`critical_h_omega`) and the curves ``bound_armature``
-      (m,) with ``bound_kp`` (m,) for growth = 1 and ``two_kp`` (m,) for hω = 2, N·m/rad.
+      dict with ``kp`` (nk,), ``armature`` (na,), ``diverged`` (nk, na) bool, and :func:`servo_bounds`'
+      ``h_omega_star``, ``bound_armature``, ``bound_kp`` and ``two_kp``.
     """
     params = [panel_servo(kp, a, timestep, integrator, dampratio)
               for kp in STABILITY_KP for a in STABILITY_ARMATURE]
     responses = step_responses(params, q0=q0, duration=STABILITY_STEPS * timestep)
     diverged = np.array([unstable(r, q0) for r in responses]).reshape(len(STABILITY_KP), -1)
-    star = critical_h_omega(integrator, dampratio)
-    armature = np.linspace(0.0, 0.1, 101)
-    inertia = LINK_INERTIA + armature
     return {'kp': STABILITY_KP, 'armature': STABILITY_ARMATURE, 'diverged': diverged,
-            'h_omega_star': star, 'bound_armature': armature,
-            'bound_kp': (star / timestep) ** 2 * inertia if math.isfinite(star)
-            else np.full_like(armature, np.nan),
-            'two_kp': (2.0 / timestep) ** 2 * inertia}
+            **servo_bounds(timestep, integrator, dampratio)}
 
 
 # ---------------------------------------------------------------------------------------------

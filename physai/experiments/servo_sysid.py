@@ -26,8 +26,8 @@ import numpy as np
 
 from physai.engine.datasets import Episode, LeRobotDataset, load_lerobot, shipped_recording
 from physai.engine.sysid import (ArmServo, BASELINES, MENAGERIE, PoseHold, Replay, ReplayConfig, TIP_SITE, slim_arm,
-                                  arm_columns, fit_servo, hold_pose, joint_mae_deg, mae_deg, replay, replay_ensemble,
-                                  synthetic_dataset, to_radians)
+                                  arm_columns, fit_servo, fit_servos, hold_pose, joint_mae_deg, mae_deg, replay,
+                                  replay_ensemble, synthetic_dataset, to_radians)
 from physai.engine.so101 import ARM_JOINTS, load_so101
 from physai.experiments.registry import experiment
 from physai.laws import checks, robust
@@ -509,13 +509,18 @@ def break_it(fitted: ArmServo, episodes: Sequence[Episode], *,
     return rows
 
 
-def leave_one_out(dataset: LeRobotDataset, **fit_kwargs) -> list[dict]:
+def leave_one_out(dataset: LeRobotDataset, *, known: dict[int, ArmServo] | None = None, **fit_kwargs) -> list[dict]:
     """Fit on all episodes but one and score the one left out, for each episode in turn.
+
+    The folds' fits run side by side (``sysid.fit_servos``): each gives the same servo as :func:`fit_servo` on its
+    episodes alone, bit for bit, and together they keep every thread busy.
 
     Args:
       dataset: the recording; every episode is left out once.
-      **fit_kwargs: passed to :func:`fit_servo` (``starts``, ``max_iter``, ``progress``, ...); its
-        ``config`` is also the replay the fitted servo is scored with.
+      known: folds already fitted, by the index of the episode they leave out (the main fit, when it held out one
+        episode, is that episode's fold): they are scored, not refitted.
+      **fit_kwargs: passed to ``sysid.fit_servos`` as to :func:`fit_servo` (``starts``, ``max_iter``,
+        ``progress``, ...); its ``config`` is also the replay the fitted servo is scored with.
 
     Returns:
       Rows with ``heldout`` (episode_index), the six fitted parameters, ``lag_ms``, ``fit_mae_deg`` and
@@ -524,11 +529,17 @@ def leave_one_out(dataset: LeRobotDataset, **fit_kwargs) -> list[dict]:
     """
     if not isinstance(dataset, LeRobotDataset) or len(dataset) < 2:
         raise ValueError(f'dataset must be a LeRobotDataset of 2 or more episodes, got {dataset!r}')
+    known = {} if known is None else known
+    indices = [e.index for e in dataset.episodes]
+    if not isinstance(known, dict) or not all(k in indices and isinstance(v, ArmServo) for k, v in known.items()):
+        raise ValueError(f'known must map episode indices of the dataset ({indices}) to ArmServo, got {known!r}')
     rows = []
     episodes = list(dataset.episodes)
-    for k, out in enumerate(episodes):
-        rest = episodes[:k] + episodes[k + 1:]
-        fitted = fit_servo(rest, **fit_kwargs).servo
+    folds = [episodes[:k] + episodes[k + 1:] for k in range(len(episodes))]
+    todo = [rest for out, rest in zip(episodes, folds) if out.index not in known]
+    fits = iter(fit_servos(todo, **fit_kwargs) if todo else [])  # every fold at once, one batch per solver round
+    for out, rest in zip(episodes, folds):
+        fitted = known[out.index] if out.index in known else next(fits).servo
         runs, men = replay([fitted, MENAGERIE], rest + [out], config=fit_kwargs.get('config', ReplayConfig()))
         rows.append(dict(heldout=out.index, **fitted.as_dict(), lag_ms=fitted.lag_ms,
                          fit_mae_deg=mae_deg(runs[:-1]), heldout_mae_deg=runs[-1].mae_deg,

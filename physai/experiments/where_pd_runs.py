@@ -116,8 +116,9 @@ def growth_curve(rates_hz: Sequence[float], *, backend: str, kp: float = SO101_K
     stepping :func:`zoh_step` on unit vectors: one physics step with the PD acceleration a held is linear
     in (q, v, a), ``S = [[1, h/(1 + h*c_joint), h²/(1 + h*c_joint)], [0, 1/(1 + h*c_joint), h/(1 + h*c_joint)],
     [0, 0, 1]]``; a tick of n steps is ``S^n`` applied to ``(q, v, -w2*q - c*v)``, and the ticks of
-    :func:`tick_pattern` are multiplied in order (renormalized as they go, so no product overflows).
-    Agrees with :func:`tick_growth` to rounding (``tests/test_control.py``).
+    :func:`tick_pattern` are multiplied in order (renormalized as they go, so no product overflows), tick j of
+    every rate's pattern in one stacked product. Agrees with :func:`tick_growth` to rounding
+    (``tests/test_where_pd_runs.py``).
 
     Args:
       rates_hz: controller rates, Hz, (nrate,).
@@ -146,6 +147,8 @@ def growth_curve(rates_hz: Sequence[float], *, backend: str, kp: float = SO101_K
         w2, c_pd, c_joint = kp / inertia, kv / inertia, damping / inertia
     h = timestep
     patterns = [tick_pattern(r, h) for r in rates]
+    if not patterns:
+        return np.empty(0)
     if backend == 'in-step':
         per_step = max(integrator_growth(integrator, h, a, b + cj, c_joint=cj)
                        for a, b, cj in zip(w2, c_pd, c_joint))
@@ -164,28 +167,31 @@ def growth_curve(rates_hz: Sequence[float], *, backend: str, kp: float = SO101_K
     hold = np.zeros((nj, 3, 2))  # (q, v) -> (q, v, a) at the tick
     hold[:, 0, 0] = hold[:, 1, 1] = 1.0
     hold[:, 2, 0], hold[:, 2, 1] = -w2, -c_pd
-    tick_maps: dict[int, np.ndarray] = {}
-    out = np.empty(len(patterns))
+    # every rate at once: tick j of each rate's pattern multiplies that rate's product, (nrate, nj, 2, 2);
+    # a rate whose pattern has ended keeps its product
+    lengths = np.array([len(p) for p in patterns])
+    steps_per_tick = sorted({n for p in patterns for n in p})
+    which = np.zeros((len(patterns), lengths.max()), dtype=int)
     for i, pattern in enumerate(patterns):
-        product = np.broadcast_to(np.eye(2), (nj, 2, 2))
-        log_scale = np.zeros(nj)
+        which[i, :len(pattern)] = [steps_per_tick.index(n) for n in pattern]
+    with np.errstate(over='ignore', invalid='ignore', divide='ignore'):
         # a map beyond floating point (inf or NaN entries) is a joint that diverged: its growth is inf
-        with np.errstate(over='ignore', invalid='ignore', divide='ignore'):
-            for n in pattern:
-                if n not in tick_maps:
-                    tick_maps[n] = (np.linalg.matrix_power(step, n) @ hold)[:, :2, :]
-                product = tick_maps[n] @ product
-                scale = np.max(np.abs(product), axis=(1, 2))
-                scale = np.where(scale > 0, scale, 1.0)
-                product = product / scale[:, None, None]
-                log_scale += np.log(scale)
-            finite = np.all(np.isfinite(product), axis=(1, 2)) & np.isfinite(log_scale)
-            radius = np.full(nj, math.inf)
-            if finite.any():
-                radius[finite] = np.max(np.abs(np.linalg.eigvals(product[finite])), axis=1)
-            growth = np.where(finite, np.exp((log_scale + np.log(radius)) / len(pattern)), math.inf)
-        out[i] = np.max(growth)  # 0 and inf saturate: never an exception
-    return out
+        tick_maps = np.stack([(np.linalg.matrix_power(step, n) @ hold)[:, :2, :] for n in steps_per_tick])
+        product = np.broadcast_to(np.eye(2), (len(patterns), nj, 2, 2)).copy()
+        log_scale = np.zeros((len(patterns), nj))
+        for j in range(lengths.max()):
+            going = lengths > j
+            new = tick_maps[which[going, j]] @ product[going]
+            scale = np.max(np.abs(new), axis=(2, 3))
+            scale = np.where(scale > 0, scale, 1.0)
+            product[going] = new / scale[:, :, None, None]
+            log_scale[going] += np.log(scale)
+        finite = np.all(np.isfinite(product), axis=(2, 3)) & np.isfinite(log_scale)
+        radius = np.full(finite.shape, math.inf)
+        if finite.any():
+            radius[finite] = np.max(np.abs(np.linalg.eigvals(product[finite])), axis=1)
+        growth = np.where(finite, np.exp((log_scale + np.log(radius)) / lengths[:, None]), math.inf)
+    return np.max(growth, axis=1)  # 0 and inf saturate: never an exception
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -352,7 +358,8 @@ def rate_bound_hz(rate_hz: float, *, kp: float = SO101_KP, kv: float = SO101_KV,
     N·m·s/rad (None: the SO-101's), which acts continuously and so adds to kv.
 
     Raises:
-      ValueError: a rate or timestep out of range, kp <= 0, or kv + d <= 0 (no damping: no rate is fast enough).
+      ValueError: a rate or timestep out of range (a rate above 1/timestep included), kp <= 0, or kv + d <= 0 (no
+        damping: no rate is fast enough).
     """
     checks.positive('rate_hz', rate_hz, 'Hz')
     checks.positive('kp', kp, 'N·m/rad')
@@ -361,6 +368,9 @@ def rate_bound_hz(rate_hz: float, *, kp: float = SO101_KP, kv: float = SO101_KV,
     damping = _damping(damping)
     if not kv + damping > 0:
         raise ValueError(f'kv + damping must be > 0 N·m·s/rad, got {kv!r} + {damping!r}')
+    if rate_hz * timestep > 1:  # a tick shorter than a physics step: the estimate's n >= 1 steps per tick fails
+        raise ValueError(f'rate_hz must be at most 1/timestep = {1 / timestep:.6g} Hz (one physics step per tick) '
+                         f'at timestep {timestep:g} s, got {rate_hz!r}')
     n = 1.0 / (rate_hz * timestep)
     beta = (n + 1) / (2 * n)
     return (1 - beta) * kp / (kv + damping)

@@ -86,6 +86,17 @@ default E = 6 N·m that is 3 N·m at horizontal, just above the hold torque; low
 PANEL_STEP = Step()
 PANEL_DURATION = 3.0  # s
 PANEL_NO_LIMIT = 100.0  # N·m: the effort slider's top position means "no limit"
+PANEL_TORQUE_STEPS = (4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
+"""The torque axes' half-ranges, N·m: the smallest step that shows 1.25 × max(E, tau_g); with no limit, 64."""
+
+
+def panel_torque_top(limit: float) -> float:
+    """The torque axes' half-range for an effort limit (N·m, inf for none): a step of :data:`PANEL_TORQUE_STEPS`,
+    so most moves of the effort slider keep the axes, and each step's axes are drawn once."""
+    if not math.isfinite(limit):
+        return 64.0
+    need = 1.25 * max(limit, TAU_G)
+    return next((top for top in PANEL_TORQUE_STEPS if top >= need), PANEL_TORQUE_STEPS[-1])
 
 
 def panel_actuator(model: str, kp: float, kv: float, forcerange: float, velocity_limit: float,
@@ -188,8 +199,8 @@ def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.
         state['readout'].set_text(panel_readout(run, metrics))
         remotized = isinstance(actuator, RemotizedPD)
         e = float(actuator.table[0][1]) if remotized else float(actuator.forcerange)
-        top = 1.25 * max(e, TAU_G) if math.isfinite(e) else 50.0
-        if top != state['ylim']:  # static artists change only when the scale does
+        top = panel_torque_top(e)
+        if top != state['ylim']:  # static artists change only when the scale steps
             for ax in (state['ax2'], state['ax3']):
                 ax.set_ylim(-top, top)
             state['ylim'] = top
@@ -209,6 +220,7 @@ def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.
             state['band'].set_data(np.concatenate([speeds, speeds[::-1], speeds[:1]]),
                                    np.concatenate([high, low[::-1], high[:1]]))
         state['path'].set_data(np.clip(run.v[:n], -40, 40), np.clip(run.torque, -2 * top, 2 * top))
+        return top  # the view: every non-animated artist follows from the torque axes' range
 
     controls = [live.Choice('model', 'model', MODELS, model)]
     controls += live.common_controls(kp=kp, armature=armature, timestep=timestep, integrator=integrator)
@@ -220,7 +232,12 @@ def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.
                  unit='rad/s', readout_format='.0f'),
         live.Slider('delay', 'delay', 0, 60, delay, step=1, unit='steps', readout_format='.0f'),
     ]
-    return live.Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(13.0, 3.9), dpi=80)
+    panel = live.Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(13.0, 3.9), dpi=80,
+                       views=len(PANEL_TORQUE_STEPS) + 1)
+    # one effort limit per torque step (and none): each step's axes are drawn now, not on a slider move
+    limits = [min(step / 1.25, PANEL_NO_LIMIT - 0.5) for step in PANEL_TORQUE_STEPS] + [PANEL_NO_LIMIT]
+    panel.warm([{'forcerange': limit} for limit in limits])
+    return panel
 
 
 def forcerange_twin():

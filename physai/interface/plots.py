@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 from collections.abc import Iterator
 
 import matplotlib as mpl
@@ -58,7 +59,9 @@ BOOK_STYLE = {
     'axes.labelsize': 10,
     'xtick.labelsize': 9,
     'ytick.labelsize': 9,
-    'legend.fontsize': 8.5,
+    'legend.fontsize': 9,
+    'figure.figsize': (8.4, 3.4),
+    'figure.dpi': 100,
     'legend.framealpha': 0.9,
     'lines.linewidth': 1.6,
     'axes.spines.top': False,
@@ -66,23 +69,138 @@ BOOK_STYLE = {
 }
 """rcParams of the book's figures."""
 
+PALETTE = {
+    'blue': '#1f6fb4',
+    'green': '#2a9d4b',
+    'red': '#d62728',
+    'orange': '#d08b00',
+    'purple': '#9467bd',
+    'ink': '#222222',
+    'axes': '#333333',
+    'dark_grey': '#555555',
+    'grey': '#888888',
+    'shade': '#eeeeee',
+    'light_blue': '#9ecae1',
+    'light_orange': '#fdae6b',
+    'pale_blue': '#eef3fb',
+    'pale_orange': '#fdf1dc',
+    'pale_red': '#fbe3e3',
+    'pale_green': '#e5f4e8',
+    'pale_purple': '#efe9f7',
+}
+"""The book's one palette: every color a chapter, a panel or a twin draws with is one of these (chapters name
+them, ``plots.PALETTE['blue']``, or better a meaning of :data:`COLORS`)."""
+
+SERIES = tuple(PALETTE[name] for name in ('blue', 'green', 'red', 'orange', 'purple'))
+"""Colors of curves that only need telling apart, in order."""
+
 COLORS = {
-    'response': '#1f6fb4',
-    'command': '#555555',
-    'sag': '#d08b00',
-    'rise': '#2a9d4b',
-    'diverged': '#d62728',
-    'bound': '#222222',
-    'current': '#d62728',
-    'sag_curve': '#d08b00',
-    'rise_curve': '#2a9d4b',
+    'response': PALETTE['blue'],
+    'command': PALETTE['dark_grey'],
+    'sag': PALETTE['orange'],
+    'rise': PALETTE['green'],
+    'diverged': PALETTE['red'],
+    'bound': PALETTE['ink'],
+    'current': PALETTE['red'],
+    'sag_curve': PALETTE['orange'],
+    'rise_curve': PALETTE['green'],
+    'ink': PALETTE['ink'],
+    'axes': PALETTE['axes'],
+    'muted': PALETTE['grey'],
+    'shade': PALETTE['shade'],
+    'real': PALETTE['grey'],
+    'fitted': PALETTE['blue'],
+    'menagerie': PALETTE['red'],
 }
 """The book's colors by meaning, shared by the figures, the live panels and the static twins."""
 
+MIN_FONT_PT = 9.0
+"""The smallest text a book figure sets (tick labels, legends, notes), in points."""
+
+COLUMN_PX = 688
+"""Width of the book's text column at a 1280 px wide window (CSS px): the widest a figure is shown."""
+
+MIN_TEXT_PX = 10.0
+"""The smallest text a figure may show at 1280 px (CSS px), checked by tests/test_site.py."""
+
+METADATA_KEY = 'physai'
+"""Key of a figure's text metadata in its image output (:func:`text_metadata`)."""
+
+
+def text_metadata(fig: Figure) -> dict:
+    """What a reader's eye needs to know of a drawn figure: its smallest text and its size.
+
+    ``min_font_pt`` is the smallest font of any visible, non-empty text (titles, labels, tick labels, legends,
+    notes), ``width_in`` and ``height_in`` the figure's size and ``dpi`` its dots per inch. The size of that text
+    on screen follows from the image's pixel width and the width it is shown at (:func:`shown_text_px`).
+    Call it after the figure is drawn (tick labels exist only then).
+    """
+    from matplotlib.text import Text
+    sizes = [t.get_fontsize() for t in fig.findobj(Text)
+             if t.get_visible() and t.get_text().strip() and t.get_figure() is not None]
+    width, height = fig.get_size_inches()
+    return {'min_font_pt': float(min(sizes)) if sizes else None, 'width_in': round(float(width), 3),
+            'height_in': round(float(height), 3), 'dpi': float(fig.dpi)}
+
+
+def shown_text_px(metadata: dict, image_width_px: float, shown_width_px: float) -> float:
+    """The smallest text of a figure as shown, in CSS px, from :func:`text_metadata` and the image's widths."""
+    if image_width_px <= 0 or shown_width_px <= 0:
+        raise ValueError(f'image_width_px and shown_width_px must be positive, got {image_width_px} and '
+                         f'{shown_width_px}')
+    return metadata['min_font_pt'] * metadata['dpi'] / 72 * shown_width_px / image_width_px
+
+
+def lift_small_text(fig: Figure, minimum: float = MIN_FONT_PT) -> int:
+    """Set every visible text of ``fig`` smaller than ``minimum`` points to ``minimum``; returns how many.
+
+    A figure shown in the book never sets text under :data:`MIN_FONT_PT` (a live panel's compact legend, say, drawn
+    into a chapter's figure): the display hook (:func:`record_figure_text`) calls this before rendering.
+    """
+    from matplotlib.text import Text
+    fig.canvas.draw()  # tick labels exist once drawn
+    small = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip() and t.get_fontsize() < minimum]
+    for text in small:
+        text.set_fontsize(minimum)
+    return len(small)
+
+
+def _png_with_metadata(fig: Figure):
+    from io import BytesIO
+    lift_small_text(fig)
+    buffer = BytesIO()
+    fig.canvas.print_figure(buffer, format='png', bbox_inches='tight', dpi=fig.dpi, facecolor='white')
+    return buffer.getvalue(), {METADATA_KEY: text_metadata(fig)}
+
+
+def record_figure_text() -> bool:
+    """Have IPython show every matplotlib figure as a PNG that carries :func:`text_metadata` in its output, its
+    text no smaller than :data:`MIN_FONT_PT` (:func:`lift_small_text`).
+
+    The stored notebook then says, per figure, its smallest font and size, which the site test turns into the
+    text size a reader sees. Does nothing outside IPython; returns whether it is installed.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    if 'ipykernel' in sys.modules:
+        # matplotlib loads its inline backend at the first figure, which sets IPython's figure formatters then:
+        # load it now, so that the formatter set here is the one that stays
+        import matplotlib_inline.backend_inline  # noqa: F401
+    formatter = shell.display_formatter.formatters['image/png']
+    formatter.for_type(Figure, _png_with_metadata)
+    return True
+
 
 def use_book_style() -> None:
-    """Apply :data:`BOOK_STYLE` to matplotlib's global rcParams (call once per notebook)."""
+    """Apply :data:`BOOK_STYLE` to matplotlib's global rcParams (call once per notebook), and record each shown
+    figure's text size in its output (:func:`record_figure_text`)."""
     mpl.rcParams.update(BOOK_STYLE)
+    record_figure_text()
 
 
 @contextlib.contextmanager
@@ -206,7 +324,7 @@ class StepResponseMarks:
         for artist in (self.trajectory, self.settled, self.levels, self.rise, self.readout,
                        self.flag):
             artist.set_animated(animated)
-        ax.legend(loc='upper right', ncols=2, fontsize=7.5)
+        ax.legend(loc='upper right', ncols=2, fontsize=MIN_FONT_PT)
 
     def update(self, response) -> None:
         """Show ``response`` (a :class:`physai.engine.link.StepResponse`) on the existing artists."""

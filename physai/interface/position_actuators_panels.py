@@ -9,16 +9,19 @@ against the linear bound. Its physics is :mod:`physai.experiments.position_actua
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
 import numpy as np
+from matplotlib.colors import ListedColormap
+from matplotlib.patches import Patch
 
 from physai.interface import plots
 from physai.engine.link import LINK_INERTIA, step_responses
 from physai.experiments.position_actuators import (PANEL_KP_GRID, STABILITY_ARMATURE, STABILITY_KP, unstable, panel_servo,
-                                                   servo_kp_curve, servo_stability, servo_step)
-from physai.interface.live import Panel, common_controls
+                                                   servo_bounds, servo_kp_curve, servo_stability, servo_step)
+from physai.interface.live import Deferred, Panel, common_controls, on_top, sprite
 from physai.interface.twin import TwinAxes, TwinSlider, static_twin, twin_line, twin_markers, twin_text
 from physai.laws.stability import critical_h_omega
 
@@ -40,6 +43,11 @@ def servo_panel(*, kp: float = 100.0, armature: float = 0.028, timestep: float =
     integrator, the current kp marked; (3) stability over (armature, kp) for the current integrator
     and timestep: cells where MuJoCo diverges, the growth = 1 bound and hω = 2, the current point.
 
+    Every axis is fixed, so a change redraws only the moving artists. The step response answers at once;
+    the kp curve (one batch of 25 runs) and the stability map (one batch of 209 short runs) are
+    :class:`Deferred`: computed once per (armature, timestep, integrator) and (timestep, integrator) on the
+    panel's worker, drawn as pending until then (the analytic bounds are drawn at once).
+
     Args:
       kp, armature, timestep, integrator: the controls' start and reset values (SI units).
       dampratio: ζ, kv = 2ζ sqrt(kp·I) recomputed for every armature.
@@ -50,16 +58,24 @@ def servo_panel(*, kp: float = 100.0, armature: float = 0.028, timestep: float =
       The :class:`Panel`; show it as the last expression of a cell.
     """
     fixed = {'dampratio': dampratio, 'q0': q0, 'duration': duration}
+    curve_part = Deferred(functools.partial(servo_kp_curve, **fixed))
+    map_part = Deferred(functools.partial(servo_stability, dampratio=dampratio, q0=q0))
 
     def compute(values: dict) -> dict:
-        values = {**values, **fixed}
-        return {'response': servo_step(**values), 'curve': servo_kp_curve(**values),
-                'stability': servo_stability(**values)}
+        return {'response': servo_step(**{**values, **fixed}), 'curve': curve_part.get(values),
+                'stability': map_part.get(values),
+                'bounds': servo_bounds(values['timestep'], values['integrator'], dampratio)}
 
     def setup(fig) -> dict:
         ax1, ax2, ax3 = fig.subplots(1, 3, gridspec_kw={'width_ratios': [1.15, 1, 1]})
         marks = plots.StepResponseMarks(ax1, duration=duration, animated=True,
                                         ylim=(math.degrees(q0) * 1.25, -math.degrees(q0) * 0.5))
+        ax1.title.set_animated(True)  # it names the integrator and timestep
+        sprite(ax1.title)  # over the fixed background: each title is rendered once
+        legend = ax1.get_legend()
+        legend.get_frame().set_alpha(1.0)
+        legend.get_frame().set_boxstyle('square', pad=0)
+        on_top(legend)  # over the trajectory
         # (2) sag and rise against kp: sag on the left axis, rise time on a twin right axis
         ax2.set_xlim(PANEL_KP_GRID[0] / 1.3, PANEL_KP_GRID[-1] * 1.3)
         ax2.set_ylim(1e-3, 1e2)
@@ -79,68 +95,83 @@ def servo_panel(*, kp: float = 100.0, armature: float = 0.028, timestep: float =
                               transform=ax2.get_xaxis_transform(), animated=True)
         sag_point = plots.mark_point(ax2, kp, 1.0, label='current kp', animated=True)
         rise_point = plots.mark_point(ax2r, kp, 1.0, label=None, animated=True)
+        curve_note = ax2.text(0.5, 0.5, '', transform=ax2.transAxes, ha='center', va='center',
+                              fontsize=9, color='#555555', animated=True,
+                              bbox=dict(facecolor='white', edgecolor='#aaaaaa', pad=3))
         plots.label(ax2, 'kp (N·m/rad)', 'sag (deg)', 'sag and rise time vs kp')
         ax2r.set_ylabel('rise time (ms)', color=plots.COLORS['rise_curve'])
         ax2.yaxis.label.set_color(plots.COLORS['sag_curve'])
-        ax2.legend(handles=[sag_line, rise_line, bad_kp, sag_point], loc='upper right',
-                   fontsize=7.5)
+        on_top(ax2.legend(handles=[sag_line, rise_line, bad_kp, sag_point], loc='upper right',
+                          fontsize=7.5, framealpha=1.0, fancybox=False))
         # (3) stability map over (armature, kp); it changes only with timestep and integrator
         kp_edges = _edges(STABILITY_KP, log=True)
         arm_edges = _edges(STABILITY_ARMATURE, log=False)
-        from matplotlib.colors import ListedColormap
-        from matplotlib.patches import Patch
         mesh = ax3.pcolormesh(arm_edges, kp_edges,
                               np.zeros((len(STABILITY_KP), len(STABILITY_ARMATURE))),
                               cmap=ListedColormap(['#e8f1fa', '#f7c6c6']), vmin=0, vmax=1,
-                              shading='flat')
+                              shading='flat', animated=True)
         ax3.set_xlim(arm_edges[0], arm_edges[-1])
         ax3.set_ylim(kp_edges[0], kp_edges[-1])
         plots.log_axis(ax3, 'y')
         ax3.grid(False)
-        (bound,) = ax3.plot([], [], color=plots.COLORS['bound'], lw=2, label='growth = 1')
-        (two,) = ax3.plot([], [], color=plots.COLORS['bound'], lw=1, ls='--', label='hω = 2')
+        (bound,) = ax3.plot([], [], color=plots.COLORS['bound'], lw=2, label='growth = 1', animated=True)
+        (two,) = ax3.plot([], [], color=plots.COLORS['bound'], lw=1, ls='--', label='hω = 2', animated=True)
         point = plots.mark_point(ax3, armature, kp, label='current', animated=True)
-        ax3.legend(handles=[Patch(color='#f7c6c6', label='MuJoCo diverges'), bound, two, point],
-                   loc='lower right', fontsize=7.5, framealpha=0.9)
+        legend = ax3.legend(handles=[Patch(color='#f7c6c6', label='MuJoCo diverges'), bound, two, point],
+                            loc='lower right', fontsize=7.5, framealpha=1.0, fancybox=False)
+        on_top(legend, *ax3.spines.values())  # over the animated map
         note = ax3.text(0.03, 0.04, '', transform=ax3.transAxes, ha='left', va='bottom', fontsize=8,
                         animated=True,
                         bbox=dict(facecolor='white', edgecolor='none', alpha=0.85, pad=1.5))
+        map_note = ax3.text(0.5, 0.62, 'running MuJoCo over the grid…', transform=ax3.transAxes,
+                            ha='center', va='center', fontsize=9, color='#555555', animated=True,
+                            visible=False, bbox=dict(facecolor='white', edgecolor='#aaaaaa', pad=3))
         plots.label(ax3, 'armature (kg·m²)', 'kp (N·m/rad)', 'stability')
         fig.subplots_adjust(left=0.06, right=0.985, bottom=0.15, top=0.9, wspace=0.5)
         return {'marks': marks, 'ax1': ax1, 'sag': sag_line, 'rise': rise_line, 'bad_kp': bad_kp,
                 'kp_line': kp_line, 'sag_point': sag_point, 'rise_point': rise_point,
-                'mesh': mesh, 'bound': bound, 'two': two, 'point': point, 'note': note,
-                'stability': None, 'title': None}
+                'curve_note': curve_note, 'mesh': mesh, 'bound': bound, 'two': two, 'point': point,
+                'note': note, 'map_note': map_note, 'stability': None, 'curve': None}
 
     def draw(state: dict, results: dict, values: dict) -> None:
-        response, curve, stab = results['response'], results['curve'], results['stability']
+        response, curve, stab, bounds = (results['response'], results['curve'], results['stability'],
+                                         results['bounds'])
         state['marks'].update(response)
-        title = f"step response, {values['integrator']}, h = {values['timestep'] * 1e3:.1f} ms"
-        if title != state['title']:  # static artists change only when their content does
-            state['ax1'].set_title(title)
-            state['title'] = title
+        state['ax1'].title.set_text(f"step response, {values['integrator']}, h = {values['timestep'] * 1e3:.1f} ms")
+        state['bound'].set_data(bounds['bound_armature'], bounds['bound_kp'])
+        state['two'].set_data(bounds['bound_armature'], bounds['two_kp'])
         if stab is not state['stability']:
-            state['mesh'].set_array(stab['diverged'].astype(float).ravel())
-            state['bound'].set_data(stab['bound_armature'], stab['bound_kp'])
-            state['two'].set_data(stab['bound_armature'], stab['two_kp'])
+            if stab is not None:
+                state['mesh'].set_array(stab['diverged'].astype(float).ravel())
             state['stability'] = stab
-        state['sag'].set_data(curve['kp'], np.where(curve['sag_deg'] > 0, curve['sag_deg'], np.nan))
-        state['rise'].set_data(curve['kp'], curve['rise_ms'])
-        bad = curve['kp'][curve['diverged']]
-        state['bad_kp'].set_data(bad, np.full(len(bad), 0.04))
+        state['mesh'].set_visible(stab is not None)
+        state['map_note'].set_visible(stab is None)
+        if curve is not state['curve']:
+            if curve is None:
+                for name in ('sag', 'rise', 'bad_kp'):
+                    state[name].set_data([], [])
+            else:
+                state['sag'].set_data(curve['kp'], np.where(curve['sag_deg'] > 0, curve['sag_deg'], np.nan))
+                state['rise'].set_data(curve['kp'], curve['rise_ms'])
+                bad = curve['kp'][curve['diverged']]
+                state['bad_kp'].set_data(bad, np.full(len(bad), 0.04))
+            state['curve'] = curve
+        state['curve_note'].set_text('' if curve is not None else 'running 25 step responses…')
+        state['curve_note'].set_visible(curve is None)
         k = values['kp']
         state['kp_line'].set_xdata([k, k])
         settled = response.settled
         state['sag_point'].set_data([k], [response.sag_deg if settled and response.sag_deg > 0 else np.nan])
         state['rise_point'].set_data([k], [response.rise_ms if settled else np.nan])
         state['point'].set_data([values['armature']], [k])
-        star = stab['h_omega_star']
+        star = bounds['h_omega_star']
         h_omega = values['timestep'] * math.sqrt(k / (LINK_INERTIA + values['armature']))
         bound_text = f'bound hω* = {star:.2f}' if math.isfinite(star) else 'no bound (stable)'
         state['note'].set_text(f'{bound_text}\ncurrent hω = {h_omega:.2f}')
 
     controls = common_controls(kp=kp, armature=armature, timestep=timestep, integrator=integrator)
-    return Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(13.0, 3.9), dpi=80)
+    return Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(13.0, 3.9), dpi=80,
+                 deferred=(curve_part, map_part))
 
 
 # ---------------------------------------------------------------------------------------------

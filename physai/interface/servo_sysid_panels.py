@@ -12,9 +12,11 @@ import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
+from matplotlib.collections import PolyCollection
 
 from physai.experiments import registry
 from physai.interface import live, plots, twin
+from physai.interface.where_pd_runs_panels import add_bitmap_text
 from physai.engine.datasets import Episode
 from physai.engine.sysid import ArmServo, ReplayConfig, arm_columns, replay
 from physai.engine.so101 import ARM_JOINTS
@@ -66,24 +68,27 @@ def sysid_panel(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PAN
                                       label=f'sim {joints[k]}')[0])
         lo, hi = real_deg[:, idx].min(), real_deg[:, idx].max()
         ax1.set_ylim(lo - 0.15 * (hi - lo), hi + 0.15 * (hi - lo))
-        ax1.legend(loc='lower left', fontsize=7.5)
-        plots.label(ax1, 'time (s)', 'joint angle (deg)', f'held-out episode {episode.index}')
-        status = ax1.text(0.98, 0.96, '', transform=ax1.transAxes, ha='right', va='top',
-                          fontsize=10, animated=True)
+        # legends sit outside the axes, clear of every trace and bar, so they never have to move
+        ax1.legend(loc='lower right', bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=7.5, frameon=False,
+                   borderaxespad=0.2)
+        plots.label(ax1, 'time (s)', 'joint angle (deg)')
+        ax1.set_title(f'held-out episode {episode.index}', loc='left', fontsize=10)
+        status = add_bitmap_text(ax1, 0.98, 0.96, transform=ax1.transAxes, ha='right', va='top', fontsize=10)
         x = np.arange(len(ARM_JOINTS))
         names = ['pan', 'lift', 'elbow', 'w.flex', 'w.roll']
-        error_bars = ax2.bar(x, np.zeros(len(x)), color='#1f6fb4', animated=True)
+        # each set of bars is one collection: one artist to blit per set rather than one per bar
+        error_bars = _Bars(ax2, x, 0.8, color='#1f6fb4')
         ax2.set_xticks(x, names, fontsize=7)
+        ax2.set_xlim(-0.6, len(x) - 0.4)
         ax2.set_ylim(0, 6)
         plots.label(ax2, '', 'mean |sim − real| (deg)', 'error per joint')
-        real_bars = ax3.bar(x - 0.2, np.zeros(len(x)), width=0.4, color='#888888', animated=True,
-                            label='real')
-        sag_bars = ax3.bar(x + 0.2, np.zeros(len(x)), width=0.4, color='#d08b00', animated=True,
-                           label='sim')
+        real_bars = _Bars(ax3, x - 0.2, 0.4, color='#888888', label='real')
+        sag_bars = _Bars(ax3, x + 0.2, 0.4, color='#d08b00', label='sim')
+        ax3.set_xlim(-0.6, len(x) - 0.4)
         ax3.axhline(0, color='#333333', lw=0.8)
         ax3.set_xticks(x, names, fontsize=7)
         ax3.set_ylim(-4, 4)
-        ax3.legend(loc='lower right', fontsize=7.5)
+        ax3.legend(loc='upper center', bbox_to_anchor=(0.5, -0.09), ncol=2, fontsize=7.5, frameon=False)
         plots.label(ax3, '', 'command − joint (deg)', 'sag in held poses')
         return {'lines': sim_lines, 'status': status, 'errors': error_bars, 'sags': sag_bars,
                 'real_sags': real_bars}
@@ -92,11 +97,10 @@ def sysid_panel(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PAN
         rep = results['replay']
         for line, j in zip(state['lines'], idx):
             line.set_data(rep.t, rep.sim_deg[:, j])
-        for bar, e in zip(state['errors'], rep.joint_mae_deg):
-            bar.set_height(float(e) if np.isfinite(e) else 0.0)
+        errors = rep.joint_mae_deg
+        state['errors'].set_heights(np.where(np.isfinite(errors), errors, 0.0))
         for bars, sags in ((state['sags'], results['sag']), (state['real_sags'], results['real_sag'])):
-            for bar, s in zip(bars, sags):
-                bar.set_height(float(np.clip(s, -4, 4)) if np.isfinite(s) else 0.0)
+            bars.set_heights(np.where(np.isfinite(sags), np.clip(sags, -4, 4), 0.0))
         if rep.diverged or not np.all(np.isfinite(rep.sim_deg)):
             state['status'].set_text('diverged')
             state['status'].set_color(plots.COLORS['diverged'])
@@ -114,6 +118,32 @@ def sysid_panel(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PAN
                  step=0.01, unit='N·m', readout_format='.2f'),
     ]
     return live.Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(13.0, 3.6), dpi=80)
+
+
+class _Bars:
+    """Bars of a bar chart as one animated ``PolyCollection`` (what ``ax.bar`` draws, as one artist).
+
+    Args:
+      ax: the axes.
+      x: (nbar,) bar centres; width: bar width (data units); color: face colour; label: legend entry.
+    """
+
+    def __init__(self, ax, x, width: float, *, color: str, label: str | None = None):
+        self.left = np.asarray(x, dtype=float) - width / 2
+        self.width = width
+        self.collection = PolyCollection(self._verts(np.zeros(len(self.left))), facecolors=color, edgecolors='none',
+                                         label=label, animated=True)
+        ax.add_collection(self.collection, autolim=False)
+
+    def _verts(self, heights: np.ndarray) -> np.ndarray:
+        left, right = self.left, self.left + self.width
+        zero = np.zeros_like(left)
+        return np.stack([np.stack([left, zero], 1), np.stack([left, heights], 1), np.stack([right, heights], 1),
+                         np.stack([right, zero], 1)], axis=1)
+
+    def set_heights(self, heights) -> None:
+        """(nbar,) heights, data units (negative bars hang below 0)."""
+        self.collection.set_verts(self._verts(np.asarray(heights, dtype=float)))
 
 
 def sysid_twin(episode: Episode, base: ArmServo, *, kps: Sequence[float] = TWIN_KPS,

@@ -79,7 +79,8 @@ class TwinAxes:
     xlog: bool = False
     ylog: bool = False
     legend: str | None = 'ur'
-    """Legend corner: ``'ur'``, ``'ul'``, ``'lr'``, ``'ll'``, or None for no legend."""
+    """Show a legend (``'ur'``, ``'ul'``, ``'lr'`` or ``'ll'``, kept for the live panels' corners), or None for none.
+    The static twin draws it in a band under its plot, off the data."""
 
 
 def twin_line(x, y, *, label: str | None = None, color: str = plots.COLORS['response'],
@@ -229,12 +230,14 @@ def twin_html(key: str, sliders: Sequence[TwinSlider], axes: Sequence[TwinAxes],
             widget = f'<select id="{cid}" style="font-size:13px">{options}</select>'
         else:
             valuetext = f'{s.labels[s.default]} {_unit(s.label)}'.strip()
-            widget = (f'<input type="range" id="{cid}" min="0" max="{len(s.values) - 1}" step="1" '
+            widget = (f'<span style="white-space:nowrap">'
+                      f'<input type="range" id="{cid}" min="0" max="{len(s.values) - 1}" step="1" '
                       f'value="{s.default}" aria-valuetext="{html.escape(valuetext)}" '
-                      f'style="width:180px;vertical-align:middle">'
+                      f'style="width:160px;max-width:55vw;vertical-align:middle">'
                       f' <span id="{cid}-value" style="display:inline-block;min-width:64px;'
-                      f'font-family:monospace">{html.escape(s.labels[s.default])}</span>')
-        controls.append(f'<label style="margin-right:18px;white-space:nowrap">'
+                      f'font-family:monospace">{html.escape(s.labels[s.default])}</span></span>')
+        # a control wraps inside its own line on a narrow screen (label, then slider and value), never past the box
+        controls.append(f'<label style="display:inline-block;max-width:100%;margin-right:18px">'
                         f'{html.escape(s.label)} {widget}</label>')
     svgs = ''.join(f'<svg id="{root}-plot-{i}" xmlns="http://www.w3.org/2000/svg" role="img" '
                    f'aria-label="{html.escape(_describe(a))}" '
@@ -308,9 +311,13 @@ function sc(lim,log,a,b){var lo=log?lg(lim[0]):lim[0],hi=log?lg(lim[1]):lim[1];
 return function(v){if(!fin(v)||(log&&v<=0))return NaN;v=log?lg(v):v;return a+(v-lo)/(hi-lo)*(b-a);};}
 var svgs=S.axes.map(function(_,i){return document.getElementById(ROOT+'-plot-'+i);});
 function plot(i,items){var ax=S.axes[i],svg=svgs[i];while(svg.firstChild)svg.removeChild(svg.firstChild);
+var leg=items.filter(function(it){return it.n&&it.k!=='t';}),rows=[],row=[],rw=0;
+if(ax.legend&&leg.length){leg.forEach(function(it){var w=it.n.length*6.4+32;if(rw+w>W-8&&row.length){rows.push(row);row=[];rw=0;}
+row.push([it,rw]);rw+=w;});rows.push(row);}
+var HB=H+(rows.length?rows.length*16+6:0);svg.setAttribute('viewBox','0 0 '+W+' '+HB);svg.setAttribute('height',HB);
 var x0=M.l,x1=W-M.r,y0=H-M.b,y1=M.t,xl=lims(ax,items,'x',ax.xlog),yl=lims(ax,items,'y',ax.ylog),
 X=sc(xl,ax.xlog,x0,x1),Y=sc(yl,ax.ylog,y0,y1);
-el('rect',{x:0,y:0,width:W,height:H,fill:'#ffffff'},svg);
+el('rect',{x:0,y:0,width:W,height:HB,fill:'#ffffff'},svg);
 var cid=ROOT+'-clip-'+i,defs=el('defs',{},svg),cp=el('clipPath',{id:cid},defs);
 el('rect',{x:x0,y:y1,width:x1-x0,height:y0-y1},cp);
 ticks(xl[0],xl[1],ax.xlog).forEach(function(t){var x=X(t);el('line',{x1:x,x2:x,y1:y0,y2:y1,stroke:'#e3e3e3'},svg);
@@ -324,7 +331,7 @@ el('text',{x:(x0+x1)/2,y:H-8,'text-anchor':'middle','font-size':12,fill:'#222'},
 el('text',{x:14,y:(y0+y1)/2,'text-anchor':'middle','font-size':12,fill:'#222',
 transform:'rotate(-90 14 '+(y0+y1)/2+')'},svg,ax.ylabel);
 if(ax.title)el('text',{x:(x0+x1)/2,y:16,'text-anchor':'middle','font-size':13,fill:'#222'},svg,ax.title);
-var g=el('g',{'clip-path':'url(#'+cid+')'},svg),leg=[];
+var g=el('g',{'clip-path':'url(#'+cid+')'},svg);
 items.forEach(function(it){if(it.k==='l'){var xs=D.arrays[it.x],ys=D.arrays[it.y],d='',pen=false;
 for(var j=0;j<xs.length;j++){var px=X(xs[j]),py=Y(ys[j]);
 if(isFinite(px)&&isFinite(py)){py=Math.max(-1e4,Math.min(1e4,py));d+=(pen?'L':'M')+px.toFixed(1)+' '+py.toFixed(1);pen=true;}
@@ -333,15 +340,12 @@ var a={d:d||'M0 0',fill:'none',stroke:it.c,'stroke-width':it.w,'stroke-linejoin'
 el('path',a,g);}
 else if(it.k==='m'){var mx=D.arrays[it.x],my=D.arrays[it.y];for(var j=0;j<mx.length;j++){
 var px=X(mx[j]),py=Y(my[j]);if(!isFinite(px)||!isFinite(py))continue;mark(g,it,px,py);}}
-if(it.n&&it.k!=='t')leg.push(it);});
+});
 items.forEach(function(it){if(it.k!=='t')return;el('text',{x:x0+it.x*(x1-x0),y:y0-it.y*(y0-y1),
 'text-anchor':it.a,'font-size':it.z,'font-weight':it.b?'bold':'normal',fill:it.c,'dominant-baseline':'middle'},svg,it.s);});
-if(ax.legend&&leg.length){var lw=0;leg.forEach(function(it){lw=Math.max(lw,it.n.length*6+30);});
-var lh=leg.length*14+6,lx=ax.legend[1]==='r'?x1-lw-4:x0+4,ly=ax.legend[0]==='u'?y1+4:y0-lh-4,
-lgG=el('g',{},svg);el('rect',{x:lx,y:ly,width:lw,height:lh,fill:'#ffffff','fill-opacity':0.9,stroke:'#cccccc'},lgG);
-leg.forEach(function(it,j){var yy=ly+12+j*14;if(it.k==='l'){var a={x1:lx+4,x2:lx+22,y1:yy-3,y2:yy-3,stroke:it.c,'stroke-width':it.w};
-if(it.d)a['stroke-dasharray']=it.d;el('line',a,lgG);}else mark(lgG,it,lx+13,yy-3);
-el('text',{x:lx+26,y:yy,'font-size':10,fill:'#222'},lgG,it.n);});}}
+rows.forEach(function(r,k){var yy=H+14+k*16;r.forEach(function(p){var it=p[0],lx=8+p[1];
+if(it.k==='l'){var a={x1:lx,x2:lx+20,y1:yy-4,y2:yy-4,stroke:it.c,'stroke-width':it.w};if(it.d)a['stroke-dasharray']=it.d;
+el('line',a,svg);}else mark(svg,it,lx+10,yy-4);el('text',{x:lx+24,y:yy,'font-size':11,fill:'#222'},svg,it.n);});});}
 function mark(p,it,x,y){var s=it.s;if(it.p==='x'){el('path',{d:'M'+(x-s)+' '+(y-s)+'L'+(x+s)+' '+(y+s)+'M'+(x-s)+' '+(y+s)+'L'+(x+s)+' '+(y-s),
 stroke:it.c,'stroke-width':1.8},p);}else if(it.p==='s'){el('rect',{x:x-s,y:y-s,width:2*s,height:2*s,fill:it.f?it.c:'none',stroke:it.c,'stroke-width':1.5},p);}
 else el('circle',{cx:x,cy:y,r:s,fill:it.f?it.c:'none',stroke:it.c,'stroke-width':it.f?1:2},p);}

@@ -3,14 +3,19 @@
 :func:`pd_panel` holds Menagerie's SO-101 at the standby pose with the controller at ``rate_hz`` and draws the worst
 joint's hold against the command and the growth per tick against the controller rate (the analytic bound from
 :mod:`physai.experiments.where_pd_runs`); a chattering hold is reported as its ensemble (:func:`ensemble_text`).
-:func:`pd_twin` is the same figure precomputed for the published page.
+:func:`pd_twin` is the same figure precomputed for the published page. :class:`BitmapText` is the text artist both
+chapter 3's and chapter 4's panels redraw at every slider move.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
+import matplotlib as mpl
 import numpy as np
+from matplotlib import font_manager
+from matplotlib.text import Text
 
 from physai.experiments import registry
 from physai.interface import live, plots, twin
@@ -22,6 +27,134 @@ from physai.laws.loop import BACKENDS
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Text that changes at every slider move, drawn as one bitmap
+
+
+class BitmapText(Text):
+    """A text artist drawn as one bitmap, cached per string: for the text a live panel changes at every move.
+
+    matplotlib 3.11 draws a string glyph by glyph (about 3 ms a string plus 0.15 ms a glyph here): the two lines
+    of a panel's verdict cost 15-20 ms, as much as the simulation behind them. This draws the same string in the
+    same font file at the same pixel size with PIL's FreeType, as one RGBA bitmap (~1 ms; the latest 256 are
+    kept), and blits it. Honoured: position and transform, ``ha`` (left, center, right), ``va`` (top, bottom,
+    center, baseline), colour and alpha, several lines (``linespacing`` 'normal' or a factor), and a ``bbox`` with
+    facecolor, edgecolor and pad. Not honoured: rotation, math text, wrapping. Add it with :func:`add_bitmap_text`.
+    """
+
+    def draw(self, renderer):
+        if renderer is not None:
+            self._renderer = renderer
+        if not self.get_visible() or not self.get_text():
+            return
+        px_per_pt = renderer.points_to_pixels(1.0)
+        size_px = round(self.get_fontsize() * px_per_pt, 2)
+        path = font_manager.findfont(self.get_fontproperties())
+        face = edge = (0.0, 0.0, 0.0, 0.0)
+        pad_px = edge_px = 0.0
+        patch = self.get_bbox_patch()
+        if patch is not None:
+            face, edge = tuple(patch.get_facecolor()), tuple(patch.get_edgecolor())
+            pad_px = patch.get_boxstyle().pad * size_px  # the pad is a fraction of the font size
+            edge_px = patch.get_linewidth() * px_per_pt if edge[3] > 0 else 0.0
+        image, (left, top, width, height, descent) = _text_bitmap(
+            self.get_text(), path, size_px, mpl.colors.to_rgba(self.get_color(), self.get_alpha()),
+            self.get_linespacing(), pad_px, face, edge, edge_px)
+        x, y = self.get_transform().transform(self.get_unitless_position())  # display px, y upwards
+        ha, va = self.get_horizontalalignment(), self.get_verticalalignment()
+        if ha not in _HA or va not in _VA:
+            raise ValueError(f'BitmapText supports ha in {sorted(_HA)} and va in {sorted(_VA)}, got {ha!r}, {va!r}')
+        text_top = y + {'top': 0.0, 'bottom': height, 'center': height / 2, 'baseline': height - descent}[va]
+        x0 = x - _HA[ha] * width - left
+        y0 = text_top + top - image.shape[0]
+        gc = renderer.new_gc()
+        renderer.draw_image(gc, round(x0), round(y0), image[::-1])  # the bitmap's rows run downwards
+        gc.restore()
+        self.stale = False
+
+
+_HA = {'left': 0.0, 'center': 0.5, 'right': 1.0}
+_VA = ('top', 'bottom', 'center', 'baseline')
+
+
+def add_bitmap_text(ax, x: float, y: float, text: str = '', **kwargs) -> BitmapText:
+    """A :class:`BitmapText` at (x, y) on ``ax`` (data coordinates unless ``transform`` is given), animated so a
+    live panel blits it; ``kwargs`` as ``ax.text``'s."""
+    artist = BitmapText(x, y, text, **{'transform': ax.transData, 'animated': True, **kwargs})
+    ax.add_artist(artist)
+    artist.set_clip_path(None)  # add_artist clips to the axes; a title sits above them
+    artist.set_clip_on(False)
+    return artist
+
+
+@functools.lru_cache(maxsize=16)
+def _font(path: str, size_px: float):
+    from PIL import ImageFont
+    # the basic layout advances glyphs as matplotlib does (raqm's shaping makes a line a few pixels wider)
+    return ImageFont.truetype(path, size=size_px, layout_engine=ImageFont.Layout.BASIC)
+
+
+@functools.lru_cache(maxsize=16)
+def _font_extent(path: str, size_px: float) -> tuple[float, float, float]:
+    """The font's own ascent, descent and line gap, px: what matplotlib 3.11 sizes every line with (the OS/2 table,
+    else hhea), before it widens a line whose glyphs reach further."""
+    font = font_manager.get_font(path)
+    scale = size_px / font.get_sfnt_table('head')['unitsPerEm']
+    for table, gap, ascent, descent in (('OS/2', 'sTypoLineGap', 'sTypoAscender', 'sTypoDescender'),
+                                        ('hhea', 'lineGap', 'ascent', 'descent')):
+        values = font.get_sfnt_table(table)
+        if values is not None:
+            return values[ascent] * scale, -values[descent] * scale, values[gap] * scale
+    ascent, descent = _font(path, size_px).getmetrics()
+    return float(ascent), float(descent), 0.0
+
+
+@functools.lru_cache(maxsize=256)
+def _text_bitmap(text: str, path: str, size_px: float, color: tuple, linespacing, pad_px: float, face: tuple,
+                 edge: tuple, edge_px: float) -> tuple[np.ndarray, tuple[float, ...]]:
+    """The string's bitmap, (H, W, 4) uint8 straight RGBA, row 0 on top, and the text block inside it, px:
+    ``(left, top, width, height, descent)`` (descent: below the last line's baseline).
+
+    Lines are stacked as matplotlib 3.11 stacks them: each at least the font's ascent and descent (plus half the
+    line gap each when there are several lines, with ``linespacing`` 'normal'), or ``linespacing`` times the font's
+    height."""
+    from PIL import Image, ImageDraw
+    font = _font(path, size_px)
+    min_ascent, min_descent, gap = _font_extent(path, size_px)
+    lines = text.split('\n')
+    if len(lines) == 1:
+        gap = 0.0
+    extents = []  # (ascent, descent) of each line, px
+    for line in lines:
+        _, top, _, bottom = font.getbbox(line, anchor='ls') if line else (0, 0, 0, 0)
+        if linespacing == 'normal':
+            extents.append((max(-top, min_ascent) + gap / 2, max(bottom, min_descent) + gap / 2))
+        else:
+            leading = float(linespacing) * (min_ascent + min_descent) - (bottom - top)
+            extents.append((-top + leading / 2, bottom + leading / 2))
+    width = max(font.getlength(line) for line in lines)
+    height = sum(a + d for a, d in extents)
+    border = pad_px + edge_px
+    mask = Image.new('L', (math.ceil(width + 2 * border), math.ceil(height + 2 * border)), 0)
+    draw = ImageDraw.Draw(mask)
+    baseline = border
+    for line, (a, d) in zip(lines, extents):
+        baseline += a
+        draw.text((border, baseline), line, font=font, fill=255, anchor='ls')
+        baseline += d
+    ink = np.asarray(mask, dtype=float)[..., None] / 255.0 * color[3]  # coverage times the text's alpha
+    back = np.empty(ink.shape[:2] + (4,))
+    back[...] = face
+    if edge_px > 0:
+        e = max(1, round(edge_px))
+        for rim in (np.s_[:e, :], np.s_[-e:, :], np.s_[:, :e], np.s_[:, -e:]):
+            back[rim] = edge
+    alpha = ink + back[..., 3:] * (1.0 - ink)  # the text over its box
+    rgb = (np.asarray(color[:3]) * ink + back[..., :3] * back[..., 3:] * (1.0 - ink)) / np.where(alpha > 0, alpha, 1.0)
+    image = np.round(255.0 * np.concatenate([rgb, alpha], axis=2)).astype(np.uint8)
+    return image, (border, border, width, height, extents[-1][1])
+
+
+# ---------------------------------------------------------------------------------------------------------
 # The chapter's live panel and its static twin (built on physai.interface.live)
 
 PANEL_RATES_HZ = tuple(float(r) for r in np.geomspace(10.0, 1000.0, 41))
@@ -29,6 +162,10 @@ PANEL_RATES_HZ = tuple(float(r) for r in np.geomspace(10.0, 1000.0, 41))
 
 PANEL_YLIM_DEG = 80.0
 """deg: the panel's trajectory axis spans ±80° (every joint's move to ``STANDBY`` fits) unless a run leaves it."""
+
+PANEL_YLIM_WIDE_DEG = 180.0
+"""deg: the axis of a run that leaves ±80°: every joint's range fits (the widest, wrist_roll's, is ±157°), so only
+a diverging run is cut off, and its verdict says so."""
 
 
 def _verdict(response: HoldResponse, growth: float) -> str:
@@ -77,8 +214,8 @@ def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO1
                              animated=True)
         ax1.axvspan(DURATION - SETTLE_WINDOW, DURATION, color='#eeeeee', zorder=0, label='last second')
         ax1.set_xlim(0, DURATION)
-        note = ax1.text(0.02, 0.04, '', transform=ax1.transAxes, fontsize=8.5, animated=True,
-                        bbox=dict(facecolor='white', edgecolor='none', alpha=0.85, pad=1.5))
+        note = add_bitmap_text(ax1, 0.02, 0.04, transform=ax1.transAxes, fontsize=8.5,
+                               bbox=dict(facecolor='white', edgecolor='none', alpha=0.85, pad=1.5))
         # the legend sits above the axes, clear of every joint's trajectory, so it never has to move
         ax1.legend(loc='lower right', bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=7.5, frameon=False,
                    borderaxespad=0.2)
@@ -94,25 +231,23 @@ def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO1
         ax2.legend(loc='upper right', fontsize=7.5)
         plots.label(ax2, 'controller rate (Hz)', 'growth per tick (worst joint)', 'stability')
         fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.9, wspace=0.28)
-        # the title names the worst joint: animated, so it is blitted with the curves
-        title = ax1.set_title(' ', loc='left', fontsize=9.5)
-        title.set_animated(True)
+        # the title names the worst joint: animated, so it is blitted with the curves; where set_title puts it
+        above = mpl.transforms.ScaledTranslation(0.0, mpl.rcParams['axes.titlepad'] / 72, fig.dpi_scale_trans)
+        title = add_bitmap_text(ax1, 0.0, 1.0, va='baseline', fontsize=9.5, transform=ax1.transAxes + above)
         return {'ax1': ax1, 'title': title, 'target': target, 'q': q_line, 'note': note, 'lines': lines,
-                'point': point, 'ylim': (-PANEL_YLIM_DEG, PANEL_YLIM_DEG)}
+                'point': point, 'ylim': (-PANEL_YLIM_DEG, PANEL_YLIM_DEG), 'wide': False}
 
     def draw(state, results, values):
         r, growth = results['response'], results['growth']
         j = r.worst
         state['q'].set_data(r.t, np.degrees(r.q[:, j]))
         state['target'].set_data(r.t, np.degrees(r.target[:, j]))
-        finite = np.degrees(r.q[:, j][np.isfinite(r.q[:, j])])
-        low = float(np.min(finite)) if finite.size else 0.0
-        high = float(np.max(finite)) if finite.size else 0.0
-        # one range for every joint's move (10° grid), widened only when a run leaves it: a slider move
-        # then redraws just the animated artists, not the axes
-        low, high = max(low, -3600.0), min(high, 3600.0)  # a diverging run: show its start, not 1e30°
-        ylim = (min(-PANEL_YLIM_DEG, 10.0 * math.floor((low - 5.0) / 10.0)),
-                max(PANEL_YLIM_DEG, 10.0 * math.ceil((high + 5.0) / 10.0)))
+        # two ranges only, both drawn once (pd_panel draws the wide one at start-up): a slider move then
+        # redraws just the animated artists, whichever range it needs
+        with np.errstate(invalid='ignore'):  # a diverged run's NaN is neither in nor out
+            wide = state['wide'] or bool(np.any(np.abs(np.degrees(r.q[:, j])) > PANEL_YLIM_DEG))
+        half = PANEL_YLIM_WIDE_DEG if wide else PANEL_YLIM_DEG
+        ylim = (-half, half)
         if ylim != state['ylim']:
             state['ax1'].set_ylim(*ylim)
             state['ylim'] = ylim
@@ -124,18 +259,27 @@ def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO1
         p2p = r.worst_p2p_rad
         chatter = '' if not r.chatters else (', broadband chatter' if r.chatter_hz is None
                                              else f', chatter {r.chatter_hz:.0f} Hz')
-        state['note'].set_text(f"{values['backend']} at {values['rate_hz']:.0f} Hz: p2p over the last second "
-                               f"{p2p:.2e} rad{chatter}\n{_verdict(r, growth)}")
+        where = f"{values['backend']} at {values['rate_hz']:.0f} Hz"
+        if r.diverged:  # MuJoCo flagged bad accelerations (and reset the run): no peak-to-peak to speak of
+            state['note'].set_text(f'{where}: diverged\ngrowth per tick {growth:.3g}')
+        else:
+            state['note'].set_text(f'{where}: p2p over the last second {p2p:.2e} rad{chatter}\n{_verdict(r, growth)}')
         for b, line in state['lines'].items():
             line.set_data(PANEL_RATES_HZ, np.minimum(results['curves'][b], 2.0))
         state['point'].set_data([values['rate_hz']], [min(growth, 2.0)])
+        return ylim  # the view key: the one thing about the axes a setting changes
 
     controls = live.common_controls(kp=kp, armature=armature, timestep=timestep, integrator=integrator) + [
         live.LogSlider('rate_hz', 'controller rate', 10.0, 1000.0, rate_hz, unit='Hz', readout_format='.0f'),
         live.Slider('kv', 'damping kv', 0.0, 10.0, kv, step=0.01, unit='N·m·s/rad', readout_format='.3f'),
         live.Choice('backend', 'PD runs', BACKENDS, backend),
     ]
-    return live.Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(12.0, 3.8), dpi=80)
+    panel = live.Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(12.0, 3.8), dpi=80)
+    panel.state['wide'] = True  # draw the wide range once now, so no slider move waits for it
+    panel.update()
+    panel.state['wide'] = False
+    panel.update()
+    return panel
 
 
 TWIN_ARMATURES = (SO101_ARMATURE, 0.0)

@@ -1,0 +1,794 @@
+"""Identify your own arm: chapter 4's replay and fit on any LeRobot SO-101 recording, written out as an MJCF file.
+
+``python -m physai fit-servo DATASET`` runs what chapter 4 does to its own recording on yours:
+
+1. the episodes are split into fit and held-out ones (:func:`select_episodes`; by default the last one is held out);
+2. one :class:`~physai.engine.sysid.ArmServo` is fitted to the fit episodes with ``sysid.fit_servo``, from the
+   chapter's kept start (TheRobotStudio's soft gains), and rounded to ``sysid.FIT_DIGITS`` significant digits;
+   with ``per_joint`` each arm joint then gets its own kp and kv (:func:`fit_per_joint`), the other four
+   parameters staying shared;
+3. leave-one-out over every selected episode (``servo_sysid.leave_one_out``, each fold started from the fitted
+   servo; with one held-out episode the main fit is that episode's fold) gives the spread of each parameter, the cost's rise when one parameter alone changes (:func:`cost_rise`)
+   says whether the recording exercises it at all, and the ridge of constant lag (``servo_sysid.ridge``) with and
+   without the held-pose offsets (``servo_sysid.static_offsets_deg``) says whether kp hangs on how those offsets
+   are explained (:func:`spread`, :func:`findings`);
+4. the held-out episodes are replayed with the fitted servo, Menagerie's, and the teleport scale;
+5. :func:`write_mjcf` writes Menagerie's SO-101 with the fitted servo as a default class (``fitted_servo``, and one
+   class per joint with ``per_joint``).
+
+Offsets. In held poses the real shoulder lift and elbow stop a few degrees from their commands. The fit as recorded
+explains that as the sag of a soft servo and writes no offset. With ``offsets`` the held-pose offsets are taken to
+be calibration instead: they are taken off the commands before fitting (``servo_sysid.shift_commands``) and written
+into each arm actuator, ``force = kp (ctrl - c - q) - kv q̇`` (``biasprm[0] = -kp c``) with the ctrlrange moved by
+``c``, so that the model driven by the recorded commands does what the shifted replay did. MuJoCo has no offset
+attribute on ``<position>``: the file carries it as a ``<general>`` actuator's bias, and a comment says so.
+
+Warnings (:func:`recording_warnings`) say when a recording is too short or too still to identify a servo; their
+thresholds are derived below (``MOVING_SPEED_DEG_S``, ``MIN_MOVING_SECONDS``, ``MIN_HELD_FRAMES``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import numbers
+import pathlib
+import re
+import sys
+from collections.abc import Sequence
+
+import mujoco
+import mujoco.batch
+import mujoco.minimize
+import numpy as np
+
+from physai.engine import mj, perturb, sysid
+from physai.engine.datasets import Episode, LeRobotDataset
+from physai.engine.so101 import ARM_JOINTS, JOINTS
+from physai.engine.sysid import ArmServo
+from physai.experiments import servo_sysid
+from physai.experiments.registry import format_table
+from physai.laws import robust
+
+
+ROBOTS = ('so101',)
+"""Arms the command can identify: those whose MuJoCo Menagerie model the replay is built on."""
+
+START = sysid.THEROBOTSTUDIO
+"""The fit's start: chapter 4 keeps the fit from TheRobotStudio's soft gains (the tie goes to it, and its path does
+not depend on the last bits of the arithmetic), so one start suffices."""
+
+FOLD_MAX_ITER = 50
+"""Iteration cap of each leave-one-out fold (started from the fitted servo; a cap, not a target)."""
+
+PINNED_RATIO = 1.25
+"""A parameter is *pinned* when its largest value over the leave-one-out folds is within this factor of its
+smallest (±11 % about the middle); wider, and the recordings do not fix it."""
+
+COST_RISE = 0.01
+"""A parameter the recording pins raises the fit's cost by at least this fraction (1 %) when it alone is scaled by
+``PINNED_RATIO`` either way. Without that test a parameter the recording never exercises (a force limit the servo never
+reaches, say) would look pinned: every fold starts from the fitted servo and leaves such a parameter where it is."""
+
+MOVING_SPEED_DEG_S = 10.0
+"""deg/s: a frame *moves* when some arm command changes faster than this. A first-order lag T makes a joint moving
+at speed v trail its command by v·T; at 10 deg/s a lag of 0.1 s (chapter 4's) puts the joint 1 degree behind, about
+11 encoder counts of an STS3215 (360/4096 deg each), well above the measurement's resolution. Slower, the lag is lost
+in the counts."""
+
+MIN_MOVING_SECONDS = 5.0
+"""s of moving frames the fit episodes need. Each move shows the lag for a few of its frames; six parameters (and a
+held-out check) want dozens of moves, and a teleoperated pick-and-place move lasts about a second, so a few seconds
+of motion is the least that holds enough of them. Chapter 4's fit episodes hold far more."""
+
+MIN_HELD_FRAMES = 30
+"""Held frames (``servo_sysid.held_frames``, commands within the model's range) the fit episodes need, one second at
+30 fps: the held poses are where the sag (kp against gravity) and the offsets show; without them kp rests on the
+moves alone and the offsets cannot be measured at all."""
+
+MIN_EPISODE_SECONDS = 2.0
+"""s: an episode shorter than this holds less than a move and its settling (a few lag times of 0.1 s each, and the
+move itself)."""
+
+RIDGE_FLAT = 0.05
+"""The ridge with the offsets taken off is *flat* where its cost is within 5 % of its lowest."""
+
+OUT_DEFAULT = 'so101_fitted.xml'
+"""The file written when ``--out`` is not given, in the current folder."""
+
+SERVO_CLASS = 'fitted_servo'
+"""The default class of the written file that holds the fitted servo (a child of Menagerie's ``sts3215``)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Checking the request
+# --------------------------------------------------------------------------------------------------
+
+def check_robot(robot: str) -> str:
+    """``robot`` if the command can identify it, else a ValueError saying which it can and why not the others."""
+    if robot in ROBOTS:
+        return robot
+    if robot == 'so100':
+        raise ValueError("robot must be so101, got 'so100': the replay is built on MuJoCo Menagerie's SO-101 model "
+                         "(robotstudio_so101); Menagerie's SO-100 (trs_so_arm100) has other joint names and link "
+                         "geometry and no replay here yet")
+    raise ValueError(f'robot must be one of {", ".join(ROBOTS)}, got {robot!r}')
+
+
+def select_episodes(dataset: LeRobotDataset, episodes: Sequence[int] | None = None,
+                    heldout: Sequence[int] | None = None) -> tuple[list[Episode], list[Episode]]:
+    """The fit and held-out episodes, by ``episode_index``.
+
+    Args:
+      dataset: the recording.
+      episodes: the indices to use (default every episode of ``dataset``).
+      heldout: the indices among ``episodes`` kept out of the fit (default the last of ``episodes``).
+
+    Raises:
+      ValueError: an index not in the dataset (or not among ``episodes``), one given twice, no held-out episode, or
+        fewer than 2 episodes left to fit.
+    """
+    available = [e.index for e in dataset]
+    by_index = {e.index: e for e in dataset}
+
+    def indices(name, values, allowed, where):
+        if values is None:
+            return None
+        values = list(values)
+        for v in values:
+            if not (isinstance(v, numbers.Integral) and not isinstance(v, bool)) or v not in allowed:
+                raise ValueError(f'{name} must be episode indices {where} ({_ranges(allowed)}), got {v!r}')
+        if len(set(values)) != len(values):
+            raise ValueError(f'{name} must name each episode once, got {values}')
+        return values
+
+    chosen = indices('episodes', episodes, available, 'of the dataset') or available
+    if len(chosen) < 3:
+        raise ValueError(f'episodes must be at least 3 (2 to fit, 1 held out), got {len(chosen)}: {chosen}')
+    held = indices('heldout', heldout, chosen, 'among the episodes used') or chosen[-1:]
+    if not held:
+        raise ValueError('heldout must name at least one episode, got none')
+    fit = [i for i in chosen if i not in held]
+    if len(fit) < 2:
+        raise ValueError(f'heldout must leave at least 2 episodes to fit, got {len(fit)} of {chosen} '
+                         f'(held out: {held})')
+    return [by_index[i] for i in fit], [by_index[i] for i in held]
+
+
+def _ranges(values: Sequence[int]) -> str:
+    """``[0, 1, 2, 5]`` as ``'0-2, 5'``."""
+    values, parts, start = sorted(values), [], None
+    for k, v in enumerate(values):
+        start = v if start is None else start
+        if k + 1 == len(values) or values[k + 1] != v + 1:
+            parts.append(f'{start}' if start == v else f'{start}-{v}')
+            start = None
+    return ', '.join(parts)
+
+
+# --------------------------------------------------------------------------------------------------
+# Is the recording enough?
+# --------------------------------------------------------------------------------------------------
+
+def motion(episodes: Sequence[Episode]) -> dict:
+    """How much of ``episodes`` moves and holds: ``seconds`` (total), ``moving_seconds`` (frames whose fastest arm
+    command exceeds ``MOVING_SPEED_DEG_S``), ``held_frames`` (held poses inside the model's range, as
+    ``servo_sysid.static_offsets_deg`` uses them) and ``shortest_seconds`` (the shortest episode)."""
+    episodes = list(episodes)
+    if not episodes:
+        raise ValueError('episodes must hold at least one episode, got none')
+    low, high = np.degrees(sysid.slim_arm().actuator_ctrlrange[:len(ARM_JOINTS)]).T
+    moving = held = 0
+    for e in episodes:
+        a = e.action[:, sysid.arm_columns(e.joints)]
+        if e.nframe >= 2:
+            moving += int(np.sum(np.max(np.abs(np.diff(a, axis=0)), axis=1) * e.fps > MOVING_SPEED_DEG_S))
+        inside = np.all((a >= low) & (a <= high), axis=1)
+        held += int(np.sum(servo_sysid.held_frames(a) & inside))
+    fps = episodes[0].fps
+    return dict(seconds=float(sum(e.nframe for e in episodes) / fps), moving_seconds=moving / fps,
+                held_frames=held, shortest_seconds=float(min(e.nframe for e in episodes) / fps))
+
+
+def recording_warnings(fit_motion: dict, *, fps: float) -> list[str]:
+    """One sentence per reason the fit episodes may be too short or too still to identify the servo."""
+    out = []
+    if fit_motion['moving_seconds'] < MIN_MOVING_SECONDS:
+        out.append(f"too static: the fit episodes move (some arm command faster than {MOVING_SPEED_DEG_S:g} deg/s) "
+                   f"for {fit_motion['moving_seconds']:.1f} s, under {MIN_MOVING_SECONDS:g} s; the lag shows only "
+                   f"while the arm moves, so record more moves")
+    if fit_motion['held_frames'] < MIN_HELD_FRAMES:
+        out.append(f"too few held poses: {fit_motion['held_frames']} held frames in the fit episodes, under "
+                   f"{MIN_HELD_FRAMES}; kp against gravity and the static offsets show only where the arm holds "
+                   f"still, so pause for a second between moves")
+    if fit_motion['shortest_seconds'] < MIN_EPISODE_SECONDS:
+        out.append(f"too short: an episode lasts {fit_motion['shortest_seconds']:.2f} s, under "
+                   f"{MIN_EPISODE_SECONDS:g} s, less than one move and its settling")
+    if fps < 10:
+        out.append(f'low frame rate: {fps:g} fps; a lag of about 0.1 s spans less than one frame')
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Models with a servo per joint, and their replay
+# --------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class JointServos:
+    """The servo as written to the file: a shared :class:`ArmServo` and, per arm joint, its kp, kv and offset."""
+
+    shared: ArmServo
+    """The fitted servo; every joint's damping, frictionloss, armature and forcerange, and the gripper's all."""
+    kp: tuple[float, ...]
+    """(5,) kp per arm joint, N·m/rad (``ARM_JOINTS`` order)."""
+    kv: tuple[float, ...]
+    """(5,) kv per arm joint, N·m·s/rad."""
+    offsets_deg: tuple[float, ...] = (0.0,) * len(ARM_JOINTS)
+    """(5,) c per arm joint, degrees: the actuator drives the joint towards ``ctrl - c``."""
+
+    @classmethod
+    def uniform(cls, servo: ArmServo, offsets_deg: Sequence[float] | None = None) -> 'JointServos':
+        """``servo`` on every joint, with ``offsets_deg`` (default none)."""
+        n = len(ARM_JOINTS)
+        offsets = (0.0,) * n if offsets_deg is None else tuple(float(c) for c in offsets_deg)
+        return cls(shared=servo, kp=(servo.kp,) * n, kv=(servo.kv,) * n, offsets_deg=offsets)
+
+    @property
+    def per_joint(self) -> bool:
+        """Some joint's kp or kv differs from the shared servo's."""
+        return any(k != self.shared.kp for k in self.kp) or any(k != self.shared.kv for k in self.kv)
+
+    def lag_ms(self) -> np.ndarray:
+        """(5,) (kv + damping)/kp per arm joint, ms."""
+        return 1e3 * (np.array(self.kv) + self.shared.damping) / np.array(self.kp)
+
+    def apply(self, m: mujoco.MjModel) -> None:
+        """Put the per-joint kp, kv and offsets on a model that already carries ``shared`` (``sysid.arm_model``).
+
+        Actuator i drives joint i: ``gainprm[0] = kp``, ``biasprm[:3] = (-kp c, -kp, -kv)``, and its ctrlrange moves
+        by ``c`` so that the clamp acts on ``ctrl - c`` where the shifted replay clamped the shifted command.
+        """
+        for i, name in enumerate(ARM_JOINTS):
+            a = m.actuator(name).id
+            c = math.radians(self.offsets_deg[i])
+            m.actuator_gainprm[a, 0] = self.kp[i]
+            m.actuator_biasprm[a, :3] = (-self.kp[i] * c, -self.kp[i], -self.kv[i])
+            m.actuator_ctrlrange[a] += c
+
+
+def joint_model(servos: JointServos, config: sysid.ReplayConfig, *, fps: float) -> mujoco.MjModel:
+    """The slim SO-101 of the replay (``sysid.arm_model``) with ``servos`` on its joints."""
+    m = sysid.arm_model(servos.shared, config, fps=fps)
+    servos.apply(m)
+    return m
+
+
+@mj.captured_warnings()
+def replay_models(models: Sequence[mujoco.MjModel], episodes: Sequence[Episode]) -> np.ndarray:
+    """Replay every episode open loop on every model, as ``sysid.replay`` does for servos, in one batch.
+
+    The models' timesteps must divide a frame: ``substeps = round(1 / (fps * timestep))``. Shorter episodes hold
+    their last command. Used for per-joint servos, which ``sysid.replay`` (one servo on every joint) cannot hold.
+
+    Returns:
+      (nmodel, nepisode, nframe_max, 5) simulated arm joints, degrees (NaN after a divergence and past an episode's
+      end).
+    """
+    fps = episodes[0].fps
+    sub = max(1, round(1.0 / (fps * models[0].opt.timestep)))
+    nframe = max(e.nframe for e in episodes)
+    actions = []
+    for e in episodes:
+        u = sysid.to_radians(e.action, e.joints)
+        actions.append(np.concatenate([u, np.repeat(u[-1:], nframe - e.nframe, axis=0)]))
+    nsim = len(models) * len(episodes)
+    batch = mujoco.batch.Batch(models[0], nsim)
+    batch.set_models([m for m in models for _ in episodes])
+    batch.reset()
+    starts = np.tile(np.stack([sysid.to_radians(e.state[:1], e.joints)[0] for e in episodes]), (len(models), 1))
+    batch.qpos[:] = starts
+    perturb.nudge(batch.qpos)
+    starts = batch.qpos.copy()
+    batch.forward()
+    control = np.tile(np.repeat(np.stack(actions)[:, :nframe - 1], sub, axis=1), (len(models), 1, 1))
+    out = batch.rollout((nframe - 1) * sub, control=control, record=('qpos',))
+    qpos = np.concatenate([starts[:, None], out['qpos'][:, sub - 1::sub]], axis=1)
+    warned = mj.bad_qacc(batch)
+    arm = [JOINTS.index(j) for j in ARM_JOINTS]
+    sim = np.rad2deg(qpos[:, :, arm]).reshape(len(models), len(episodes), nframe, len(ARM_JOINTS))
+    for k in range(nsim):
+        i, j = divmod(k, len(episodes))
+        sim[i, j, episodes[j].nframe:] = np.nan
+        if mj.diverged(qpos[k, :episodes[j].nframe], warned=bool(warned[k])):
+            sim[i, j] = np.nan
+    return sim
+
+
+def joint_errors(sim: np.ndarray, episodes: Sequence[Episode]) -> np.ndarray:
+    """(nframe_total - nepisode, 5) |sim - real| over frames 1..n-1 of each episode, degrees (sim: one model's
+    ``(nepisode, nframe_max, 5)`` from :func:`replay_models`)."""
+    return np.concatenate([np.abs(sim[j, 1:e.nframe] - e.state[1:, sysid.arm_columns(e.joints)])
+                           for j, e in enumerate(episodes)])
+
+
+def fit_per_joint(shared: ArmServo, episodes: Sequence[Episode], *, config: sysid.ReplayConfig = sysid.ReplayConfig(),
+                  offsets_deg: Sequence[float] | None = None, max_iter: int = 50, digits: int = sysid.FIT_DIGITS,
+                  progress: bool = True) -> JointServos:
+    """kp and kv of each arm joint, the other four parameters kept at ``shared``'s, fitted from ``shared``.
+
+    The same least squares as ``sysid.fit_servo`` (log10 parameters inside ``sysid.LOG_BOUNDS``, per-frame residuals
+    of the five arm joints, ``mujoco.minimize.least_squares``), over ten parameters, every candidate replayed with
+    :func:`replay_models`. The result is rounded to ``digits`` significant digits.
+    """
+    episodes = list(episodes)
+    n = len(ARM_JOINTS)
+    lo, hi = sysid.LOG_BOUNDS
+    bounds = (np.r_[[lo[0]] * n, [lo[1]] * n], np.r_[[hi[0]] * n, [hi[1]] * n])
+    fps = episodes[0].fps
+    real = [e.state[1:, sysid.arm_columns(e.joints)] for e in episodes]
+    base = JointServos.uniform(shared, offsets_deg)
+
+    def servos_of(x):
+        return dataclasses.replace(base, kp=tuple(10.0 ** x[:n]), kv=tuple(10.0 ** x[n:]))
+
+    def residual(x):
+        x = np.asarray(x, dtype=float).reshape(2 * n, -1)
+        sim = replay_models([joint_model(servos_of(c), config, fps=fps) for c in x.T], episodes)
+        cols = [np.concatenate([(sim[i, j, 1:e.nframe] - real[j]).ravel() for j, e in enumerate(episodes)])
+                for i in range(x.shape[1])]
+        r = np.stack(cols, axis=1)
+        return np.nan_to_num(r, nan=1e3) / math.sqrt(r.shape[0])
+
+    x0 = np.clip(np.log10(np.r_[[shared.kp] * n, [max(shared.kv, 10.0 ** lo[1])] * n]), *bounds)
+    bar = _bar(max_iter, 'fitting per joint', progress)
+
+    def on_iter(trace):
+        if bar is not None and len(trace) <= max_iter:
+            bar.update(1)
+
+    x, _ = mujoco.minimize.least_squares(x0, residual, bounds=bounds, eps=1e-3, max_iter=max_iter,
+                                         verbose=mujoco.minimize.Verbosity.SILENT, iter_callback=on_iter)
+    if bar is not None:
+        bar.close()
+    fitted = servos_of(x)
+    return dataclasses.replace(fitted, kp=tuple(robust.round_sig(v, digits) for v in fitted.kp),
+                               kv=tuple(robust.round_sig(v, digits) for v in fitted.kv))
+
+
+def _bar(total: int, desc: str, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+    return tqdm(total=total, desc=desc, file=sys.stderr, leave=False, ncols=80)
+
+
+# --------------------------------------------------------------------------------------------------
+# The identification
+# --------------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Identification:
+    """Everything :func:`identify` found; :func:`report` turns it into the command's report."""
+
+    source: str
+    dataset: LeRobotDataset
+    fit: tuple[Episode, ...]
+    heldout: tuple[Episode, ...]
+    servos: JointServos
+    """What the file holds."""
+    fit_converged: bool
+    folds: tuple[dict, ...]
+    """``servo_sysid.leave_one_out`` rows over every selected episode (the shared servo)."""
+    static_offsets_deg: np.ndarray | None
+    """(5,) command minus joint in the fit episodes' held poses, degrees (None: no held pose)."""
+    ridge: tuple[dict, ...]
+    """``servo_sysid.ridge`` rows through the shared servo (with ``_shifted`` keys when offsets were measured)."""
+    sim: dict[str, np.ndarray]
+    """``'fitted'`` and ``'menagerie'``: (nepisode, nframe_max, 5) replays of ``fit + heldout``, degrees."""
+    cost_rise: dict[str, float]
+    """Per parameter (``sysid.PARAMS``): the fit cost's smaller relative rise when that parameter alone is scaled by
+    ``PINNED_RATIO`` up or down (:func:`cost_rise`)."""
+    best_shift: int
+    """The teleport's best shift on the fit episodes, frames."""
+    motion: dict
+    """:func:`motion` of the fit episodes."""
+    warnings: tuple[str, ...]
+    config: sysid.ReplayConfig = sysid.ReplayConfig()
+    """The replay settings of the fit."""
+
+
+def identify(dataset: LeRobotDataset, fit: Sequence[Episode], heldout: Sequence[Episode], *, source: str = '',
+             per_joint: bool = False, offsets: bool = False, config: sysid.ReplayConfig = sysid.ReplayConfig(),
+             max_iter: int = 50, progress: bool = True) -> Identification:
+    """Chapter 4's fit on ``fit``, its spread over leave-one-out folds, and the replays of every episode.
+
+    Args:
+      dataset: the recording (for its name and fps).
+      fit, heldout: the episodes to fit and to hold out (:func:`select_episodes`).
+      source: where the recording came from, for the report.
+      per_joint: also fit each arm joint's kp and kv (:func:`fit_per_joint`).
+      offsets: take the held-pose offsets to be calibration (see the module docstring).
+      config: the replay settings (the chapter's: contacts off, limits on, implicitfast, 1/210 s at 30 fps).
+      max_iter: the fits' iteration cap.
+      progress: tqdm bars on stderr.
+    """
+    fit, heldout = list(fit), list(heldout)
+    fit_motion = motion(fit)
+    warnings = recording_warnings(fit_motion, fps=dataset.fps)
+    try:
+        static = servo_sysid.static_offsets_deg(fit)
+    except ValueError:
+        static = None
+    if offsets and static is None:
+        raise ValueError('offsets need held poses in the fit episodes (the arm still for a moment), got none')
+    use_offsets = static if offsets else None
+    fit_in = servo_sysid.shift_commands(fit, use_offsets) if offsets else fit
+    everyone = fit + heldout
+
+    result = sysid.fit_servo(fit_in, starts={'therobotstudio': START}, config=config, max_iter=max_iter,
+                             progress=progress)
+    servo = result.servo
+    converged = all(s.converged for s in result.starts)
+    if not converged:
+        warnings.append(f'the fit stopped at its cap of {max_iter} iterations before its tolerances were met')
+
+    rise = cost_rise(servo, fit_in, config=config)
+    folds_data = dataclasses.replace(
+        dataset, episodes=tuple(servo_sysid.shift_commands(everyone, use_offsets) if offsets else everyone))
+    main_fold = {heldout[0].index: servo} if len(heldout) == 1 else {}  # the main fit is that episode's fold
+    folds = servo_sysid.leave_one_out(folds_data, known=main_fold, starts={'fitted': servo}, config=config,
+                                      max_iter=FOLD_MAX_ITER, progress=progress)
+
+    kps = [kp for kp in servo_sysid.RIDGE_KPS[::2] if kp * servo.lag_ms / 1e3 >= servo.damping]
+    ridge = servo_sysid.ridge(fit, servo, kps=sorted(set(kps) | {servo.kp}), offsets_deg=static,
+                              config=config) if len(kps) >= 2 else []
+
+    servos = JointServos.uniform(servo, use_offsets)
+    if per_joint:
+        servos = fit_per_joint(servo, fit, config=config, offsets_deg=use_offsets, max_iter=max_iter,
+                               progress=progress)
+    fps = dataset.fps
+    sim = replay_models([joint_model(servos, config, fps=fps),
+                         sysid.arm_model(sysid.MENAGERIE, config, fps=fps)], everyone)
+    if np.isnan(sim[0][:, 0]).any():
+        warnings.append('the fitted servo diverged on some episode: its errors are reported as NaN')
+    result_ident = Identification(
+        source=source, dataset=dataset, fit=tuple(fit), heldout=tuple(heldout), servos=servos,
+        fit_converged=converged, folds=tuple(folds), static_offsets_deg=static, ridge=tuple(ridge),
+        sim={'fitted': sim[0], 'menagerie': sim[1]}, cost_rise=rise, best_shift=servo_sysid.best_shift(fit),
+        motion=fit_motion, warnings=tuple(warnings), config=config)
+    errors = heldout_errors(result_ident)
+    if errors['fitted']['mean'] >= errors['teleport-best-shift']['mean']:
+        warnings.append('the fitted servo is no closer to the held-out episodes than the teleport at its best shift: '
+                        'the servo model does not explain this recording (see the page on what each warning means)')
+    return dataclasses.replace(result_ident, warnings=tuple(warnings))
+
+
+def cost_rise(servo: ArmServo, episodes: Sequence[Episode], *, config: sysid.ReplayConfig = sysid.ReplayConfig(),
+              factor: float = PINNED_RATIO) -> dict[str, float]:
+    """How much each parameter alone matters to the fit: per parameter of ``sysid.PARAMS``, the smaller of the
+    relative rises of the cost (half the mean squared error, the fit's objective) when it is multiplied and when it
+    is divided by ``factor``, everything else kept. All 13 servos replay in one batch."""
+    servos = [servo] + [dataclasses.replace(servo, **{p: getattr(servo, p) * f}) for p in sysid.PARAMS
+                        for f in (factor, 1.0 / factor)]
+    costs = []
+    for row in sysid.replay(servos, list(episodes), config=config):
+        err = np.concatenate([r.sim_deg[1:] - r.real_deg[1:] for r in row])
+        costs.append(0.5 * float(np.mean(err ** 2)) if np.all(np.isfinite(err)) else math.inf)
+    return {p: min(costs[1 + 2 * k], costs[2 + 2 * k]) / costs[0] - 1.0 for k, p in enumerate(sysid.PARAMS)}
+
+
+def heldout_errors(ident: Identification) -> dict[str, dict[str, float]]:
+    """Mean absolute error on the held-out episodes, degrees, per arm joint and ``mean``, for ``fitted`` (the
+    written model), ``menagerie``, ``teleport`` (shift 1) and ``teleport-best-shift``."""
+    n = len(ident.fit)
+    out = {}
+    for name in ('fitted', 'menagerie'):
+        err = joint_errors(ident.sim[name][n:], ident.heldout)
+        out[name] = _by_joint(err)
+    for name, shift in (('teleport', 1), ('teleport-best-shift', ident.best_shift)):
+        out[name] = _by_joint(servo_sysid.teleport_errors(ident.heldout, shift))
+    return out
+
+
+def _by_joint(err: np.ndarray) -> dict[str, float]:
+    return {**{j: float(v) for j, v in zip(ARM_JOINTS, err.mean(axis=0))}, 'mean': float(err.mean())}
+
+
+# --------------------------------------------------------------------------------------------------
+# What the data pin down
+# --------------------------------------------------------------------------------------------------
+
+SPREAD_KEYS = sysid.PARAMS + ('lag_ms',)
+
+OFFSET_DEG = 1.0
+"""deg: a held-pose offset this large (command - joint) leaves kp to how it is explained, sag or calibration; a soft
+servo's sag under the SO-101's own weight is of this order (chapter 4's elbow: about 3 degrees)."""
+
+
+BOUND_MARGIN = 1.05
+"""A value within this factor of a bound of ``sysid.LOG_BOUNDS`` counts as stopped by the bound."""
+
+
+def _g(value: float) -> str:
+    """Three significant digits, without a bare trailing point (``400``, ``0.950``)."""
+    return f'{value:#.3g}'.rstrip('.')
+
+
+def spread(ident: Identification) -> dict[str, dict]:
+    """Per parameter of the shared servo and its lag: ``fitted``, ``fold_min``, ``fold_max`` (over the leave-one-out
+    folds), ``cost_rise_pct`` (:func:`cost_rise`, percent; NaN for the lag) and ``pinned``: the fitted value and the
+    folds' lie within a factor ``PINNED_RATIO`` of each other, scaling the parameter by that factor raises the cost
+    by ``COST_RISE`` or more, and none of them is at a bound of the fit (``sysid.LOG_BOUNDS``, within
+    ``BOUND_MARGIN``); kv and damping are pinned only together (at a fixed lag one trades against the other); kp not
+    while it hangs on how the held-pose offsets are explained (:func:`kp_hangs_on_offsets`)."""
+    servo = ident.servos.shared
+    ambiguous = kp_hangs_on_offsets(ident)
+    low, high = (10.0 ** b for b in sysid.LOG_BOUNDS)
+    out = {}
+    for key in SPREAD_KEYS:
+        values = [r[key] for r in ident.folds] + [getattr(servo, key)]
+        lo, hi = min(values), max(values)
+        pinned = bool(lo > 0 and hi <= PINNED_RATIO * lo) and not (key == 'kp' and ambiguous)
+        if key in sysid.PARAMS:  # a parameter on the edge of the fit's box is where the box stopped it, not the data
+            k = sysid.PARAMS.index(key)
+            pinned = (pinned and low[k] * BOUND_MARGIN < lo and hi < high[k] / BOUND_MARGIN
+                      and ident.cost_rise[key] >= COST_RISE)
+        out[key] = dict(fitted=float(getattr(servo, key)), fold_min=float(min(values[:-1])),
+                        fold_max=float(max(values[:-1])), cost_rise_pct=100 * ident.cost_rise.get(key, math.nan),
+                        pinned=pinned)
+    if not (out['kv']['pinned'] and out['damping']['pinned']):  # they trade against each other at a fixed lag
+        out['kv']['pinned'] = out['damping']['pinned'] = False
+    return out
+
+
+def ridge_summary(ident: Identification) -> dict | None:
+    """What the ridge of constant lag says about kp: ``bottom_kp`` (lowest cost with the commands as recorded),
+    ``stiff_kp`` and ``stiff_over_bottom`` (the stiffest point's cost over the bottom's), and with the offsets taken
+    off,
+    ``shifted_bottom_kp`` and the kp range ``flat_kp_min`` ... ``flat_kp_max`` within ``RIDGE_FLAT`` of its lowest."""
+    rows = list(ident.ridge)
+    if not rows:
+        return None
+    bottom = servo_sysid.ridge_bottom(rows)
+    out = dict(lag_ms=float(ident.servos.shared.lag_ms), bottom_kp=float(bottom['kp']), bottom_cost=bottom['cost'],
+               stiff_kp=float(rows[-1]['kp']), stiff_over_bottom=float(rows[-1]['cost'] / bottom['cost']))
+    if 'cost_shifted' in rows[0]:
+        low = servo_sysid.ridge_bottom(rows, 'cost_shifted')
+        flat = [r['kp'] for r in rows if r['cost_shifted'] <= (1 + RIDGE_FLAT) * low['cost_shifted']]
+        out.update(shifted_bottom_kp=float(low['kp']), flat_kp_min=float(min(flat)), flat_kp_max=float(max(flat)))
+    return out
+
+
+def kp_hangs_on_offsets(ident: Identification) -> bool:
+    """Held-pose offsets of ``OFFSET_DEG`` or more, and with them taken off the commands the ridge of constant lag is
+    flat (within ``RIDGE_FLAT``) somewhere more than a factor ``PINNED_RATIO`` away from the fitted kp: then kp says
+    how the offsets are explained (sag or calibration), as on chapter 4's recording, not how stiff the servo is."""
+    offsets, ridge = ident.static_offsets_deg, ridge_summary(ident)
+    if offsets is None or not np.any(np.abs(offsets) >= OFFSET_DEG) or not ridge or 'flat_kp_min' not in ridge:
+        return False
+    kp = ident.servos.shared.kp
+    return bool(ridge['flat_kp_max'] > PINNED_RATIO * kp or ridge['flat_kp_min'] < kp / PINNED_RATIO)
+
+
+def findings(ident: Identification) -> tuple[list[str], list[str]]:
+    """Sentences on what the recording pins down, and what it does not."""
+    s = spread(ident)
+    pinned, loose = [], []
+    lag = s['lag_ms']
+    (pinned if lag['pinned'] else loose).append(
+        f"the lag (kv + damping)/kp: {lag['fitted']:.0f} ms, {lag['fold_min']:.0f} to {lag['fold_max']:.0f} ms over "
+        f"the {len(ident.folds)} folds")
+    for key, unit in (('frictionloss', 'N·m'), ('armature', 'kg·m²'), ('forcerange', 'N·m')):
+        row = s[key]
+        (pinned if row['pinned'] else loose).append(
+            f"{key}: {_g(row['fitted'])} {unit}, {_g(row['fold_min'])} to {_g(row['fold_max'])} over the folds")
+    kv, damping = s['kv'], s['damping']
+    if kv['pinned'] and damping['pinned']:
+        pinned.append(f"kv and damping one by one: {_g(kv['fold_min'])} to {_g(kv['fold_max'])} and "
+                      f"{_g(damping['fold_min'])} to {_g(damping['fold_max'])} N·m·s/rad over the folds (the force "
+                      f"clamp, where kv stops braking and the damping does not, told them apart)")
+    else:
+        loose.append(f"kv and damping one by one ({_g(kv['fold_min'])} to {_g(kv['fold_max'])} and "
+                     f"{_g(damping['fold_min'])} to {_g(damping['fold_max'])} N·m·s/rad over the folds): only their "
+                     f"sum sets the lag; the clamp asks only that damping keep forcerange/damping above the joints' "
+                     f"speeds")
+    kp = s['kp']
+    ridge = ridge_summary(ident)
+    sentence = f"kp: {_g(kp['fitted'])} N·m/rad, {_g(kp['fold_min'])} to {_g(kp['fold_max'])} over the folds"
+    if ident.static_offsets_deg is not None:
+        big = [(j, c) for j, c in zip(ARM_JOINTS, ident.static_offsets_deg) if abs(c) >= OFFSET_DEG]
+        offsets = ', '.join(f'{j} {c:+.2f}' for j, c in big) or f'none of {OFFSET_DEG:g} degree or more'
+        sentence += (f"; but in the held poses the real joints stop off their commands (command - joint, degrees: "
+                     f"{offsets}), which a soft servo explains as sag and a stiff one with a calibration offset "
+                     f"explains as well")
+        if ridge and 'flat_kp_min' in ridge:
+            sentence += (f". Along the ridge of constant lag the cost is lowest at kp {_g(ridge['bottom_kp'])} and "
+                         f"{ridge['stiff_over_bottom']:.3g} times that at kp {ridge['stiff_kp']:.0f}; with the offsets "
+                         f"taken off the commands it is within {100 * RIDGE_FLAT:.0f} % of its lowest from kp "
+                         f"{_g(ridge['flat_kp_min'])} to {_g(ridge['flat_kp_max'])}")
+            sentence += (': kp is pinned only by what the offsets are taken to be' if kp_hangs_on_offsets(ident) else
+                         ': either way the ridge bottoms near the fitted kp, so the offsets do not decide it')
+    else:
+        sentence += ('; the recording holds no still pose, so whether a calibration offset hides in it cannot be '
+                     'checked: kp rests on the moves alone')
+    (pinned if kp['pinned'] else loose).append(sentence)
+    return pinned, loose
+
+
+# --------------------------------------------------------------------------------------------------
+# The file
+# --------------------------------------------------------------------------------------------------
+
+def write_mjcf(ident: Identification, path: str | pathlib.Path) -> pathlib.Path:
+    """Write Menagerie's SO-101 with the fitted servo, loadable with ``mujoco.MjModel.from_xml_path``.
+
+    The file is Menagerie's ``so101.xml`` as ``MjSpec`` reads it, with a default class ``fitted_servo`` (a child of
+    Menagerie's ``sts3215``: ``<joint damping frictionloss armature>`` and the position servo's ``gainprm``,
+    ``biasprm``, ``forcerange``) on every joint and actuator, and with per-joint servos one child class per arm
+    joint (``fitted_servo_<joint>``). Offsets go into each arm actuator's ``biasprm[0] = -kp c`` and ctrlrange. The
+    meshes are read from Menagerie's folder by absolute path (``meshdir``); a comment at the top says what was fitted,
+    on which recording, and how the replay was run. Menagerie's own option (timestep, integrator) and contacts stay;
+    the replay that scored the fit ran with contacts off and the timestep of ``sysid.ReplayConfig``.
+    """
+    import mujoco_menagerie
+
+    sysid.slim_arm()  # points mujoco_menagerie at the offline copy when there is one
+    robot = mujoco_menagerie.get('robotstudio_so101')
+    xml = pathlib.Path(robot.xml('so101'))
+    spec = mujoco.MjSpec.from_file(str(xml))
+    spec.meshdir = str((xml.parent / spec.meshdir).resolve())
+    servos, shared = ident.servos, ident.servos.shared
+    top = spec.add_default(SERVO_CLASS, spec.find_default('sts3215'))
+    _set_class(top, shared.kp, shared.kv, 0.0, shared)
+    classes = {}
+    for i, name in enumerate(ARM_JOINTS):
+        if servos.per_joint:
+            classes[name] = spec.add_default(f'{SERVO_CLASS}_{name}', top)
+            _set_class(classes[name], servos.kp[i], servos.kv[i], 0.0, shared)
+        else:
+            classes[name] = top
+    classes['gripper'] = top
+    for name in JOINTS:
+        i = ARM_JOINTS.index(name) if name in ARM_JOINTS else None
+        kp = servos.kp[i] if i is not None else shared.kp
+        kv = servos.kv[i] if i is not None else shared.kv
+        c = math.radians(servos.offsets_deg[i]) if i is not None else 0.0
+        joint, actuator = spec.joint(name), spec.actuator(name)
+        joint.classname = actuator.classname = classes[name]
+        _set_joint(joint, shared)
+        _set_actuator(actuator, kp, kv, c, shared.forcerange)  # an element keeps the values its class had when parsed
+        actuator.ctrlrange = np.asarray(actuator.ctrlrange) + c
+    text = spec.to_xml()
+    header = _header(ident, xml)
+    text = re.sub(r'(<mujoco[^>]*>)', lambda m: m.group(1) + '\n' + header, text, count=1)
+    path = pathlib.Path(path)
+    path.write_text(text, encoding='utf-8')
+    return path
+
+
+def _set_joint(joint, servo: ArmServo) -> None:
+    joint.damping = [servo.damping, 0.0, 0.0]
+    joint.frictionloss = servo.frictionloss
+    joint.armature = servo.armature
+
+
+def _set_actuator(actuator, kp: float, kv: float, c: float, forcerange: float) -> None:
+    actuator.gainprm[0] = kp
+    actuator.biasprm[:3] = [-kp * c, -kp, -kv]
+    actuator.forcerange = [-forcerange, forcerange]
+
+
+def _set_class(default, kp: float, kv: float, c: float, servo: ArmServo) -> None:
+    _set_joint(default.joint, servo)
+    _set_actuator(default.actuator, kp, kv, c, servo.forcerange)
+
+
+def _header(ident: Identification, xml: pathlib.Path) -> str:
+    servo = ident.servos.shared
+    step = 1.0 / (ident.dataset.fps * ident.config.substeps(ident.dataset.fps))
+    lines = [
+        f'Written by physai fit-servo from {ident.source}: fitted on episodes {_ranges([e.index for e in ident.fit])},',
+        f'held out {_ranges([e.index for e in ident.heldout])}. The arm is MuJoCo Menagerie\'s {xml}',
+        f'(meshes read from there by absolute path). Class {SERVO_CLASS}: ' +
+        ', '.join(f'{k} {v:g}' for k, v in servo.as_dict().items()) +
+        f' (lag (kv + damping)/kp {servo.lag_ms:.0f} ms).',
+        'These are the effective servo of the recorded teleoperation loop (leader, bus, servo), not bench constants:',
+        'the lag is what the recording pins down; see the report for the spread of the rest.',
+        'Identified by an open-loop replay with contacts off (Menagerie\'s collision boxes overlap in the folded',
+        f'pose), joint limits on, {ident.config.integrator} at {1e3 * step:.3f} ms; '
+        'this file keeps Menagerie\'s own option and contacts.',
+    ]
+    if ident.servos.per_joint:
+        lines.append('Per-joint classes fitted_servo_<joint> carry each arm joint\'s own kp and kv (gainprm, biasprm).')
+    if any(ident.servos.offsets_deg):
+        lines += ['Calibration offsets c (degrees; the joint is driven towards ctrl - c): ' +
+                  ', '.join(f'{j} {c:+.3f}' for j, c in zip(ARM_JOINTS, ident.servos.offsets_deg)) + '.',
+                  'MuJoCo\'s <position> has no offset: each arm actuator carries it as biasprm[0] = -kp*c (written as',
+                  '<general>), and its ctrlrange is moved by c so the clamp acts where the shifted command would.']
+    body = '\n'.join('  ' + line.replace('--', '- -') for line in lines)
+    return f'<!--\n{body}\n-->'
+
+
+# --------------------------------------------------------------------------------------------------
+# The report
+# --------------------------------------------------------------------------------------------------
+
+def report(ident: Identification, out: str | pathlib.Path | None = None) -> dict:
+    """The command's report as a JSON-ready dict (``--json`` prints it; :func:`report_text` formats it)."""
+    data = ident.dataset
+    servos = ident.servos
+    pinned, loose = findings(ident)
+    folds = [{k: r[k] for k in ('heldout', *SPREAD_KEYS, 'fit_mae_deg', 'heldout_mae_deg',
+                                'menagerie_heldout_mae_deg')} for r in ident.folds]
+    summary = servo_sysid.fold_summary(ident.folds)
+    return dict(
+        source=ident.source, version=data.version, fps=data.fps, robot_type=data.robot_type,
+        episodes=dict(fit=[e.index for e in ident.fit], heldout=[e.index for e in ident.heldout]),
+        recording=ident.motion,
+        servo=servos.shared.as_dict() | dict(lag_ms=servos.shared.lag_ms),
+        per_joint=({j: dict(kp=servos.kp[i], kv=servos.kv[i], lag_ms=float(servos.lag_ms()[i]))
+                    for i, j in enumerate(ARM_JOINTS)} if servos.per_joint else None),
+        offsets_deg=(dict(zip(ARM_JOINTS, servos.offsets_deg)) if any(servos.offsets_deg) else None),
+        static_offsets_deg=(None if ident.static_offsets_deg is None
+                            else {j: float(c) for j, c in zip(ARM_JOINTS, ident.static_offsets_deg)}),
+        spread=spread(ident), ridge=ridge_summary(ident), pinned=pinned, not_pinned=loose,
+        heldout_mae_deg=heldout_errors(ident), folds=folds,
+        leave_one_out=dict(fitted_deg=summary['fitted_deg'], menagerie_deg=summary['menagerie_deg']),
+        fit_converged=ident.fit_converged, warnings=list(ident.warnings),
+        out=None if out is None else str(out))
+
+
+def report_json(rep: dict) -> str:
+    """:func:`report` as JSON text; NaN and infinities become null, numpy numbers plain ones."""
+    def clean(value):
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [clean(v) for v in value]
+        if isinstance(value, (np.generic,)):
+            value = value.item()
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        return value
+    return json.dumps(clean(rep), indent=1)
+
+
+def report_text(rep: dict) -> str:
+    """:func:`report` as the text the command prints."""
+    lines = [f"{rep['source']}: LeRobot {rep['version']}, {rep['fps']:g} fps, robot {rep['robot_type']}",
+             f"fit on episodes {_ranges(rep['episodes']['fit'])} ({rep['recording']['seconds']:.1f} s, "
+             f"{rep['recording']['moving_seconds']:.1f} s moving, {rep['recording']['held_frames']} held frames); "
+             f"held out {_ranges(rep['episodes']['heldout'])}"]
+    if rep['out']:
+        lines.append(f"wrote {rep['out']}")
+    lines += ['', f"fitted servo (class {SERVO_CLASS}), and its range over {len(rep['folds'])} leave-one-out folds:"]
+    rows = [dict(param=k, fitted=_g(v['fitted']), fold_min=_g(v['fold_min']), fold_max=_g(v['fold_max']),
+                 cost_rise_pct='-' if math.isnan(v['cost_rise_pct']) else f"{v['cost_rise_pct']:.1f}",
+                 pinned='yes' if v['pinned'] else 'no') for k, v in rep['spread'].items()]
+    lines.append(format_table(rows, [('param', 's'), ('fitted', 's'), ('fold_min', 's'), ('fold_max', 's'),
+                                     ('cost_rise_pct', 's'), ('pinned', 's')]))
+    lines.append(f'(cost_rise_pct: how much the fit cost rises when the parameter alone is scaled by {PINNED_RATIO:g} '
+                 f'either way; pinned: folds within a factor {PINNED_RATIO:g}, a rise of {100 * COST_RISE:g} % or '
+                 f'more, off the fit\'s bounds)')
+    if rep['per_joint']:
+        lines += ['', 'per joint (classes fitted_servo_<joint>; the other parameters as above):']
+        lines.append(format_table([dict(joint=j, **v) for j, v in rep['per_joint'].items()],
+                                  [('joint', 's'), ('kp', 'g'), ('kv', 'g'), ('lag_ms', '.0f')]))
+    if rep['offsets_deg']:
+        lines += ['', 'calibration offsets written into the actuators (command - joint in the held poses, deg):',
+                  ', '.join(f'{j} {c:+.2f}' for j, c in rep['offsets_deg'].items())]
+    lines += ['', 'what the recording pins down:'] + [f'  - {s}' for s in rep['pinned'] or ['nothing within the folds']]
+    lines += ['what it does not:'] + [f'  - {s}' for s in rep['not_pinned']]
+    held = rep['heldout_mae_deg']
+    held_out = rep['episodes']['heldout']
+    lines += ['', f"held-out error (episode{'s' if len(held_out) > 1 else ''} {_ranges(held_out)}), mean absolute, "
+                  f"degrees:"]
+    lines.append(format_table([dict(model=name, **row) for name, row in held.items()],
+                              [('model', 's')] + [(j, '.3f') for j in ARM_JOINTS] + [('mean', '.3f')]))
+    loo = rep['leave_one_out']
+    lines.append(f"leave-one-out, every selected episode held out once: fitted {loo['fitted_deg']:.3f} deg, "
+                 f"Menagerie {loo['menagerie_deg']:.3f} deg")
+    lines += ['', 'warnings:'] + [f'  - {w}' for w in rep['warnings'] or ['none']]
+    return '\n'.join(lines)

@@ -1,0 +1,399 @@
+"""physai.interface.web: chapter 1's live panel, MuJoCo in the reader's browser.
+
+The fast tests check the Python side (the block, its configuration, the precomputed discrete runs) and the JavaScript
+port of physai's figures (book/_static/physai-live-core.js) against Python on the same trajectories, in Node. The
+slow ones open the panel in headless Chromium from a local http server (WebAssembly and ES modules need http):
+the engine loads from the site alone; the page's trajectories equal Python MuJoCo's; every control changes the plot;
+the address keeps the setting; the twin stays with JavaScript or WebAssembly off.
+"""
+
+import functools
+import http.server
+import json
+import math
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import threading
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai.engine.link import _base_model, step_responses
+from physai.experiments.position_actuators import STABILITY_ARMATURE, STABILITY_KP, panel_servo, unstable
+from physai.interface import web
+from physai.interface.plots import readout
+from physai.laws.stability import critical_h_omega
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+STATIC = ROOT / 'book' / '_static'
+ENGINE = ROOT / 'node_modules' / 'mujoco-js' / 'dist' / 'mujoco_wasm.js'
+NODE = shutil.which('node')
+CHROMIUM = '/usr/bin/chromium'
+CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+                 '--disable-component-update', '--disable-sync', '--no-first-run']
+
+SETTINGS = [(kp, armature, h, integrator, 1.0) for kp in (100.0, 3000.0, 30000.0) for armature in (0.028, 0.0)
+            for h in (0.0005, 0.005, 0.02) for integrator in ('Euler', 'implicitfast', 'RK4')]
+"""The agreement set: kp 100, 3000, 30000; armature 0.028 and 0; timesteps 0.5, 5, 20 ms; three integrators."""
+
+RK4_DIVERGED_RTOL = 1e-9
+"""RK4 runs that diverge may differ from Python MuJoCo 3.17.0 in the last bits (3.3.8 orders RK4's sums otherwise;
+the growth then magnifies it): until MuJoCo resets them, the page's angles stay within this relative tolerance."""
+
+
+@functools.cache
+def config() -> dict:
+    return web.servo_config()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The Python side
+
+
+def test_block_is_hidden_and_carries_its_configuration():
+    block = web.servo_live().data
+    assert block.startswith('<div class="physai-live" id="physai-live-servo" data-physai-live="servo"')
+    assert ' hidden>' in block.split('<script', 1)[0]  # nothing shows without the page's script
+    data = block.split('class="physai-live-config">', 1)[1].rsplit('</script>', 1)[0]
+    assert '</' not in data.replace('<\\/', '')
+    cfg = json.loads(data.replace('<\\/', '</'))
+    assert cfg['twin'] == 'physai-twin-servo'
+    assert cfg['defaults'] == {'kp': 100.0, 'armature': 0.028, 'timestep': 0.005, 'integrator': 'implicitfast',
+                               'dampratio': 1.0}
+    assert cfg['xml'] == web.browser_xml()
+    assert 'discrete' in cfg['integrators'] and 'discrete' not in cfg['browserIntegrators']
+
+
+def test_browser_xml_compiles_to_the_model_physai_simulates():
+    m = mujoco.MjModel.from_xml_string(web.browser_xml())
+    base = _base_model()
+    for field in ('body_inertia', 'body_ipos', 'body_iquat', 'body_mass', 'dof_armature', 'actuator_gainprm',
+                  'actuator_biasprm', 'opt.gravity'):
+        a, b = eval(f'm.{field}'), eval(f'base.{field}')
+        assert np.array_equal(a, b), field
+
+
+def test_critical_h_omega_is_physai_s_for_every_choice():
+    cfg = config()
+    for integrator in web.PANEL_INTEGRATORS:
+        for z in web.DAMPRATIOS:
+            star = critical_h_omega(integrator, z)
+            stored = cfg['criticalHOmega'][integrator][format(z, 'g')]
+            assert (stored is None) if math.isinf(star) else stored == pytest.approx(star, rel=1e-7)
+
+
+def test_discrete_runs_are_physai_s_on_their_grid():
+    d = config()['discrete']
+    assert len(d['runs']) == len(web.DISCRETE_KP) * len(web.DISCRETE_ARMATURE) * len(web.DISCRETE_TIMESTEP)
+    h, a, k = web.DISCRETE_TIMESTEP[2], web.DISCRETE_ARMATURE[2], web.DISCRETE_KP[7]  # 5 ms, 0.028, 3000
+    run = d['runs'][(2 * len(web.DISCRETE_ARMATURE) + 2) * len(web.DISCRETE_KP) + 7]
+    r = step_responses([panel_servo(k, a, h, 'discrete', 1.0)])[0]
+    assert run['readout'] == readout(r)
+    low, high = run['trace']
+    assert min(x for x in low if x is not None) == pytest.approx(np.degrees(r.q).min(), abs=0.006)
+    assert max(x for x in high if x is not None) == pytest.approx(np.degrees(r.q).max(), abs=0.006)
+
+
+def test_envelope_keeps_a_swing_that_flips_every_step():
+    t = 0.005 * np.arange(601)
+    q = 60.0 * (-1.0) ** np.arange(601)  # ±60° every step, what a 10 ms sampling shows as a flat line
+    low, high = web.envelope(t, q, 3.0, bins=80)
+    assert set(low) == {-60.0} and set(high) == {60.0}
+    low, high = web.envelope(t[:50], q[:50], 3.0, bins=80)  # a run that ended early leaves its later bins empty
+    assert low[-1] is None and high[0] == 60.0
+
+
+@pytest.mark.parametrize('kwargs, name', [({'kp': 0.5}, 'kp'), ({'kp': float('nan')}, 'kp'),
+                                          ({'armature': 0.2}, 'armature'), ({'timestep': 0.05}, 'timestep'),
+                                          ({'integrator': 'euler'}, 'integrator'), ({'dampratio': 0.7}, 'dampratio'),
+                                          ({'q0': 0.0}, 'q0'), ({'duration': 0.2}, 'duration'),
+                                          ({'twin': 'a b'}, 'twin')])
+def test_bad_settings_are_refused_by_name(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        web.servo_config(**kwargs)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The JavaScript port of physai's figures, in Node, on Python's trajectories
+
+PORT_SCRIPT = """
+import * as core from '%s';
+import fs from 'fs';
+const runs = JSON.parse(fs.readFileSync(0, 'utf8'));
+const out = runs.map((r) => {
+  const s = core.summarize(r.h, Float64Array.from(r.q), r.warned);
+  return {sag: s.sagDeg, rise: s.riseMs, p2p: s.p2pDeg, diverged: s.diverged, readout: core.readout(s),
+          unstable: core.unstable(s, -0.5), window: s.riseWindow};
+});
+process.stdout.write(JSON.stringify(out, (k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v)));
+"""
+
+
+def _node_summaries(runs: list[dict]) -> list[dict]:
+    if NODE is None:
+        pytest.skip('node is not installed')
+    script = PORT_SCRIPT % (STATIC / 'physai-live-core.js').as_uri()
+    done = subprocess.run([NODE, '--input-type=module', '-e', script], input=json.dumps(runs), text=True,
+                          capture_output=True, check=True, timeout=60)
+    return json.loads(done.stdout)
+
+
+def test_js_figures_equal_python_s_on_the_same_trajectories():
+    settings = SETTINGS + [(kp, 0.028, 0.005, 'implicitfast', z) for kp in (1.0, 30.0, 300.0)
+                           for z in (0.0, 0.5, 2.0)] + [(1.0, 0.1, 0.005, 'Euler', 1.0)]
+    params = [panel_servo(*s) for s in settings]
+    responses = step_responses(params)
+    # also short runs (the stability map's 300 steps) and runs cut before the settle window
+    short = step_responses(params[:18], duration=300 * 0.005)
+    runs = [{'h': r.params.timestep, 'q': r.q.tolist(), 'warned': bool(r.diverged and np.all(np.isfinite(r.q))
+                                                                         and np.all(np.abs(r.q) < 20 * math.pi))}
+            for r in responses + short]
+    js = _node_summaries(runs)
+    f = lambda x: None if not math.isfinite(x) else x  # noqa: E731
+    kinds = set()
+    for r, j in zip(responses + short, js):
+        assert j['readout'] == readout(r)
+        assert (j['sag'], j['rise'], j['p2p'], j['diverged']) == (f(r.sag_deg), f(r.rise_ms), f(r.p2p_deg),
+                                                                  r.diverged)
+        assert j['unstable'] == unstable(r, -0.5)
+        assert j['window'] == [f(x) for x in r.rise_window]
+        kinds.add(j['readout'].split()[0])
+    assert kinds == {'sag', 'never', 'diverged'}  # every kind of readout was compared
+
+
+def test_js_formats_numbers_as_python_does():
+    values = [127.3, 0.1686, 1.3e-5, 5.0, 99.95, 1234567.0, 0.0, -0.004, 0.05]
+    script = (f"import * as core from '{(STATIC / 'physai-live-core.js').as_uri()}';"
+              f"const v = {json.dumps(values)};"
+              "console.log(JSON.stringify(v.map((x) => [core.pyFormat(x, '.2g'), core.pyFormat(x, '.3f'),"
+              " core.pyFormat(x, '.4g')])));")
+    if NODE is None:
+        pytest.skip('node is not installed')
+    out = json.loads(subprocess.run([NODE, '--input-type=module', '-e', script], capture_output=True, text=True,
+                                    check=True, timeout=60).stdout)
+    assert out == [[format(x, '.2g'), format(x, '.3f'), format(x, '.4g')] for x in values]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# In the browser
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):
+        pass
+
+    def end_headers(self):
+        self.send_header('Cache-Control', 'max-age=3600')
+        super().end_headers()
+
+
+def build_scratch_site(directory: pathlib.Path) -> pathlib.Path:
+    """A page with chapter 1's twin and live block, and the site's _static files, as the book serves them."""
+    from physai.interface.position_actuators_panels import servo_twin
+    if not ENGINE.is_file():
+        pytest.skip('node_modules/mujoco-js is missing: run npm ci')
+    static = directory / '_static'
+    (static / 'mujoco').mkdir(parents=True)
+    for path in STATIC.glob('physai-live*.js'):
+        shutil.copyfile(path, static / path.name)
+    shutil.copyfile(ENGINE, static / 'mujoco' / ENGINE.name)
+    (directory / 'index.html').write_text(
+        '<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">'
+        '<title>live panel</title><script type="module" src="_static/physai-live.js"></script></head><body>'
+        f'<main style="max-width:1200px;margin:auto">{servo_twin().data}{web.servo_live().data}</main></body></html>',
+        encoding='utf-8')
+    return directory
+
+
+@pytest.fixture(scope='module')
+def site(tmp_path_factory):
+    directory = build_scratch_site(tmp_path_factory.mktemp('web'))
+    handler = functools.partial(_Quiet, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f'http://127.0.0.1:{server.server_port}'
+    server.shutdown()
+
+
+@pytest.fixture(scope='module')
+def chromium():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f'{CHROMIUM} is missing')
+    sync_api = pytest.importorskip('playwright.sync_api')
+    with sync_api.sync_playwright() as p:
+        browsers = {}
+
+        def launch(*extra):
+            if extra not in browsers:
+                browsers[extra] = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + list(extra))
+            return browsers[extra]
+
+        yield launch
+        for b in browsers.values():
+            b.close()
+
+
+def open_live(browser, url, *, start=True, viewport=(1280, 800)):
+    """Open the page; unless the address starts it, click "Run MuJoCo live"; wait for the panel. Returns
+    (page, requests, errors)."""
+    page = browser.new_page(viewport={'width': viewport[0], 'height': viewport[1]})
+    requests, errors = [], []
+    page.on('request', lambda r: requests.append(r.url))
+    page.on('pageerror', lambda e: errors.append(str(e)))
+    page.goto(url)
+    if start:
+        if 'servo-' not in url:
+            page.click('.physai-live-offer button')
+        page.wait_for_selector('#physai-live-servo[data-state=live]', state='attached', timeout=120000)
+    return page, requests, errors
+
+
+def step_path(page) -> str:
+    """The drawn step response: the SVG's content without its clip path's random id."""
+    return re.sub(r'pl-clip-[a-z0-9]+', 'clip', page.eval_on_selector('#physai-live-servo svg.pl-step',
+                                                                       'svg => svg.innerHTML'))
+
+
+def wait_map(page):
+    page.wait_for_function('() => { const p = window.physaiLive.servo; return p.mapDone && p.curveRows; }',
+                           timeout=120000)
+
+
+@pytest.mark.slow
+def test_engine_loads_from_the_site_only_when_touched(site, chromium):
+    page, requests, errors = open_live(chromium(), site + '/', start=False)
+    page.wait_for_selector('.physai-live-offer[data-state=offered]')
+    assert not any('mujoco_wasm' in r for r in requests), 'the first view fetched the engine'
+    assert page.is_visible('#physai-twin-servo') and not page.is_visible('#physai-live-servo')
+    page.click('#physai-twin-servo-kp')  # touching the twin starts MuJoCo
+    page.wait_for_selector('#physai-live-servo[data-state=live]', state='attached', timeout=120000)
+    version = page.evaluate('() => window.physaiLive.servo.version')
+    print(f'browser engine: MuJoCo {version} (mujoco-js 0.0.7); Python: MuJoCo {mujoco.__version__}')
+    assert version == '3.3.8'
+    assert any(r.endswith('/_static/mujoco/mujoco_wasm.js') for r in requests)
+    assert all(r.startswith(site) for r in requests), [r for r in requests if not r.startswith(site)]
+    assert not page.is_visible('#physai-twin-servo') and page.is_visible('#physai-live-servo-panel')
+    assert errors == []
+
+
+@pytest.mark.slow
+def test_page_trajectories_equal_python_mujoco(site, chromium):
+    page, _, errors = open_live(chromium(), site + '/')
+    js = page.evaluate("""async (settings) => {
+        const core = await import('./_static/physai-live-core.js');
+        const panel = window.physaiLive.servo;
+        return settings.map(([kp, armature, timestep, integrator, dampratio]) => {
+          const r = core.stepResponse(panel.link, core.servoParams({kp, armature, timestep, integrator, dampratio},
+                                                                   panel.config.linkInertia));
+          return {q: Array.from(r.q), readout: core.readout(r), diverged: r.diverged};
+        });
+    }""", [list(s) for s in SETTINGS])
+    ref = web.step_reference(SETTINGS)
+    identical, worst_rel, rk4_diverged = 0, 0.0, 0
+    for s, j, p in zip(SETTINGS, js, ref):
+        assert j['readout'] == p['readout'], s
+        assert j['diverged'] == p['diverged'], s
+        q_js, q_py = np.array(j['q'], dtype=float), np.array(p['q'])
+        if len(q_js) == len(q_py) and np.array_equal(q_js, q_py):
+            identical += 1
+            continue
+        # the only allowed difference: RK4 runs that diverge (see RK4_DIVERGED_RTOL), up to MuJoCo's reset
+        assert s[3] == 'RK4' and p['diverged'], f'{s}: not bit-identical'
+        rk4_diverged += 1
+        n = min(len(q_js), len(q_py))
+        reset = next((i for i in range(1, n) if q_py[i] != 0 and abs(q_py[i]) < abs(q_py[i - 1]) / 1e3), n)
+        rel = np.max(np.abs(q_js[:reset] - q_py[:reset]) / np.maximum(np.abs(q_py[:reset]), 1e-300))
+        worst_rel = max(worst_rel, float(rel))
+        assert rel <= RK4_DIVERGED_RTOL, s
+    print(f'{identical}/{len(SETTINGS)} trajectories bit-identical to Python MuJoCo {mujoco.__version__}; '
+          f'{rk4_diverged} diverging RK4 runs within {worst_rel:.1e} relative before the reset; '
+          f'readout words equal in all {len(SETTINGS)}')
+    assert identical >= len(SETTINGS) - 6
+    assert errors == []
+
+
+@pytest.mark.slow
+def test_stability_map_fills_in_and_equals_python_s(site, chromium):
+    page, _, errors = open_live(chromium(), site + '/?servo-h=5&servo-integrator=Euler&servo-zeta=1')
+    wait_map(page)
+    cells = page.evaluate('() => window.physaiLive.servo.mapCells')
+    expected = web.stability_reference(0.005, 'Euler')
+    assert np.array_equal(np.array(cells, dtype=bool), expected)
+    assert expected.any() and not expected.all()
+    rows = page.evaluate('() => window.physaiLive.servo.curveRows.length')
+    assert rows == 25 and len(STABILITY_KP) * len(STABILITY_ARMATURE) == expected.size
+    assert errors == []
+
+
+def _set(page, name, value):
+    page.eval_on_selector(f'#physai-live-servo-{name}', """(input, value) => {
+        input.value = value; input.dispatchEvent(new Event('input', {bubbles: true})); }""", str(value))
+
+
+@pytest.mark.slow
+def test_every_control_changes_the_plot_and_reset_restores_it(site, chromium):
+    page, _, errors = open_live(chromium(), site + '/')
+    first = step_path(page)
+    changes = [('kp', 700), ('armature', 0.05), ('dampratio', 0.5), ('timestep', 15.0), ('integrator', 'Euler'),
+               ('integrator', 'discrete')]
+    for name, value in changes:
+        before = step_path(page)
+        _set(page, name, value)
+        after = step_path(page)
+        assert after != before, f'{name} = {value} did not change the step response'
+    assert 'precomputed' in page.inner_text('#physai-live-servo-panel')
+    page.click('#physai-live-servo-panel button:text("reset")')
+    assert step_path(page) == first
+    assert errors == []
+
+
+@pytest.mark.slow
+def test_address_round_trips_the_setting(site, chromium):
+    browser = chromium()
+    page, _, _ = open_live(browser, site + '/')
+    for name, value in [('kp', 512), ('armature', 0.0125), ('timestep', 2.5), ('integrator', 'RK4'),
+                        ('dampratio', 2)]:
+        _set(page, name, value)
+    values = page.evaluate('() => window.physaiLive.servo.values')
+    page.wait_for_function("() => location.search.includes('servo-zeta=2')")  # written just after the last move
+    url = page.url
+    assert 'servo-integrator=RK4' in url and 'servo-h=2.5' in url
+    page.click('#physai-live-servo-panel button:text("present")')
+    assert 'servo-present=1' in page.url
+    url, path = page.url, step_path(page)
+    page.close()
+    other, _, errors = open_live(browser, url)
+    assert other.evaluate('() => window.physaiLive.servo.values') == values
+    assert other.eval_on_selector('#physai-live-servo-panel', 'p => p.classList.contains("physai-live-present")')
+    assert step_path(other) == path
+    assert errors == []
+
+
+@pytest.mark.slow
+def test_twin_stays_with_javascript_or_webassembly_off(site, chromium):
+    context = chromium().new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(site + '/')
+    assert page.is_visible('#physai-twin-servo') and not page.is_visible('#physai-live-servo')
+    context.close()
+    # a browser without WebAssembly (Chromium's V8 flags cannot take it away, so the page loses it before any script)
+    page = chromium().new_page()
+    requests, errors = [], []
+    page.on('request', lambda r: requests.append(r.url))
+    page.on('pageerror', lambda e: errors.append(str(e)))
+    page.add_init_script('delete globalThis.WebAssembly')
+    page.goto(site + '/?servo-kp=3000')
+    page.wait_for_selector('.physai-live-offer[data-state=no-wasm]')
+    assert 'WebAssembly' in page.inner_text('.physai-live-offer')
+    assert page.is_visible('#physai-twin-servo') and not page.is_visible('#physai-live-servo')
+    assert not any('mujoco_wasm' in r for r in requests)
+    assert errors == []
+
+
+if __name__ == '__main__':  # build the scratch page into a directory to look at: python tests/test_web.py DIR
+    build_scratch_site(pathlib.Path(sys.argv[1]))
