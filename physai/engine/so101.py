@@ -106,17 +106,22 @@ def _mesh_free(collision_meshes: bool) -> mujoco.MjModel:
                 spec.delete(mesh)
 
     drop_meshes(keep_on=from_geoms)
-    inertial = spec.compile()  # every body's inertia as the shipped model has it
-    for body in bodies:
-        i = inertial.body(body.name).id
-        body.explicitinertial = True
-        body.mass = inertial.body_mass[i]
-        body.ipos = inertial.body_ipos[i]
-        body.iquat = inertial.body_iquat[i]
-        body.inertia = inertial.body_inertia[i]
-        body.fullinertia = [math.nan] * 6  # the principal inertia above, not a full tensor
+    freeze_inertia(spec, spec.compile(), bodies)  # every body's inertia as the shipped model has it
     drop_meshes(keep_on=set())
     return spec.compile()
+
+
+def freeze_inertia(spec: mujoco.MjSpec, compiled: mujoco.MjModel, bodies) -> None:
+    """Write each of ``bodies``' mass, centre of mass and principal inertia, as ``compiled`` has them, into
+    ``spec`` as explicit inertials, so that deleting the meshes they were computed from changes nothing."""
+    for body in bodies:
+        i = compiled.body(body.name).id
+        body.explicitinertial = True
+        body.mass = compiled.body_mass[i]
+        body.ipos = compiled.body_ipos[i]
+        body.iquat = compiled.body_iquat[i]
+        body.inertia = compiled.body_inertia[i]
+        body.fullinertia = [math.nan] * 6  # the principal inertia above, not a full tensor
 
 
 # --- Menagerie's servo: class sts3215 in so101.xml, the same on every joint (tests/test_chapter1.py checks

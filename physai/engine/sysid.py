@@ -74,7 +74,7 @@ import numpy as np
 from physai.engine import mj, perturb, so101
 from physai.laws import checks, robust
 from physai.engine.datasets import Episode, LeRobotDataset
-from physai.engine.so101 import ARM_JOINTS, JOINTS, load_so101
+from physai.engine.so101 import ARM_JOINTS, JOINTS, freeze_inertia, load_so101
 
 
 TIP_SITE = 'gripperframe'
@@ -234,16 +234,7 @@ def _frozen_arm(*, primitives: bool) -> mujoco.MjModel:
 
     full = load_so101()  # also points mujoco_menagerie at the offline copy when there is one
     spec = mujoco_menagerie.get('robotstudio_so101').spec('so101')
-    for body in spec.bodies:
-        if body.name == 'world':
-            continue
-        i = full.body(body.name).id
-        body.explicitinertial = True
-        body.mass = full.body_mass[i]
-        body.ipos = full.body_ipos[i]
-        body.iquat = full.body_iquat[i]
-        body.inertia = full.body_inertia[i]
-        body.fullinertia = [math.nan] * 6
+    freeze_inertia(spec, full, [body for body in spec.bodies if body.name != 'world'])
     for geom in list(spec.geoms):
         if geom.type == mujoco.mjtGeom.mjGEOM_MESH or not primitives:
             spec.delete(geom)
