@@ -7,6 +7,9 @@ and the executed copy is written there, so ``notebooks/`` is never touched. A ba
 Time: wall seconds from the kernel's start to its shutdown (kernel start-up included), as a reader running the
 whole chapter waits for it.
 
+CPU: the kernel's user and system seconds (``RUSAGE_CHILDREN``, as for memory below), summed over its threads. On a
+shared machine this is the steadier figure: other work stretches the wall time far more than the CPU time.
+
 Memory: the kernel's peak resident set, read after it has exited. The kernel is a child of the ``--one`` process,
 which reaps it when nbclient shuts it down; ``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`` then holds the largest
 peak resident set of any process it has reaped (the kernel, or anything the kernel started), measured by the
@@ -14,7 +17,9 @@ operating system over the kernel's whole life, so no short peak is missed as pol
 chapter in a process of its own keeps one chapter's peak from carrying over into the next. The nbclient process
 itself is not counted.
 
-The machine may be shared: other work only ever adds time, never memory. The last line is
+The machine may be shared: other work only ever adds time, never memory. Each chapter's line gives the machine's
+load (1-minute average, ``os.getloadavg``) before and after it, the chapter's own two threads included, so a time
+measured on a busy machine says so. The last line is
 
     chapters 01 <s> s, 02 <s> s, 03 <s> s, 04 <s> s, peak <MB> MB
 
@@ -26,6 +31,7 @@ nbclient's execution timestamps). Run it from the repository root:
 
 import argparse
 import json
+import os
 import pathlib
 import resource
 import subprocess
@@ -58,8 +64,10 @@ def run_one(notebook: pathlib.Path, workdir: pathlib.Path) -> dict:
         bar.close()
     seconds = time.perf_counter() - start
     nbformat.write(nb, workdir / notebook.name)
-    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # Linux: kB
-    return dict(chapter=notebook.name[:2], seconds=seconds, peak_mb=peak_kb / 1024, slowest=slowest_cells(nb))
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak_kb = usage.ru_maxrss  # Linux: kB
+    return dict(chapter=notebook.name[:2], seconds=seconds, cpu_seconds=usage.ru_utime + usage.ru_stime,
+                peak_mb=peak_kb / 1024, slowest=slowest_cells(nb))
 
 
 def slowest_cells(nb, n: int = SLOWEST) -> list[tuple[int, float, str]]:
@@ -97,11 +105,15 @@ def main():
         for notebook in tqdm(notebooks, desc='chapters', unit='nb', file=sys.stderr, ncols=80):
             workdir = (args.keep or pathlib.Path(tmp)) / notebook.stem
             workdir.mkdir(parents=True)
+            load_before = os.getloadavg()[0]
             done = subprocess.run([sys.executable, __file__, '--one', str(notebook), '--workdir', str(workdir)],
                                   stdout=subprocess.PIPE, text=True, check=True)
             row = json.loads(done.stdout.strip().splitlines()[-1])
+            row['load'] = (load_before, os.getloadavg()[0])
             rows.append(row)
-            tqdm.write(f"{notebook.name}: {row['seconds']:.1f} s, kernel peak {row['peak_mb']:.0f} MB; slowest cells: "
+            tqdm.write(f"{notebook.name}: {row['seconds']:.1f} s, kernel CPU {row['cpu_seconds']:.1f} s, "
+                       f"kernel peak {row['peak_mb']:.0f} MB, load "
+                       f"{row['load'][0]:.1f} -> {row['load'][1]:.1f}; slowest cells: "
                        + '; '.join(f'[{i}] {s:.1f} s {line!r}' for i, s, line in row['slowest']), file=sys.stdout)
     times = ', '.join(f"{r['chapter']} {r['seconds']:.0f} s" for r in rows)
     print(f"chapters {times}, peak {max(r['peak_mb'] for r in rows):.0f} MB")

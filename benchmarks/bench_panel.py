@@ -5,12 +5,14 @@ widget front end. For every control of every chapter's panel it makes ``--values
 control's whole range, ends included (log-spaced on a log slider, every option of a choice), each from the panel's
 default setting, and times each from the change to the new PNG bytes (and to the complete figure, once the panel's
 worker has drawn the parts it defers, such as chapter 1's kp curve and stability map; it waits for them before the
-next change). With ``--corners N`` it also times chapter 1's slowest corners (0.5 ms steps with each integrator,
+next change). It does the same from each slow setting of :data:`SLOW_SETTINGS` (chapter 1 at 0.5 ms with RK4,
+chapter 2 at 0.5 ms with each explicit model): rows ``control @ setting``, counted in the last line. With ``--corners N`` it also times chapter 1's slowest corners (0.5 ms steps with each integrator,
 armature 0.1, the 20 ms Euler corner): the change into each, then N kp and N armature moves there. In the same run
 it times the naive approach on chapter 1's changes: rerun every computation (no cache), build a whole new pyplot
 figure and render it inline as PNG (what ``%matplotlib inline`` does at the end of a cell).
 
-Prints a table (chapter, control, median and 95th percentile in ms, median to the complete figure), then the last
+Prints a table (chapter, control, median and 95th percentile in ms, median to the complete figure, median CPU ms of
+the answer on the calling thread), then the last
 line ``panel <X> ms (worst median: <chapter> <control>), p95 <Y> ms, naive <Z> ms, ratio <Z/X>``: X the worst
 control's median, Y the worst 95th percentile, Z the naive median, all measured in this run.
 
@@ -58,29 +60,34 @@ def chapter_panels(chapters) -> dict:
     return {c: makers[c] for c in chapters}
 
 
-def time_change(panel, changes: dict) -> tuple[float, float]:
-    """(ms to the new PNG, ms to the complete figure): one change, then its deferred parts drawn (the panel's
-    worker fills them in; waiting for it keeps one change's background work out of the next one's time)."""
-    start = time.perf_counter()
+def time_change(panel, changes: dict) -> tuple[float, float, float]:
+    """(ms to the new PNG, ms to the complete figure, CPU ms of the answer): one change, then its deferred parts
+    drawn (the panel's worker fills them in; waiting for it keeps one change's background work out of the next
+    one's time). The CPU time is the calling thread's until the PNG: what the answer costs, whatever else the
+    machine is running (wall times on a shared machine are inflated by its load)."""
+    start, cpu = time.perf_counter(), time.thread_time()
     png = panel.update(**changes)
-    first = 1e3 * (time.perf_counter() - start)
+    first, cpu = 1e3 * (time.perf_counter() - start), 1e3 * (time.thread_time() - cpu)
     assert png.startswith(b'\x89PNG'), changes
     panel.wait()
-    return first, 1e3 * (time.perf_counter() - start)
+    return first, 1e3 * (time.perf_counter() - start), cpu
 
 
-def time_controls(panel, n: int) -> dict[str, tuple[list[float], list[float]]]:
-    """Per control, the latencies (ms to the new PNG, ms to the complete figure) of ``n`` changes, each from the
-    panel's default setting."""
+def time_controls(panel, n: int, at: dict | None = None) -> dict[str, tuple[list[float], list[float], list[float]]]:
+    """Per control, the latencies (ms to the new PNG, ms to the complete figure, CPU ms) of ``n`` changes, each from the
+    panel's default setting, or from the setting ``at`` (changes of the defaults; its own controls are not moved)."""
     times = {}
     for name, control in panel.controls.items():
-        times[name] = ([], [])
+        if at and name in at:
+            continue
+        times[name] = ([], [], [])
         for value in control_values(control, n):
             panel.reset()
+            if at:
+                panel.update(**at)
             panel.wait()
-            first, complete = time_change(panel, {name: value})
-            times[name][0].append(first)
-            times[name][1].append(complete)
+            for column, ms in zip(times[name], time_change(panel, {name: value})):
+                column.append(ms)
     return times
 
 
@@ -90,6 +97,21 @@ CORNERS = [{'timestep': 0.0005, 'integrator': i} for i in ('RK4', 'implicitfast'
 corner where most runs diverge."""
 
 
+SLOW_SETTINGS = {
+    1: [{'timestep': 0.0005, 'integrator': 'RK4'}],
+    2: [{'timestep': 0.0005, 'model': model} for model in ('ideal PD', 'DC motor', 'delayed PD', 'remotized PD')],
+}
+"""Per chapter, the settings where every other control is timed too (rows ``control @ setting`` of the table, in
+the last line): chapter 1 at 0.5 ms with RK4 (6000 RK4 steps per step response), chapter 2 at 0.5 ms with each
+explicit model (6000 steps of a Python loop around mj_step)."""
+
+
+def setting_name(setting: dict) -> str:
+    """'h 0.5 ms RK4', 'h 0.5 ms DC motor': a slow setting as a short label."""
+    parts = [f'h {1e3 * v:g} ms' if k == 'timestep' else str(v) for k, v in setting.items()]
+    return ' '.join(parts)
+
+
 def time_corners(panel, n: int) -> list[tuple[str, float, float, float]]:
     """At each corner: the change into it (ms to the new PNG and to the complete figure), then the median of
     ``n`` kp and armature moves made there (ms to the new PNG)."""
@@ -97,7 +119,7 @@ def time_corners(panel, n: int) -> list[tuple[str, float, float, float]]:
     for corner in CORNERS:
         panel.reset()
         panel.wait()
-        first, complete = time_change(panel, corner)
+        first, complete, _ = time_change(panel, corner)
         moves = [time_change(panel, {name: value})[0] for name in ('kp', 'armature')
                  for value in control_values(panel.controls[name], n)]
         rows.append((', '.join(f'{k} {v}' for k, v in corner.items()), first, complete,
@@ -148,14 +170,18 @@ def main() -> None:
     rows, corners = [], []
     for chapter, make in tqdm(chapter_panels(args.chapters).items(), desc='panels', unit='panel'):
         panel = make()
-        for name, (ms, complete) in time_controls(panel, args.values).items():
+        timed = [(name, times) for name, times in time_controls(panel, args.values).items()]
+        for setting in SLOW_SETTINGS.get(chapter, []):
+            timed += [(f'{name} @ {setting_name(setting)}', times)
+                      for name, times in time_controls(panel, args.values, at=setting).items()]
+        for name, (ms, complete, cpu) in timed:
             rows.append((chapter, name, statistics.median(ms), float(np.percentile(ms, 95)),
-                         statistics.median(complete)))
+                         statistics.median(complete), statistics.median(cpu)))
         if chapter == 1 and args.corners:
             corners = time_corners(panel, args.corners)
-    print(f'{"chapter":>7}  {"control":<16} {"median ms":>9} {"p95 ms":>8} {"complete ms":>11}')
-    for chapter, name, median, p95, complete in rows:
-        print(f'{chapter:>7}  {name:<16} {median:9.1f} {p95:8.1f} {complete:11.1f}')
+    print(f'{"chapter":>7}  {"control":<40} {"median ms":>9} {"p95 ms":>8} {"complete ms":>11} {"cpu ms":>7}')
+    for chapter, name, median, p95, complete, cpu in rows:
+        print(f'{chapter:>7}  {name:<40} {median:9.1f} {p95:8.1f} {complete:11.1f} {cpu:7.1f}')
     if corners:
         print(f'chapter 1 corners: {"setting":<52} {"in ms":>6} {"complete ms":>11} {"moves median":>12} {"p95":>6}')
         for setting, first, complete, median, p95 in corners:
@@ -171,7 +197,7 @@ def main() -> None:
         naive_ms.append(1e3 * (time.perf_counter() - start))
         assert png.startswith(b'\x89PNG')
 
-    chapter, name, worst, _, _ = max(rows, key=lambda row: row[2])
+    chapter, name, worst, *_ = max(rows, key=lambda row: row[2])
     p95 = max(row[3] for row in rows)
     naive = statistics.median(naive_ms)
     print(f'panel {worst:.0f} ms (worst median: chapter {chapter} {name}), p95 {p95:.0f} ms, '

@@ -1,22 +1,25 @@
-"""Latency of chapter 1's live panel in the browser, control by control: from a slider input to the redrawn step
-response, with MuJoCo running in the page (physai.interface.web, book/_static/physai-live.js).
+"""Latency of the live panels in the browser, control by control: from a slider input to the redrawn step response,
+with MuJoCo running in the page (physai.interface.web; book/_static/physai-live.js for chapter 1's panel,
+physai-live-pendulum.js for chapter 2's).
 
-Builds the scratch page of tests/test_web.py (chapter 1's twin and live block, the site's _static files and the
-engine) in a temporary directory, serves it over http and opens it in headless Chromium (/usr/bin/chromium). For
-every control it makes ``--values`` changes spread over the control's range (log-spaced on kp, every option of a
-choice, cycling) and times each inside the page: from just before the input event is dispatched to (a) the return
-of the panel's handler, which has rerun MuJoCo and redrawn the step response, and (b) the next painted frame (two
-animation frames later). The kp curve and the stability map run in the panel's Web Worker meanwhile; the main
-thread never waits for them, which is what these figures show.
+Builds the scratch page of tests/test_web.py (chapter 1's and chapter 2's twins and live blocks, the site's _static
+files and the engine) in a temporary directory, serves it over http and opens it in headless Chromium
+(/usr/bin/chromium). For every control of a panel it makes ``--values`` changes spread over the control's range
+(log-spaced on kp and kv, every option of a choice, cycling) and times each inside the page: from just before the
+input event is dispatched to (a) the return of the panel's handler, which has rerun MuJoCo and redrawn the step
+response, and (b) the next painted frame (two animation frames later). Chapter 1's kp curve and stability map run
+in the panel's Web Worker meanwhile; the main thread never waits for them, which is what these figures show.
+Chapter 2's velocity limit is timed on the DC motor and its delay on the delayed PD (the models that use them).
 
-Baseline in the same run: the kernel's panel (physai.interface.position_actuators_panels.servo_panel) updating for
-the same kp changes (rerun with Python MuJoCo and redraw the PNG).
+Baseline in the same run: each chapter's kernel panel (position_actuators_panels.servo_panel,
+actuator_models_panels.actuator_panel) updating for the same kp changes (rerun with Python MuJoCo and redraw the
+PNG).
 
-Prints a table (control, median and 95th percentile of (a) and (b) in ms), then the last line
-``browser <X> ms median (worst control <C>), p95 <Y> ms; goal 50 ms: <met|missed>; kernel panel <Z> ms; ratio <Z/X>``.
-This machine is shared: figures measured under other processes' load are inflated.
+Prints a table per chapter (control, median and 95th percentile of (a) and (b) in ms) and a line per chapter
+``chapter N: browser <X> ms median (worst control <C>), p95 <Y> ms; goal 50 ms: <met|missed>; kernel panel <Z> ms;
+ratio <Z/X>``. This machine is shared: figures measured under other processes' load are inflated.
 
-Run: ``.venv/bin/python benchmarks/bench_web.py [--values 40]``
+Run: ``.venv/bin/python benchmarks/bench_web.py [--values 40] [--chapters 1 2]``
 """
 
 from __future__ import annotations
@@ -39,12 +42,14 @@ from tqdm import tqdm
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'tests'))
 
-from test_web import CHROMIUM, CHROMIUM_ARGS, build_scratch_site  # noqa: E402
+from test_web import CHROMIUM, CHROMIUM_ARGS, build_scratch_site, servo_blocks  # noqa: E402
 
+from physai.interface import web  # noqa: E402
+from physai.interface.actuator_models_panels import actuator_panel, forcerange_twin  # noqa: E402
 from physai.interface.position_actuators_panels import servo_panel  # noqa: E402
 
-MEASURE = """async ([name, value]) => {
-    const input = document.getElementById(`physai-live-servo-${name}`);
+MEASURE = """async ([id, value]) => {
+    const input = document.getElementById(id);
     const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
     await frame();
     const t0 = performance.now();
@@ -58,7 +63,7 @@ MEASURE = """async ([name, value]) => {
 
 
 def control_values(n: int) -> dict[str, list]:
-    """n slider positions per control, spread over the range (the input element's own units)."""
+    """Chapter 1: n slider positions per control, spread over the range (the input element's own units)."""
     kp_positions = np.round(np.linspace(0, 1000, n)).astype(int).tolist()  # the kp slider is log over 0..1000
     return {
         'kp': kp_positions,
@@ -67,6 +72,27 @@ def control_values(n: int) -> dict[str, list]:
         'integrator': [('Euler', 'RK4', 'implicit', 'implicitfast')[i % 4] for i in range(n)],
         'dampratio': [(0, 0.5, 1, 2)[i % 4] for i in range(n)],
     }
+
+
+def pendulum_values(n: int) -> dict[str, list]:
+    """Chapter 2: n positions per control (kp and kv are log sliders over 0..1000), every model and integrator."""
+    log = np.round(np.linspace(0, 1000, n)).astype(int).tolist()
+    models = ('implicit', 'ideal PD', 'DC motor', 'delayed PD', 'remotized PD')
+    return {
+        'model': [models[i % 5] for i in range(n)],
+        'kp': log,
+        'armature': [round(x, 4) for x in np.round(np.linspace(0.0, 0.1, n) / 0.0005) * 0.0005],
+        'timestep': np.round(np.linspace(0.5, 20.0, n), 1).tolist(),
+        'integrator': [('Euler', 'RK4', 'implicit', 'implicitfast')[i % 4] for i in range(n)],
+        'kv': log,
+        'forcerange': np.round(np.linspace(0.5, 100.0, n) * 2).astype(int).tolist(),  # in 0.5 steps, halved below
+        'velocity_limit': np.round(np.linspace(1, 40, n)).astype(int).tolist(),
+        'delay': np.round(np.linspace(0, 60, n)).astype(int).tolist(),
+    }
+
+
+PENDULUM_MODEL_FOR = {'velocity_limit': 'DC motor', 'delay': 'delayed PD'}
+"""Chapter 2's controls timed on the model that uses them."""
 
 
 def serve(directory: pathlib.Path):
@@ -79,38 +105,48 @@ def serve(directory: pathlib.Path):
     return server
 
 
-def browser_latencies(n: int) -> dict[str, tuple[list[float], list[float]]]:
+def browser_latencies(n: int, chapters: list[int]) -> dict[int, dict[str, tuple[list[float], list[float]]]]:
     from playwright.sync_api import sync_playwright
-    out = {}
+    out: dict[int, dict] = {}
+    blocks = (servo_blocks() if 1 in chapters else []) + ([forcerange_twin().data, web.pendulum_live().data]
+                                                          if 2 in chapters else [])
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
-        site = build_scratch_site(pathlib.Path(tmp))
+        site = build_scratch_site(pathlib.Path(tmp), blocks)
         server = serve(site)
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={'width': 1280, 'height': 800})
-        page.goto(f'http://127.0.0.1:{server.server_port}/?servo-kp=100')
-        page.wait_for_selector('#physai-live-servo[data-state=live]', state='attached', timeout=120000)
-        values = control_values(n)
-        for name, positions in values.items():
-            if name == 'armature':
-                positions = [round(k * 0.0005, 4) for k in positions]
-            handled, painted = [], []
-            for value in tqdm(positions, desc=name, leave=False):
-                a, b = page.evaluate(MEASURE, [name, value])
-                handled.append(a)
-                painted.append(b)
-            page.click('#physai-live-servo-panel button:text("reset")')
-            out[name] = (handled, painted)
+        for chapter in chapters:
+            key, values = ('servo', control_values(n)) if chapter == 1 else ('pendulum', pendulum_values(n))
+            page = browser.new_page(viewport={'width': 1280, 'height': 800})
+            page.goto(f'http://127.0.0.1:{server.server_port}/?{key}-kp=100')
+            page.wait_for_selector(f'#physai-live-{key}[data-state=live]', state='attached', timeout=120000)
+            reset = f'#physai-live-{key}-panel button:text("reset")'
+            out[chapter] = {}
+            for name, positions in values.items():
+                if chapter == 1 and name == 'armature':
+                    positions = [round(k * 0.0005, 4) for k in positions]
+                if chapter == 2 and name == 'forcerange':
+                    positions = [k / 2 for k in positions]
+                if chapter == 2 and name in PENDULUM_MODEL_FOR:
+                    page.select_option(f'#physai-live-{key}-model', PENDULUM_MODEL_FOR[name])
+                handled, painted = [], []
+                for value in tqdm(positions, desc=f'chapter {chapter} {name}', leave=False):
+                    a, b = page.evaluate(MEASURE, [f'physai-live-{key}-{name}', value])
+                    handled.append(a)
+                    painted.append(b)
+                page.click(reset)
+                out[chapter][name] = (handled, painted)
+            page.close()
         browser.close()
         server.shutdown()
     return out
 
 
-def kernel_latencies(n: int) -> list[float]:
-    """The kernel's panel on the same kp positions (fresh values, so no cache hit)."""
-    panel = servo_panel()
+def kernel_latencies(n: int, chapter: int) -> list[float]:
+    """The chapter's kernel panel on the same kp positions (fresh values, so no cache hit)."""
+    panel = servo_panel() if chapter == 1 else actuator_panel()
     panel.update()
     times = []
-    for position in tqdm(np.linspace(0, 1000, n), desc='kernel kp', leave=False):
+    for position in tqdm(np.linspace(0, 1000, n), desc=f'chapter {chapter} kernel kp', leave=False):
         kp = float(30000 ** (position / 1000)) * (1 + 1e-9)
         start = time.perf_counter()
         panel.values['kp'] = kp
@@ -126,22 +162,29 @@ def p95(values: list[float]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--values', type=int, default=40, help='changes per control')
+    parser.add_argument('--chapters', type=int, nargs='+', default=[1, 2], choices=[1, 2],
+                        help='the chapters whose panels are timed')
     args = parser.parse_args()
     if not os.path.exists(CHROMIUM):
         raise SystemExit(f'{CHROMIUM} is missing')
     print(f'load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (figures include other processes\' load)')
-    results = browser_latencies(args.values)
-    print(f'{"control":<12}{"median ms":>11}{"p95 ms":>9}{"painted median":>16}{"painted p95":>13}')
-    for name, (handled, painted) in results.items():
-        print(f'{name:<12}{statistics.median(handled):>11.1f}{p95(handled):>9.1f}'
-              f'{statistics.median(painted):>16.1f}{p95(painted):>13.1f}')
-    kernel = kernel_latencies(min(args.values, 20))
-    worst = max(results, key=lambda k: statistics.median(results[k][0]))
-    x = statistics.median(results[worst][0])
-    y = max(p95(h) for h, _ in results.values())
-    z = statistics.median(kernel)
-    print(f'browser {x:.1f} ms median (worst control {worst}), p95 {y:.1f} ms; goal 50 ms: '
-          f'{"met" if x < 50 else "missed"}; kernel panel {z:.1f} ms; ratio {z / x if x > 0 else math.inf:.1f}')
+    results = browser_latencies(args.values, args.chapters)
+    summary = []
+    for chapter, by_control in results.items():
+        print(f'chapter {chapter}')
+        print(f'{"control":<16}{"median ms":>11}{"p95 ms":>9}{"painted median":>16}{"painted p95":>13}')
+        for name, (handled, painted) in by_control.items():
+            print(f'{name:<16}{statistics.median(handled):>11.1f}{p95(handled):>9.1f}'
+                  f'{statistics.median(painted):>16.1f}{p95(painted):>13.1f}')
+        kernel = kernel_latencies(min(args.values, 20), chapter)
+        worst = max(by_control, key=lambda k: statistics.median(by_control[k][0]))
+        x = statistics.median(by_control[worst][0])
+        y = max(p95(h) for h, _ in by_control.values())
+        z = statistics.median(kernel)
+        summary.append(f'chapter {chapter}: browser {x:.1f} ms median (worst control {worst}), p95 {y:.1f} ms; '
+                       f'goal 50 ms: {"met" if x < 50 else "missed"}; kernel panel {z:.1f} ms; '
+                       f'ratio {z / x if x > 0 else math.inf:.1f}')
+    print('\n'.join(summary))
 
 
 if __name__ == '__main__':

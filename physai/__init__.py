@@ -20,7 +20,8 @@ import-linter, the contract is in ``pyproject.toml``). Read it from the bottom u
    ``python -m physai NAME``, and ``identify`` (``python -m physai fit-servo``: chapter 4's fit on your own recording).
 4. ``physai.interface``: what a reader sees. ``plots`` (the figure style), ``diagrams``, ``live`` (the
    live-panel framework: sliders, choices, the blitted figure), ``twin`` (kernel-free static twins for the
-   published page), ``web`` (live panels running MuJoCo's WebAssembly build in the reader's browser), and one ``*_panels`` module per chapter with its live panel and static twin.
+   published page), ``web`` and ``web_arm`` (live panels running MuJoCo's WebAssembly build in the reader's
+   browser), and one ``*_panels`` module per chapter with its live panel and static twin.
 5. ``physai.book``: the book's own tooling. ``prose`` (numbers glued into the text), ``colab`` (every
    chapter's first cell), ``edition`` (the Colab edition), ``buildit`` (the learner's Build-it checks).
 

@@ -114,3 +114,17 @@ def test_panel_effort_limit_steps_the_torque_axes_without_redrawing_the_figure()
     panel._background = None  # force the full path: the same picture
     full = panel.update()
     assert np.array_equal(np.asarray(Image.open(io.BytesIO(png))), np.asarray(Image.open(io.BytesIO(full))))
+
+
+def test_panel_draws_the_remotized_limit_following_the_angle_and_the_ideal_limit_flat():
+    """The remotized PD's limit over time is its table read at the run's angle (E hanging, E/2 at horizontal), not
+    a constant ±E; the ideal PD's is the constant clamp."""
+    panel = actuator_models_panels.actuator_panel(model='remotized PD')
+    panel.update(model='remotized PD', forcerange=6.0)
+    t, y = panel.state['limit'].get_data()
+    high = np.asarray(y[:len(t) // 2], dtype=float)
+    assert np.nanmax(high) - np.nanmin(high) > 1.0  # it moves with the angle
+    assert np.nanmax(high) <= 6.0 + 1e-12 and np.nanmin(high) >= 3.0 - 1e-12
+    panel.update(model='ideal PD', forcerange=6.0)
+    t, y = panel.state['limit'].get_data()
+    assert set(np.asarray(y, dtype=float)[np.isfinite(np.asarray(y, dtype=float))]) == {6.0, -6.0}

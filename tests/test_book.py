@@ -2,6 +2,7 @@
 
 import json
 import pathlib
+import re
 
 import pytest
 import yaml
@@ -85,6 +86,37 @@ def test_progress_bars_stay_off_the_published_page(path):
                 and any(out.get('name') == 'stderr' for out in cell.get('outputs', []))
                 and 'remove-stderr' not in cell['metadata'].get('tags', [])]
     assert not untagged, f'{path.name}: cells {untagged} print to stderr without the remove-stderr tag'
+
+
+PREDICT = re.compile(r'\*\*Predict\b')
+
+
+def _shows_output(cell: dict) -> bool:
+    """Whether the page shows any of a code cell's outputs (a progress bar on stderr with ``remove-stderr`` and a
+    ``remove-cell`` or ``remove-output`` cell show nothing)."""
+    tags = set(cell['metadata'].get('tags', []))
+    if {'remove-cell', 'remove-output'} & tags:
+        return False
+    return any(not (out.get('name') == 'stderr' and 'remove-stderr' in tags) for out in cell.get('outputs', []))
+PREDICTING_CHAPTERS = NOTEBOOKS
+
+
+@pytest.mark.parametrize('path', PREDICTING_CHAPTERS, ids=[p.name for p in PREDICTING_CHAPTERS])
+def test_a_prediction_comes_before_the_output_that_answers_it(path):
+    """Issue 16: where the prose asks the reader to predict, the next shown code cell keeps its output folded
+    (``hide-output``: it opens on a click), so the answering table is not in view with the question."""
+    notebook = json.loads(path.read_text(encoding='utf-8'))
+    cells = notebook['cells']
+    for i, cell in enumerate(cells):
+        source = ''.join(cell['source']) if isinstance(cell['source'], list) else cell['source']
+        if cell['cell_type'] != 'markdown' or not PREDICT.search(source):
+            continue
+        shown = [c for c in cells[i + 1:] if c['cell_type'] == 'code' and _shows_output(c)]
+        assert shown, f'{path.name}: cell {i} asks for a prediction that no cell answers'
+        tags = shown[0]['metadata'].get('tags', [])
+        assert {'hide-output', 'hide-cell'} & set(tags), (
+            f'{path.name}: cell {i} asks for a prediction, and the output that answers it shows at once '
+            f'(tag the code cell after it hide-output)')
 
 
 def _extension():

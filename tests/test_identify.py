@@ -255,11 +255,11 @@ def test_the_json_report_has_every_part(shipped):
 
 @pytest.mark.slow
 def test_the_fit_is_the_chapters_and_so_is_its_heldout_error(shipped, real):
-    """Chapter 4 keeps the soft start's servo and reports 0.701 deg on episode 3 (its `sysid` table)."""
+    """Chapter 4 keeps the soft start's servo and reports 0.699 deg on episode 3 (its `sysid` table)."""
     rep, _, _ = shipped
     fitted = sysid.ArmServo(**{k: rep['servo'][k] for k in sysid.PARAMS})
     chapter = sysid.replay([fitted], [real[3]])[0][0]
-    assert f"{rep['heldout_mae_deg']['fitted']['mean']:.3f}" == f'{chapter.mae_deg:.3f}' == '0.701'
+    assert f"{rep['heldout_mae_deg']['fitted']['mean']:.3f}" == f'{chapter.mae_deg:.3f}' == '0.699'
     assert rep['heldout_mae_deg']['menagerie']['mean'] > 2 * rep['heldout_mae_deg']['fitted']['mean']
 
 
@@ -325,3 +325,14 @@ def test_per_joint_servos_of_a_uniform_arm_find_its_kp_and_lag_on_every_joint(tm
     assert servos.per_joint
     np.testing.assert_allclose(servos.kp, truth.kp, rtol=0.05)
     np.testing.assert_allclose(servos.lag_ms(), truth.lag_ms, rtol=0.05)
+
+
+@pytest.mark.slow
+def test_kv_and_damping_are_not_pinned_when_trading_one_for_the_other_costs_nothing(known):
+    """The stand-in's moves never reach the force limit, so kv and the joint damping act only as their sum: moving
+    damping into kv at a fixed lag leaves the cost where it is, and the report must not call either pinned, however
+    close the folds (which start at the fit) stay to it."""
+    ident, rep = known
+    assert abs(ident.cost_rise['split']) < 1e-9 and ident.cost_rise['kv'] > identify.COST_RISE
+    assert not rep['spread']['kv']['pinned'] and not rep['spread']['damping']['pinned']
+    assert rep['spread']['lag_ms']['pinned']

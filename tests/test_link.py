@@ -29,11 +29,16 @@ def _by_loop(params: ServoParams, q0: float = -0.5, duration: float = 3.0) -> li
 
 GRID = [ServoParams(kp=kp, armature=a, integrator=i, kv=2.731, damping=0.6, timestep=h)
         for kp in (30, 998.22, 30000) for a in (0.028, 0.0) for i in checks.INTEGRATORS
-        for h in (0.002, 0.005)]
+        for h in (0.002, 0.005)] + [
+    ServoParams(kp=kp, integrator=i, frictionloss=f, timestep=0.0005, forcerange=r)
+    for kp in (100.0, 30000.0) for i in ('RK4', 'implicitfast') for f in (0.0, 0.05) for r in (None, 1.0)]
+"""Every integrator at two steps, stiff and soft, with and without armature; the panel's 0.5 ms corner with friction
+loss (a constraint) and a force clamp."""
 
 
 def test_batched_step_responses_are_bit_identical_to_a_loop():
-    """mujoco.batch runs the same arithmetic as mj_step, so every sample agrees exactly."""
+    """mujoco.batch runs the same arithmetic as mj_step, so every sample agrees exactly (the batch also skips the
+    contact and, without friction loss, the constraint stages the link never uses)."""
     batched = step_responses(GRID)
     for params, ours in zip(GRID, batched):
         ref = _by_loop(params)

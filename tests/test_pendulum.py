@@ -233,3 +233,49 @@ def test_an_implicit_pd_held_at_its_forcerange_is_the_explicit_one():
                                      IdealPD(kp=400.0, kv=20.0, forcerange=1.0)],
                                     command=Step(at=0.0), duration=6.0)
     np.testing.assert_array_equal(implicit.q, explicit.q)
+
+
+# ---------------------------------------------------------------------------------------------
+# the fast explicit loop against the chapter's worked solution
+
+
+def test_interp_limit_is_numpys_interp_to_the_bit():
+    """The remotized PD's table lookup in plain Python returns np.interp's own float, at the table's points,
+    between them, beyond both ends and for one-point and many-point tables."""
+    rng = np.random.default_rng(7)
+    tables = [((0.0, 6.0), (math.pi / 2, 3.5)), ((0.3, 2.0),), ((-1.0, 0.0), (0.0, 5.0), (0.7, 5.0), (2.5, 1.25)),
+              tuple(zip(np.sort(rng.uniform(-3, 3, 9)), rng.uniform(0, 10, 9)))]
+    for table in tables:
+        angles, limits = (list(map(float, column)) for column in zip(*table))
+        xs = np.concatenate([angles, np.nextafter(angles, np.inf), np.nextafter(angles, -np.inf),
+                             rng.uniform(-4, 4, 20_000), [-1e300, 1e300]])
+        for x in xs.tolist():
+            expected = float(np.interp(x, angles, limits))
+            got = pendulum.interp_limit(x, angles, limits)
+            assert got == expected or (math.isnan(got) and math.isnan(expected)), (table, x, got, expected)
+
+
+FAST_GRID = [IdealPD(kp=100.0, kv=5.0), IdealPD(kp=400.0, kv=20.0, forcerange=2.0), IdealPD(kp=3000.0, kv=100.0),
+             DCMotor(kp=100.0, kv=5.0, forcerange=E, saturation_effort=S, velocity_limit=4.0),
+             DCMotor(kp=1000.0, kv=1.0, forcerange=100.0, saturation_effort=S, velocity_limit=40.0),
+             DelayedPD(kp=100.0, kv=5.0, delay=12), DelayedPD(kp=1000.0, kv=30.0, delay=60),
+             RemotizedPD(kp=100.0, kv=5.0, delay=6, table=((0.0, 6.0), (math.pi / 2, 3.5))),
+             RemotizedPD(kp=300.0, kv=0.1, delay=0, table=((0.0, 100.0), (math.pi / 2, 50.0))),
+             IdealPD(kp=1e11, kv=0.0)]  # the first torque is past MuJoCo's bad acceleration: it resets the run
+
+
+@pytest.mark.parametrize('integrator', ['Euler', 'implicitfast', 'RK4'])
+@pytest.mark.parametrize('timestep', [0.0005, 1 / 360, 0.02])
+def test_the_fast_explicit_loop_is_the_worked_solution_to_the_bit(integrator, timestep):
+    """simulate's loop gives the chapter's printed _run_explicit's q, qd, torque and verdict exactly, settled,
+    limited, delayed, swinging and diverging runs alike (running away past mj.SPEED_BOUND, or reset by MuJoCo)."""
+    pend = PendulumParams(timestep=timestep, integrator=integrator, armature=0.01)
+    nstep = round(2.0 / timestep)
+    for command in (Step(), Command(position=Square(period=1.0), velocity=_velocity, effort=_effort)):
+        commands = pendulum.held_commands(command, pend, nstep)
+        for actuator in FAST_GRID:
+            slow = pendulum._run_explicit(actuator, pend, commands, 0.1, -0.2)
+            fast = pendulum.run_explicit_fast(actuator, pend, commands, 0.1, -0.2)
+            for a, b in zip(slow[:3], fast[:3]):
+                np.testing.assert_array_equal(a, b)
+            assert slow[3] == fast[3], actuator

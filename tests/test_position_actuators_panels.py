@@ -156,3 +156,38 @@ def test_twin_redraws_when_a_slider_moves_in_a_browser(twin_text, twin_page):
     assert 'diverged' in page.inner_html(f'#{root}-plot-0')
     assert page.inner_html(f'#{root}-plot-2') != ''
     assert errors == []
+
+
+def test_a_long_rk4_run_answers_with_its_first_second_then_the_whole_run(panel):
+    """At 0.5 ms, RK4's 6000 steps (24000 Euler-step equivalents) do not fit the budget: the slider gets the first
+    second of the very run (the same samples) with a note, and the worker then draws the whole run's figures."""
+    kp = 317.0
+    panel.update(kp=kp, timestep=0.0005, integrator='RK4')
+    first_png = panel.png
+    state = panel.state
+    full = position_actuators.servo_step.__wrapped__(kp, 0.028, 0.0005, 'RK4')
+    start = position_actuators.servo_step_start(kp, 0.028, 0.0005, 'RK4')
+    assert start.t[-1] == pytest.approx(position_actuators.PANEL_FIRST_PART)
+    np.testing.assert_array_equal(start.q, full.q[:len(start.q)])
+    panel.wait()
+    assert panel.png != first_png
+    assert np.array_equal(state['marks'].trajectory.get_xdata(), full.t)
+    assert full.settled and state['marks'].readout.get_text() == plots.readout(full)
+    assert position_actuators.servo_step_start(kp, 0.028, 0.001, 'RK4') is None  # 1 ms fits: answered whole
+    panel.reset()
+
+
+def test_the_first_part_of_a_long_run_is_drawn_as_a_part(panel):
+    """What the slider shows before the worker is done: the first second, no settled line or rise, a note."""
+    values = {**panel.values, 'kp': 1234.0, 'timestep': 0.0005, 'integrator': 'RK4'}
+    results = {'response': position_actuators.servo_step_start(1234.0, 0.028, 0.0005, 'RK4'), 'partial': True,
+               'curve': None, 'stability': None,
+               'bounds': position_actuators.servo_bounds(0.0005, 'RK4')}
+    with plots.book_style():
+        panel.draw(panel.state, results, values)
+    marks = panel.state['marks']
+    assert len(marks.trajectory.get_xdata()) == len(results['response'].t)
+    assert len(marks.settled.get_xdata()) == 0 and len(marks.rise.get_xdata()) == 0
+    assert marks.readout.get_text().startswith('first 1.0 s of 3 s')
+    assert np.isnan(panel.state['sag_point'].get_ydata()[0])
+    panel.reset()

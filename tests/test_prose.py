@@ -59,3 +59,54 @@ def test_prose_shows_no_more_digits_than_keep_stores(path):
 
 def test_spoken_list_takes_a_format():
     assert prose.spoken_list([0.002, 0.001, 0.0], 'g') == '0.002, 0.001 and 0'
+
+
+def test_sentences_are_the_prose_of_a_cell_split_at_full_stops():
+    """Code, display math, tables and headings are not prose; an answer in a dropdown is; a colon, a semicolon or
+    'e.g.' does not end a sentence, nor does a bold lead-in; a glued number is one word and an equation reference
+    reads (1)."""
+    markdown = '\n'.join([
+        '## A heading. With a stop',
+        '',
+        'The sag is {glue:text}`sag:.2f`° here: small; e.g. at kp 100. {eq}`eq-sag` says why.',
+        '',
+        '$$',
+        'e = \\tau_g / k_p . A',
+        '$$ (eq-sag)',
+        '',
+        '| a. b | c. D |',
+        '|---|---|',
+        '',
+        '```python',
+        'print("Not prose. At all")',
+        '```',
+        '',
+        '```{admonition} Answer',
+        ':class: dropdown',
+        'It shrinks ten times. See [the sweep](#sweep)!',
+        '```',
+        '',
+        '1. **First.** An item',
+        '   on two lines.',
+    ])
+    assert prose.sentences(markdown) == [
+        'The sag is sag:.2f° here: small; e.g. at kp 100.', '(1) says why.',
+        'It shrinks ten times.', 'See the sweep!', '**First.** An item on two lines.']
+
+
+def test_long_sentences_count_words_and_refuse_a_limit_below_one():
+    cell = {'cell_type': 'markdown', 'source': ['One two three four. ', 'Five six.']}
+    notebook = {'cells': [{'cell_type': 'code', 'source': 'x = 1  # not prose at all, however long'}, cell]}
+    assert prose.long_sentences(notebook, limit=3) == [(1, 4, 'One two three four.')]
+    assert prose.long_sentences(notebook, limit=4) == []
+    with pytest.raises(ValueError, match='limit must be a whole number of words, 1 or more, got 0'):
+        prose.long_sentences(notebook, limit=0)
+
+
+@pytest.mark.parametrize('name', ['01_position_actuators', '02_actuator_models', '03_where_pd_runs',
+                                  '04_servo_sysid'])
+def test_no_sentence_of_the_chapter_runs_over_the_limit(name):
+    """Issue 16: a long sentence is split; chapters 1-3 hold no sentence over LONGEST_SENTENCE words."""
+    path = pathlib.Path(__file__).parents[1] / 'notebooks' / f'{name}.ipynb'
+    long = prose.long_sentences(json.loads(path.read_text(encoding='utf-8')))
+    assert not long, '\n'.join(f'cell {i}, {n} words: {s}' for i, n, s in long)

@@ -414,7 +414,8 @@ def test_the_kept_fit_survives_a_last_bit_change(sysid_rows, monkeypatch):
 @needs_real
 def test_the_stiff_start_amplifies_last_bits_and_the_soft_one_does_not(real, monkeypatch):
     """A 1e-12 rad nudge: from Menagerie's gains the cost of the first iterates moves a thousandfold more within
-    five iterations; from TheRobotStudio's it stays at the level of the nudge."""
+    five iterations; from TheRobotStudio's it grows less than that and stays within parts in 10^9, far inside the
+    rounding of the book's servo."""
     fit_eps, _ = servo_sysid.split(real)
 
     def objectives(start, nudge):
@@ -428,7 +429,7 @@ def test_the_stiff_start_amplifies_last_bits_and_the_soft_one_does_not(real, mon
         assert moved[1] < 1e-10
         assert (moved[6] > 1e3 * moved[1]) == grows
         if not grows:
-            assert moved[6] < 1e-10
+            assert moved[6] < 1e-8
 
 
 @pytest.mark.slow
@@ -552,7 +553,7 @@ def test_a_replay_that_rattles_is_called_chattering_not_stable(real):
     config = sysid.ReplayConfig(timestep=0.02, integrator='Euler')
     rattling = sysid.replay([stiff], heldout, config=config)[0][0]
     assert not rattling.diverged and rattling.chatters and rattling.chatter_deg > 3 * sysid.CHATTER_DEG
-    soft = sysid.ArmServo(kp=7.92, kv=0.698, forcerange=1.23, damping=0.159, frictionloss=0.16, armature=0.0353)
+    soft = sysid.ArmServo(kp=7.96, kv=0.733, forcerange=1.16, damping=0.135, frictionloss=0.156, armature=0.0341)
     smooth = sysid.replay([soft], heldout)[0][0]
     assert not smooth.chatters and smooth.chatter_deg < 0.1
 
@@ -647,7 +648,7 @@ def test_with_the_static_offsets_off_the_ridge_bottom_moves_to_a_stiffer_kp(real
     """The fitted kp is set by the held-pose offsets: as recorded the ridge of constant lag has its bottom near
     kp 8; with the offsets taken off the commands the bottom moves to kp >= 20 and the ridge is flat (5 %) above."""
     fit_eps, _ = servo_sysid.split(real)
-    fitted = ArmServo(kp=7.92, kv=0.698, forcerange=1.23, damping=0.159, frictionloss=0.160, armature=0.0353)
+    fitted = ArmServo(kp=7.96, kv=0.733, forcerange=1.16, damping=0.135, frictionloss=0.156, armature=0.0341)
     off = servo_sysid.static_offsets_deg(fit_eps)
     assert off[ARM_JOINTS.index('shoulder_lift')] < -2 and off[ARM_JOINTS.index('elbow_flex')] < -2
     rows = servo_sysid.ridge(fit_eps, fitted, offsets_deg=off)
@@ -682,6 +683,8 @@ def test_leave_one_out_headline_fitted_beats_menagerie_on_every_fold(real):
     assert all(r['heldout_mae_deg'] < 0.6 * r['menagerie_heldout_mae_deg'] for r in rows)
     assert 2 < s['ratio'] < 3
     assert s['lag_ms_max'] < 1.05 * s['lag_ms_min']
-    assert s['forcerange_max'] > 3 * s['forcerange_min']   # the force limit is not pinned down
+    # the lag is pinned; the split of the damping between kv and the joint is not, and the force limit only loosely
+    assert s['damping_max'] > 3 * s['damping_min']
+    assert s['forcerange_max'] / s['forcerange_min'] - 1 > 5 * (s['lag_ms_max'] / s['lag_ms_min'] - 1)
     held = next(r for r in rows if r['heldout'] == servo_sysid.HELDOUT_EPISODE)
     assert held['heldout_mae_deg'] == min(r['heldout_mae_deg'] for r in rows)

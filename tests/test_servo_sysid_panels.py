@@ -1,7 +1,9 @@
 """physai.interface.servo_sysid_panels: chapter 4's live panel at extreme sliders and its static twin
 (byte-stable, redrawn in headless Chromium)."""
 
+import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -25,6 +27,17 @@ def test_panel_survives_extreme_sliders_and_the_twin_is_stable(synthetic_episode
     assert 'physai-twin-sysid-kp' in first
     # the servo's own kp joins the frames, labelled, and the slider starts on it
     assert '"labels":["1","10","30 (fitted)","100"]' in first and '"init":2' in first
+
+
+def test_twin_notes_and_legends_sit_off_the_data(synthetic_episode, soft):
+    """The replay's error is a note above the plot frame (axes fraction y > 1), never text inside it over the
+    traces, and both plots keep their legends (drawn in a band under the plot)."""
+    html = servo_sysid_panels.sysid_twin(synthetic_episode(30), soft, kps=(1.0, 10.0, 100.0)).data
+    data = json.loads(re.search(r'-data">(.*?)</script>', html, re.S).group(1))
+    texts = [it for it in data['items'] if it['k'] == 't']
+    assert texts and all(it['s'].startswith(('MAE ', 'diverged')) for it in texts)
+    assert all(it['y'] > 1.0 for it in texts)
+    assert [a['legend'] for a in data['spec']['axes']] == ['ll', 'ur']
 
 
 @pytest.mark.skipif(not os.path.exists('/usr/bin/chromium'), reason='headless Chromium is not installed')

@@ -18,7 +18,7 @@ figure's smallest text at least ``plots.MIN_TEXT_PX`` as shown at 1280 px, from 
 smallest font (``plots.text_metadata`` in the stored image output) and the image's shown width; alt texts that
 describe (not file names); slider ``aria-valuetext`` with value and unit; the first view at most ``FIRST_VIEW_BUDGET``
 bytes compressed (the gzip size of every resource the page loads before the reader scrolls); the bookkeeping cells
-out of sight; a reading time under the title.
+out of sight; a reading time under the title; the output that answers a prediction folded until clicked.
 
 Set ``PHYSAI_BOOK_ROOT`` to test the book of another folder (a copy with a trial chapter, say).
 """
@@ -217,7 +217,9 @@ def test_chapter_has_figure_buttons_and_hidden_answers_in_dark_mode(site, browse
     try:
         assert visit.page.evaluate('document.documentElement.dataset.theme') == 'dark'
         visit.page.screenshot(path=screenshot_name(page, 'dark'), full_page=True)
-        first = visit.page.locator('div.cell_output img, [id^="physai-twin-"]').first
+        # the first figure in view without a click (a table and figure answering a prediction open on one)
+        first = visit.page.locator('div.cell:not(.tag_hide-output):not(.tag_hide-cell) div.cell_output img, '
+                                   '[id^="physai-twin-"]').first
         assert first.count() == 1, f'{page}: no figure in any cell output'
         first.scroll_into_view_if_needed()
         assert first.is_visible(), f'{page}: the first figure is not visible'
@@ -433,6 +435,17 @@ def test_worked_answers_are_hidden_until_clicked(site, browser, page):
         first = hidden_cells[0]
         first.locator('summary').first.click()
         first.locator('.cell_input').first.wait_for(state='visible', timeout=3_000)
+        # the output that answers a prediction (tag hide-output) is folded under its code, which stays in view
+        folded = visit.page.locator('div.cell.tag_hide-output').all()
+        if page.rsplit('/', 1)[-1][:2] in ('01', '02', '03'):
+            assert folded, f'{page}: no folded output after a prediction (tag hide-output)'
+        for cell in folded:
+            assert cell.locator('.cell_input').first.is_visible(), f'{page}: a hide-output cell hides its code'
+            output = cell.locator('.cell_output').first
+            assert not output.is_visible(), f'{page}: an answer to a prediction shows before it is clicked'
+        if folded:
+            folded[0].locator('summary').first.click()
+            folded[0].locator('.cell_output').first.wait_for(state='visible', timeout=3_000)
     finally:
         visit.close()
 
@@ -448,6 +461,8 @@ def test_bookkeeping_is_out_of_sight_and_the_reading_time_is_under_the_title(sit
         line = visit.page.locator('article .physai-reading-time').first
         assert line.count() == 1 and line.is_visible(), f'{page}: no reading time under the title'
         assert 'Reading time: about' in line.inner_text(), line.inner_text()
+        if page.endswith('/01_position_actuators'):  # one sitting: the main line, then the optional Going further
+            assert 'optional Going further' in line.inner_text(), line.inner_text()
     finally:
         visit.close()
 

@@ -140,11 +140,38 @@ def test_side_by_side_fits_take_the_path_of_each_fit_alone(synthetic_episode):
         for start in fit.starts:
             x, trace = mujoco.minimize.least_squares(
                 sysid.to_log(start.start), lambda x: sysid.residuals(x, episodes), bounds=sysid.LOG_BOUNDS,
-                eps=1e-3, max_iter=2, verbose=mujoco.minimize.Verbosity.SILENT)
+                eps=1e-3, max_iter=2, verbose=mujoco.minimize.Verbosity.SILENT, **sysid.SOLVER)
             assert start.servo == sysid.from_log(x) and start.iterations == len(trace) - 1
             np.testing.assert_array_equal(start.objectives, [log.objective for log in trace])
         assert fit.servo == sysid.kept_start(fit.starts).servo.rounded(sysid.FIT_DIGITS)
     assert fits[0].evaluations > 0 and fits[1].evaluations > 0
+
+
+def _flat_tail(x):
+    """A cost that ends in a flat tail: x0 found in one Gauss-Newton step, x1 only creeping towards 0 (a cubic
+    residual: each step takes a third of x1 off), over a floor of 0.5."""
+    x = np.asarray(x, dtype=float).reshape(2, -1)
+    return np.stack([x[0] - 1.0, 0.05 * x[1] ** 3, np.ones(x.shape[1])])
+
+
+def test_the_fit_stops_at_the_first_iteration_that_gains_less_than_ftol():
+    """sysid.least_squares follows mujoco.minimize.least_squares with the fit's schedule step for step, and stops
+    at the first iteration that lowers the cost by less than FTOL of it, at that iteration's start point."""
+    bounds = (np.array([-2.0, -2.0]), np.array([2.0, 2.0]))
+    x0 = np.array([0.0, 1.5])
+    _, full = mujoco.minimize.least_squares(x0, _flat_tail, bounds=bounds, eps=1e-6, max_iter=200,
+                                            verbose=mujoco.minimize.Verbosity.SILENT, **sysid.SOLVER)
+    stop = next(i for i, log in enumerate(full) if log.reduction < sysid.FTOL * log.objective)
+    assert 0 < stop < len(full) - 1  # the rule stops it before the solver's own tolerances would
+    x, trace = sysid.least_squares(x0, _flat_tail, bounds=bounds, eps=1e-6, max_iter=200)
+    assert len(trace) == stop + 1
+    np.testing.assert_array_equal(x, np.ravel(full[stop].candidate))
+    assert [log.objective for log in trace] == [log.objective for log in full[:stop + 1]]
+    assert all(log.reduction >= sysid.FTOL * log.objective for log in trace[:-1])
+    # a cap reached first ends it as the solver does, with the final point's log last
+    x2, trace2 = sysid.least_squares(x0, _flat_tail, bounds=bounds, eps=1e-6, max_iter=2)
+    assert len(trace2) == 3 and trace2[-1].reduction == 0
+    np.testing.assert_array_equal(x2, np.ravel(trace2[-1].candidate))
 
 
 def test_side_by_side_fits_refuse_bad_input(synthetic_episode):

@@ -24,8 +24,9 @@ def _twin_data(html: str) -> dict:
 @pytest.mark.slow
 def test_twin_says_what_the_table_says_and_its_traces_show_it(ensembles, bare_ensembles):
     """nbval leaves the twin's traces out (a chaotic run's draw); their robust features are checked here: each
-    frame's text is its ensemble's summary, and its trace moves (p2p >= QUIET_P2P over the last second) exactly
-    where the ensemble chatters and is flat (to the twin's 4 digits) where it holds still."""
+    frame's note (above the plot, off the data) is its ensemble's summary, and its trace moves (p2p >= QUIET_P2P
+    over the last second) exactly where the ensemble chatters and is flat (to the twin's 4 digits) where it holds
+    still."""
     data = _twin_data(where_pd_runs_panels.pd_twin().data)
     arrays, items, frames = data['arrays'], data['items'], data['frames']
     combos = [(rate, backend, armature) for rate in where_pd_runs.RATES_HZ for backend in BACKENDS
@@ -35,8 +36,9 @@ def test_twin_says_what_the_table_says_and_its_traces_show_it(ensembles, bare_en
     for (rate, backend, armature), frame in zip(combos, frames):
         e = (ensembles if armature else bare_ensembles)[rate, backend]
         trace = [items[i] for i in frame[0] if items[i]['k'] == 'l' and items[i]['n'].startswith('q (')]
-        texts = [items[i]['s'] for i in frame[0] if items[i]['k'] == 't']
-        assert texts == [where_pd_runs_panels.ensemble_text(e)]
+        texts = [items[i] for i in frame[0] if items[i]['k'] == 't']
+        assert [t['s'] for t in texts] == [where_pd_runs_panels.ensemble_text(e)]
+        assert texts[0]['y'] > 1, 'the summary sits above the frame (a twin_note), off the chattering trace'
         assert trace[0]['n'] == f'q ({names[e.joint]}, run 1 of {e.n})'
         t, q_deg = np.array(arrays[trace[0]['x']], dtype=float), np.array(arrays[trace[0]['y']], dtype=float)
         last = t >= t[-1] - hold.SETTLE_WINDOW + 0.5 * hold.PHYSICS_TIMESTEP

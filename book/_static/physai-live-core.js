@@ -280,3 +280,30 @@ export function readout(r) {
   const rise = Number.isFinite(r.riseMs) ? `${pyFormat(r.riseMs, '.1f')} ms` : 'n/a';
   return `sag ${pyFormat(r.sagDeg, '.3f')}°   rise ${rise}`;
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// Precomputed traces, packed by physai.interface.web.pack
+
+const PACK_DIGITS = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+// physai.interface.web.unpack: the values (null where missing) in whole steps.
+export function unpack(text, step) {
+  const out = [];
+  let k = 0, i = 0;
+  while (i < text.length) {
+    const c = text[i];
+    if (c === '-') { out.push(null); i += 1; continue; }
+    let z = 0;
+    if (c === '_') {
+      const end = text.indexOf('.', i);
+      for (const ch of text.slice(i + 1, end)) z = 62 * z + PACK_DIGITS.indexOf(ch);
+      i = end + 1;
+    } else {
+      z = PACK_DIGITS.indexOf(c);
+      i += 1;
+    }
+    k += z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+    out.push(k * step);
+  }
+  return out;
+}

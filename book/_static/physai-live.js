@@ -16,7 +16,7 @@ const WORKER_URL = new URL('physai-live-worker.js', import.meta.url).href;
 const SVG = 'http://www.w3.org/2000/svg';
 
 let enginePromise = null;
-function loadEngine() {
+export function loadEngine() {
   if (!enginePromise) {
     enginePromise = import(ENGINE_URL).then((module) => module.default());
   }
@@ -53,9 +53,38 @@ const CSS = `
 .physai-live-present .pl-plots svg.pl-step{grid-row:1 / span 2}
 .physai-live-present .pl-note{display:none}
 .physai-live-present input[type=range]{width:120px}
+.physai-live-panel .pl-readout,.physai-live-panel svg text{white-space:pre}
+.physai-live-panel label.pl-off{opacity:.55}
+.physai-live-panel svg{color:#222}
+.physai-live-panel .pl-grid{stroke:#e6e6e6}
+.physai-live-panel .pl-frame{stroke:#888}
+.physai-live-panel .pl-legend-bg{fill:#fff}
+.physai-live-panel .pl-halo{stroke:#fff;stroke-width:3px}
+.physai-live-panel .pl-muted{fill:#555}
+html[data-theme=dark] .physai-live-panel{background:#1c1f23;color:#e2e2e2;border-color:#4a4f55;color-scheme:dark}
+html[data-theme=dark] .physai-live-panel .pl-plots svg{background:#15181b;color:#e2e2e2}
+html[data-theme=dark] .physai-live-panel .pl-status,html[data-theme=dark] .physai-live-panel .pl-note{color:#b9b9b9}
+html[data-theme=dark] .physai-live-panel .pl-fallback{color:#e7b85a}
+html[data-theme=dark] .physai-live-panel .pl-readout.pl-bad{color:#ff7070}
+html[data-theme=dark] .physai-live-panel .pl-grid{stroke:#30353a}
+html[data-theme=dark] .physai-live-panel .pl-frame{stroke:#8a9096}
+html[data-theme=dark] .physai-live-panel .pl-legend-bg{fill:#15181b}
+html[data-theme=dark] .physai-live-panel .pl-halo{stroke:#15181b}
+html[data-theme=dark] .physai-live-panel .pl-muted{fill:#aaa}
+html[data-theme=dark] .physai-live-panel [stroke="#222222"]{stroke:#e2e2e2}
+html[data-theme=dark] .physai-live-panel [fill="#222222"]{fill:#e2e2e2}
+html[data-theme=dark] .physai-live-panel [stroke="#555555"]{stroke:#b0b0b0}
+html[data-theme=dark] .physai-live-panel [fill="#e6e6e6"]{fill:#3a3f44}
+html[data-theme=dark] .physai-live-panel [fill="#f7c6c6"]{fill:#7a3030}
+html[data-theme=dark] .physai-live-panel [fill="#e8f1fa"]{fill:#1d3447}
+html[data-theme=dark] .physai-live-offer button{color-scheme:dark}
 `;
+// Dark mode: the book's dark theme sets html[data-theme=dark]. The plots' neutral parts carry classes (pl-grid,
+// pl-frame, pl-legend-bg, pl-halo, pl-muted) and their text follows the SVG's color; the palette's ink, dark grey
+// and the stability map's pale fills are drawn as presentation attributes, which a CSS rule overrides, so the rules
+// above repaint exactly those colors.
 
-function addStyle() {
+export function addStyle() {
   if (document.getElementById('physai-live-style')) return;
   const style = document.createElement('style');
   style.id = 'physai-live-style';
@@ -66,25 +95,26 @@ function addStyle() {
 // ---------------------------------------------------------------------------------------------------------------
 // A small SVG plot: axes with linear or log scales, ticks, labels, and layers redrawn in place
 
-function el(name, attrs = {}, parent = null) {
+export function el(name, attrs = {}, parent = null) {
   const node = document.createElementNS(SVG, name);
   for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
   if (parent) parent.appendChild(node);
   return node;
 }
 
-const fmtTick = (v) => {
+export const fmtTick = (v) => {
   if (v === 0) return '0';
   const a = Math.abs(v);
   if (a >= 1e4 || a < 1e-2) return `1e${Math.round(Math.log10(a))}`;
   return String(Number(v.toPrecision(3)));
 };
 
-class Plot {
+export class Plot {
+  // notes: lines of text between the title and the plot box (drawn with noteY(i)), so they never cover data
   constructor(parent, {width = 400, height = 290, title, xlabel, ylabel, xlim, ylim, xlog = false, ylog = false,
-                       y2 = null, className = ''}) {
+                       y2 = null, className = '', notes = 0}) {
     this.w = width; this.h = height;
-    this.m = {l: 52, r: y2 ? 50 : 12, t: 22, b: 40};
+    this.m = {l: 54, r: y2 ? 52 : 12, t: 24 + 15 * notes, b: 42};
     this.svg = el('svg', {viewBox: `0 0 ${width} ${height}`, role: 'img', class: className,
                           'aria-label': `${title}: ${ylabel} against ${xlabel}`,
                           preserveAspectRatio: 'xMidYMid meet'}, parent);
@@ -124,16 +154,16 @@ class Plot {
 
   axes(title, xlabel, ylabel, xlim, ylim, xlog, ylog, y2) {
     const {l, r, t, b} = this.m, W = this.w, H = this.h;
-    const g = el('g', {'font-size': 11, fill: '#222'}, this.svg);
-    el('rect', {x: l, y: t, width: W - l - r, height: H - t - b, fill: 'none', stroke: '#888'}, g);
+    const g = el('g', {'font-size': 12, fill: 'currentColor'}, this.svg);
+    el('rect', {x: l, y: t, width: W - l - r, height: H - t - b, fill: 'none', stroke: '#888', class: 'pl-frame'}, g);
     for (const v of this.ticks(xlim, xlog)) {
       const x = this.x(v);
-      el('line', {x1: x, x2: x, y1: t, y2: H - b, stroke: '#eee'}, g);
-      el('text', {x, y: H - b + 13, 'text-anchor': 'middle'}, g).textContent = fmtTick(v);
+      el('line', {x1: x, x2: x, y1: t, y2: H - b, stroke: '#eee', class: 'pl-grid'}, g);
+      el('text', {x, y: H - b + 14, 'text-anchor': 'middle'}, g).textContent = fmtTick(v);
     }
     for (const v of this.ticks(ylim, ylog)) {
       const y = this.y(v);
-      el('line', {x1: l, x2: W - r, y1: y, y2: y, stroke: '#eee'}, g);
+      el('line', {x1: l, x2: W - r, y1: y, y2: y, stroke: '#eee', class: 'pl-grid'}, g);
       el('text', {x: l - 4, y: y + 4, 'text-anchor': 'end'}, g).textContent = fmtTick(v);
     }
     if (y2) {
@@ -148,7 +178,7 @@ class Plot {
     const yl = el('text', {x: 12, y: (t + H - b) / 2, 'text-anchor': 'middle',
                            transform: `rotate(-90 12 ${(t + H - b) / 2})`}, g);
     yl.textContent = ylabel;
-    this.titleNode = el('text', {x: (l + W - r) / 2, y: 15, 'text-anchor': 'middle', 'font-weight': 'bold'}, g);
+    this.titleNode = el('text', {x: (l + W - r) / 2, y: 16, 'text-anchor': 'middle', 'font-weight': 'bold'}, g);
     this.titleNode.textContent = title;
   }
 
@@ -172,26 +202,32 @@ class Plot {
   }
 
   text(g, s, x, y, attrs = {}) {
-    const node = el('text', {x, y, 'font-size': 12, ...attrs}, g);
+    const node = el('text', {x, y, 'font-size': 12, fill: 'currentColor', ...attrs}, g);
     node.textContent = s;
     return node;
+  }
+
+  // the baseline of note line i (0, 1, ...) between the title and the plot box (the constructor's notes)
+  noteY(i) {
+    return 24 + 15 * i + 10;
   }
 
   legend(entries, corner = 'ur') {
     const g = this.layer('top-legend');
     const {l, r, t, b} = this.m;
-    const rowH = 14, width = 112;
+    const rowH = 15, width = 30 + 6.2 * Math.max(...entries.map(([label]) => label.length));
     const x0 = corner.endsWith('r') ? this.w - r - width - 4 : l + 4;
     const y0 = corner.startsWith('u') ? t + 4 : this.h - b - 4 - rowH * entries.length;
-    el('rect', {x: x0, y: y0, width, height: rowH * entries.length + 4, fill: '#fff', 'fill-opacity': 0.85}, g);
+    el('rect', {x: x0, y: y0, width, height: rowH * entries.length + 4, fill: '#fff', 'fill-opacity': 0.85,
+                class: 'pl-legend-bg'}, g);
     entries.forEach(([label, color, kind], i) => {
-      const y = y0 + 11 + rowH * i;
+      const y = y0 + 12 + rowH * i;
       if (kind === 'box') el('rect', {x: x0 + 4, y: y - 8, width: 14, height: 9, fill: color}, g);
       else if (kind === 'x') this.text(g, '×', x0 + 6, y + 1, {fill: color, 'font-size': 13});
       else if (kind === 'o') el('circle', {cx: x0 + 11, cy: y - 4, r: 4, fill: 'none', stroke: color, 'stroke-width': 2}, g);
       else el('line', {x1: x0 + 4, x2: x0 + 18, y1: y - 4, y2: y - 4, stroke: color, 'stroke-width': 2,
-                       'stroke-dasharray': kind === 'dash' ? '4 3' : 'none'}, g);
-      this.text(g, label, x0 + 22, y, {'font-size': 10});
+                       'stroke-dasharray': {dash: '4 3', dot: '2 3'}[kind] || 'none'}, g);
+      this.text(g, label, x0 + 22, y, {'font-size': 11});
     });
   }
 }
@@ -199,7 +235,7 @@ class Plot {
 // ---------------------------------------------------------------------------------------------------------------
 // Chapter 1's panel: the link on a <position> servo
 
-const nearestIndex = (values, v, log) => {
+export const nearestIndex = (values, v, log) => {
   let best = 0;
   values.forEach((x, i) => {
     const d = log ? Math.abs(Math.log(x + 1e-9) - Math.log(v + 1e-9)) : Math.abs(x - v);
@@ -211,6 +247,8 @@ const nearestIndex = (values, v, log) => {
 
 const KP_RANGE = [1, 30000];
 const KP_STEPS = 1000;
+const PLOT_WIDTH = 340;
+const PLOT_HEIGHT = 260;
 
 class ServoPanel {
   constructor(block, config, mujoco) {
@@ -376,18 +414,23 @@ class ServoPanel {
     const plots = document.createElement('div');
     plots.className = 'pl-plots';
     const q0deg = core.degrees(cfg.q0);
-    this.step = new Plot(plots, {title: 'step response', xlabel: 'time (s)', ylabel: 'joint angle q (deg)',
+    // 340 units wide: two plots side by side in the book's column (688 px at a 1280 px window) show at about 330 px,
+    // so 11 and 12 unit text stays above 10 px
+    const size = {width: PLOT_WIDTH, height: PLOT_HEIGHT};
+    this.step = new Plot(plots, {...size, title: 'step response', xlabel: 'time (s)', ylabel: 'joint angle q (deg)',
                                  xlim: [0, cfg.duration], ylim: [1.25 * q0deg, -0.5 * q0deg], className: 'pl-step'});
-    this.curve = new Plot(plots, {title: 'sag and rise time vs kp', xlabel: 'kp (N·m/rad)', ylabel: 'sag (deg)',
+    this.curve = new Plot(plots, {...size, title: 'sag and rise time vs kp', xlabel: 'kp (N·m/rad)',
+                                  ylabel: 'sag (deg)',
                                   xlim: [cfg.kpGrid[0] / 1.3, cfg.kpGrid[cfg.kpGrid.length - 1] * 1.3],
                                   ylim: [1e-3, 1e2], xlog: true, ylog: true, className: 'pl-curve',
                                   y2: {lim: [1, 1e4], log: true, label: 'rise time (ms)',
                                        color: this.colors.rise_curve}});
     const kpEdges = edges(cfg.stabilityKp, true), armEdges = edges(cfg.stabilityArmature, false);
     this.kpEdges = kpEdges; this.armEdges = armEdges;
-    this.map = new Plot(plots, {title: 'stability', xlabel: 'armature (kg·m²)', ylabel: 'kp (N·m/rad)',
-                                xlim: [armEdges[0], armEdges[armEdges.length - 1]],
-                                ylim: [kpEdges[0], kpEdges[kpEdges.length - 1]], ylog: true, className: 'pl-map'});
+    this.map = new Plot(plots, {...size, height: PLOT_HEIGHT + 30, title: 'stability', xlabel: 'armature (kg·m²)',
+                                ylabel: 'kp (N·m/rad)', xlim: [armEdges[0], armEdges[armEdges.length - 1]],
+                                ylim: [kpEdges[0], kpEdges[kpEdges.length - 1]], ylog: true, className: 'pl-map',
+                                notes: 2});
     this.step.legend([['command', this.colors.command, 'dash'], ['q(t)', this.colors.response, 'line'],
                       ['settled', this.colors.sag, 'dash'], ['10-90 % rise', this.colors.rise, 'line']]);
     this.curve.legend([['sag', this.colors.sag_curve, 'line'], ['rise time', this.colors.rise_curve, 'line'],
@@ -470,19 +513,19 @@ class ServoPanel {
     this.drawMap();
   }
 
-  // discrete: the nearest run physai precomputed (MuJoCo 3.3.8 has no discrete integrator)
+  // discrete: the nearest run physai precomputed (MuJoCo 3.3.8 has no discrete integrator), at the chosen damping
   precomputed() {
     const d = this.config.discrete, v = this.values;
     const ik = nearestIndex(d.kp, v.kp, true), ia = nearestIndex(d.armature, v.armature, false);
-    const ih = nearestIndex(d.timestep, v.timestep, true);
-    const index = (ih * d.armature.length + ia) * d.kp.length + ik;
-    const run = d.runs[index];
+    const ih = nearestIndex(d.timestep, v.timestep, true), iz = d.dampratio.indexOf(v.dampratio);
+    const at = (k) => d.runs[((iz * d.timestep.length + ih) * d.armature.length + ia) * d.kp.length + k];
+    const run = at(ik);
     const fix = (x) => (x === null ? NaN : x);
-    return {ik, ia, ih, grid: d,
-            run: {precomputed: true, trace: run.trace, text: run.readout, diverged: run.diverged, tEnd: run.tEnd,
-                  sagDeg: fix(run.sagDeg), riseMs: fix(run.riseMs), riseWindow: run.riseWindow.map(fix),
-                  settled: run.settled},
-            row: d.kp.map((_, k) => d.runs[(ih * d.armature.length + ia) * d.kp.length + k])};
+    return {ik, ia, ih, iz, grid: d,
+            run: {precomputed: true, trace: run.trace.map((x) => core.unpack(x, d.traceStep)), text: run.readout,
+                  diverged: run.diverged, tEnd: run.tEnd, sagDeg: fix(run.sagDeg), riseMs: fix(run.riseMs),
+                  riseWindow: run.riseWindow.map(fix), settled: run.settled},
+            row: d.kp.map((_, k) => at(k))};
   }
 
   drawStep(r, fallback) {
@@ -555,7 +598,8 @@ class ServoPanel {
     const how = fallback
       ? `precomputed by physai (MuJoCo ${cfg.pythonMujoco}): the browser's MuJoCo ${this.version} has no ` +
         `discrete integrator; nearest run kp ${fallback.grid.kp[fallback.ik]}, armature ` +
-        `${fallback.grid.armature[fallback.ia]}, h ${fallback.grid.timestep[fallback.ih] * 1e3} ms, dampratio 1`
+        `${fallback.grid.armature[fallback.ia]}, h ${fallback.grid.timestep[fallback.ih] * 1e3} ms, dampratio ` +
+        `${fallback.grid.dampratio[fallback.iz]}`
       : `${v.integrator}, h = ${(v.timestep * 1e3).toFixed(1)} ms`;
     p.titleNode.textContent = fallback ? 'step response (precomputed)' : `step response, ${how}`;
     this.readoutNode.textContent = text;
@@ -596,9 +640,9 @@ class ServoPanel {
       this.curveRows = fallback.row.map((run, k) => ({kp: d.kp[k], sagDeg: run.settled ? run.sagDeg : NaN,
                                                       riseMs: run.settled ? run.riseMs : NaN, bad: !run.settled}));
       this.curveSource = 'precomputed';
-      this.mapCells = d.stability[fallback.ih];
+      this.mapCells = d.stability[fallback.iz][fallback.ih];
       this.mapDone = true;
-      this.mapSource = `precomputed at h = ${d.timestep[fallback.ih] * 1e3} ms, dampratio 1`;
+      this.mapSource = `precomputed at h = ${d.timestep[fallback.ih] * 1e3} ms, dampratio ${d.dampratio[fallback.iz]}`;
       return;
     }
     this.curveRows = null;
@@ -675,7 +719,7 @@ class ServoPanel {
         if (x.bad) p.text(g, '×', p.x(x.kp) - 4, p.y(1.6e-3), {fill: c.diverged, 'font-size': 14});
       }
     } else {
-      p.text(g, 'running…', p.x(30), p.y(1), {fill: '#777'});
+      p.text(g, 'running…', p.x(30), p.y(1), {class: 'pl-muted'});
     }
     const marks = p.layer('top-kp');
     p.path(marks, [v.kp, v.kp], [1e-3, 1e2], {stroke: c.current, 'stroke-width': 1.2, 'stroke-dasharray': '5 3'});
@@ -720,23 +764,17 @@ class ServoPanel {
     const boundText = star !== null ? `bound hω* = ${star.toFixed(2)}` : 'no bound (stable)';
     const rows = this.mapCells ? this.mapCells.filter((row) => row.every((x) => x !== null)).length : 0;
     const progress = this.mapDone ? '' : ` · MuJoCo ${rows}/${cfg.stabilityKp.length} rows`;
-    const t1 = p.text(top, `${boundText}, current hω = ${hOmega.toFixed(2)}`, p.m.l + 4, p.m.t + 14,
-                      {'font-size': 11});
-    t1.setAttribute('paint-order', 'stroke');
-    t1.setAttribute('stroke', '#fff');
-    t1.setAttribute('stroke-width', '3');
+    // above the plot box (the plot's notes), where no curve or cell can be
+    p.text(top, `${boundText}, current hω = ${hOmega.toFixed(2)}`, p.m.l, p.noteY(0));
     if (progress || this.mapSource.startsWith('precomputed')) {
-      const t2 = p.text(top, this.mapSource.startsWith('precomputed') ? this.mapSource : progress.slice(3),
-                        p.m.l + 4, p.m.t + 28, {'font-size': 11, fill: '#555'});
-      t2.setAttribute('paint-order', 'stroke');
-      t2.setAttribute('stroke', '#fff');
-      t2.setAttribute('stroke-width', '3');
+      p.text(top, this.mapSource.startsWith('precomputed') ? this.mapSource : progress.slice(3), p.m.l, p.noteY(1),
+             {class: 'pl-muted'});
     }
     p.titleNode.textContent = `stability, ${v.integrator}, h = ${(v.timestep * 1e3).toFixed(1)} ms`;
   }
 }
 
-function edges(centers, log) {
+export function edges(centers, log) {
   const x = centers.map((c) => (log ? Math.log10(c) : c));
   const out = [x[0] - (x[1] - x[0]) / 2];
   for (let i = 1; i < x.length; i++) out.push((x[i] + x[i - 1]) / 2);
@@ -747,11 +785,21 @@ function edges(centers, log) {
 // ---------------------------------------------------------------------------------------------------------------
 // Boot: offer the live panel beside its twin, start it at the first touch
 
-const PANELS = {servo: ServoPanel};
+// Each kind of block names the class that builds its panel; a chapter's own module is imported only when its panel
+// first starts (it imports this module's Plot and helpers back), so a page loads the code of its own panels alone.
+// Another chapter's panel adds one line here: kind: () => import('./physai-live-KIND.js').then((m) => m.KindPanel).
+const PANELS = {
+  servo: async () => ServoPanel,
+  pd: () => import('./physai-live-arm.js').then((m) => m.PdPanel),
+  sysid: () => import('./physai-live-arm.js').then((m) => m.SysidPanel),
+  pendulum: () => import('./physai-live-pendulum.js').then((m) => m.PendulumPanel),
+};
 
 function offer(block) {
-  const config = JSON.parse(block.querySelector('script.physai-live-config').textContent);
-  const twin = config.twin ? document.getElementById(config.twin) : null;
+  const readConfig = () => JSON.parse(block.querySelector('script.physai-live-config').textContent);
+  const key = block.dataset.physaiLive;
+  const twinId = 'twin' in block.dataset ? block.dataset.twin : readConfig().twin;
+  const twin = twinId ? document.getElementById(twinId) : null;
   const bar = document.createElement('div');
   bar.className = 'physai-live-offer';
   (twin || block).before(bar);
@@ -779,8 +827,11 @@ function offer(block) {
     try {
       const mujoco = await loadEngine();
       block.hidden = false;
-      const panel = new PANELS[config.key](block, config, mujoco);
-      (window.physaiLive = window.physaiLive || {})[config.key] = panel;
+      const kind = block.dataset.physaiLive;
+      if (!PANELS[kind]) throw new Error(`no live panel of kind ${kind}`);
+      const Panel = await PANELS[kind]();
+      const panel = new Panel(block, readConfig(), mujoco);
+      (window.physaiLive = window.physaiLive || {})[key] = panel;
       if (twin) {
         twin.before(block);
         twin.hidden = true;
@@ -800,12 +851,19 @@ function offer(block) {
     for (const kind of ['pointerdown', 'keydown', 'focusin']) twin.addEventListener(kind, start, {once: true});
   }
   const q = new URLSearchParams(location.search);
-  if ([...q.keys()].some((k) => k.startsWith(`${config.key}-`))) start();
+  if ([...q.keys()].some((k) => k.startsWith(`${key}-`))) start();
 }
 
+// The page loads this module as _static/physai-live.js?v=<digest> (Sphinx's cache key) and a chapter's panel module
+// imports it back as ./physai-live.js: two URLs, so two instances of this module. Only the first one boots; the
+// second serves the chapter module its Plot and helpers. Each block is offered once.
 function boot() {
+  if (window.physaiLiveBooted) return;
+  window.physaiLiveBooted = true;
   addStyle();
   document.querySelectorAll('div.physai-live[data-physai-live]').forEach((block) => {
+    if (block.dataset.offered) return;
+    block.dataset.offered = '1';
     try {
       offer(block);
     } catch (error) {

@@ -285,6 +285,16 @@ def valid_length(q: np.ndarray) -> int:
     return max(k, 1)
 
 
+def _unused_stages(params: ServoParams) -> int:
+    """``opt.disableflags`` for stages of MuJoCo's step the link never needs: its one geom has nothing to touch
+    (contacts), and without friction loss it has no constraint at all. Skipping them changes no number (a test
+    compares every sample with ``mj_step`` on :func:`link_model`) and takes about a fifth off each step."""
+    flags = _base_model().opt.disableflags | mujoco.mjtDisableBit.mjDSBL_CONTACT
+    if params.frictionloss == 0:
+        flags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    return int(flags)
+
+
 def step_responses(params: Sequence[ServoParams], *, q0: float | Sequence[float] = -0.5,
                    duration: float = 3.0, nthread: int = 0) -> list[StepResponse]:
     """Step responses for many parameter sets, simulated together on ``mujoco.batch.Batch``.
@@ -334,6 +344,7 @@ def step_responses(params: Sequence[ServoParams], *, q0: float | Sequence[float]
     batch.expand('actuator_forcerange')[:, 0] = [p.forcerange or (0.0, 0.0) for p in params]
     batch.expand('opt.timestep')[:] = [p.timestep for p in params]
     batch.expand('opt.integrator')[:] = [INTEGRATOR_ENUM[p.integrator] for p in params]
+    batch.expand('opt.disableflags')[:] = [_unused_stages(p) for p in params]
     batch.set_const()  # armature changes dof_invweight0, which the friction-loss constraint reads
     batch.reset()
     batch.qpos[:, 0] = starts

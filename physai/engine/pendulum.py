@@ -11,13 +11,15 @@ explicit model recomputes its torque every physics step from the current state. 
 
 :func:`simulate` runs any number of configurations: the implicit ones together on ``mujoco.batch.Batch`` (the
 command sequence is known in advance), the explicit ones in a per-step loop over ``mj_step`` (their torque depends
-on the state of each step). :func:`native_dc_motor_run` and :func:`native_delay_run` run MuJoCo 3.17's own
+on the state of each step): :func:`run_explicit_fast`, the chapter's worked solution ``_run_explicit`` with less Python
+per step and the same numbers to the last bit. :func:`native_dc_motor_run` and :func:`native_delay_run` run MuJoCo 3.17's own
 ``<dcmotor>`` and actuator delay for comparison. A diverged run (:func:`physai.engine.mj.diverged` on its speeds: the
 pendulum may turn freely) is a result, flagged in :class:`Run`, never an exception.
 """
 
 from __future__ import annotations
 
+import bisect
 import copy
 import dataclasses
 import functools
@@ -305,6 +307,83 @@ def _run_explicit(actuator: Actuator, pendulum: PendulumParams, commands: np.nda
     return q, v, tau, False
 
 
+def interp_limit(x: float, angles: Sequence[float], limits: Sequence[float]) -> float:
+    """``np.interp(x, angles, limits)`` for one float, in plain Python: the same arithmetic as numpy's compiled loop
+    (held ends, ``slope*(x - angles[j]) + limits[j]`` between points), bit for bit (tested), without the
+    microseconds each ``np.interp`` call spends on its arguments. ``angles`` strictly increasing."""
+    if x != x:  # NaN in, NaN out
+        return x
+    if x < angles[0]:
+        return limits[0]
+    if x > angles[-1]:
+        return limits[-1]
+    j = bisect.bisect_right(angles, x) - 1  # angles[j] <= x < angles[j + 1], or j the last point
+    if j == len(angles) - 1 or angles[j] == x:
+        return limits[j]
+    slope = (limits[j + 1] - limits[j]) / (angles[j + 1] - angles[j])
+    value = slope * (x - angles[j]) + limits[j]
+    if value != value:  # numpy tries from the other end, then a flat segment's value
+        value = slope * (x - angles[j + 1]) + limits[j + 1]
+        if value != value and limits[j] == limits[j + 1]:
+            value = limits[j]
+    return value
+
+
+def _fast_law(actuator: Actuator) -> Callable[[float, float, float, float, float], float]:
+    """:func:`_scalar_law` with the remotized PD's table lookup in plain Python (:func:`interp_limit`); every
+    other model's law is :func:`_scalar_law`'s own."""
+    if not isinstance(actuator, RemotizedPD):
+        return _scalar_law(actuator)
+    kp, kv = float(actuator.kp), float(actuator.kv)
+    angles, limits = (list(map(float, column)) for column in zip(*actuator.table))
+
+    def law(q, v, q_target, v_target, tau_ff):
+        limit = interp_limit(q, angles, limits)
+        return min(max(kp * (q_target - q) + kv * (v_target - v) + tau_ff, -limit), limit)
+    return law
+
+
+def run_explicit_fast(actuator: Actuator, pendulum: PendulumParams, commands: np.ndarray,
+                      q0: float, v0: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """:func:`_run_explicit` with less Python per physics step, the same numbers to the last bit (tested).
+
+    :func:`_run_explicit` is the chapter's worked solution, written to be read; this is the loop
+    :func:`simulate` runs. It does the same arithmetic in the same order: the state is read as Python floats
+    (``item``, not a numpy scalar per read), ``qpos``, ``qvel``, ``ctrl`` and the bad-acceleration counter are
+    looked up once, the record grows as lists, and the remotized PD's table lookup is :func:`interp_limit`. At a
+    0.5 ms step (6000 steps a run) that is about a third of the time.
+    """
+    m = pendulum_model(pendulum, actuator)
+    d = mujoco.MjData(m)
+    d.qpos[0], d.qvel[0] = q0, v0
+    mujoco.mj_forward(m, d)
+    seen = delay_commands(commands, actuator.delay).tolist()
+    law = _fast_law(actuator)
+    qpos, qvel, ctrl = d.qpos, d.qvel, d.ctrl
+    bad_qacc = d.warning[mj.BADQACC]  # a live view of MuJoCo's counter
+    step = mujoco.mj_step
+    q, v, tau = [float(q0)], [float(v0)], []
+    qk, vk = q[0], v[0]
+    diverged = False
+    with mj.captured_warnings():
+        for q_target, v_target, tau_ff in seen:
+            torque = law(qk, vk, q_target, v_target, tau_ff)
+            tau.append(torque)
+            ctrl[0] = torque
+            step(m, d)
+            if bad_qacc.number:  # MuJoCo reset the run: keep what came before the reset
+                tau.pop()
+                diverged = True
+                break
+            qk, vk = qpos.item(0), qvel.item(0)
+            q.append(qk)
+            v.append(vk)
+            if not -mj.SPEED_BOUND <= vk <= mj.SPEED_BOUND:  # mj.runaway: not finite, or too fast
+                diverged = True
+                break
+    return np.array(q), np.array(v), np.array(tau), diverged
+
+
 def run_implicit(actuators: Sequence[Actuator], pendulums: Sequence[PendulumParams],
                   commands: Sequence[np.ndarray], q0: float, v0: float) -> list:
     """Implicit runs together on ``mujoco.batch.Batch``: the command sequences are known in advance."""
@@ -396,7 +475,7 @@ def simulate(actuators: Sequence[Actuator], *,
             results[i] = res
     for i, a in enumerate(actuators):
         if a.explicit:
-            results[i] = _run_explicit(a, pendulums[i], commands[i], q0, v0)
+            results[i] = run_explicit_fast(a, pendulums[i], commands[i], q0, v0)
     runs = []
     for a, p, c, (q, v, tau, diverged) in zip(actuators, pendulums, commands, results):
         n = len(q)

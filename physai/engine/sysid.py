@@ -33,9 +33,10 @@ The servo model
 
 The fit
     Six shared parameters in log10 space with bounds, fitted with MuJoCo's bounded Levenberg-Marquardt
-    least squares (``mujoco.minimize.least_squares``) on per-frame residuals (sim - real, degrees) of the
-    fit episodes, from two starts, each run until the solver's own tolerances stop it (``max_iter`` is
-    only a cap). ``least_squares`` asks for the residuals of several candidates at once (all six
+    least squares (``mujoco.minimize.least_squares``, with Marquardt's scaling and the schedule ``SOLVER``) on
+    per-frame residuals (sim - real, degrees) of the fit episodes, from two starts, each run until the solver's
+    own tolerances stop it or an iteration gains less than ``FTOL`` of the cost (``max_iter`` is only a cap;
+    :func:`least_squares`). ``least_squares`` asks for the residuals of several candidates at once (all six
     finite-difference probes of a Jacobian in one call), but a trial step is one candidate, three
     simulations for all the CPUs; so the starts, and leave-one-out's folds, run side by side
     (:func:`fit_servos`), and whatever they ask for at one time, every candidate on its episodes, is
@@ -550,7 +551,7 @@ class FitStart:
 
     @property
     def converged(self) -> bool:
-        """The solver's own tolerances stopped it before the ``max_iter`` cap."""
+        """The solver's own tolerances, or the ``FTOL`` stop, ended it before the ``max_iter`` cap."""
         return self.iterations < self.max_iter
 
 
@@ -619,20 +620,78 @@ parameter."""
 COST_TIE = 0.01
 """Starts whose final costs lie within this fraction of the lowest are a tie (see :func:`fit_servo`)."""
 
+SOLVER = dict(x_scale='jac', mu_min=1e-3, mu_max=1e4, mu_factor=10.0 ** 0.5)
+"""The Levenberg-Marquardt schedule of every fit (``mujoco.minimize.least_squares`` keywords).
+
+``x_scale='jac'`` is Marquardt's scaling: each parameter is measured in units of its own column of the Jacobian,
+so the regulariser mu is relative to that parameter's curvature, 1 meaning a step about half the Gauss-Newton
+one, whatever the units of the residuals. That lets one range serve every problem: mu never below 1e-3 (below
+that the step is Gauss-Newton's anyway, and the solver then uses mu = 0), at most 1e4 (a step 10^-4 of the
+gradient's, below what the finite differences resolve), raised by 10^0.5 per rejected trial step. The solver's
+own defaults (mu from 1e-6 to 1e8 on the raw Hessian, raised by 10^0.1) spent about half of the 747 replays of
+chapter 4's fit on rejected trial steps, creeping up to the mu the problem needs, up to 58 in a row; with this
+schedule and ``FTOL`` the fit takes 265."""
+
+FTOL = 1e-3
+"""A start stops when an iteration lowers the cost by less than this fraction of it (0.1 %, a change of 0.05 % in
+the root-mean-square error): the flat valley of the fit (the kv/damping split) otherwise takes tens of iterations
+that each lower the cost by parts in 10^4 or 10^5 and move the servo along the valley, not its held-out error
+(chapter 4's fit: held-out error 0.699° stopping at 1e-3, 0.700° at 1e-4, 0.701° with no such stop)."""
+
+
+class _Flat(Exception):
+    """Raised from the iteration callback to stop a solver whose last iteration lowered the cost by < ``FTOL``."""
+
+
+def least_squares(x0: np.ndarray, residual, *, bounds: tuple[np.ndarray, np.ndarray], eps: float, max_iter: int,
+                  ftol: float = FTOL, on_iter=None) -> tuple[np.ndarray, list]:
+    """``mujoco.minimize.least_squares`` with the fit's schedule (``SOLVER``) and its relative-decrease stop.
+
+    Runs until the solver's own tolerances stop it, or until an iteration lowers the cost by less than ``ftol``
+    of it; that iteration's step is then not taken (it gained less than ``ftol``). ``ftol = 0`` leaves only the
+    solver's tolerances.
+
+    Args:
+      x0: (n,) start; residual: (n,) or (n, ncand) -> (nres, ncand); bounds, eps, max_iter: as
+        ``least_squares``; ftol: the relative-decrease stop (default ``FTOL``); on_iter: called with the trace
+        after each iteration, before the stop is checked.
+
+    Returns:
+      The end point, (n,), and the trace, whose last entry is the end point and its cost; ``len(trace) - 1``
+      iterations were taken.
+    """
+    trace = []
+
+    def callback(logs):
+        trace[:] = logs
+        if on_iter is not None:
+            on_iter(logs)
+        if logs[-1].reduction < ftol * logs[-1].objective:  # also the solver's own last entry (reduction 0)
+            raise _Flat
+
+    try:
+        x, trace = mujoco.minimize.least_squares(x0, residual, bounds=bounds, eps=eps, max_iter=max_iter,
+                                                 verbose=mujoco.minimize.Verbosity.SILENT, iter_callback=callback,
+                                                 **SOLVER)
+    except _Flat:
+        x = np.ravel(trace[-1].candidate).copy()
+    return np.ravel(x), list(trace)
+
 
 def fit_servo(episodes: Sequence[Episode], *, starts: dict[str, ArmServo] | None = None,
               config: ReplayConfig = ReplayConfig(), max_iter: int = 50, decimate: int = 1,
-              eps: float = 1e-3, digits: int = FIT_DIGITS, progress: bool = True) -> FitResult:
+              eps: float = 1e-3, ftol: float = FTOL, digits: int = FIT_DIGITS, progress: bool = True) -> FitResult:
     """Fit one :class:`ArmServo` to recorded episodes with ``mujoco.minimize.least_squares``.
 
     The six parameters are fitted as log10 values inside ``LOG_BOUNDS``. Each start runs
-    Levenberg-Marquardt iterations until ``least_squares``'s own tolerances stop it (its default
-    ``xtol`` on the step and ``gtol`` on the free gradient, or no step that lowers the cost), at most
-    ``max_iter`` of them. The fit is deterministic however many iterations it takes: every replay is
-    (``mujoco.batch`` repeats ``mj_step`` bit for bit) and so is the solver. A start that hits the cap
-    is reported (``FitStart.converged``), not hidden. The starts run side by side (:func:`fit_servos`):
-    whatever each asks for at a time, the six probes of a Jacobian or one trial step, is replayed in one batch
-    with what the others ask for, and each start takes exactly the path it would take alone.
+    Levenberg-Marquardt iterations (:func:`least_squares`: the schedule ``SOLVER``) until ``least_squares``'s
+    own tolerances stop it (its default ``xtol`` on the step and ``gtol`` on the free gradient, or no step that
+    lowers the cost) or an iteration lowers the cost by less than ``FTOL`` of it, at most ``max_iter`` of them.
+    The fit is deterministic however many iterations it takes: every replay is (``mujoco.batch`` repeats
+    ``mj_step`` bit for bit) and so is the solver. A start that hits the cap is reported
+    (``FitStart.converged``), not hidden. The starts run side by side (:func:`fit_servos`): whatever each asks
+    for at a time, the six probes of a Jacobian or one trial step, is replayed in one batch with what the others
+    ask for, and each start takes exactly the path it would take alone.
 
     Which start is kept: the one with the lowest cost, except that costs within ``COST_TIE`` (1 %) of the
     lowest are a tie, which goes to the softest start (the lowest start kp). On the book's recording the two
@@ -654,6 +713,9 @@ def fit_servo(episodes: Sequence[Episode], *, starts: dict[str, ArmServo] | None
         replay is open loop), so this only shrinks the least-squares algebra, which is cheap anyway.
       eps: finite-difference step in log10 units (0.1 % of a decade); far above the constraint
         solver's tolerance, which MuJoCo's default (√machine-ε) is not.
+      ftol: stop a start at an iteration that lowers the cost by less than this fraction of it (``FTOL``;
+        0: only the solver's own tolerances stop it, which a fit started at another fit's end needs, so that it
+        travels along a flat valley as far as its own data pull it, see :func:`least_squares`).
       digits: significant digits of the returned servo (``FitStart.servo`` keeps every digit).
       progress: a tqdm bar on stderr.
 
@@ -661,12 +723,13 @@ def fit_servo(episodes: Sequence[Episode], *, starts: dict[str, ArmServo] | None
       The kept start's servo, rounded, and every start's outcome.
     """
     return fit_servos([episodes], starts=starts, config=config, max_iter=max_iter, decimate=decimate, eps=eps,
-                      digits=digits, progress=progress)[0]
+                      ftol=ftol, digits=digits, progress=progress)[0]
 
 
 def fit_servos(problems: Sequence[Sequence[Episode]], *, starts: dict[str, ArmServo] | None = None,
                config: ReplayConfig = ReplayConfig(), max_iter: int = 50, decimate: int = 1,
-               eps: float = 1e-3, digits: int = FIT_DIGITS, progress: bool = True) -> list[FitResult]:
+               eps: float = 1e-3, ftol: float = FTOL, digits: int = FIT_DIGITS, progress: bool = True
+               ) -> list[FitResult]:
     """:func:`fit_servo` on several sets of episodes at once (leave-one-out's folds, say), every start of each.
 
     Each start of each set is one ``least_squares`` solver in a thread of its own; whenever every solver still
@@ -677,7 +740,7 @@ def fit_servos(problems: Sequence[Sequence[Episode]], *, starts: dict[str, ArmSe
 
     Args:
       problems: the episode sets, one fit each.
-      starts, config, max_iter, decimate, eps, digits, progress: as :func:`fit_servo`, for every set; the bar
+      starts, config, max_iter, decimate, eps, ftol, digits, progress: as :func:`fit_servo`, for every set; the bar
         counts the iterations of all the solvers.
 
     Returns:
@@ -701,6 +764,7 @@ def fit_servos(problems: Sequence[Sequence[Episode]], *, starts: dict[str, ArmSe
     if not (isinstance(decimate, numbers.Integral) and not isinstance(decimate, bool) and decimate >= 1):
         raise ValueError(f'decimate must be a whole number >= 1, got {decimate!r}')
     checks.positive('eps', eps, 'log10 units')
+    checks.nonnegative('ftol', ftol, '(a fraction of the cost)')
     rates = sorted({e.fps for episodes in problems for e in episodes})
     if len(rates) > 1:
         raise ValueError(f'episodes must share one fps, got {rates}')
@@ -725,9 +789,8 @@ def fit_servos(problems: Sequence[Sequence[Episode]], *, starts: dict[str, ArmSe
                     bar.update(1)
                 counted += 1
 
-        x, trace = mujoco.minimize.least_squares(
-            to_log(start), lockstep.residual(problem, problems[problem]), bounds=LOG_BOUNDS, eps=eps,
-            max_iter=max_iter, verbose=mujoco.minimize.Verbosity.SILENT, iter_callback=on_iter)
+        x, trace = least_squares(to_log(start), lockstep.residual(problem, problems[problem]), bounds=LOG_BOUNDS,
+                                 eps=eps, max_iter=max_iter, ftol=ftol, on_iter=on_iter)
         if bar is not None:  # a start that stopped early still fills its share of the bar
             with bar_lock:
                 bar.update(max_iter - counted)

@@ -40,7 +40,6 @@ from collections.abc import Sequence
 
 import mujoco
 import mujoco.batch
-import mujoco.minimize
 import numpy as np
 
 from physai.engine import mj, perturb, sysid
@@ -318,8 +317,8 @@ def fit_per_joint(shared: ArmServo, episodes: Sequence[Episode], *, config: sysi
     """kp and kv of each arm joint, the other four parameters kept at ``shared``'s, fitted from ``shared``.
 
     The same least squares as ``sysid.fit_servo`` (log10 parameters inside ``sysid.LOG_BOUNDS``, per-frame residuals
-    of the five arm joints, ``mujoco.minimize.least_squares``), over ten parameters, every candidate replayed with
-    :func:`replay_models`. The result is rounded to ``digits`` significant digits.
+    of the five arm joints, ``sysid.least_squares``: MuJoCo's solver with the fit's schedule), over ten parameters,
+    every candidate replayed with :func:`replay_models`. The result is rounded to ``digits`` significant digits.
     """
     episodes = list(episodes)
     n = len(ARM_JOINTS)
@@ -347,8 +346,7 @@ def fit_per_joint(shared: ArmServo, episodes: Sequence[Episode], *, config: sysi
         if bar is not None and len(trace) <= max_iter:
             bar.update(1)
 
-    x, _ = mujoco.minimize.least_squares(x0, residual, bounds=bounds, eps=1e-3, max_iter=max_iter,
-                                         verbose=mujoco.minimize.Verbosity.SILENT, iter_callback=on_iter)
+    x, _ = sysid.least_squares(x0, residual, bounds=bounds, eps=1e-3, max_iter=max_iter, on_iter=on_iter)
     if bar is not None:
         bar.close()
     fitted = servos_of(x)
@@ -437,8 +435,10 @@ def identify(dataset: LeRobotDataset, fit: Sequence[Episode], heldout: Sequence[
     folds_data = dataclasses.replace(
         dataset, episodes=tuple(servo_sysid.shift_commands(everyone, use_offsets) if offsets else everyone))
     main_fold = {heldout[0].index: servo} if len(heldout) == 1 else {}  # the main fit is that episode's fold
+    # folds start at the fit: only the solver's own tolerances stop them, so each travels as far along a flat valley
+    # as its data pull it and the spread shows what the recording leaves open (sysid.FTOL would stop them at once)
     folds = servo_sysid.leave_one_out(folds_data, known=main_fold, starts={'fitted': servo}, config=config,
-                                      max_iter=FOLD_MAX_ITER, progress=progress)
+                                      max_iter=FOLD_MAX_ITER, ftol=0.0, progress=progress)
 
     kps = [kp for kp in servo_sysid.RIDGE_KPS[::2] if kp * servo.lag_ms / 1e3 >= servo.damping]
     ridge = servo_sysid.ridge(fit, servo, kps=sorted(set(kps) | {servo.kp}), offsets_deg=static,
@@ -469,14 +469,21 @@ def cost_rise(servo: ArmServo, episodes: Sequence[Episode], *, config: sysid.Rep
               factor: float = PINNED_RATIO) -> dict[str, float]:
     """How much each parameter alone matters to the fit: per parameter of ``sysid.PARAMS``, the smaller of the
     relative rises of the cost (half the mean squared error, the fit's objective) when it is multiplied and when it
-    is divided by ``factor``, everything else kept. All 13 servos replay in one batch."""
+    is divided by ``factor``, everything else kept; and ``split``, the smaller rise when kv or the joint damping is
+    multiplied by ``factor`` and the other gives up as much, their sum (and so the lag) kept. All 15 servos replay
+    in one batch."""
     servos = [servo] + [dataclasses.replace(servo, **{p: getattr(servo, p) * f}) for p in sysid.PARAMS
                         for f in (factor, 1.0 / factor)]
+    more_kv = min(servo.kv * (factor - 1.0), servo.damping)
+    more_damping = min(servo.damping * (factor - 1.0), servo.kv)
+    servos += [dataclasses.replace(servo, kv=servo.kv + more_kv, damping=servo.damping - more_kv),
+               dataclasses.replace(servo, kv=servo.kv - more_damping, damping=servo.damping + more_damping)]
     costs = []
     for row in sysid.replay(servos, list(episodes), config=config):
         err = np.concatenate([r.sim_deg[1:] - r.real_deg[1:] for r in row])
         costs.append(0.5 * float(np.mean(err ** 2)) if np.all(np.isfinite(err)) else math.inf)
-    return {p: min(costs[1 + 2 * k], costs[2 + 2 * k]) / costs[0] - 1.0 for k, p in enumerate(sysid.PARAMS)}
+    rise = {p: min(costs[1 + 2 * k], costs[2 + 2 * k]) / costs[0] - 1.0 for k, p in enumerate(sysid.PARAMS)}
+    return rise | {'split': min(costs[-2], costs[-1]) / costs[0] - 1.0}
 
 
 def heldout_errors(ident: Identification) -> dict[str, dict[str, float]]:
@@ -521,7 +528,8 @@ def spread(ident: Identification) -> dict[str, dict]:
     folds), ``cost_rise_pct`` (:func:`cost_rise`, percent; NaN for the lag) and ``pinned``: the fitted value and the
     folds' lie within a factor ``PINNED_RATIO`` of each other, scaling the parameter by that factor raises the cost
     by ``COST_RISE`` or more, and none of them is at a bound of the fit (``sysid.LOG_BOUNDS``, within
-    ``BOUND_MARGIN``); kv and damping are pinned only together (at a fixed lag one trades against the other); kp not
+    ``BOUND_MARGIN``); kv and damping are pinned only together (at a fixed lag one trades against the other), and
+    only if that trade raises the cost by ``COST_RISE`` too (``cost_rise['split']``); kp not
     while it hangs on how the held-pose offsets are explained (:func:`kp_hangs_on_offsets`)."""
     servo = ident.servos.shared
     ambiguous = kp_hangs_on_offsets(ident)
@@ -538,7 +546,8 @@ def spread(ident: Identification) -> dict[str, dict]:
         out[key] = dict(fitted=float(getattr(servo, key)), fold_min=float(min(values[:-1])),
                         fold_max=float(max(values[:-1])), cost_rise_pct=100 * ident.cost_rise.get(key, math.nan),
                         pinned=pinned)
-    if not (out['kv']['pinned'] and out['damping']['pinned']):  # they trade against each other at a fixed lag
+    # they trade against each other at a fixed lag: pinned only together, and only if the trade itself costs
+    if not (out['kv']['pinned'] and out['damping']['pinned'] and ident.cost_rise.get('split', 0.0) >= COST_RISE):
         out['kv']['pinned'] = out['damping']['pinned'] = False
     return out
 

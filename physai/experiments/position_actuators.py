@@ -534,6 +534,39 @@ def servo_step(kp: float, armature: float, timestep: float, integrator: str,
     return step_responses([params], q0=q0, duration=duration, nthread=1)[0]
 
 
+PANEL_STEP_BUDGET = 12_000
+"""Physics steps, weighted by :data:`INTEGRATOR_COST`, of the step response the live panel runs before it answers a
+slider (6000 steps at 0.5 ms, or RK4 at 1 ms: 15-30 ms of MuJoCo on this book's 2-core machine). A longer run (RK4
+below a 1 ms step) answers with its first :data:`PANEL_FIRST_PART` and draws the rest when the panel's worker has
+it."""
+
+PANEL_FIRST_PART = 1.0
+"""s: the part of a long step response the live panel draws first (the rise of every servo that settles in time)."""
+
+INTEGRATOR_COST = {'RK4': 4}
+"""Cost of one physics step against an Euler step (1 unless listed): RK4 evaluates the dynamics four times."""
+
+
+def panel_step_cost(timestep: float, integrator: str, duration: float = 3.0) -> int:
+    """The weighted physics steps of one step response (see :data:`PANEL_STEP_BUDGET`)."""
+    return max(1, round(duration / timestep)) * INTEGRATOR_COST.get(integrator, 1)
+
+
+@cached(maxsize=64)
+def servo_step_start(kp: float, armature: float, timestep: float, integrator: str,
+                     dampratio: float = 1.0, q0: float = -0.5, duration: float = 3.0):
+    """The first :data:`PANEL_FIRST_PART` of :func:`servo_step`'s run, sample for sample the same (the batch is the
+    same arithmetic, however far it runs); None when the whole run fits :data:`PANEL_STEP_BUDGET`.
+
+    Its figures describe only that part: the panel draws the trajectory and says the rest is coming. A part that
+    diverged is the whole story, since a diverged run ends where MuJoCo flagged it.
+    """
+    if panel_step_cost(timestep, integrator, duration) <= PANEL_STEP_BUDGET:
+        return None
+    params = panel_servo(kp, armature, timestep, integrator, dampratio)
+    return step_responses([params], q0=q0, duration=min(PANEL_FIRST_PART, duration), nthread=1)[0]
+
+
 @cached(maxsize=16)
 def servo_kp_curve(armature: float, timestep: float, integrator: str, dampratio: float = 1.0,
                    q0: float = -0.5, duration: float = 3.0) -> dict:

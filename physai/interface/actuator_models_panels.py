@@ -125,11 +125,12 @@ def panel_actuator(model: str, kp: float, kv: float, forcerange: float, velocity
 
 
 def panel_run(model: str, kp: float, kv: float, armature: float, timestep: float, integrator: str,
-              forcerange: float, velocity_limit: float, delay: int) -> tuple[Run, dict]:
-    """One step response (0 → π/2 at 0.5 s, 3 s) for the panel, with :func:`step_metrics`."""
+              forcerange: float, velocity_limit: float, delay: int, *, q0: float = 0.0) -> tuple[Run, dict]:
+    """One step response (0 → π/2 at 0.5 s, 3 s) for the panel, with :func:`step_metrics`; ``q0`` the start angle,
+    rad (hanging by default)."""
     actuator = panel_actuator(model, kp, kv, forcerange, velocity_limit, delay)
     pendulum = PendulumParams(armature=armature, timestep=timestep, integrator=integrator)
-    run = simulate([actuator], pendulum=pendulum, command=PANEL_STEP, duration=PANEL_DURATION)[0]
+    run = simulate([actuator], pendulum=pendulum, command=PANEL_STEP, duration=PANEL_DURATION, q0=q0)[0]
     return run, step_metrics(run, at=PANEL_STEP.at)
 
 
@@ -206,7 +207,8 @@ def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.
             state['ylim'] = top
         n = len(run.torque)
         state['tau'].set_data(run.t[:n], np.clip(np.nan_to_num(run.torque), -2 * top, 2 * top))
-        if isinstance(actuator, (IdealPD, ImplicitPD)) and not isinstance(actuator, DCMotor):
+        # a constant clamp (ideal, implicit and delayed PD); the DC motor's and the remotized PD's limits move
+        if isinstance(actuator, (IdealPD, ImplicitPD)) and not isinstance(actuator, (DCMotor, RemotizedPD)):
             state['limit'].set_data([0, PANEL_DURATION, np.nan, 0, PANEL_DURATION],
                                     [e, e, np.nan, -e, -e])
             state['band'].set_data([-30, 30, 30, -30, -30], [e, e, -e, -e, e])
@@ -216,7 +218,8 @@ def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.
                                     np.concatenate([high, [np.nan], low]))
             speeds = np.linspace(-30, 30, 241)
             # the band at the run's last angle (the DC motor's does not depend on it)
-            low, high = actuator.limits(float(run.q[n]) if remotized else 0.0, speeds)
+            low, high = (np.broadcast_to(x, speeds.shape)  # the remotized limit is the same at every speed
+                         for x in actuator.limits(float(run.q[n]) if remotized else 0.0, speeds))
             state['band'].set_data(np.concatenate([speeds, speeds[::-1], speeds[:1]]),
                                    np.concatenate([high, low[::-1], high[:1]]))
         state['path'].set_data(np.clip(run.v[:n], -40, 40), np.clip(run.torque, -2 * top, 2 * top))

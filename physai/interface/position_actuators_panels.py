@@ -20,7 +20,8 @@ from matplotlib.patches import Patch
 from physai.interface import plots
 from physai.engine.link import LINK_INERTIA, step_responses
 from physai.experiments.position_actuators import (PANEL_KP_GRID, STABILITY_ARMATURE, STABILITY_KP, unstable, panel_servo,
-                                                   servo_bounds, servo_kp_curve, servo_stability, servo_step)
+                                                   servo_bounds, servo_kp_curve, servo_stability, servo_step,
+                                                   servo_step_start)
 from physai.interface.live import Deferred, Panel, common_controls, on_top, sprite
 from physai.interface.twin import TwinAxes, TwinSlider, static_twin, twin_line, twin_markers, twin_text
 from physai.laws.stability import critical_h_omega
@@ -43,10 +44,14 @@ def servo_panel(*, kp: float = 100.0, armature: float = 0.028, timestep: float =
     integrator, the current kp marked; (3) stability over (armature, kp) for the current integrator
     and timestep: cells where MuJoCo diverges, the growth = 1 bound and hω = 2, the current point.
 
-    Every axis is fixed, so a change redraws only the moving artists. The step response answers at once;
-    the kp curve (one batch of 25 runs) and the stability map (one batch of 209 short runs) are
+    Every axis is fixed, so a change redraws only the moving artists. The step response answers at once, or,
+    when the whole run would not fit the panel's budget (RK4 below a 1 ms step,
+    :data:`~physai.experiments.position_actuators.PANEL_STEP_BUDGET`), with its first second
+    (:func:`~physai.experiments.position_actuators.servo_step_start`, the same samples) and a note that the rest is
+    coming; the kp curve (one batch of 25 runs) and the stability map (one batch of 209 short runs) are
     :class:`Deferred`: computed once per (armature, timestep, integrator) and (timestep, integrator) on the
-    panel's worker, drawn as pending until then (the analytic bounds are drawn at once).
+    panel's worker, drawn as pending until then (the analytic bounds are drawn at once). The worker computes the
+    whole step response first, then the curve, then the map.
 
     Args:
       kp, armature, timestep, integrator: the controls' start and reset values (SI units).
@@ -58,11 +63,19 @@ def servo_panel(*, kp: float = 100.0, armature: float = 0.028, timestep: float =
       The :class:`Panel`; show it as the last expression of a cell.
     """
     fixed = {'dampratio': dampratio, 'q0': q0, 'duration': duration}
+    step_part = Deferred(functools.partial(servo_step, **fixed))
     curve_part = Deferred(functools.partial(servo_kp_curve, **fixed))
     map_part = Deferred(functools.partial(servo_stability, dampratio=dampratio, q0=q0))
 
     def compute(values: dict) -> dict:
-        return {'response': servo_step(**{**values, **fixed}), 'curve': curve_part.get(values),
+        response, partial = step_part.get(values), False
+        if response is None:
+            first = servo_step_start(**{**values, **fixed})
+            if first is None:  # the whole run fits the budget: answer with it
+                response = step_part.compute(values)
+            else:
+                response, partial = first, True
+        return {'response': response, 'partial': partial, 'curve': curve_part.get(values),
                 'stability': map_part.get(values),
                 'bounds': servo_bounds(values['timestep'], values['integrator'], dampratio)}
 
@@ -136,7 +149,14 @@ def servo_panel(*, kp: float = 100.0, armature: float = 0.028, timestep: float =
     def draw(state: dict, results: dict, values: dict) -> None:
         response, curve, stab, bounds = (results['response'], results['curve'], results['stability'],
                                          results['bounds'])
-        state['marks'].update(response)
+        marks = state['marks']
+        marks.update(response)
+        partial = results['partial'] and not response.diverged  # a run that diverged early is all there is
+        if partial:
+            for line in (marks.settled, marks.levels, marks.rise):
+                line.set_data([], [])
+            marks.readout.set_text(f'first {response.t[-1]:.1f} s of {duration:g} s, the rest is on its way…')
+            marks.readout.set_color('#555555')
         state['ax1'].title.set_text(f"step response, {values['integrator']}, h = {values['timestep'] * 1e3:.1f} ms")
         state['bound'].set_data(bounds['bound_armature'], bounds['bound_kp'])
         state['two'].set_data(bounds['bound_armature'], bounds['two_kp'])
@@ -160,7 +180,7 @@ def servo_panel(*, kp: float = 100.0, armature: float = 0.028, timestep: float =
         state['curve_note'].set_visible(curve is None)
         k = values['kp']
         state['kp_line'].set_xdata([k, k])
-        settled = response.settled
+        settled = response.settled and not partial
         state['sag_point'].set_data([k], [response.sag_deg if settled and response.sag_deg > 0 else np.nan])
         state['rise_point'].set_data([k], [response.rise_ms if settled else np.nan])
         state['point'].set_data([values['armature']], [k])
@@ -171,7 +191,7 @@ def servo_panel(*, kp: float = 100.0, armature: float = 0.028, timestep: float =
 
     controls = common_controls(kp=kp, armature=armature, timestep=timestep, integrator=integrator)
     return Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(13.0, 3.9), dpi=80,
-                 deferred=(curve_part, map_part))
+                 deferred=(step_part, curve_part, map_part))
 
 
 # ---------------------------------------------------------------------------------------------

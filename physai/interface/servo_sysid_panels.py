@@ -168,7 +168,7 @@ def sysid_twin(episode: Episode, base: ArmServo, *, kps: Sequence[float] = TWIN_
         lines = real + [twin.twin_line(rep.t, rep.sim_deg[:, j], color=c, label=f'sim {name}')
                         for j, c, name in zip(idx, colors, joints)]
         status = 'diverged' if rep.diverged else f'MAE {rep.mae_deg:.3f}°'
-        lines.append(twin.twin_text(status, x=0.97, y=0.93, anchor='end', size=11))
+        lines.append(twin.twin_note(status))  # above the frame: the traces fill the plot
         curve = [twin.twin_line(kps, mae, color='#555555', label='held-out MAE'),
                  twin.twin_markers([kp], [rep.mae_deg], label='this kp')]
         return [lines, curve]

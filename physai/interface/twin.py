@@ -1,9 +1,10 @@
 """Static twins: a live panel's figure for the published page, where no kernel runs.
 
 A twin is precomputed with MuJoCo over a grid of slider positions (:class:`TwinSlider`) and drawn in the browser
-by a small script of our own (no CDN): :func:`twin_line`, :func:`twin_markers` and :func:`twin_text` describe what
-one frame of each plot (:class:`TwinAxes`) shows, :func:`static_twin` packs every frame into one HTML block whose
-sliders pick the frame. Repeated arrays are stored once, numbers to the digits a plot can show.
+by a small script of our own (no CDN): :func:`twin_line`, :func:`twin_markers`, :func:`twin_text` and
+:func:`twin_note` describe what one frame of each plot (:class:`TwinAxes`) shows, :func:`static_twin` packs every
+frame into one HTML block whose sliders pick the frame. Repeated arrays are stored once, numbers to the digits a
+plot can show.
 """
 
 from __future__ import annotations
@@ -117,6 +118,39 @@ def twin_text(text: str, *, x: float = 0.5, y: float = 0.5, color: str = '#22222
             'b': 1 if bold else 0, 'a': anchor}
 
 
+MARGIN_TOP, MARGIN_BOTTOM, MARGIN_LEFT, MARGIN_RIGHT = 24, 42, 62, 14
+"""The plot frame's margins in px inside each SVG (the script's ``M``): tick labels, axis labels, the title."""
+
+NOTE_CENTRE_PX = 12
+"""Height of a note's middle under the SVG's top edge, px: in the top margin, where a title would sit."""
+
+NOTE_INSET_PX = 8
+"""A note starts this far from the SVG's left edge (over the y label's margin) and must end as far from its right."""
+
+
+def twin_note(text: str, *, color: str = '#222222', size: float = 11.0) -> dict:
+    """A one-line note above the plot frame, in the title's place, so it never covers data.
+
+    The plot's :class:`TwinAxes` must have no title (:func:`twin_html` refuses one). The note starts near the SVG's
+    left edge; its place in axes fractions is set by :func:`twin_html`, which knows the plot's size.
+    """
+    return {'k': 't', 's': str(text), 'x': 0.0, 'y': None, 'c': color, 'z': float(size), 'b': 0, 'a': 'start'}
+
+
+def _place_note(item: dict, axes: 'TwinAxes', index: int, width: int, height: int) -> dict:
+    """A :func:`twin_note` item with its height in axes fractions (0 bottom, 1 top of the frame)."""
+    if axes.title:
+        raise ValueError(f'a note takes the title\'s place: axes {index} has the title {axes.title!r}; '
+                         'leave it out and say what the plot shows in the caption')
+    room = width - 2 * NOTE_INSET_PX
+    if len(item['s']) * 0.62 * item['z'] > room:  # an average sans-serif character is about 0.6 em wide
+        raise ValueError(f'note {item["s"]!r} is too long for a {width} px plot: at most '
+                         f'{int(room / (0.62 * item["z"]))} characters at {item["z"]:g} px')
+    frame_w, frame_h = width - MARGIN_LEFT - MARGIN_RIGHT, height - MARGIN_TOP - MARGIN_BOTTOM
+    return {**item, 'x': (NOTE_INSET_PX - MARGIN_LEFT) / frame_w,
+            'y': (frame_h + MARGIN_TOP - NOTE_CENTRE_PX) / frame_h}
+
+
 def _compact_numbers(values: np.ndarray, digits: int) -> str:
     """A JSON array of ``values``, each rounded to ``digits`` significant digits.
 
@@ -204,7 +238,9 @@ def twin_html(key: str, sliders: Sequence[TwinSlider], axes: Sequence[TwinAxes],
         if len(content) != len(axes):
             raise ValueError(f'frame must return one item list per axes ({len(axes)}), '
                              f'got {len(content)} for {kwargs}')
-        frames.append([[item_id(it) for it in per_axes] for per_axes in content])
+        placed = [[_place_note(it, a, i, width, height) if it['k'] == 't' and it['y'] is None else it
+                   for it in per_axes] for i, (a, per_axes) in enumerate(zip(axes, content))]
+        frames.append([[item_id(it) for it in per_axes] for per_axes in placed])
 
     def limits(lim):
         return None if lim is None else [float(_scalar(v, 6)) for v in lim]
@@ -271,8 +307,9 @@ def static_twin(key: str, sliders: Sequence[TwinSlider], axes: Sequence[TwinAxes
       sliders: the controls; every combination of their values is one frame.
       axes: one :class:`TwinAxes` per plot, side by side.
       frame: ``frame(**{slider.name: value}) -> [items of plot 0, items of plot 1, ...]`` built
-        with :func:`twin_line`, :func:`twin_markers`, :func:`twin_text`. Items with a label go into
-        the legend. Equal arrays and items are stored once, so shared curves cost nothing extra.
+        with :func:`twin_line`, :func:`twin_markers`, :func:`twin_text`, :func:`twin_note` (a note above the
+        plot, off the data). Items with a label go into the legend. Equal arrays and items are stored once, so
+        shared curves cost nothing extra.
       title: heading above the controls.
       caption: a line of text under the plots.
       digits: significant digits kept in each array (relative to its largest value).

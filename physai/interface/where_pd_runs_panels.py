@@ -312,7 +312,7 @@ def pd_twin():
                              width=1.0, dash='4 3'),
                  twin.twin_line(r.t, np.degrees(r.q[:, j]), label=f'q ({joint_names[j]}, run 1 of {e.n})',
                              width=1.2)]
-        items.append(twin.twin_text(ensemble_text(e), x=0.03, y=0.06, size=11, anchor='start'))
+        items.append(twin.twin_note(ensemble_text(e)))  # above the frame: a chattering trace fills the plot
         current = worst_growth(rate_hz=rate_hz, backend=backend, armature=armature)
         stab = [twin.twin_line(PANEL_RATES_HZ, np.minimum(growth[b, armature], 2.0), label=b, color=colors[b])
                 for b in BACKENDS]
@@ -324,17 +324,18 @@ def pd_twin():
     sliders = [twin.TwinSlider('rate_hz', 'controller rate (Hz)', RATES_HZ, default=0),
                twin.TwinSlider('backend', 'PD runs', BACKENDS, kind='select'),
                twin.TwinSlider('armature', 'armature (kg·m²)', TWIN_ARMATURES, kind='select')]
-    axes = [twin.TwinAxes(title='a joint during the move and hold', xlabel='time (s)',
-                       ylabel='joint angle (deg)', xlim=(0, DURATION), legend='ur'),
+    axes = [twin.TwinAxes(xlabel='time (s)', ylabel='joint angle (deg)', xlim=(0, DURATION), legend='ur'),
             twin.TwinAxes(title='growth per controller tick', xlabel='controller rate (Hz)',
                        ylabel='growth per tick', xlim=(PANEL_RATES_HZ[0], PANEL_RATES_HZ[-1]),
                        ylim=(0, 2), xlog=True, legend='ur')]
     return twin.static_twin('ch3-pd-rate', sliders, axes, frame, digits=4, width=460, height=300,
-                         caption=f'Physics at {1 / PHYSICS_TIMESTEP:.0f} Hz; Menagerie servo kp {SO101_KP:.2f}, '
+                         caption='Left: a joint during the move and hold, under the summary of its ensemble; '
+                                 'right: growth per controller tick. '
+                                 f'Physics at {1 / PHYSICS_TIMESTEP:.0f} Hz; Menagerie servo kp {SO101_KP:.2f}, '
                                  f'kv {SO101_KV:.3f}. Growth above 1 (dashed): the PD cannot hold still. The '
                                  f'trace is the first run of an ensemble ({ENSEMBLE_SIZE} runs where the arm moves, '
                                  f'{ENSEMBLE_PROBE} where it holds still, starts {ENSEMBLE_SPACING:.0e} rad apart); '
-                                 'the text sums up all of them.')
+                                 'the note above the trace sums up all of them.')
 
 
 def ensemble_text(ensemble: HoldEnsemble) -> str:

@@ -1,0 +1,680 @@
+// Chapter 3's live panel: the SO-101 holding its standby pose, the PD in the control loop or in MuJoCo's step
+// (physai.interface.web_arm writes its block; physai-live.js imports this module when a reader first touches the
+// chapter's twin). The same controls, plots and words as the kernel's panel
+// (physai.interface.where_pd_runs_panels.pd_panel).
+//
+// A hold is 3 s of a six-joint arm with friction loss: thousands of MuJoCo steps, a few hundred milliseconds in
+// WebAssembly. So a slider redraws the growth per tick (an equation) at once, and the trajectory fills in slice by
+// slice (5 ms of MuJoCo first, then about 20 ms each, the page free between two); the next slider move drops the
+// run in progress.
+import {Plot, el} from './physai-live.js';
+import * as arm from './physai-live-arm-core.js';
+import {pyFormat} from './physai-live-core.js';
+
+const KP_STEPS = 1000;
+const RATE_STEPS = 400;
+const SLICE_MS = 20;
+const FIRST_SLICE_MS = 5;
+
+const CSS = `
+.physai-live-panel.pl-arm .pl-plots svg.pl-step{flex:1.4 1 420px;max-width:600px}
+.physai-live-panel.pl-arm .pl-plots svg.pl-bars{flex:0.8 1 260px;max-width:320px}
+.physai-live-panel.pl-arm .pl-readout{white-space:pre-wrap}
+.physai-live-present.pl-arm .pl-plots{grid-template-columns:60% 40%;grid-template-rows:1fr;height:calc(100vh - 11em)}
+.physai-live-present.pl-arm .pl-plots svg.pl-step{grid-row:auto;max-width:none}
+.physai-live-present.pl-sysid .pl-plots{grid-template-columns:50% 25% 25%}
+.physai-live-present.pl-arm .pl-plots svg.pl-bars{max-width:none}
+.physai-live-panel.pl-arm .pl-shade{fill:#eeeeee}
+html[data-theme=dark] .physai-live-panel.pl-arm .pl-shade,
+html[data-theme=dark] .physai-live-panel.pl-arm [fill="#eeeeee"]{fill:#2a2e33}
+`;
+
+function addArmStyle() {
+  if (document.getElementById('physai-live-arm-style')) return;
+  const style = document.createElement('style');
+  style.id = 'physai-live-arm-style';
+  style.textContent = CSS;
+  document.head.appendChild(style);
+}
+
+// a task boundary: the page handles input and paints between two slices of a run
+const nextTask = () => new Promise((resolve) => {
+  const channel = new MessageChannel();
+  channel.port1.onmessage = () => resolve();
+  channel.port2.postMessage(0);
+});
+
+const logSlider = ([lo, hi], steps) => ({
+  toValue: (s) => lo * (hi / lo) ** (Number(s) / steps),
+  fromValue: (v) => Math.round(Math.log(v / lo) / Math.log(hi / lo) * steps),
+});
+
+// The part both chapters' panels share: controls described once (a spec per control: its URL name, slider or
+// choice, range), the page's address, reset, the present view, and a run that goes slice by slice.
+class ArmLivePanel {
+  constructor(block, config, mujoco) {
+    addArmStyle();
+    this.block = block;
+    this.config = config;
+    this.colors = config.colors;
+    this.mujoco = mujoco;
+    this.version = mujoco.mj_versionString();
+    this.latencies = [];           // slider input to the first redrawn picture, ms
+    this.completeLatencies = [];   // slider input to the whole run drawn with its verdict, ms
+    this.drawn = 0;
+    this.generation = 0;
+    this.specs = this.controlSpecs();
+  }
+
+  start() {
+    this.values = {...this.fromDefaults(), ...this.fromTwin(), ...this.fromUrl()};
+    this.build();
+    this.update();
+  }
+
+  fromDefaults() {
+    return {...this.config.defaults};
+  }
+
+  fromTwin() {
+    return {};
+  }
+
+  // the page's address: ?KEY-NAME=VALUE for every control (timesteps in ms), KEY-present=1 for the present view
+  fromUrl() {
+    const q = new URLSearchParams(location.search);
+    const k = this.config.key;
+    const out = {};
+    for (const spec of this.specs) {
+      const text = q.get(`${k}-${spec.url}`);
+      if (text === null) continue;
+      if (spec.kind === 'choice') {
+        if (spec.options.includes(text)) out[spec.name] = text;
+        continue;
+      }
+      const v = parseFloat(text);
+      if (Number.isFinite(v) && v >= spec.range[0] && v <= spec.range[1]) {
+        out[spec.name] = spec.kind === 'ms' ? v / 1e3 : v;
+      }
+    }
+    this.presentAtStart = q.get(`${k}-present`) === '1';
+    return out;
+  }
+
+  // the address follows the controls a quarter second after the last move (browsers throttle replaceState)
+  scheduleUrl() {
+    clearTimeout(this.urlTimer);
+    this.urlTimer = setTimeout(() => this.writeUrl(), 250);
+  }
+
+  writeUrl() {
+    clearTimeout(this.urlTimer);
+    const q = new URLSearchParams(location.search);
+    const k = this.config.key;
+    for (const spec of this.specs) q.set(`${k}-${spec.url}`, spec.urlText(this.values[spec.name]));
+    if (this.present) q.set(`${k}-present`, '1'); else q.delete(`${k}-present`);
+    history.replaceState(history.state, '', `${location.pathname}?${q.toString()}${location.hash}`);
+  }
+
+  build() {
+    const cfg = this.config, id = `physai-live-${cfg.key}`;
+    const root = document.createElement('div');
+    root.className = `physai-live-panel pl-arm pl-${cfg.key}`;
+    root.id = `${id}-panel`;
+    const head = document.createElement('div');
+    head.className = 'pl-head';
+    const title = document.createElement('span');
+    title.className = 'pl-title';
+    title.textContent = this.block.dataset.title || 'Live panel';
+    this.status = document.createElement('span');
+    this.status.className = 'pl-status';
+    head.append(title, this.status);
+    root.appendChild(head);
+
+    const controls = document.createElement('div');
+    controls.className = 'pl-controls';
+    this.inputs = {};
+    for (const spec of this.specs) {
+      const lab = document.createElement('label');
+      lab.textContent = `${spec.label} `;
+      let input, out = null, toValue, fromValue;
+      if (spec.kind === 'choice') {
+        input = document.createElement('select');
+        for (const o of spec.options) {
+          const opt = document.createElement('option');
+          opt.value = o;
+          opt.textContent = spec.optionText ? spec.optionText(o) : o;
+          input.appendChild(opt);
+        }
+        lab.appendChild(input);
+        toValue = String;
+        fromValue = String;
+      } else {
+        input = document.createElement('input');
+        out = document.createElement('span');
+        out.className = 'pl-value';
+        out.id = `${id}-${spec.name}-value`;
+        if (spec.kind === 'log') {
+          const [lo, hi] = spec.range, n = spec.steps;
+          Object.assign(input, {type: 'range', min: 0, max: n, step: 1});
+          toValue = (x) => spec.round(lo * (hi / lo) ** (Number(x) / n));
+          fromValue = (v) => Math.round(Math.log(v / lo) / Math.log(hi / lo) * n);
+        } else if (spec.kind === 'ms') {
+          Object.assign(input, {type: 'range', min: spec.range[0], max: spec.range[1], step: spec.step});
+          toValue = (x) => Number(x) / 1e3;
+          fromValue = (v) => (v * 1e3).toFixed(1);
+        } else {
+          Object.assign(input, {type: 'range', min: spec.range[0], max: spec.range[1], step: spec.step});
+          toValue = Number;
+          fromValue = (v) => v;
+        }
+        lab.append(input, ' ', out);
+      }
+      input.id = `${id}-${spec.name}`;
+      controls.appendChild(lab);
+      this.inputs[spec.name] = {input, toValue, fromValue, show: spec.show, out};
+      input.addEventListener('input', (event) => this.onInput(spec.name, event));
+    }
+    const button = (label, titleText, onClick) => {
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.textContent = label;
+      b.title = titleText;
+      b.addEventListener('click', onClick);
+      controls.appendChild(b);
+      return b;
+    };
+    this.resetButton = button('reset', 'back to the chapter\'s setting', () => this.reset());
+    this.presentButton = button('present', 'full screen for a projector (Esc to leave)', () => this.togglePresent());
+    root.appendChild(controls);
+
+    this.readoutNode = document.createElement('div');
+    this.readoutNode.className = 'pl-readout';
+    this.readoutNode.setAttribute('aria-live', 'polite');
+    root.appendChild(this.readoutNode);
+    const plots = document.createElement('div');
+    plots.className = 'pl-plots';
+    this.buildPlots(plots);
+    root.appendChild(plots);
+    this.note = document.createElement('div');
+    this.note.className = 'pl-note';
+    root.appendChild(this.note);
+    this.block.appendChild(root);
+    this.root = root;
+    this.syncInputs();
+    document.addEventListener('keydown', (event) => {
+      if (event.key === 'Escape' && this.present) this.togglePresent();
+    });
+    if (this.presentAtStart) this.togglePresent();
+  }
+
+  syncInputs() {
+    for (const [name, c] of Object.entries(this.inputs)) {
+      c.input.value = c.fromValue(this.values[name]);
+      if (c.out) {
+        c.out.textContent = c.show(this.values[name]);
+        c.input.setAttribute('aria-valuetext', c.show(this.values[name]));
+      }
+    }
+  }
+
+  onInput(name, event) {
+    const start = event && event.timeStamp ? event.timeStamp : performance.now();
+    const c = this.inputs[name];
+    this.values[name] = c.toValue(c.input.value);
+    if (c.out) {
+      c.out.textContent = c.show(this.values[name]);
+      c.input.setAttribute('aria-valuetext', c.show(this.values[name]));
+    }
+    this.update(start);
+  }
+
+  reset() {
+    this.values = this.fromDefaults();
+    this.syncInputs();
+    this.update();
+  }
+
+  togglePresent() {
+    this.present = !this.present;
+    this.root.classList.toggle('physai-live-present', this.present);
+    this.presentButton.textContent = this.present ? 'leave present' : 'present';
+    this.writeUrl();
+  }
+
+  isLive() {
+    return this.config.browserIntegrators.includes(this.values.integrator);
+  }
+
+  // Drain a sliced run (a generator of holdRun's or replayRun's kind): onSlice(progress) after every slice but the
+  // last, onDone(record) at the end; a newer input (generation) drops it. Records the latencies.
+  async drive(run, generation, start, onSlice, onDone) {
+    let first = true;
+    for (;;) {
+      const step = run.next();
+      if (step.done) {
+        onDone(step.value);
+        if (first) this.latencies.push(performance.now() - start);
+        this.finish(start);
+        return;
+      }
+      onSlice(step.value);
+      if (first) {
+        this.latencies.push(performance.now() - start);
+        first = false;
+      }
+      await nextTask();
+      if (generation !== this.generation) return;   // a newer input took over: drop this run
+    }
+  }
+
+  finish(start) {
+    this.completeLatencies.push(performance.now() - start);
+    for (const list of [this.latencies, this.completeLatencies]) if (list.length > 500) list.shift();
+    this.drawn += 1;
+    this.root.dataset.drawn = String(this.drawn);
+    this.root.dataset.state = 'idle';
+  }
+
+  // the message a panel shows instead of a trajectory when the integrator is not in this page's MuJoCo
+  drawNoDiscrete(p, marks, xMid, yTop, step) {
+    const lines = [`MuJoCo ${this.version} has no discrete integrator:`, 'no run here. The chapter\'s own panel',
+                   '(Colab, Python MuJoCo) runs discrete.'];
+    lines.forEach((line, i) => p.text(marks, line, xMid, yTop + i * step, {'text-anchor': 'middle', 'font-size': 12,
+                                                                          fill: 'currentColor'}));
+    this.readoutNode.textContent = `discrete: not in MuJoCo ${this.version}, no run here`;
+    this.readoutNode.classList.remove('pl-bad');
+    this.status.textContent = `discrete: not in MuJoCo ${this.version}`;
+  }
+}
+
+const round = (digits) => (v) => Number(v.toPrecision(digits));
+const fixed = (digits) => (v) => String(Number(v.toFixed(digits)));
+
+export class PdPanel extends ArmLivePanel {
+  constructor(block, config, mujoco) {
+    super(block, config, mujoco);
+    this.arm = new arm.Arm(mujoco, config.xml, config.hold, 'pd-arm');
+    this.start();
+  }
+
+  controlSpecs() {
+    const cfg = this.config, r = cfg.ranges;
+    return [
+      {name: 'rateHz', url: 'rate', label: 'controller rate', kind: 'log', range: r.rateHz, steps: RATE_STEPS,
+       round: round(3), show: (v) => `${v.toFixed(0)} Hz`, urlText: (v) => String(round(4)(v))},
+      {name: 'backend', url: 'backend', label: 'PD runs', kind: 'choice', options: cfg.backends,
+       urlText: String},
+      {name: 'kp', url: 'kp', label: 'kp', kind: 'log', range: r.kp, steps: KP_STEPS, round: round(4),
+       show: (v) => `${Number(v.toPrecision(4))} N·m/rad`, urlText: (v) => String(round(5)(v))},
+      {name: 'kv', url: 'kv', label: 'damping kv', kind: 'linear', range: r.kv, step: 0.01,
+       show: (v) => `${v.toFixed(3)} N·m·s/rad`, urlText: fixed(3)},
+      {name: 'armature', url: 'armature', label: 'armature', kind: 'linear', range: r.armature, step: 0.0005,
+       show: (v) => `${v.toFixed(4)} kg·m²`, urlText: fixed(4)},
+      {name: 'timestep', url: 'h', label: 'timestep', kind: 'ms', range: r.timestepMs, step: 0.1,
+       show: (v) => `${(v * 1e3).toFixed(1)} ms`, urlText: (v) => fixed(1)(v * 1e3)},
+      {name: 'integrator', url: 'integrator', label: 'integrator', kind: 'choice', options: cfg.integrators,
+       optionText: (o) => (cfg.browserIntegrators.includes(o) ? o : `${o} (growth only)`), urlText: String},
+    ];
+  }
+
+  // the twin's setting when the reader touched it: controller rate, backend and armature
+  fromTwin() {
+    const id = this.config.twin;
+    const out = {};
+    if (!id) return out;
+    const rate = document.getElementById(`${id}-rate_hz-value`);
+    if (rate && Number.isFinite(parseFloat(rate.textContent))) out.rateHz = parseFloat(rate.textContent);
+    const selected = (name) => {
+      const select = document.getElementById(`${id}-${name}`);
+      return select && select.selectedOptions && select.selectedOptions[0]
+        ? select.selectedOptions[0].textContent.trim() : null;
+    };
+    const backend = selected('backend');
+    if (backend && this.config.backends.includes(backend)) out.backend = backend;
+    const armature = parseFloat(selected('armature'));
+    if (Number.isFinite(armature)) out.armature = armature;
+    return out;
+  }
+
+  buildPlots(plots) {
+    const cfg = this.config, r = cfg.ranges;
+    const duration = cfg.hold.duration;
+    // two ranges, as the kernel's panel: ±80° holds every joint's move, ±180° every joint's range
+    this.holdPlots = cfg.ylimDeg.map((half, i) => {
+      const p = new Plot(plots, {width: 560, height: 290, title: 'worst joint', xlabel: 'time (s)',
+                                 ylabel: 'joint angle (deg)', xlim: [0, duration], ylim: [-half, half],
+                                 className: 'pl-step'});
+      el('rect', {x: p.x(duration - cfg.hold.settleWindow), y: p.m.t, width: p.x(duration) - p.x(duration - 1),
+                  height: p.h - p.m.t - p.m.b, class: 'pl-shade'}, p.layer('shade'));
+      p.legend([['command', this.colors.command, 'dash'], ['joint angle q', this.colors.response, 'line'],
+                ['last second', '#eeeeee', 'box']]);
+      if (i > 0) p.svg.style.display = 'none';
+      return p;
+    });
+    // the rate axis a little wider than the slider's, so that its last tick label fits
+    this.growthPlot = new Plot(plots, {title: 'growth per controller tick', xlabel: 'controller rate (Hz)',
+                                       ylabel: 'growth per tick (worst joint)',
+                                       xlim: [r.rateHz[0] / 1.1, r.rateHz[1] * 1.15], ylim: [0, 2],
+                                       xlog: true, className: 'pl-growth'});
+    this.growthPlot.legend([['in-loop', this.colors.diverged, 'line'], ['in-step', this.colors.response, 'line'],
+                            ['growth = 1', this.colors.bound, 'dash'], ['current', this.colors.current, 'o']]);
+  }
+
+  // both backends' curves over the rates (kept for the latest 16 settings: a move of the rate or the backend
+  // redraws them without recomputing, as the kernel's panel keeps them) and the growth at the current rate
+  growth() {
+    const v = this.values, g = this.config.growth;
+    const common = {kp: v.kp, kv: v.kv, armature: v.armature, timestep: v.timestep, integrator: v.integrator,
+                    inertia: g.inertia, damping: g.damping};
+    const key = JSON.stringify([v.kp, v.kv, v.armature, v.timestep, v.integrator]);
+    this.curveCache = this.curveCache || new Map();
+    let curves = this.curveCache.get(key);
+    if (!curves) {
+      curves = Object.fromEntries(this.config.backends.map(
+        (backend) => [backend, arm.growthCurve(g.rates, {...common, backend})]));
+      if (this.curveCache.size >= 16) this.curveCache.delete(this.curveCache.keys().next().value);
+      this.curveCache.set(key, curves);
+    }
+    const current = arm.growthCurve([v.rateHz], {...common, backend: v.backend})[0];
+    return {curves, current};
+  }
+
+  async update(start = performance.now()) {
+    const generation = ++this.generation;
+    const v = {...this.values};
+    this.scheduleUrl();
+    this.growthNow = this.growth();
+    this.drawGrowth();
+    this.root.dataset.state = 'running';
+    if (!this.isLive()) {
+      this.result = null;
+      this.drawHold(null, null);
+      this.latencies.push(performance.now() - start);
+      this.finish(start);
+      return;
+    }
+    const params = {...v, forcerange: this.config.hold.forcerange};
+    const run = arm.holdRun(this.arm, params, {sliceMs: SLICE_MS, firstSliceMs: FIRST_SLICE_MS});
+    await this.drive(run, generation, start, (progress) => this.drawHold({...progress.run, progress}, null),
+                     (record) => {
+                       const summary = arm.summarizeHold(record, this.config.hold);
+                       this.result = {run: record, summary, note: arm.holdNote(summary, this.growthNow.current, v),
+                                      values: v};
+                       this.drawHold(record, this.result);
+                     });
+  }
+
+  drawGrowth() {
+    const p = this.growthPlot, c = this.colors, v = this.values, g = this.growthNow;
+    const layer = p.layer('curves');
+    const rates = this.config.growth.rates;
+    p.path(layer, [rates[0], rates[rates.length - 1]], [1, 1], {stroke: c.bound, 'stroke-width': 1,
+                                                                 'stroke-dasharray': '5 3'});
+    const colorOf = {'in-loop': c.diverged, 'in-step': c.response};
+    for (const backend of this.config.backends) {
+      p.path(layer, rates, g.curves[backend].map((x) => Math.min(x, 2.0)), {stroke: colorOf[backend],
+                                                                             'stroke-width': 1.6});
+    }
+    const top = p.layer('top-point');
+    el('circle', {cx: p.x(v.rateHz), cy: p.y(Math.min(g.current, 2.0)), r: 5, fill: 'none', stroke: c.current,
+                  'stroke-width': 2}, top);
+    const value = pyFormat(g.current, g.current < 1000 ? '.3f' : '.3g');
+    p.titleNode.textContent = `growth per tick ${value} (${v.backend}, ${pyFormat(v.rateHz, '.0f')} Hz)`;
+  }
+
+  drawHold(record, result) {
+    const cfg = this.config, c = this.colors, v = this.values;
+    const nq = cfg.hold.standby.length;
+    const worst = result ? result.summary.worst : (this.lastWorst ?? 0);
+    let wide = false;
+    const q = record && record.q, steps = record ? (record.steps ?? 0) : 0;
+    if (q) {
+      for (let k = 0; k < steps && !wide; k++) {
+        if (Math.abs(q[k * nq + worst]) * 180 / Math.PI > cfg.ylimDeg[0]) wide = true;
+      }
+    }
+    if (result) this.lastWorst = worst;
+    this.holdPlots.forEach((p, i) => { p.svg.style.display = (i === 1) === wide ? '' : 'none'; });
+    const p = this.holdPlots[wide ? 1 : 0];
+    this.holdPlots[wide ? 0 : 1].layer('trace');
+    this.holdPlots[wide ? 0 : 1].layer('top-marks');
+    const g = p.layer('trace');
+    const marks = p.layer('top-marks');
+    const joint = cfg.hold.joints[worst];
+    if (!this.isLive()) {
+      p.titleNode.textContent = 'no trajectory: discrete is not in this page\'s MuJoCo';
+      this.drawNoDiscrete(p, marks, p.x(cfg.hold.duration / 2), p.y(20), 18);
+      this.note.textContent = this.noteText();
+      return;
+    }
+    if (q && steps > 0) {
+      const h = record.h ?? v.timestep;
+      const t = (k) => h * (k + 1);
+      const column = (offset, source) => {
+        // min and max per pixel column: a joint that flips sides every step keeps its full swing
+        const cols = Math.round(p.w - p.m.l - p.m.r), xs = [], ys = [];
+        let col = -1, lo = 0, hi = 0, tlo = 0, thi = 0;
+        const flush = () => {
+          if (col < 0) return;
+          const [a, b] = tlo <= thi ? [[tlo, lo], [thi, hi]] : [[thi, hi], [tlo, lo]];
+          xs.push(a[0], b[0]); ys.push(a[1], b[1]);
+        };
+        for (let k = 0; k < steps; k++) {
+          const y = Math.max(-1e4, Math.min(1e4, source[k * nq + offset] * 180 / Math.PI));
+          const c2 = Math.floor(t(k) / cfg.hold.duration * cols);
+          if (c2 !== col) { flush(); col = c2; lo = hi = y; tlo = thi = t(k); continue; }
+          if (y < lo) { lo = y; tlo = t(k); }
+          if (y > hi) { hi = y; thi = t(k); }
+        }
+        flush();
+        return [xs, ys];
+      };
+      const [cx, cy] = column(worst, record.target);
+      p.path(g, cx, cy, {stroke: c.command, 'stroke-width': 1, 'stroke-dasharray': '4 3'});
+      const [xs, ys] = column(worst, q);
+      p.path(g, xs, ys, {stroke: c.response, 'stroke-width': 1.4});
+    }
+    if (!result) {
+      const shown = record && record.progress ? record.progress.done * v.timestep : 0;
+      p.text(marks, `running… ${shown.toFixed(1)} / ${cfg.hold.duration.toFixed(1)} s`, p.x(cfg.hold.duration / 2),
+             p.m.t + 14, {'text-anchor': 'middle', class: 'pl-muted', 'font-size': 11});
+      p.titleNode.textContent = `worst joint: ${joint}`;
+      this.status.textContent = `MuJoCo ${this.version} (WebAssembly) in this page: running`;
+      return;
+    }
+    const s = result.summary;
+    p.titleNode.textContent = `worst joint: ${joint}`;
+    // the kernel panel's two lines, the first broken after its "where": clear of the legend at the top right
+    const [head, ...rest] = result.note.split('\n');
+    const cut = head.indexOf(': ');
+    const lines = [head.slice(0, cut + 1), head.slice(cut + 2), ...rest];
+    const down = cfg.hold.standby[worst] < 0;   // the note goes where the move leaves room, as the kernel's panel
+    const y0 = down ? p.m.t + 16 : p.h - p.m.b - 8 - 14 * (lines.length - 1);
+    lines.forEach((line, i) => {
+      p.text(marks, line, p.m.l + 6, y0 + 14 * i, {'font-size': 11, fill: s.diverged ? c.diverged : 'currentColor',
+                                                   class: 'pl-halo', 'paint-order': 'stroke'});
+    });
+    if (s.diverged) {
+      p.text(marks, 'diverged', p.x(cfg.hold.duration / 2), p.y(0), {fill: c.diverged, 'font-size': 24,
+             'font-weight': 'bold', 'text-anchor': 'middle'});
+    }
+    this.readoutNode.textContent = result.note.replace('\n', ' · ');
+    this.readoutNode.classList.toggle('pl-bad', s.diverged || s.chatters);
+    this.status.textContent = `MuJoCo ${this.version} (WebAssembly) in this page`;
+    this.note.textContent = this.noteText();
+  }
+
+  noteText() {
+    const cfg = this.config;
+    return `The SO-101 (no meshes) moves from its home pose to the standby pose in ${cfg.hold.moveTime} s and ` +
+      `holds it; the controller ticks at the chosen rate and holds its command (or torque) between ticks. The ` +
+      `trace is the joint that moves most over the last second (grey). Growth per tick above 1: the PD cannot hold ` +
+      `still. Simulated by MuJoCo ${this.version} in this page (physai's figures use MuJoCo ${cfg.pythonMujoco}).`;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Chapter 4's panel: a recorded episode replayed open loop under the servo on the sliders
+// (physai.interface.servo_sysid_panels.sysid_panel)
+
+const JOINT_SHORT = ['pan', 'lift', 'elbow', 'w.flex', 'w.roll'];
+const SIM_COLORS = ['#1f6fb4', '#2a9d4b'];
+const REAL_COLOR = '#888888', SAG_COLOR = '#d08b00';
+
+export class SysidPanel extends ArmLivePanel {
+  constructor(block, config, mujoco) {
+    super(block, config, mujoco);
+    this.arm = new arm.Arm(mujoco, config.xml, null, 'sysid-arm');
+    this.start();
+  }
+
+  controlSpecs() {
+    const cfg = this.config, r = cfg.ranges;
+    return [
+      {name: 'kp', url: 'kp', label: 'kp', kind: 'log', range: r.kp, steps: KP_STEPS, round: round(4),
+       show: (v) => `${Number(v.toPrecision(4))} N·m/rad`, urlText: (v) => String(round(5)(v))},
+      {name: 'armature', url: 'armature', label: 'armature', kind: 'linear', range: r.armature, step: 0.0005,
+       show: (v) => `${v.toFixed(4)} kg·m²`, urlText: fixed(4)},
+      {name: 'timestep', url: 'h', label: 'timestep', kind: 'ms', range: r.timestepMs, step: 0.1,
+       show: (v) => `${(v * 1e3).toFixed(1)} ms`, urlText: (v) => fixed(1)(v * 1e3)},
+      {name: 'integrator', url: 'integrator', label: 'integrator', kind: 'choice', options: cfg.integrators,
+       optionText: (o) => (cfg.browserIntegrators.includes(o) ? o : `${o} (not here)`), urlText: String},
+      {name: 'kv', url: 'kv', label: 'kv', kind: 'log', range: r.kv, steps: KP_STEPS, round: round(3),
+       show: (v) => `${pyFormat(v, '.3g')} N·m·s/rad`, urlText: (v) => String(round(4)(v))},
+      {name: 'forcerange', url: 'forcerange', label: 'forcerange ±', kind: 'linear', range: r.forcerange, step: 0.01,
+       show: (v) => `${v.toFixed(2)} N·m`, urlText: fixed(2)},
+    ];
+  }
+
+  // the twin's kp when the reader touched it
+  fromTwin() {
+    const id = this.config.twin;
+    const kp = id ? document.getElementById(`${id}-kp-value`) : null;
+    const v = kp ? parseFloat(kp.textContent) : NaN;
+    return Number.isFinite(v) && v >= this.config.ranges.kp[0] && v <= this.config.ranges.kp[1] ? {kp: v} : {};
+  }
+
+  buildPlots(plots) {
+    const cfg = this.config, e = cfg.episode, na = cfg.armJoints.length;
+    this.jointIndex = cfg.joints.map((j) => cfg.armJoints.indexOf(j));
+    let lo = Infinity, hi = -Infinity;
+    for (let t = 0; t < e.nframe; t++) {
+      for (const j of this.jointIndex) {
+        lo = Math.min(lo, e.stateDeg[t * na + j]);
+        hi = Math.max(hi, e.stateDeg[t * na + j]);
+      }
+    }
+    const duration = (e.nframe - 1) / e.fps;
+    this.overlay = new Plot(plots, {width: 480, height: 290, title: `held-out episode ${e.index}`,
+                                    xlabel: 'time (s)', ylabel: 'joint angle (deg)', xlim: [0, duration],
+                                    ylim: [lo - 0.15 * (hi - lo), hi + 0.15 * (hi - lo)], className: 'pl-step'});
+    const real = this.overlay.layer('real');
+    const t = Array.from({length: e.nframe}, (_, k) => k / e.fps);
+    for (const j of this.jointIndex) {
+      this.overlay.path(real, t, t.map((_, k) => e.stateDeg[k * na + j]), {stroke: REAL_COLOR, 'stroke-width': 2.4,
+                                                                          'stroke-opacity': 0.7});
+    }
+    this.overlay.legend([['real', REAL_COLOR, 'line'], ...cfg.joints.map((j, i) => [`sim ${j}`, SIM_COLORS[i],
+                                                                                    'line'])], 'ul');
+    // down to the middle of the left edge, where the episode starts at rest between its two joints
+    const legend = this.overlay.layers['top-legend'];
+    legend.setAttribute('transform', `translate(0 ${(this.overlay.h - this.overlay.m.b - this.overlay.m.t) / 2 - 30})`);
+    const bars = (title, ylabel, ylim) => {
+      const p = new Plot(plots, {width: 280, height: 290, title, xlabel: 'joint', ylabel, xlim: [-0.6, na - 0.4],
+                                 ylim, className: 'pl-bars'});
+      // the joints by name instead of the numeric ticks on x (the row of text between the frame and the x label)
+      for (const node of [...p.svg.querySelectorAll('text')]) {
+        const y = parseFloat(node.getAttribute('y'));
+        if (y > p.h - p.m.b && y < p.h - 10 && !node.getAttribute('transform')) node.remove();
+      }
+      for (const node of [...p.svg.querySelectorAll('line.pl-grid')]) {
+        if (node.getAttribute('x1') === node.getAttribute('x2')) node.remove();
+      }
+      JOINT_SHORT.forEach((name, j) => {
+        el('text', {x: p.x(j), y: p.h - p.m.b + 14, 'text-anchor': 'middle', 'font-size': 12,
+                    fill: 'currentColor'}, p.svg).textContent = name;
+      });
+      return p;
+    };
+    this.errors = bars('error per joint', 'mean |sim − real| (deg)', [0, 6]);
+    this.sags = bars('sag in held poses', 'command − joint (deg)', [-4, 4]);
+    this.sags.path(this.sags.layer('zero'), [-0.6, na - 0.4], [0, 0], {stroke: '#555555', 'stroke-width': 0.8});
+    this.sags.legend([['real', REAL_COLOR, 'box'], ['sim', SAG_COLOR, 'box']], 'lr');
+  }
+
+  servo() {
+    const v = this.values, b = this.config.base;
+    return {kp: v.kp, kv: v.kv, forcerange: v.forcerange, damping: b.damping, frictionloss: b.frictionloss,
+            armature: v.armature, timestep: v.timestep, integrator: v.integrator};
+  }
+
+  async update(start = performance.now()) {
+    const generation = ++this.generation;
+    const cfg = this.config;
+    this.scheduleUrl();
+    this.root.dataset.state = 'running';
+    if (!this.isLive()) {
+      this.result = null;
+      this.drawReplay(null, null);
+      this.latencies.push(performance.now() - start);
+      this.finish(start);
+      return;
+    }
+    const run = arm.replayRun(this.arm, this.servo(), cfg.episode, {sliceMs: SLICE_MS, firstSliceMs: FIRST_SLICE_MS});
+    await this.drive(run, generation, start, (progress) => this.drawReplay(progress.run, null),
+                     (record) => {
+                       const summary = arm.summarizeReplay(record, cfg.episode, cfg);
+                       this.result = {run: record, summary, status: arm.replayStatus(summary)};
+                       this.drawReplay(record, this.result);
+                     });
+  }
+
+  drawReplay(record, result) {
+    const cfg = this.config, e = cfg.episode, p = this.overlay, na = cfg.armJoints.length;
+    const g = p.layer('sim'), marks = p.layer('top-marks');
+    if (!this.isLive()) {
+      for (const layer of ['bars']) { this.errors.layer(layer); this.sags.layer(layer); }
+      this.drawNoDiscrete(p, marks, (p.m.l + p.w - p.m.r) / 2, p.m.t + 40, 18);
+      return;
+    }
+    if (record) {
+      const nq = record.q.length / e.nframe;
+      const t = Array.from({length: record.frames}, (_, k) => k / e.fps);
+      this.jointIndex.forEach((j, i) => {
+        const address = cfg.armIndex[j];
+        p.path(g, t, t.map((_, k) => record.q[k * nq + address] * 180 / Math.PI),
+               {stroke: SIM_COLORS[i], 'stroke-width': 1.3});
+      });
+    }
+    if (!result) {
+      p.text(marks, `running… ${((record ? record.frames - 1 : 0) / e.fps).toFixed(1)} s`, p.w - p.m.r - 6,
+             p.m.t + 14, {'text-anchor': 'end', class: 'pl-muted', 'font-size': 11});
+      this.status.textContent = `MuJoCo ${this.version} (WebAssembly) in this page: running`;
+      return;
+    }
+    const s = result.summary, bad = s.diverged || s.chatters;
+    p.text(marks, result.status, p.w - p.m.r - 6, p.m.t + 14, {'text-anchor': 'end', 'font-size': 12,
+           fill: bad ? this.colors.diverged : 'currentColor', class: 'pl-halo', 'paint-order': 'stroke'});
+    const bar = (plot, x, width, height, color, layer) => {
+      if (!Number.isFinite(height)) return;
+      const y0 = plot.y(0), y1 = plot.y(Math.max(plot.y.lim[0], Math.min(plot.y.lim[1], height)));
+      el('rect', {x: plot.x(x - width / 2), y: Math.min(y0, y1), width: plot.x(x + width / 2) - plot.x(x - width / 2),
+                  height: Math.abs(y1 - y0), fill: color}, layer);
+    };
+    const eb = this.errors.layer('bars'), sb = this.sags.layer('bars');
+    for (let j = 0; j < na; j++) {
+      bar(this.errors, j, 0.8, s.jointMae[j], SIM_COLORS[0], eb);
+      bar(this.sags, j - 0.2, 0.4, s.sagReal[j], REAL_COLOR, sb);
+      bar(this.sags, j + 0.2, 0.4, s.sag[j], SAG_COLOR, sb);
+    }
+    this.readoutNode.textContent = result.status;
+    this.readoutNode.classList.toggle('pl-bad', bad);
+    this.status.textContent = `MuJoCo ${this.version} (WebAssembly) in this page`;
+    const stepMs = (1e3 / (e.fps * result.run.sub)).toFixed(2);
+    this.note.textContent = `Episode ${e.index} (${e.nframe} frames at ${e.fps} fps) replayed open loop: every ` +
+      `frame's recorded command held for ${result.run.sub} physics steps of ${stepMs} ms (the timestep that fits ` +
+      `a frame), joint damping ${cfg.base.damping} and friction loss ${cfg.base.frictionloss} as fitted. ` +
+      `Simulated by MuJoCo ${this.version} in this page (physai's figures use MuJoCo ${cfg.pythonMujoco}).`;
+  }
+}
