@@ -3,7 +3,9 @@
 The fast tests check the Python side (the arm's MJCF for MuJoCo 3.3.8, the block and its configuration) and the
 JavaScript port of physai's figures (book/_static/physai-live-arm-core.js) against Python in Node: the tick pattern,
 the growth per tick, the hold's summary and its words on Python's own trajectories, and a few hold runs of MuJoCo
-3.3.8 against Python MuJoCo 3.17.0. The slow ones open the panel in headless Chromium from a local http server.
+3.3.8 against Python MuJoCo 3.17.0, and the ``discrete`` results the page shows precomputed (chapter 3's ensemble
+verdicts, chapter 4's replays) against a fresh computation, nudged and not. The slow ones open the panels in headless
+Chromium from a local http server.
 
 What "agree" means here. In Python MuJoCo 3.17.0 the browser's MJCF gives trajectories bit-identical to physai's
 (:func:`test_arm_xml_gives_physai_s_trajectories_in_python`). MuJoCo 3.3.8 does not: the arm's friction loss is a
@@ -35,7 +37,7 @@ from physai.engine import so101
 from physai.engine.hold import (HoldParams, chatter_frequency, hold_responses, reference,
                                 so101_joints)
 from physai.experiments.where_pd_runs import growth_curve
-from physai.interface import twin, web_arm
+from physai.interface import twin, web, web_arm
 from physai.interface.where_pd_runs_panels import PANEL_RATES_HZ
 from physai.laws.loop import tick_mask, tick_pattern
 
@@ -161,7 +163,7 @@ def test_block_is_hidden_and_carries_its_configuration():
     assert cfg['hold']['joints'] == list(so101_joints())
     assert cfg['growth']['rates'] == list(PANEL_RATES_HZ)
     print(f'chapter 3 block: {len(block) / 1024:.1f} KB of HTML')
-    assert len(block) < 40_000  # the arm's text and the constants: no precomputed runs
+    assert len(block) < 40_000  # the arm's text, the constants and the discrete verdicts: no precomputed runs
 
 
 def test_pd_note_is_the_kernel_panel_s():
@@ -173,6 +175,29 @@ def test_pd_note_is_the_kernel_panel_s():
         panel.update()
         setting = dict(BASE, rateHz=rate_hz, backend='in-loop')
         assert panel.state['note'].get_text() == web_arm.hold_reference([setting])[0]['note']
+
+
+def test_pd_discrete_words_are_the_chapter_s_ensembles():
+    """The block's discrete verdicts are the chapter's pd-rate ensembles (physai.experiments.where_pd_runs, the
+    twin's path) with the integrator discrete, in the twin's words."""
+    from physai.experiments.where_pd_runs import rate_ensembles
+    from physai.interface.where_pd_runs_panels import ensemble_text
+    d = config()['discrete']
+    assert d['rates'] == list(web_arm.PD_DISCRETE_RATES_HZ) and d['backends'] == list(web_arm.BACKENDS)
+    s = d['settings']
+    assert s == {'kp': 998.22, 'kv': 2.731, 'armature': 0.028, 'timestep': 0.001}
+    fresh = rate_ensembles(rates_hz=d['rates'], integrator='discrete', **s)
+    assert d['words'] == [{'text': ensemble_text(e), 'state': e.state} for e in fresh]
+    states = {w['state'] for w in d['words']}
+    assert 'chatters' in states and 'still' in states  # at 50 Hz in the loop it chatters; in the step it holds
+    print('\n'.join(f"{r:g} Hz {b}: {d['words'][2 * i + j]['text']}" for i, r in enumerate(d['rates'])
+                    for j, b in enumerate(d['backends'])))
+
+
+@pytest.mark.slow
+def test_pd_discrete_words_survive_the_nudge(monkeypatch):
+    monkeypatch.setenv('PHYSAI_PERTURB', '1e-12')
+    assert web_arm.pd_discrete() == config()['discrete']
 
 
 @pytest.mark.parametrize('kwargs, name', [({'rate_hz': 5.0}, 'rate_hz'), ({'backend': 'in step'}, 'backend'),
@@ -511,6 +536,23 @@ def test_address_round_trips_the_setting_and_the_twin_stays_without_webassembly(
     page.close()
 
 
+@pytest.mark.slow
+def test_discrete_shows_the_precomputed_ensembles_and_says_so(site, browser):
+    page, _, errors = open_live(browser, site + '/?pd-integrator=discrete&pd-rate=60')
+    d = config()['discrete']
+    words = d['words'][2 * d['rates'].index(50.0)]  # 60 Hz is nearest 50 Hz; in-loop, the panel's start
+    readout = page.inner_text('#physai-live-pd-panel .pl-readout')
+    assert readout == (f"in-loop at 50 Hz: {words['text']} · precomputed (MuJoCo {mujoco.__version__}, discrete, "
+                       'ensemble at the nearest rate 50 Hz)')
+    assert page.inner_text('#physai-live-pd-panel .pl-note').startswith('Precomputed by physai (MuJoCo 3.17.0)')
+    shown = page.eval_on_selector_all('#physai-live-pd svg text', 'ts => ts.map((t) => t.textContent).join("\\n")')
+    assert all(w['text'] in shown for w in d['words'])
+    growth = page.evaluate('() => window.physaiLive.pd.growthNow.current')
+    assert math.isfinite(growth)  # the growth per tick is still computed on the page
+    assert errors == []
+    page.close()
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Chapter 4: the held-out episode replayed under a servo
 
@@ -585,6 +627,59 @@ def test_replay_status_is_the_kernel_panel_s():
 def test_bad_sysid_settings_are_refused_by_name(kwargs, name):
     with pytest.raises(ValueError, match=name):
         web_arm.sysid_config(*held_out(), **kwargs)
+
+
+@functools.cache
+def sysid_discrete() -> dict:
+    return web_arm.sysid_discrete(*held_out())
+
+
+def test_sysid_discrete_records_are_python_mujoco_s_replays():
+    """Each stored discrete replay, unpacked as the page does, is Python MuJoCo's replay at its kp and the panel's
+    other defaults (:func:`web_arm.replay_reference`, the path the browser comparisons use), to the stored step."""
+    episode, _ = held_out()
+    cfg = sysid_config()
+    d = cfg['discrete']
+    assert d == sysid_discrete()  # the block carries it
+    assert d['kp'] == list(web_arm.SYSID_DISCRETE_KPS) and len(d['runs']) == len(d['kp'])
+    servos = [dict(cfg['base'], kp=kp, kv=d['settings']['kv'], forcerange=d['settings']['forcerange'],
+                   armature=d['settings']['armature']) for kp in d['kp']]
+    ref = web_arm.replay_reference(episode, servos, timestep=d['settings']['timestep'], integrator='discrete')
+    cols = [web_arm.ARM_JOINTS.index(j) for j in d['joints']]
+    step = d['steps']['sim']
+    stored = 0
+    for kp, run, p in zip(d['kp'], d['runs'], ref):
+        if run.get('chaotic'):
+            assert run['status'].split(' ')[0] == p['status'].split(' ')[0], kp
+            continue
+        stored += 1
+        assert run['status'] == p['status'], kp
+        for c, packed in zip(cols, run['sim']):
+            got = np.array([math.nan if v is None else v for v in web.unpack(packed, step)])
+            assert got.shape == (episode.nframe,)
+            assert np.allclose(got, p['simDeg'][:, c], rtol=0, atol=step / 2 + 1e-9, equal_nan=True), kp
+        assert np.allclose(run['jointMae'], p['jointMae'], rtol=0, atol=d['steps']['bars'] / 2 + 1e-9), kp
+        assert np.allclose([math.nan if v is None else v for v in run['sag']], p['sag'], rtol=0,
+                           atol=d['steps']['bars'] / 2 + 1e-9, equal_nan=True), kp
+    assert np.allclose(d['sagReal'], ref[0]['sagReal'], rtol=0, atol=d['steps']['bars'] / 2 + 1e-9)
+    assert stored >= len(d['kp']) // 2
+    assert {r['status'].split(' ')[0] for r in d['runs']} >= {'stable'}
+
+
+def test_sysid_discrete_records_survive_the_nudge(monkeypatch):
+    monkeypatch.setenv('PHYSAI_PERTURB', '1e-12')
+    assert web_arm.sysid_discrete(*held_out()) == sysid_discrete()
+
+
+def test_sysid_block_size_with_the_discrete_replays():
+    import gzip
+    episode, base = held_out()
+    block = web_arm.sysid_live(episode, base).data
+    part = json.dumps(sysid_discrete(), ensure_ascii=False)
+    raw, zipped = len(block.encode()), len(gzip.compress(block.encode()))
+    print(f'chapter 4 block: {raw / 1024:.1f} KB raw, {zipped / 1024:.1f} KB gzip; the discrete replays '
+          f'{len(part.encode()) / 1024:.1f} KB raw, {len(gzip.compress(part.encode())) / 1024:.1f} KB gzip')
+    assert len(part.encode()) < 40_000
 
 
 REPLAY_SUMMARY_SCRIPT = f"""
@@ -715,6 +810,62 @@ def test_sysid_page_replays_agree_and_every_control_changes_the_plot(sysid_site,
     assert values['timestep'] == 0.02
     other.close()
     assert errors == []
+
+
+@pytest.mark.slow
+def test_sysid_twin_stays_and_says_why_without_webassembly(sysid_site, browser):
+    page = browser.new_page()
+    requests = []
+    page.on('request', lambda r: requests.append(r.url))
+    page.add_init_script('delete globalThis.WebAssembly')
+    page.goto(sysid_site + '/?sysid-kp=3000')  # an address that would start MuJoCo at once
+    offer = page.wait_for_selector('.physai-live-offer[data-state=no-wasm]')
+    assert 'WebAssembly' in offer.inner_text() and 'precomputed' in offer.inner_text()
+    page.click('#physai-twin-sysid-kp-kp')  # touching the twin starts nothing either
+    assert page.is_visible('#physai-twin-sysid-kp') and not page.is_visible('#physai-live-sysid')
+    assert not any('mujoco_wasm' in r for r in requests)
+    page.close()
+
+
+@pytest.mark.slow
+def test_sysid_present_address_opens_the_present_view(sysid_site, browser):
+    page = browser.new_page(viewport={'width': 1280, 'height': 720})
+    errors = []
+    page.on('pageerror', lambda e: errors.append(str(e)))
+    page.goto(sysid_site + '/?sysid-present=1&sysid-h=20.0')  # 20 ms: 2 steps a frame
+    page.wait_for_selector('#physai-live-sysid[data-state=live]', state='attached', timeout=120000)
+    sysid_idle(page)
+    panel = '#physai-live-sysid-panel'
+    assert page.eval_on_selector(panel, 'p => p.classList.contains("physai-live-present")')
+    assert page.inner_text(f'{panel} button:text("leave present")') == 'leave present'
+    box = page.eval_on_selector(f'{panel} svg.pl-step', 's => s.getBoundingClientRect().toJSON()')
+    assert box['height'] > 100 and box['bottom'] <= 720  # the replay plot is on the projector's screen
+    page.keyboard.press('Escape')
+    page.wait_for_function("() => !location.search.includes('sysid-present')")
+    assert not page.eval_on_selector(panel, 'p => p.classList.contains("physai-live-present")')
+    assert errors == []
+    page.close()
+
+
+@pytest.mark.slow
+def test_sysid_discrete_draws_the_precomputed_replay_and_says_so(sysid_site, browser):
+    page = browser.new_page(viewport={'width': 1280, 'height': 800})
+    errors = []
+    page.on('pageerror', lambda e: errors.append(str(e)))
+    page.goto(sysid_site + '/?sysid-integrator=discrete&sysid-kp=90')
+    page.wait_for_selector('#physai-live-sysid[data-state=live]', state='attached', timeout=120000)
+    sysid_idle(page)
+    d = sysid_discrete()
+    run = d['runs'][d['kp'].index(100.0)]  # the nearest kp on a log scale
+    readout = page.inner_text('#physai-live-sysid-panel .pl-readout')
+    assert readout == f"{run['status']} · precomputed (MuJoCo {mujoco.__version__}, discrete, nearest kp 100)"
+    assert page.inner_text('#physai-live-sysid-panel .pl-note').startswith('Precomputed by physai (MuJoCo 3.17.0)')
+    if not run.get('chaotic'):  # the two joints' traces and the bars are drawn
+        paths = page.eval_on_selector_all('#physai-live-sysid svg.pl-step path[stroke-dasharray]', 'ps => ps.length')
+        assert paths == 2
+        assert page.eval_on_selector_all('#physai-live-sysid svg.pl-bars rect', 'rs => rs.length') >= 10
+    assert errors == []
+    page.close()
 
 
 if __name__ == '__main__':  # scratch pages with the chapters' real twins: python tests/test_web_arm.py DIR

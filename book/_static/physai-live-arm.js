@@ -6,10 +6,11 @@
 // A hold is 3 s of a six-joint arm with friction loss: thousands of MuJoCo steps, a few hundred milliseconds in
 // WebAssembly. So a slider redraws the growth per tick (an equation) at once, and the trajectory fills in slice by
 // slice (5 ms of MuJoCo first, then about 20 ms each, the page free between two); the next slider move drops the
-// run in progress.
-import {Plot, el} from './physai-live.js';
+// run in progress. The discrete integrator (not in MuJoCo 3.3.8) shows what physai precomputed, labelled as such:
+// chapter 3 an ensemble's verdict per rate and backend, chapter 4 the replay at the nearest kp.
+import {Plot, el, nearestIndex} from './physai-live.js';
 import * as arm from './physai-live-arm-core.js';
-import {pyFormat} from './physai-live-core.js';
+import {pyFormat, unpack} from './physai-live-core.js';
 
 const KP_STEPS = 1000;
 const RATE_STEPS = 400;
@@ -275,17 +276,6 @@ class ArmLivePanel {
     this.root.dataset.drawn = String(this.drawn);
     this.root.dataset.state = 'idle';
   }
-
-  // the message a panel shows instead of a trajectory when the integrator is not in this page's MuJoCo
-  drawNoDiscrete(p, marks, xMid, yTop, step) {
-    const lines = [`MuJoCo ${this.version} has no discrete integrator:`, 'no run here. The chapter\'s own panel',
-                   '(Colab, Python MuJoCo) runs discrete.'];
-    lines.forEach((line, i) => p.text(marks, line, xMid, yTop + i * step, {'text-anchor': 'middle', 'font-size': 12,
-                                                                          fill: 'currentColor'}));
-    this.readoutNode.textContent = `discrete: not in MuJoCo ${this.version}, no run here`;
-    this.readoutNode.classList.remove('pl-bad');
-    this.status.textContent = `discrete: not in MuJoCo ${this.version}`;
-  }
 }
 
 const round = (digits) => (v) => Number(v.toPrecision(digits));
@@ -314,7 +304,7 @@ export class PdPanel extends ArmLivePanel {
       {name: 'timestep', url: 'h', label: 'timestep', kind: 'ms', range: r.timestepMs, step: 0.1,
        show: (v) => `${(v * 1e3).toFixed(1)} ms`, urlText: (v) => fixed(1)(v * 1e3)},
       {name: 'integrator', url: 'integrator', label: 'integrator', kind: 'choice', options: cfg.integrators,
-       optionText: (o) => (cfg.browserIntegrators.includes(o) ? o : `${o} (growth only)`), urlText: String},
+       optionText: (o) => (cfg.browserIntegrators.includes(o) ? o : `${o} (precomputed)`), urlText: String},
     ];
   }
 
@@ -443,9 +433,7 @@ export class PdPanel extends ArmLivePanel {
     const marks = p.layer('top-marks');
     const joint = cfg.hold.joints[worst];
     if (!this.isLive()) {
-      p.titleNode.textContent = 'no trajectory: discrete is not in this page\'s MuJoCo';
-      this.drawNoDiscrete(p, marks, p.x(cfg.hold.duration / 2), p.y(20), 18);
-      this.note.textContent = this.noteText();
+      this.drawPrecomputed(p, marks);
       return;
     }
     if (q && steps > 0) {
@@ -503,6 +491,46 @@ export class PdPanel extends ArmLivePanel {
     this.readoutNode.classList.toggle('pl-bad', s.diverged || s.chatters);
     this.status.textContent = `MuJoCo ${this.version} (WebAssembly) in this page`;
     this.note.textContent = this.noteText();
+    this.note.classList.remove('pl-fallback');
+  }
+
+  // discrete (not in this page's MuJoCo): the ensembles physai precomputed at the panel's starting kp, kv,
+  // armature and timestep (physai.interface.web_arm.pd_discrete), one line per rate and backend, in the twin's
+  // words: below the critical rate the hold is a chaotic limit cycle, so no single trace of it is stored
+  drawPrecomputed(p, marks) {
+    const cfg = this.config, d = cfg.discrete, v = this.values, c = this.colors;
+    const ir = nearestIndex(d.rates, v.rateHz, true), ib = d.backends.indexOf(v.backend);
+    const current = d.words[ir * d.backends.length + ib];
+    const label = `precomputed (MuJoCo ${d.pythonMujoco}, discrete, ensemble at the nearest rate ` +
+      `${pyFormat(d.rates[ir], '.0f')} Hz)`;
+    p.titleNode.textContent = 'discrete: precomputed ensembles (no single trace)';
+    const x0 = p.m.l + 6;
+    let y = p.m.t + 16;
+    p.text(marks, `${d.rates.length} rates × ${d.backends.length} backends,`, x0, y, {'font-size': 11,
+                                                                                    class: 'pl-muted'});
+    p.text(marks, 'each an ensemble of runs from nearby starts:', x0, y + 14, {'font-size': 11, class: 'pl-muted'});
+    y += 32;  // below the legend at the top right
+    d.rates.forEach((rate, i) => {
+      d.backends.forEach((backend, j) => {
+        y += 13;
+        const w = d.words[i * d.backends.length + j], here = i === ir && j === ib;
+        p.text(marks, `${pyFormat(rate, '.0f').padStart(4)} Hz ${backend} ${w.text}`, x0, y,
+               {'font-size': 10, 'font-family': 'monospace', 'font-weight': here ? 'bold' : 'normal',
+                fill: w.state === 'still' ? 'currentColor' : c.diverged, class: 'pl-halo', 'paint-order': 'stroke'});
+      });
+    });
+    const bad = current.state !== 'still';
+    this.readoutNode.textContent = `${v.backend} at ${pyFormat(d.rates[ir], '.0f')} Hz: ${current.text} · ${label}`;
+    this.readoutNode.classList.toggle('pl-bad', bad);
+    this.status.textContent = `discrete: precomputed (not in MuJoCo ${this.version})`;
+    const s = d.settings;
+    this.note.textContent = `Precomputed by physai (MuJoCo ${d.pythonMujoco}): the browser's MuJoCo ` +
+      `${this.version} has no discrete integrator. Each line is an ensemble of holds from nearby starts (a hold ` +
+      `below the critical rate is a chaotic limit cycle: one run's trace would change with the last bits), at ` +
+      `the panel's starting kp ${s.kp} N·m/rad, kv ${s.kv} N·m·s/rad, armature ${s.armature} kg·m², timestep ` +
+      `${(s.timestep * 1e3).toFixed(1)} ms (the rate picks the nearest line; the other sliders move the growth ` +
+      `per tick only).`;
+    this.note.classList.add('pl-fallback');
   }
 
   noteText() {
@@ -539,7 +567,7 @@ export class SysidPanel extends ArmLivePanel {
       {name: 'timestep', url: 'h', label: 'timestep', kind: 'ms', range: r.timestepMs, step: 0.1,
        show: (v) => `${(v * 1e3).toFixed(1)} ms`, urlText: (v) => fixed(1)(v * 1e3)},
       {name: 'integrator', url: 'integrator', label: 'integrator', kind: 'choice', options: cfg.integrators,
-       optionText: (o) => (cfg.browserIntegrators.includes(o) ? o : `${o} (not here)`), urlText: String},
+       optionText: (o) => (cfg.browserIntegrators.includes(o) ? o : `${o} (precomputed)`), urlText: String},
       {name: 'kv', url: 'kv', label: 'kv', kind: 'log', range: r.kv, steps: KP_STEPS, round: round(3),
        show: (v) => `${pyFormat(v, '.3g')} N·m·s/rad`, urlText: (v) => String(round(4)(v))},
       {name: 'forcerange', url: 'forcerange', label: 'forcerange ±', kind: 'linear', range: r.forcerange, step: 0.01,
@@ -616,7 +644,7 @@ export class SysidPanel extends ArmLivePanel {
     this.root.dataset.state = 'running';
     if (!this.isLive()) {
       this.result = null;
-      this.drawReplay(null, null);
+      this.drawPrecomputed(this.precomputed());
       this.latencies.push(performance.now() - start);
       this.finish(start);
       return;
@@ -630,14 +658,59 @@ export class SysidPanel extends ArmLivePanel {
                      });
   }
 
+  // discrete (not in this page's MuJoCo): the replay physai precomputed at the nearest kp, the other controls at
+  // the panel's defaults (physai.interface.web_arm.sysid_discrete); a chaotic one is stored as its verdict alone
+  precomputed() {
+    const d = this.config.discrete, ik = nearestIndex(d.kp, this.values.kp, true), stored = d.runs[ik];
+    return {kp: d.kp[ik], stored, sim: stored.chaotic ? null : stored.sim.map((x) => unpack(x, d.steps.sim))};
+  }
+
+  drawPrecomputed({kp, stored, sim}) {
+    const cfg = this.config, d = cfg.discrete, e = cfg.episode, p = this.overlay, na = cfg.armJoints.length;
+    const g = p.layer('sim'), marks = p.layer('top-marks');
+    const eb = this.errors.layer('bars'), sb = this.sags.layer('bars');
+    const bad = Boolean(stored.diverged || stored.chatters || stored.chaotic);
+    const label = `precomputed (MuJoCo ${d.pythonMujoco}, discrete, nearest kp ${kp})`;
+    if (sim) {
+      sim.forEach((trace, i) => {
+        p.path(g, trace.map((_, k) => k / e.fps), trace.map((v) => (v === null ? NaN : v)),
+               {stroke: SIM_COLORS[i], 'stroke-width': 1.3, 'stroke-dasharray': '5 2'});
+      });
+      for (let j = 0; j < na; j++) {
+        this.bar(this.errors, j, 0.8, stored.jointMae[j], SIM_COLORS[0], eb);
+        this.bar(this.sags, j - 0.2, 0.4, d.sagReal[j], REAL_COLOR, sb);
+        this.bar(this.sags, j + 0.2, 0.4, stored.sag[j] === null ? NaN : stored.sag[j], SAG_COLOR, sb);
+      }
+    } else {
+      p.text(marks, 'chaotic: no single replay is stored', (p.m.l + p.w - p.m.r) / 2, p.m.t + 40,
+             {'text-anchor': 'middle', 'font-size': 13, fill: 'currentColor', class: 'pl-halo',
+              'paint-order': 'stroke'});
+    }
+    p.text(marks, stored.status, p.w - p.m.r - 6, p.m.t + 14, {'text-anchor': 'end', 'font-size': 12,
+           fill: bad ? this.colors.diverged : 'currentColor', class: 'pl-halo', 'paint-order': 'stroke'});
+    p.text(marks, label, p.w - p.m.r - 6, p.m.t + 30, {'text-anchor': 'end', 'font-size': 11,
+                                                    class: 'pl-muted pl-halo', 'paint-order': 'stroke'});
+    this.readoutNode.textContent = `${stored.status} · ${label}`;
+    this.readoutNode.classList.toggle('pl-bad', bad);
+    this.status.textContent = `discrete: precomputed (not in MuJoCo ${this.version})`;
+    const s = d.settings;
+    this.note.textContent = `Precomputed by physai (MuJoCo ${d.pythonMujoco}): the browser's MuJoCo ${this.version} ` +
+      `has no discrete integrator. Episode ${e.index} replayed open loop with the discrete integrator at the ` +
+      `nearest kp, ${kp} N·m/rad, and the panel's starting kv ${s.kv}, forcerange ${s.forcerange} N·m, armature ` +
+      `${s.armature} kg·m², timestep ${(s.timestep * 1e3).toFixed(1)} ms (the other sliders do not move it).`;
+    this.note.classList.add('pl-fallback');
+  }
+
+  bar(plot, x, width, height, color, layer) {
+    if (!Number.isFinite(height)) return;
+    const y0 = plot.y(0), y1 = plot.y(Math.max(plot.y.lim[0], Math.min(plot.y.lim[1], height)));
+    el('rect', {x: plot.x(x - width / 2), y: Math.min(y0, y1), width: plot.x(x + width / 2) - plot.x(x - width / 2),
+                height: Math.abs(y1 - y0), fill: color}, layer);
+  }
+
   drawReplay(record, result) {
     const cfg = this.config, e = cfg.episode, p = this.overlay, na = cfg.armJoints.length;
     const g = p.layer('sim'), marks = p.layer('top-marks');
-    if (!this.isLive()) {
-      for (const layer of ['bars']) { this.errors.layer(layer); this.sags.layer(layer); }
-      this.drawNoDiscrete(p, marks, (p.m.l + p.w - p.m.r) / 2, p.m.t + 40, 18);
-      return;
-    }
     if (record) {
       const nq = record.q.length / e.nframe;
       const t = Array.from({length: record.frames}, (_, k) => k / e.fps);
@@ -656,12 +729,7 @@ export class SysidPanel extends ArmLivePanel {
     const s = result.summary, bad = s.diverged || s.chatters;
     p.text(marks, result.status, p.w - p.m.r - 6, p.m.t + 14, {'text-anchor': 'end', 'font-size': 12,
            fill: bad ? this.colors.diverged : 'currentColor', class: 'pl-halo', 'paint-order': 'stroke'});
-    const bar = (plot, x, width, height, color, layer) => {
-      if (!Number.isFinite(height)) return;
-      const y0 = plot.y(0), y1 = plot.y(Math.max(plot.y.lim[0], Math.min(plot.y.lim[1], height)));
-      el('rect', {x: plot.x(x - width / 2), y: Math.min(y0, y1), width: plot.x(x + width / 2) - plot.x(x - width / 2),
-                  height: Math.abs(y1 - y0), fill: color}, layer);
-    };
+    const bar = (...args) => this.bar(...args);
     const eb = this.errors.layer('bars'), sb = this.sags.layer('bars');
     for (let j = 0; j < na; j++) {
       bar(this.errors, j, 0.8, s.jointMae[j], SIM_COLORS[0], eb);
@@ -671,6 +739,7 @@ export class SysidPanel extends ArmLivePanel {
     this.readoutNode.textContent = result.status;
     this.readoutNode.classList.toggle('pl-bad', bad);
     this.status.textContent = `MuJoCo ${this.version} (WebAssembly) in this page`;
+    this.note.classList.remove('pl-fallback');
     const stepMs = (1e3 / (e.fps * result.run.sub)).toFixed(2);
     this.note.textContent = `Episode ${e.index} (${e.nframe} frames at ${e.fps} fps) replayed open loop: every ` +
       `frame's recorded command held for ${result.run.sub} physics steps of ${stepMs} ms (the timestep that fits ` +

@@ -21,14 +21,19 @@ field, but its runs agree with 3.17.0's only within a tolerance: the joints' fri
 two versions' solvers stop at its tolerance by different iterates (``tests/test_web_arm.py`` states the figures:
 a hold that settles ends within 1e-9 rad; one that chatters, a chaotic limit cycle, chatters in both).
 
-What the browser cannot run: the ``discrete`` integrator (not in MuJoCo 3.3.8). With it the page still draws the
-growth per tick (an equation, computed on the page) but no trajectory, and says so: unlike chapter 1's step responses,
-a hold below the critical rate is a chaotic limit cycle, so no single precomputed trace of it is a figure that
-survives a last-bit change (the chapter's twin shows such traces as one draw of an ensemble).
+What the browser cannot run: the ``discrete`` integrator (not in MuJoCo 3.3.8). With it the page shows results
+Python MuJoCo 3.17.0 precomputed, labelled as such. Chapter 4's (:func:`sysid_discrete`): the replay at the nearest
+kp of a small grid, the other controls at the panel's start, each record checked against replays from starts 1e-9
+rad away (a record that moves is stored as its verdict alone). Chapter 3's (:func:`pd_discrete`): a hold below the
+critical rate is a chaotic limit cycle, so no single trace of it survives a last-bit change; the page shows the
+verdict of an ensemble per rate and backend, in the words of the chapter's twin, beside the growth per tick it
+computes itself.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import math
 from collections.abc import Sequence
 
@@ -39,17 +44,18 @@ from IPython.display import HTML
 from physai.engine import so101
 from physai.engine.datasets import Episode
 from physai.engine.mj import INTEGRATOR_ENUM, MAX_STEPS
-from physai.engine.hold import (DURATION, MOVE_TIME, PHYSICS_TIMESTEP, QUIET_P2P, SETTLE_WINDOW, SO101_ARMATURE,
-                                SO101_FORCERANGE, SO101_KP, SO101_KV, STANDBY, HoldParams, HoldResponse,
-                                hold_responses, so101_joints)
+from physai.engine.hold import (DURATION, ENSEMBLE_SIZE, MOVE_TIME, PHYSICS_TIMESTEP, QUIET_P2P, SETTLE_WINDOW,
+                                SO101_ARMATURE, SO101_FORCERANGE, SO101_KP, SO101_KV, STANDBY, HoldParams,
+                                HoldResponse, hold_ensembles, hold_responses, so101_joints)
 from physai.engine.so101 import ARM_JOINTS
 from physai.engine.sysid import (CHATTER_DEG, ArmServo, ReplayConfig, arm_columns, replay, slim_arm, to_radians)
 from physai.experiments.servo_sysid import hold_sag_deg
-from physai.experiments.where_pd_runs import growth_curve, standby_inertia, worst_growth
+from physai.experiments.where_pd_runs import RATES_HZ, growth_curve, standby_inertia, worst_growth
 from physai.interface.plots import COLORS
-from physai.interface.web import BROWSER_INTEGRATORS, PANEL_INTEGRATORS, live_html
-from physai.interface.servo_sysid_panels import PANEL_JOINTS as SYSID_JOINTS
-from physai.interface.where_pd_runs_panels import PANEL_RATES_HZ, PANEL_YLIM_DEG, PANEL_YLIM_WIDE_DEG
+from physai.interface.web import BROWSER_INTEGRATORS, PANEL_INTEGRATORS, live_html, pack
+from physai.interface.servo_sysid_panels import PANEL_JOINTS as SYSID_JOINTS, TWIN_KPS
+from physai.interface.where_pd_runs_panels import (PANEL_RATES_HZ, PANEL_YLIM_DEG, PANEL_YLIM_WIDE_DEG,
+                                                  ensemble_text)
 from physai.laws import checks
 from physai.laws.loop import BACKENDS
 
@@ -209,6 +215,36 @@ def pd_note(response: HoldResponse, growth: float, *, rate_hz: float, backend: s
             f'{state}, growth per tick {growth:.3f}')
 
 
+PD_DISCRETE_RATES_HZ = tuple(float(r) for r in RATES_HZ)
+"""Hz: the controller rates of chapter 3's precomputed ``discrete`` ensembles, the chapter's pd-rate table's (five
+rates: an ensemble of a chattering hold is 64 runs, and a dozen rates would take the chapter's cell past 20 s)."""
+
+
+def pd_discrete(*, kp: float = SO101_KP, kv: float = SO101_KV, armature: float = SO101_ARMATURE,
+                timestep: float = PHYSICS_TIMESTEP) -> dict:
+    """Chapter 3's ``discrete`` holds, which MuJoCo 3.3.8 in the browser cannot run, precomputed by Python MuJoCo
+    as the chapter's twin reports a hold: as an ensemble (:func:`physai.engine.hold.hold_ensembles`, runs from
+    nearby starts), in the twin's words (:func:`physai.interface.where_pd_runs_panels.ensemble_text`), which
+    survive a last-bit change where one run's trace would not (below the critical rate the hold is a chaotic
+    limit cycle).
+
+    Returns ``rates`` (:data:`PD_DISCRETE_RATES_HZ`), the ``settings`` (kp, kv, armature, timestep) and ``words``:
+    for each rate, each backend's line (rate-major, in ``backends`` order) and its state (``still``,
+    ``chatters``, ``mixed`` or ``diverged``).
+    """
+    params = [HoldParams(rate_hz=r, backend=b, kp=kp, kv=kv, armature=armature, timestep=timestep,
+                         integrator='discrete') for r in PD_DISCRETE_RATES_HZ for b in BACKENDS]
+    ensembles = hold_ensembles(params, n=ENSEMBLE_SIZE)
+    return {'rates': list(PD_DISCRETE_RATES_HZ), 'backends': list(BACKENDS), 'pythonMujoco': mujoco.__version__,
+            'settings': {'kp': kp, 'kv': kv, 'armature': armature, 'timestep': timestep},
+            'words': [{'text': ensemble_text(e), 'state': e.state} for e in ensembles]}
+
+
+@functools.lru_cache(maxsize=4)
+def _pd_discrete_shared(kp: float, kv: float, armature: float, timestep: float) -> dict:
+    return pd_discrete(kp=kp, kv=kv, armature=armature, timestep=timestep)
+
+
 def pd_config(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO101_KP, kv: float = SO101_KV,
               armature: float = SO101_ARMATURE, timestep: float = PHYSICS_TIMESTEP, integrator: str = 'implicitfast',
               twin: str | None = PD_TWIN_ID) -> dict:
@@ -247,6 +283,7 @@ def pd_config(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO
                    'timestepMs': TIMESTEP_RANGE_MS},
         'ylimDeg': [PANEL_YLIM_DEG, PANEL_YLIM_WIDE_DEG],
         'backends': BACKENDS, 'integrators': PANEL_INTEGRATORS, 'browserIntegrators': BROWSER_INTEGRATORS,
+        'discrete': copy.deepcopy(_pd_discrete_shared(float(kp), float(kv), float(armature), float(timestep))),
     }
 
 
@@ -296,6 +333,17 @@ SYSID_KV_RANGE = (0.001, 30.0)
 
 SYSID_FORCERANGE_RANGE = (0.2, 5.0)
 """The forcerange slider's range, N·m."""
+
+SYSID_DISCRETE_KPS = TWIN_KPS
+"""N·m/rad: the kp grid of chapter 4's precomputed ``discrete`` replays (the static twin's, 1 to 1000)."""
+
+SYSID_DISCRETE_STEPS = {'sim': 0.01, 'bars': 0.01}
+"""deg: the resolution of a precomputed replay as stored: the two plotted joints' traces (packed, a hundredth of
+a degree, under a pixel of the overlay) and the bars of error and sag per joint."""
+
+CHAOS_NUDGE = 1e-9
+"""rad: a precomputed replay is made again from starts this far away on every joint, both ways; a record that
+changes is a chaotic replay, stored as its verdict alone."""
 
 
 def sysid_config(episode: Episode, base: ArmServo, *, joints: Sequence[str] = SYSID_JOINTS,
@@ -354,7 +402,71 @@ def sysid_config(episode: Episode, base: ArmServo, *, joints: Sequence[str] = SY
         'ranges': {'kp': KP_RANGE, 'kv': SYSID_KV_RANGE, 'forcerange': SYSID_FORCERANGE_RANGE,
                    'armature': ARMATURE_RANGE, 'timestepMs': TIMESTEP_RANGE_MS},
         'integrators': PANEL_INTEGRATORS, 'browserIntegrators': BROWSER_INTEGRATORS,
+        'discrete': sysid_discrete(episode, base, joints=joints, timestep=timestep),
     }
+
+
+def _rounded(values, step: float) -> list:
+    """Values in whole ``step``s (None where not finite), as the page draws them."""
+    digits = max(0, -math.floor(math.log10(step)))
+    return [round(round(float(v) / step) * step, digits) if math.isfinite(v) else None for v in values]
+
+
+def _sysid_record(servos: Sequence[ArmServo], episode: Episode, joints: Sequence[str], config: ReplayConfig,
+                  offsets: Sequence[float]) -> list[dict]:
+    """The replays of ``episode`` under each servo from its start moved by the offset (rad), each as the page
+    stores it: the two plotted joints packed, the error and sag per joint, the status words."""
+    cols = [ARM_JOINTS.index(j) for j in joints]
+    out = []
+    for row in replay(servos, [episode], config=config, nthread=1, offsets=offsets):
+        rep = row[0]
+        sag, _ = hold_sag_deg(rep)
+        diverged = bool(rep.diverged or not np.all(np.isfinite(rep.sim_deg)))
+        if diverged:
+            status = 'diverged'
+        elif rep.chatters:
+            status = f'chatters ({rep.chatter_deg:.0f}° per frame) · MAE {rep.mae_deg:.3f}°'
+        else:
+            status = f'stable · MAE {rep.mae_deg:.3f}°'
+        step = SYSID_DISCRETE_STEPS['sim']
+        out.append({'sim': [pack([float(v) if math.isfinite(v) else None for v in rep.sim_deg[:, c]], step)
+                            for c in cols],
+                    'jointMae': _rounded(rep.joint_mae_deg, SYSID_DISCRETE_STEPS['bars']),
+                    'sag': _rounded(sag, SYSID_DISCRETE_STEPS['bars']), 'status': status, 'diverged': diverged,
+                    'chatters': bool(rep.chatters) and not diverged})
+    return out
+
+
+def sysid_discrete(episode: Episode, base: ArmServo, *, joints: Sequence[str] = SYSID_JOINTS,
+                   timestep: float = 0.005) -> dict:
+    """Chapter 4's ``discrete`` replays, which MuJoCo 3.3.8 in the browser cannot run, precomputed by Python MuJoCo
+    for the page: ``episode`` under :data:`SYSID_DISCRETE_KPS`, kv, forcerange and armature at the panel's defaults
+    (:func:`sysid_config`), at ``timestep``.
+
+    A stored figure must survive a last-bit change: each replay is made three times, from the recorded start and
+    from starts :data:`CHAOS_NUDGE` rad away both ways, and a record that changes is stored as its verdict alone
+    (``chaotic``, the status's first word), which the page shows instead of one draw of a chaotic replay. The
+    recording's own sag per joint is stored once (``sagReal``).
+    """
+    defaults = {'kv': min(max(SYSID_KV_RANGE[0], base.kv), SYSID_KV_RANGE[1]),
+                'forcerange': min(max(SYSID_FORCERANGE_RANGE[0], base.forcerange), SYSID_FORCERANGE_RANGE[1]),
+                'armature': min(base.armature, ARMATURE_RANGE[1])}
+    servos = [ArmServo(kp=kp, kv=defaults['kv'], forcerange=defaults['forcerange'], damping=base.damping,
+                       frictionloss=base.frictionloss, armature=defaults['armature']) for kp in SYSID_DISCRETE_KPS]
+    config = ReplayConfig(timestep=timestep, integrator='discrete')
+    n = len(servos)
+    runs = _sysid_record(servos * 3, episode, joints, config, [0.0] * n + [CHAOS_NUDGE] * n + [-CHAOS_NUDGE] * n)
+    records = []
+    for k in range(n):
+        record = runs[k]
+        if runs[n + k] != record or runs[2 * n + k] != record:
+            record = {'chaotic': True, 'status': f"{record['status'].split(' ')[0]} (chaotic: no single replay is "
+                                                 'stored)', 'diverged': record['diverged']}
+        records.append(record)
+    real = replay(servos[:1], [episode], config=ReplayConfig(timestep=timestep), nthread=1)[0][0]
+    return {'kp': list(SYSID_DISCRETE_KPS), 'settings': dict(defaults, timestep=timestep),
+            'steps': SYSID_DISCRETE_STEPS, 'joints': list(joints), 'pythonMujoco': mujoco.__version__,
+            'sagReal': _rounded(hold_sag_deg(real)[1], SYSID_DISCRETE_STEPS['bars']), 'runs': records}
 
 
 def _replay_steps_fit(episode: Episode, timestep: float) -> None:
