@@ -13,7 +13,7 @@
 // MuJoCo 3.3.8 compiles the arm to Python 3.17.0's model bit for bit, but the runs agree only within a tolerance
 // (the joints' friction loss is a constraint whose solvers differ between the versions): tests/test_web_arm.py.
 // No DOM here: the page (physai-live-arm.js) and Node (tests/test_web_arm.py) share it.
-import {DIVERGED_BOUND, npSum, pyFormat, pyRound} from './physai-live-core.js';
+import {DIVERGED_BOUND, npSum, pyFormat, pyRound, resetWarnings, wasReset} from './physai-live-core.js';
 
 export const BACKENDS = ['in-loop', 'in-step'];
 export const INTEGRATORS = ['Euler', 'RK4', 'implicit', 'implicitfast'];   // MuJoCo 3.3.8's (no 'discrete')
@@ -36,7 +36,7 @@ export class Arm {
     this.data = new mujoco.MjData(this.model);
     this.nq = this.model.nq;
     this.nu = this.model.nu;
-    this.resetWarnings = ['BADQPOS', 'BADQVEL', 'BADQACC'].map((w) => mujoco.mjtWarning[`mjWARN_${w}`].value);
+    this.resetWarnings = resetWarnings(mujoco);
     this.integrators = Object.fromEntries(INTEGRATORS.map(
       (i) => [i, mujoco.mjtIntegrator[`mjINT_${i.toUpperCase()}`].value]));
     this.gainFixed = mujoco.mjtGain.mjGAIN_FIXED.value;
@@ -85,15 +85,7 @@ export class Arm {
   }
 
   warned() {
-    const warnings = this.data.warning;
-    let count = 0;
-    for (const index of this.resetWarnings) {
-      const stat = warnings.get(index);
-      count += stat.number;
-      stat.delete?.();
-    }
-    warnings.delete?.();
-    return count > 0;
+    return wasReset(this.data, this.resetWarnings);
   }
 
   delete() {

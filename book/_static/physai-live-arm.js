@@ -8,7 +8,7 @@
 // slice (5 ms of MuJoCo first, then about 20 ms each, the page free between two); the next slider move drops the
 // run in progress. The discrete integrator (not in MuJoCo 3.3.8) shows what physai precomputed, labelled as such:
 // chapter 3 an ensemble's verdict per rate and backend, chapter 4 the replay at the nearest kp.
-import {Plot, el, nearestIndex} from './physai-live.js';
+import {LivePanel, Plot, el, nearestIndex} from './physai-live.js';
 import * as arm from './physai-live-arm-core.js';
 import {pyFormat, unpack} from './physai-live-core.js';
 
@@ -52,8 +52,9 @@ const logSlider = ([lo, hi], steps) => ({
 
 // The part both chapters' panels share: controls described once (a spec per control: its URL name, slider or
 // choice, range), the page's address, reset, the present view, and a run that goes slice by slice.
-class ArmLivePanel {
+class ArmLivePanel extends LivePanel {
   constructor(block, config, mujoco) {
+    super();
     addArmStyle();
     this.block = block;
     this.config = config;
@@ -102,12 +103,6 @@ class ArmLivePanel {
     return out;
   }
 
-  // the address follows the controls a quarter second after the last move (browsers throttle replaceState)
-  scheduleUrl() {
-    clearTimeout(this.urlTimer);
-    this.urlTimer = setTimeout(() => this.writeUrl(), 250);
-  }
-
   writeUrl() {
     clearTimeout(this.urlTimer);
     const q = new URLSearchParams(location.search);
@@ -119,22 +114,7 @@ class ArmLivePanel {
 
   build() {
     const cfg = this.config, id = `physai-live-${cfg.key}`;
-    const root = document.createElement('div');
-    root.className = `physai-live-panel pl-arm pl-${cfg.key}`;
-    root.id = `${id}-panel`;
-    const head = document.createElement('div');
-    head.className = 'pl-head';
-    const title = document.createElement('span');
-    title.className = 'pl-title';
-    title.textContent = this.block.dataset.title || 'Live panel';
-    this.status = document.createElement('span');
-    this.status.className = 'pl-status';
-    head.append(title, this.status);
-    root.appendChild(head);
-
-    const controls = document.createElement('div');
-    controls.className = 'pl-controls';
-    this.inputs = {};
+    const {root, controls} = this.frame(`physai-live-panel pl-arm pl-${cfg.key}`);
     for (const spec of this.specs) {
       const lab = document.createElement('label');
       lab.textContent = `${spec.label} `;
@@ -176,23 +156,7 @@ class ArmLivePanel {
       this.inputs[spec.name] = {input, toValue, fromValue, show: spec.show, out};
       input.addEventListener('input', (event) => this.onInput(spec.name, event));
     }
-    const button = (label, titleText, onClick) => {
-      const b = document.createElement('button');
-      b.type = 'button';
-      b.textContent = label;
-      b.title = titleText;
-      b.addEventListener('click', onClick);
-      controls.appendChild(b);
-      return b;
-    };
-    this.resetButton = button('reset', 'back to the chapter\'s setting', () => this.reset());
-    this.presentButton = button('present', 'full screen for a projector (Esc to leave)', () => this.togglePresent());
-    root.appendChild(controls);
-
-    this.readoutNode = document.createElement('div');
-    this.readoutNode.className = 'pl-readout';
-    this.readoutNode.setAttribute('aria-live', 'polite');
-    root.appendChild(this.readoutNode);
+    this.endControls(root, controls);
     const plots = document.createElement('div');
     plots.className = 'pl-plots';
     this.buildPlots(plots);
@@ -234,17 +198,6 @@ class ArmLivePanel {
     this.values = this.fromDefaults();
     this.syncInputs();
     this.update();
-  }
-
-  togglePresent() {
-    this.present = !this.present;
-    this.root.classList.toggle('physai-live-present', this.present);
-    this.presentButton.textContent = this.present ? 'leave present' : 'present';
-    this.writeUrl();
-  }
-
-  isLive() {
-    return this.config.browserIntegrators.includes(this.values.integrator);
   }
 
   // Drain a sliced run (a generator of holdRun's or replayRun's kind): onSlice(progress) after every slice but the

@@ -85,6 +85,23 @@ export function kvFromDampratio(kp, dampratio, inertia) {
 }
 
 // One compiled model and its data, from the XML physai wrote (physai.interface.web).
+// MuJoCo resets a run whose position, velocity or acceleration went bad, and counts one of these warnings: their
+// indices in data.warning (resetWarnings), and whether any counter of `data` is above zero (wasReset).
+export const resetWarnings = (mujoco) => ['BADQPOS', 'BADQVEL', 'BADQACC'].map(
+  (w) => mujoco.mjtWarning[`mjWARN_${w}`].value);
+
+export function wasReset(data, indices) {
+  const warnings = data.warning;
+  let count = 0;
+  for (const index of indices) {
+    const stat = warnings.get(index);
+    count += stat.number;
+    stat.delete?.();
+  }
+  warnings.delete?.();
+  return count > 0;
+}
+
 export class Link {
   constructor(mujoco, xml, name = 'physai-link') {
     this.mujoco = mujoco;
@@ -92,8 +109,7 @@ export class Link {
     mujoco.FS.writeFile(path, xml);
     this.model = mujoco.MjModel.loadFromXML(path);
     this.data = new mujoco.MjData(this.model);
-    // MuJoCo resets a run whose position, velocity or acceleration went bad, and counts one of these warnings
-    this.resetWarnings = ['BADQPOS', 'BADQVEL', 'BADQACC'].map((w) => mujoco.mjtWarning[`mjWARN_${w}`].value);
+    this.resetWarnings = resetWarnings(mujoco);
     this.integrators = Object.fromEntries(INTEGRATORS.map(
       (name) => [name, mujoco.mjtIntegrator[`mjINT_${name.toUpperCase()}`].value]));
   }
@@ -122,15 +138,7 @@ export class Link {
   // Whether MuJoCo has reset the run since mj_resetData: any of its bad-position, -velocity or -acceleration
   // counters above zero.
   wasReset() {
-    const warnings = this.data.warning;
-    let count = 0;
-    for (const index of this.resetWarnings) {
-      const stat = warnings.get(index);
-      count += stat.number;
-      stat.delete?.();
-    }
-    warnings.delete?.();
-    return count > 0;
+    return wasReset(this.data, this.resetWarnings);
   }
 
   // The run from rest at q0 (command 0), `steps` steps: q (steps + 1 angles, rad) and whether MuJoCo reset it.

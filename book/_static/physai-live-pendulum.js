@@ -8,7 +8,7 @@
 // path in the torque-speed plane with the allowed band); a reset, the setting in the page's address and a present
 // view. A run (3 s, 150 to 6000 physics steps) takes a few milliseconds, so every input reruns MuJoCo on the page.
 // The discrete integrator (not in MuJoCo 3.3.8) shows runs physai precomputed, labelled as such.
-import {Plot, addStyle, nearestIndex} from './physai-live.js';
+import {LivePanel, Plot, addStyle, nearestIndex} from './physai-live.js';
 import {degrees, pyFormat, unpack} from './physai-live-core.js';
 import * as pc from './physai-live-pendulum-core.js';
 
@@ -30,8 +30,9 @@ const CSS = `
 // the controls that only some models use
 const ONLY_FOR = {velocity_limit: ['DC motor'], delay: ['delayed PD', 'remotized PD']};
 
-export class PendulumPanel {
+export class PendulumPanel extends LivePanel {
   constructor(block, config, mujoco) {
+    super();
     addStyle();
     if (!document.getElementById('physai-live-pendulum-style')) {
       const style = document.createElement('style');
@@ -103,12 +104,6 @@ export class PendulumPanel {
     return out;
   }
 
-  // the address follows the controls a quarter second after the last move (browsers throttle replaceState)
-  scheduleUrl() {
-    clearTimeout(this.urlTimer);
-    this.urlTimer = setTimeout(() => this.writeUrl(), 250);
-  }
-
   writeUrl() {
     clearTimeout(this.urlTimer);
     const q = new URLSearchParams(location.search);
@@ -124,40 +119,9 @@ export class PendulumPanel {
 
   build() {
     const cfg = this.config, id = `physai-live-${cfg.key}`;
-    const root = document.createElement('div');
-    root.className = 'physai-live-panel pl-pendulum';
-    root.id = `${id}-panel`;
-    const head = document.createElement('div');
-    head.className = 'pl-head';
-    const title = document.createElement('span');
-    title.className = 'pl-title';
-    title.textContent = this.block.dataset.title || 'Live panel';
-    this.status = document.createElement('span');
-    this.status.className = 'pl-status';
-    head.append(title, this.status);
-    root.appendChild(head);
-
-    const controls = document.createElement('div');
-    controls.className = 'pl-controls';
-    this.inputs = {};
+    const {root, controls} = this.frame('physai-live-panel pl-pendulum');
     for (const c of cfg.controls) controls.appendChild(this.control(c, id));
-    const button = (label, tip, onClick) => {
-      const b = document.createElement('button');
-      b.type = 'button';
-      b.textContent = label;
-      b.title = tip;
-      b.addEventListener('click', onClick);
-      controls.appendChild(b);
-      return b;
-    };
-    button('reset', 'back to the chapter\'s setting', () => this.reset());
-    this.presentButton = button('present', 'full screen for a projector (Esc to leave)', () => this.togglePresent());
-    root.appendChild(controls);
-
-    this.readoutNode = document.createElement('div');
-    this.readoutNode.className = 'pl-readout';
-    this.readoutNode.setAttribute('aria-live', 'polite');
-    root.appendChild(this.readoutNode);
+    this.endControls(root, controls);
 
     this.plotsNode = document.createElement('div');
     this.plotsNode.className = 'pl-plots';
@@ -259,13 +223,6 @@ export class PendulumPanel {
     this.values = {...this.config.defaults};
     this.syncInputs();
     this.update();
-  }
-
-  togglePresent() {
-    this.present = !this.present;
-    this.root.classList.toggle('physai-live-present', this.present);
-    this.presentButton.textContent = this.present ? 'leave present' : 'present';
-    this.writeUrl();
   }
 
   // the torque plots' axes, ±top N·m: made again only when the effort limit moves the scale to another step

@@ -233,6 +233,73 @@ export class Plot {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// What every chapter's panel shares: its frame (a head with the title and the engine's status, a row of controls
+// ending in reset and present, the readout line), the address that follows the controls, the present view. A panel
+// keeps this.config, this.block, this.values and writeUrl() of its own.
+
+export class LivePanel {
+  // The panel's root with its head, and its row of controls (not yet in the root): {root, controls}.
+  frame(className) {
+    const id = `physai-live-${this.config.key}`;
+    const root = document.createElement('div');
+    root.className = className;
+    root.id = `${id}-panel`;
+    const head = document.createElement('div');
+    head.className = 'pl-head';
+    const title = document.createElement('span');
+    title.className = 'pl-title';
+    title.textContent = this.block.dataset.title || 'Live panel';
+    this.status = document.createElement('span');
+    this.status.className = 'pl-status';
+    head.append(title, this.status);
+    root.appendChild(head);
+
+    const controls = document.createElement('div');
+    controls.className = 'pl-controls';
+    this.inputs = {};
+    return {root, controls};
+  }
+
+  // reset and present at the end of the row of controls, the row into the root, then the readout line
+  endControls(root, controls) {
+    const button = (label, title, onClick) => {
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.textContent = label;
+      b.title = title;
+      b.addEventListener('click', onClick);
+      controls.appendChild(b);
+      return b;
+    };
+    this.resetButton = button('reset', 'back to the chapter\'s setting', () => this.reset());
+    this.presentButton = button('present', 'full screen for a projector (Esc to leave)', () => this.togglePresent());
+    root.appendChild(controls);
+
+    this.readoutNode = document.createElement('div');
+    this.readoutNode.className = 'pl-readout';
+    this.readoutNode.setAttribute('aria-live', 'polite');
+    root.appendChild(this.readoutNode);
+  }
+
+  // the address follows the controls a quarter second after the last move (browsers throttle replaceState)
+  scheduleUrl() {
+    clearTimeout(this.urlTimer);
+    this.urlTimer = setTimeout(() => this.writeUrl(), 250);
+  }
+
+  togglePresent() {
+    this.present = !this.present;
+    this.root.classList.toggle('physai-live-present', this.present);
+    this.presentButton.textContent = this.present ? 'leave present' : 'present';
+    this.writeUrl();
+  }
+
+  isLive() {
+    return this.config.browserIntegrators.includes(this.values.integrator);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // Chapter 1's panel: the link on a <position> servo
 
 export const nearestIndex = (values, v, log) => {
@@ -250,8 +317,9 @@ const KP_STEPS = 1000;
 const PLOT_WIDTH = 340;
 const PLOT_HEIGHT = 260;
 
-class ServoPanel {
+class ServoPanel extends LivePanel {
   constructor(block, config, mujoco) {
+    super();
     this.block = block;
     this.config = config;
     this.colors = config.colors;
@@ -312,12 +380,6 @@ class ServoPanel {
     return out;
   }
 
-  // the address follows the controls a quarter second after the last move (browsers throttle replaceState)
-  scheduleUrl() {
-    clearTimeout(this.urlTimer);
-    this.urlTimer = setTimeout(() => this.writeUrl(), 250);
-  }
-
   writeUrl() {
     clearTimeout(this.urlTimer);
     const q = new URLSearchParams(location.search);
@@ -335,23 +397,8 @@ class ServoPanel {
 
   build() {
     const cfg = this.config, id = `physai-live-${cfg.key}`;
-    const root = document.createElement('div');
-    root.className = 'physai-live-panel';
-    root.id = `${id}-panel`;
-    const head = document.createElement('div');
-    head.className = 'pl-head';
-    const title = document.createElement('span');
-    title.className = 'pl-title';
-    title.textContent = this.block.dataset.title || 'Live panel';
-    this.status = document.createElement('span');
-    this.status.className = 'pl-status';
+    const {root, controls} = this.frame('physai-live-panel');
     this.status.textContent = `MuJoCo ${this.version} (WebAssembly) in this page`;
-    head.append(title, this.status);
-    root.appendChild(head);
-
-    const controls = document.createElement('div');
-    controls.className = 'pl-controls';
-    this.inputs = {};
     this.readouts = {};
     const slider = (name, label, min, max, step, toValue, fromValue, show) => {
       const lab = document.createElement('label');
@@ -393,23 +440,7 @@ class ServoPanel {
     choice('integrator', 'integrator', cfg.integrators,
            (o) => (cfg.browserIntegrators.includes(o) ? o : `${o} (precomputed)`));
     choice('dampratio', 'damping ζ', cfg.dampratios, (z) => `dampratio ${z}`);
-    const button = (label, title, onClick) => {
-      const b = document.createElement('button');
-      b.type = 'button';
-      b.textContent = label;
-      b.title = title;
-      b.addEventListener('click', onClick);
-      controls.appendChild(b);
-      return b;
-    };
-    this.resetButton = button('reset', 'back to the chapter\'s setting', () => this.reset());
-    this.presentButton = button('present', 'full screen for a projector (Esc to leave)', () => this.togglePresent());
-    root.appendChild(controls);
-
-    this.readoutNode = document.createElement('div');
-    this.readoutNode.className = 'pl-readout';
-    this.readoutNode.setAttribute('aria-live', 'polite');
-    root.appendChild(this.readoutNode);
+    this.endControls(root, controls);
 
     const plots = document.createElement('div');
     plots.className = 'pl-plots';
@@ -477,18 +508,7 @@ class ServoPanel {
     this.update('all');
   }
 
-  togglePresent() {
-    this.present = !this.present;
-    this.root.classList.toggle('physai-live-present', this.present);
-    this.presentButton.textContent = this.present ? 'leave present' : 'present';
-    this.writeUrl();
-  }
-
   // ---- computing and drawing
-
-  isLive() {
-    return this.config.browserIntegrators.includes(this.values.integrator);
-  }
 
   update(what, start = performance.now()) {
     const v = this.values, cfg = this.config;
