@@ -6,8 +6,9 @@ control's whole range, ends included (log-spaced on a log slider, every option o
 default setting, and times each from the change to the new PNG bytes (and to the complete figure, once the panel's
 worker has drawn the parts it defers, such as chapter 1's kp curve and stability map; it waits for them before the
 next change). It does the same from each slow setting of :data:`SLOW_SETTINGS` (chapter 1 at 0.5 ms with RK4,
-chapter 2 at 0.5 ms with each explicit model): rows ``control @ setting``, counted in the last line. With ``--corners N`` it also times chapter 1's slowest corners (0.5 ms steps with each integrator,
-armature 0.1, the 20 ms Euler corner): the change into each, then N kp and N armature moves there. In the same run
+chapter 2 at 0.5 ms with each explicit model): rows ``control @ setting``, counted in the last line. With
+``--corners N`` it also times chapter 1's slowest corners (0.5 ms steps with each integrator, armature 0.1, the 20 ms
+Euler corner): the change into each, then N kp and N armature moves there. In the same run
 it times the naive approach on chapter 1's changes: rerun every computation (no cache), build a whole new pyplot
 figure and render it inline as PNG (what ``%matplotlib inline`` does at the end of a cell).
 
@@ -92,7 +93,8 @@ def time_controls(panel, n: int, at: dict | None = None) -> dict[str, tuple[list
 
 
 CORNERS = [{'timestep': 0.0005, 'integrator': i} for i in ('RK4', 'implicitfast', 'Euler')] + [
-    {'timestep': 0.0005, 'integrator': 'RK4', 'armature': 0.1}, {'timestep': 0.02, 'integrator': 'Euler', 'armature': 0.0}]
+    {'timestep': 0.0005, 'integrator': 'RK4', 'armature': 0.1},
+    {'timestep': 0.02, 'integrator': 'Euler', 'armature': 0.0}]
 """Chapter 1's slowest corners: 0.5 ms steps (6000 per step response), RK4, armature 0.1, and the 20 ms Euler
 corner where most runs diverge."""
 

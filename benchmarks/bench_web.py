@@ -2,14 +2,17 @@
 with MuJoCo running in the page (physai.interface.web; book/_static/physai-live.js for chapter 1's panel,
 physai-live-pendulum.js for chapter 2's).
 
-Builds the scratch page of tests/test_web.py (chapter 1's and chapter 2's twins and live blocks, the site's _static
-files and the engine) in a temporary directory, serves it over http and opens it in headless Chromium
-(/usr/bin/chromium). For every control of a panel it makes ``--values`` changes spread over the control's range
-(log-spaced on kp and kv, every option of a choice, cycling) and times each inside the page: from just before the
-input event is dispatched to (a) the return of the panel's handler, which has rerun MuJoCo and redrawn the step
-response, and (b) the next painted frame (two animation frames later). Chapter 1's kp curve and stability map run
-in the panel's Web Worker meanwhile; the main thread never waits for them, which is what these figures show.
-Chapter 2's velocity limit is timed on the DC motor and its delay on the delayed PD (the models that use them).
+Builds the scratch page of tests/test_web_pendulum.py (chapter 1's and chapter 2's twins and live blocks, the site's
+_static files and the engine, with tests/browser.py) in a temporary directory, serves it over http and opens it in
+headless Chromium (/usr/bin/chromium). For every control of a panel it makes ``--values`` changes spread over the
+control's range (log-spaced on kp and kv, every option of a choice, cycling) and times each inside the page,
+dispatching the input in a task of its own (as the browser dispatches a slider's input): from just before the input
+event is dispatched to (a) the return of the panel's handler, which has rerun MuJoCo and redrawn the step response,
+and (b) the next animation frame, when the browser paints it (up to 17 ms after (a) at 60 Hz). Chapter 1's kp curve
+and stability map run in the panel's Web Worker meanwhile; the main thread never waits for them, which is what these
+figures show. Chapter 2's velocity limit is timed on the DC motor and its delay on the delayed PD (the models that use
+them). The row ``kp, discrete`` moves kp with the discrete integrator, which the browser's MuJoCo 3.3.8 lacks: the
+panel redraws the nearest run physai precomputed.
 
 Baseline in the same run: each chapter's kernel panel (position_actuators_panels.servo_panel,
 actuator_models_panels.actuator_panel) updating for the same kp changes (rerun with Python MuJoCo and redraw the
@@ -25,15 +28,12 @@ Run: ``.venv/bin/python benchmarks/bench_web.py [--values 40] [--chapters 1 2]``
 from __future__ import annotations
 
 import argparse
-import functools
-import http.server
 import math
 import os
 import pathlib
 import statistics
 import sys
 import tempfile
-import threading
 import time
 
 import numpy as np
@@ -42,21 +42,22 @@ from tqdm import tqdm
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'tests'))
 
-from test_web import CHROMIUM, CHROMIUM_ARGS, build_scratch_site, servo_blocks  # noqa: E402
+from browser import (CHROMIUM, ENGINE, FRAME_AND_TASK, NO_ENGINE, chromium, open_page, scratch_site,  # noqa: E402
+                     serve, wait_live)
+from test_web import servo_blocks  # noqa: E402
+from test_web_pendulum import pendulum_blocks  # noqa: E402
 
-from physai.interface import web  # noqa: E402
-from physai.interface.actuator_models_panels import actuator_panel, forcerange_twin  # noqa: E402
+from physai.interface.actuator_models_panels import actuator_panel  # noqa: E402
 from physai.interface.position_actuators_panels import servo_panel  # noqa: E402
 
 MEASURE = """async ([id, value]) => {
-    const input = document.getElementById(id);
-    const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
+    const input = document.getElementById(id);""" + FRAME_AND_TASK + """
     await frame();
+    await task();
     const t0 = performance.now();
     input.value = String(value);
     input.dispatchEvent(new Event('input', {bubbles: true}));
     const handled = performance.now() - t0;
-    await frame();
     await frame();
     return [handled, performance.now() - t0];
 }"""
@@ -71,6 +72,7 @@ def control_values(n: int) -> dict[str, list]:
         'timestep': np.round(np.linspace(0.5, 20.0, n), 1).tolist(),
         'integrator': [('Euler', 'RK4', 'implicit', 'implicitfast')[i % 4] for i in range(n)],
         'dampratio': [(0, 0.5, 1, 2)[i % 4] for i in range(n)],
+        'kp, discrete': kp_positions,
     }
 
 
@@ -88,6 +90,7 @@ def pendulum_values(n: int) -> dict[str, list]:
         'forcerange': np.round(np.linspace(0.5, 100.0, n) * 2).astype(int).tolist(),  # in 0.5 steps, halved below
         'velocity_limit': np.round(np.linspace(1, 40, n)).astype(int).tolist(),
         'delay': np.round(np.linspace(0, 60, n)).astype(int).tolist(),
+        'kp, discrete': log,
     }
 
 
@@ -95,33 +98,22 @@ PENDULUM_MODEL_FOR = {'velocity_limit': 'DC motor', 'delay': 'delayed PD'}
 """Chapter 2's controls timed on the model that uses them."""
 
 
-def serve(directory: pathlib.Path):
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, format, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), functools.partial(Quiet, directory=str(directory)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
 def browser_latencies(n: int, chapters: list[int]) -> dict[int, dict[str, tuple[list[float], list[float]]]]:
-    from playwright.sync_api import sync_playwright
     out: dict[int, dict] = {}
-    blocks = (servo_blocks() if 1 in chapters else []) + ([forcerange_twin().data, web.pendulum_live().data]
-                                                          if 2 in chapters else [])
-    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
-        site = build_scratch_site(pathlib.Path(tmp), blocks)
-        server = serve(site)
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    blocks = (servo_blocks() if 1 in chapters else '') + (pendulum_blocks() if 2 in chapters else '')
+    with (tempfile.TemporaryDirectory() as tmp, serve(scratch_site(pathlib.Path(tmp), blocks)) as url,
+          chromium() as browser):
         for chapter in chapters:
             key, values = ('servo', control_values(n)) if chapter == 1 else ('pendulum', pendulum_values(n))
-            page = browser.new_page(viewport={'width': 1280, 'height': 800})
-            page.goto(f'http://127.0.0.1:{server.server_port}/?{key}-kp=100')
-            page.wait_for_selector(f'#physai-live-{key}[data-state=live]', state='attached', timeout=120000)
+            page, _, _ = open_page(browser, f'{url}/?{key}-kp=100')
+            wait_live(page, key)
             reset = f'#physai-live-{key}-panel button:text("reset")'
             out[chapter] = {}
-            for name, positions in values.items():
+            for row, positions in values.items():
+                # a row 'kp, discrete' moves kp with the discrete integrator: the panel shows precomputed runs
+                name, _, integrator = row.partition(', ')
+                if integrator:
+                    page.select_option(f'#physai-live-{key}-integrator', integrator)
                 if chapter == 1 and name == 'armature':
                     positions = [round(k * 0.0005, 4) for k in positions]
                 if chapter == 2 and name == 'forcerange':
@@ -129,15 +121,13 @@ def browser_latencies(n: int, chapters: list[int]) -> dict[int, dict[str, tuple[
                 if chapter == 2 and name in PENDULUM_MODEL_FOR:
                     page.select_option(f'#physai-live-{key}-model', PENDULUM_MODEL_FOR[name])
                 handled, painted = [], []
-                for value in tqdm(positions, desc=f'chapter {chapter} {name}', leave=False):
+                for value in tqdm(positions, desc=f'chapter {chapter} {row}', leave=False):
                     a, b = page.evaluate(MEASURE, [f'physai-live-{key}-{name}', value])
                     handled.append(a)
                     painted.append(b)
                 page.click(reset)
-                out[chapter][name] = (handled, painted)
+                out[chapter][row] = (handled, painted)
             page.close()
-        browser.close()
-        server.shutdown()
     return out
 
 
@@ -167,6 +157,8 @@ def main() -> None:
     args = parser.parse_args()
     if not os.path.exists(CHROMIUM):
         raise SystemExit(f'{CHROMIUM} is missing')
+    if not ENGINE.is_file():
+        raise SystemExit(NO_ENGINE)
     print(f'load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (figures include other processes\' load)')
     results = browser_latencies(args.values, args.chapters)
     summary = []

@@ -1,16 +1,18 @@
 """Fixtures shared by the tests."""
 
-import os
-
 import matplotlib
 import numpy as np
 import pytest
+from browser import chromium
 
 matplotlib.use('agg')  # the tests draw off-screen, before anything imports pyplot
 
-CHROMIUM = '/usr/bin/chromium'
-CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-                 '--disable-component-update', '--disable-sync', '--no-first-run']
+
+@pytest.fixture(scope='module')
+def browser():
+    """Headless Debian Chromium, one per test module (tests/browser.py); skips when it or playwright is missing."""
+    with chromium() as b:
+        yield b
 
 
 @pytest.fixture
@@ -20,12 +22,8 @@ def twin_page(tmp_path):
     Yields ``open(html) -> page`` and the list of JavaScript errors the pages raise. Skips when Chromium or
     playwright is missing (the site test, not these, insists on them under CI).
     """
-    if not os.path.exists(CHROMIUM):
-        pytest.skip('headless Chromium is not installed')
-    sync_api = pytest.importorskip('playwright.sync_api')
     errors: list[str] = []
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium() as browser:
 
         def open_page(html: str):
             path = tmp_path / 'twin.html'
@@ -37,7 +35,6 @@ def twin_page(tmp_path):
             return page
 
         yield open_page, errors
-        browser.close()
 
 
 # --- chapter 1: the servo panel (test_live, test_position_actuators_panels) ------------------------

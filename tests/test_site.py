@@ -43,15 +43,13 @@ import pytest
 
 from physai.book.edition import toc_pages
 from physai.interface import plots
+from browser import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.slow  # it builds the whole book first
 
 ROOT = pathlib.Path(os.environ.get('PHYSAI_BOOK_ROOT', pathlib.Path(__file__).resolve().parents[1]))
 HTML = ROOT / '_build' / 'html'
 SCREENSHOTS = ROOT / '_build' / 'screenshots'
-CHROMIUM = '/usr/bin/chromium'
-CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-                 '--disable-component-update', '--disable-sync', '--no-first-run']
 
 
 PAGES = toc_pages(ROOT)

@@ -8,16 +8,11 @@ the address keeps the setting; the twin stays with JavaScript or WebAssembly off
 """
 
 import functools
-import http.server
 import json
 import math
-import os
 import pathlib
 import re
-import shutil
-import subprocess
 import sys
-import threading
 
 import mujoco
 import numpy as np
@@ -28,14 +23,7 @@ from physai.experiments.position_actuators import STABILITY_ARMATURE, STABILITY_
 from physai.interface import web
 from physai.interface.plots import readout
 from physai.laws.stability import critical_h_omega
-
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-STATIC = ROOT / 'book' / '_static'
-ENGINE = ROOT / 'node_modules' / 'mujoco-js' / 'dist' / 'mujoco_wasm.js'
-NODE = shutil.which('node')
-CHROMIUM = '/usr/bin/chromium'
-CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-                 '--disable-component-update', '--disable-sync', '--no-first-run']
+from browser import ROOT, STATIC, drawn, node, open_page, scratch_site, serve, set_control, wait_live
 
 SETTINGS = [(kp, armature, h, integrator, 1.0) for kp in (100.0, 3000.0, 30000.0) for armature in (0.028, 0.0)
             for h in (0.0005, 0.005, 0.02) for integrator in ('Euler', 'implicitfast', 'RK4')]
@@ -194,15 +182,6 @@ process.stdout.write(JSON.stringify(out, (k, v) => (typeof v === 'number' && !Nu
 """
 
 
-def _node_summaries(runs: list[dict]) -> list[dict]:
-    if NODE is None:
-        pytest.skip('node is not installed')
-    script = PORT_SCRIPT % (STATIC / 'physai-live-core.js').as_uri()
-    done = subprocess.run([NODE, '--input-type=module', '-e', script], input=json.dumps(runs), text=True,
-                          capture_output=True, check=True, timeout=60)
-    return json.loads(done.stdout)
-
-
 def test_js_figures_equal_python_s_on_the_same_trajectories():
     settings = SETTINGS + [(kp, 0.028, 0.005, 'implicitfast', z) for kp in (1.0, 30.0, 300.0)
                            for z in (0.0, 0.5, 2.0)] + [(1.0, 0.1, 0.005, 'Euler', 1.0)]
@@ -213,7 +192,7 @@ def test_js_figures_equal_python_s_on_the_same_trajectories():
     runs = [{'h': r.params.timestep, 'q': r.q.tolist(), 'warned': bool(r.diverged and np.all(np.isfinite(r.q))
                                                                          and np.all(np.abs(r.q) < 20 * math.pi))}
             for r in responses + short]
-    js = _node_summaries(runs)
+    js = node(PORT_SCRIPT % (STATIC / 'physai-live-core.js').as_uri(), runs)
     f = lambda x: None if not math.isfinite(x) else x  # noqa: E731
     kinds = set()
     for r, j in zip(responses + short, js):
@@ -232,112 +211,51 @@ def test_js_formats_numbers_as_python_does():
               f"const v = {json.dumps(values)};"
               "console.log(JSON.stringify(v.map((x) => [core.pyFormat(x, '.2g'), core.pyFormat(x, '.3f'),"
               " core.pyFormat(x, '.4g')])));")
-    if NODE is None:
-        pytest.skip('node is not installed')
-    out = json.loads(subprocess.run([NODE, '--input-type=module', '-e', script], capture_output=True, text=True,
-                                    check=True, timeout=60).stdout)
+    out = node(script)
     assert out == [[format(x, '.2g'), format(x, '.3f'), format(x, '.4g')] for x in values]
 
 
 def test_js_unpacks_what_python_packs():
-    if NODE is None:
-        pytest.skip('node is not installed')
     values = [-28.65, -0.01, None, 0.3, 512.0, -1e4, None, 7.77, 7.77]
     packed = web.pack(values, 0.1)
     script = (f"import * as core from '{(STATIC / 'physai-live-core.js').as_uri()}';"
               f"console.log(JSON.stringify(core.unpack({json.dumps(packed)}, 0.1)));")
-    out = json.loads(subprocess.run([NODE, '--input-type=module', '-e', script], capture_output=True, text=True,
-                                    check=True, timeout=60).stdout)
-    assert out == web.unpack(packed, 0.1)
+    assert node(script) == web.unpack(packed, 0.1)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # In the browser
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):
-        pass
-
-    def end_headers(self):
-        self.send_header('Cache-Control', 'max-age=3600')
-        super().end_headers()
-
-
 @functools.cache
-def servo_blocks() -> list[str]:
-    """Chapter 1's static twin and its live block, as the chapter's cells write them (made once per session)."""
+def servo_blocks() -> str:
+    """Chapter 1's static twin and its live block (HTML), as the chapter's cells write them (made once per
+    session)."""
     from physai.interface.position_actuators_panels import servo_twin
-    return [servo_twin().data, live_block()]
-
-
-def build_scratch_site(directory: pathlib.Path, blocks: list[str] | None = None) -> pathlib.Path:
-    """A page with ``blocks`` (HTML: twins and live blocks; chapter 1's by default) in a column as wide as the
-    book's at 1280 px (``plots.COLUMN_PX``), and the site's _static files, as the book serves them."""
-    from physai.interface.plots import COLUMN_PX
-    if not ENGINE.is_file():
-        pytest.skip('node_modules/mujoco-js is missing: run npm ci')
-    blocks = servo_blocks() if blocks is None else blocks
-    static = directory / '_static'
-    (static / 'mujoco').mkdir(parents=True)
-    for path in STATIC.glob('physai-live*.js'):
-        shutil.copyfile(path, static / path.name)
-    shutil.copyfile(ENGINE, static / 'mujoco' / ENGINE.name)
-    (directory / 'index.html').write_text(
-        '<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">'
-        '<title>live panel</title><script type="module" src="_static/physai-live.js?v=0"></script></head><body>'
-        f'<main style="max-width:{COLUMN_PX}px;margin:auto">{"".join(blocks)}</main></body></html>',
-        encoding='utf-8')
-    return directory
+    return servo_twin().data + live_block()
 
 
 @pytest.fixture(scope='module')
 def site(tmp_path_factory):
-    directory = build_scratch_site(tmp_path_factory.mktemp('web'))
-    handler = functools.partial(_Quiet, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f'http://127.0.0.1:{server.server_port}'
-    server.shutdown()
+    """A page with chapter 1's twin and live block, served: its base URL."""
+    with serve(scratch_site(tmp_path_factory.mktemp('web'), servo_blocks())) as url:
+        yield url
 
 
-@pytest.fixture(scope='module')
-def chromium():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f'{CHROMIUM} is missing')
-    sync_api = pytest.importorskip('playwright.sync_api')
-    with sync_api.sync_playwright() as p:
-        browsers = {}
-
-        def launch(*extra):
-            if extra not in browsers:
-                browsers[extra] = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS + list(extra))
-            return browsers[extra]
-
-        yield launch
-        for b in browsers.values():
-            b.close()
-
-
-def open_live(browser, url, *, start=True, viewport=(1280, 800)):
+def open_live(browser, url, *, start=True):
     """Open the page; unless the address starts it, click "Run MuJoCo live"; wait for the panel. Returns
     (page, requests, errors)."""
-    page = browser.new_page(viewport={'width': viewport[0], 'height': viewport[1]})
-    requests, errors = [], []
-    page.on('request', lambda r: requests.append(r.url))
-    page.on('pageerror', lambda e: errors.append(str(e)))
-    page.goto(url)
+    page, requests, errors = open_page(browser, url)
     if start:
         if 'servo-' not in url:
             page.click('.physai-live-offer button')
-        page.wait_for_selector('#physai-live-servo[data-state=live]', state='attached', timeout=120000)
+        wait_live(page, 'servo')
     return page, requests, errors
 
 
 def step_path(page) -> str:
     """The drawn step response: the SVG's content without its clip path's random id."""
-    return re.sub(r'pl-clip-[a-z0-9]+', 'clip', page.eval_on_selector('#physai-live-servo svg.pl-step',
-                                                                       'svg => svg.innerHTML'))
+    return drawn(page, '#physai-live-servo svg.pl-step')
 
 
 def wait_map(page):
@@ -346,13 +264,13 @@ def wait_map(page):
 
 
 @pytest.mark.slow
-def test_engine_loads_from_the_site_only_when_touched(site, chromium):
-    page, requests, errors = open_live(chromium(), site + '/', start=False)
+def test_engine_loads_from_the_site_only_when_touched(site, browser):
+    page, requests, errors = open_live(browser, site + '/', start=False)
     page.wait_for_selector('.physai-live-offer[data-state=offered]')
     assert not any('mujoco_wasm' in r for r in requests), 'the first view fetched the engine'
     assert page.is_visible('#physai-twin-servo') and not page.is_visible('#physai-live-servo')
     page.click('#physai-twin-servo-kp')  # touching the twin starts MuJoCo
-    page.wait_for_selector('#physai-live-servo[data-state=live]', state='attached', timeout=120000)
+    wait_live(page, 'servo')
     version = page.evaluate('() => window.physaiLive.servo.version')
     print(f'browser engine: MuJoCo {version} (mujoco-js 0.0.7); Python: MuJoCo {mujoco.__version__}')
     assert version == '3.3.8'
@@ -363,8 +281,8 @@ def test_engine_loads_from_the_site_only_when_touched(site, chromium):
 
 
 @pytest.mark.slow
-def test_page_trajectories_equal_python_mujoco(site, chromium):
-    page, _, errors = open_live(chromium(), site + '/')
+def test_page_trajectories_equal_python_mujoco(site, browser):
+    page, _, errors = open_live(browser, site + '/')
     js = page.evaluate("""async (settings) => {
         const core = await import('./_static/physai-live-core.js');
         const panel = window.physaiLive.servo;
@@ -399,8 +317,8 @@ def test_page_trajectories_equal_python_mujoco(site, chromium):
 
 
 @pytest.mark.slow
-def test_stability_map_fills_in_and_equals_python_s(site, chromium):
-    page, _, errors = open_live(chromium(), site + '/?servo-h=5&servo-integrator=Euler&servo-zeta=1')
+def test_stability_map_fills_in_and_equals_python_s(site, browser):
+    page, _, errors = open_live(browser, site + '/?servo-h=5&servo-integrator=Euler&servo-zeta=1')
     wait_map(page)
     cells = page.evaluate('() => window.physaiLive.servo.mapCells')
     expected = web.stability_reference(0.005, 'Euler')
@@ -411,20 +329,15 @@ def test_stability_map_fills_in_and_equals_python_s(site, chromium):
     assert errors == []
 
 
-def _set(page, name, value):
-    page.eval_on_selector(f'#physai-live-servo-{name}', """(input, value) => {
-        input.value = value; input.dispatchEvent(new Event('input', {bubbles: true})); }""", str(value))
-
-
 @pytest.mark.slow
-def test_every_control_changes_the_plot_and_reset_restores_it(site, chromium):
-    page, _, errors = open_live(chromium(), site + '/')
+def test_every_control_changes_the_plot_and_reset_restores_it(site, browser):
+    page, _, errors = open_live(browser, site + '/')
     first = step_path(page)
     changes = [('kp', 700), ('armature', 0.05), ('dampratio', 0.5), ('timestep', 15.0), ('integrator', 'Euler'),
                ('integrator', 'discrete'), ('dampratio', 0), ('dampratio', 2)]  # discrete: precomputed per damping
     for name, value in changes:
         before = step_path(page)
-        _set(page, name, value)
+        set_control(page, 'servo', name, value)
         after = step_path(page)
         assert after != before, f'{name} = {value} did not change the step response'
     assert 'precomputed' in page.inner_text('#physai-live-servo-panel')
@@ -434,12 +347,11 @@ def test_every_control_changes_the_plot_and_reset_restores_it(site, chromium):
 
 
 @pytest.mark.slow
-def test_address_round_trips_the_setting(site, chromium):
-    browser = chromium()
+def test_address_round_trips_the_setting(site, browser):
     page, _, _ = open_live(browser, site + '/')
     for name, value in [('kp', 512), ('armature', 0.0125), ('timestep', 2.5), ('integrator', 'RK4'),
                         ('dampratio', 2)]:
-        _set(page, name, value)
+        set_control(page, 'servo', name, value)
     values = page.evaluate('() => window.physaiLive.servo.values')
     page.wait_for_function("() => location.search.includes('servo-zeta=2')")  # written just after the last move
     url = page.url
@@ -456,19 +368,13 @@ def test_address_round_trips_the_setting(site, chromium):
 
 
 @pytest.mark.slow
-def test_twin_stays_with_javascript_or_webassembly_off(site, chromium):
-    context = chromium().new_context(java_script_enabled=False)
+def test_twin_stays_with_javascript_or_webassembly_off(site, browser):
+    context = browser.new_context(java_script_enabled=False)
     page = context.new_page()
     page.goto(site + '/')
     assert page.is_visible('#physai-twin-servo') and not page.is_visible('#physai-live-servo')
     context.close()
-    # a browser without WebAssembly (Chromium's V8 flags cannot take it away, so the page loses it before any script)
-    page = chromium().new_page()
-    requests, errors = [], []
-    page.on('request', lambda r: requests.append(r.url))
-    page.on('pageerror', lambda e: errors.append(str(e)))
-    page.add_init_script('delete globalThis.WebAssembly')
-    page.goto(site + '/?servo-kp=3000')
+    page, requests, errors = open_page(browser, site + '/?servo-kp=3000', webassembly=False)
     page.wait_for_selector('.physai-live-offer[data-state=no-wasm]')
     assert 'WebAssembly' in page.inner_text('.physai-live-offer')
     assert page.is_visible('#physai-twin-servo') and not page.is_visible('#physai-live-servo')
@@ -477,4 +383,4 @@ def test_twin_stays_with_javascript_or_webassembly_off(site, chromium):
 
 
 if __name__ == '__main__':  # build the scratch page into a directory to look at: python tests/test_web.py DIR
-    build_scratch_site(pathlib.Path(sys.argv[1]))
+    scratch_site(pathlib.Path(sys.argv[1]), servo_blocks())

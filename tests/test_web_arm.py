@@ -18,16 +18,10 @@ within :data:`CHATTER_RATIO`; a run that diverges diverges in both.
 
 import dataclasses
 import functools
-import http.server
 import json
 import math
-import os
 import pathlib
-import re
-import shutil
-import subprocess
 import sys
-import threading
 
 import mujoco
 import numpy as np
@@ -39,16 +33,11 @@ from physai.engine.hold import (HoldParams, chatter_frequency, hold_responses, r
 from physai.experiments.where_pd_runs import growth_curve
 from physai.interface import twin, web, web_arm
 from physai.interface.where_pd_runs_panels import PANEL_RATES_HZ
-from physai.laws.loop import tick_mask, tick_pattern
+from physai.laws.loop import tick_pattern
+from browser import (STATIC, drawn, node, open_page, require_engine, scratch_site, serve, set_control,
+                     wait_live)
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-STATIC = ROOT / 'book' / '_static'
 CORE = (STATIC / 'physai-live-arm-core.js').as_uri()
-ENGINE = ROOT / 'node_modules' / 'mujoco-js' / 'dist' / 'mujoco_wasm.js'
-NODE = shutil.which('node')
-CHROMIUM = '/usr/bin/chromium'
-CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-                 '--disable-component-update', '--disable-sync', '--no-first-run']
 
 MOVE_TOL_RAD = 0.02
 """rad (1.1°): the largest difference between a settling hold in MuJoCo 3.3.8 and in 3.17.0, at any step. Measured:
@@ -113,42 +102,45 @@ def compare_holds(settings, js_runs) -> list[str]:
 # The Python side
 
 
-def test_arm_xml_compiles_to_the_mesh_free_arm():
+def test_arm_xml_compiles_to_the_mesh_free_arm_without_geoms():
     m = mujoco.MjModel.from_xml_string(web_arm.arm_xml())
     base = so101.load_mesh_free(collision_meshes=False)
     for field in ('body_pos', 'body_quat', 'body_ipos', 'body_iquat', 'body_mass', 'body_inertia', 'jnt_pos',
                   'jnt_axis', 'jnt_range', 'dof_armature', 'dof_damping', 'dof_frictionloss', 'dof_invweight0',
-                  'geom_size', 'geom_pos', 'geom_quat', 'geom_friction', 'actuator_gainprm', 'actuator_biasprm',
-                  'actuator_forcerange', 'actuator_ctrlrange', 'opt.timestep', 'opt.integrator', 'opt.impratio',
-                  'opt.cone', 'opt.solver', 'opt.tolerance'):
+                  'actuator_gainprm', 'actuator_biasprm', 'actuator_forcerange', 'actuator_ctrlrange',
+                  'opt.timestep', 'opt.integrator', 'opt.impratio', 'opt.cone', 'opt.solver', 'opt.tolerance'):
         obj, name = (m.opt, base.opt) if field.startswith('opt.') else (m, base), field.removeprefix('opt.')
         assert np.array_equal(getattr(obj[0], name), getattr(obj[1], name)), field
+    assert m.ngeom == 0 and base.ngeom > 0
     assert '<mesh' not in web_arm.arm_xml() and ' input=' not in web_arm.arm_xml()  # 3.3.8 refuses input=
 
 
-def test_arm_xml_gives_physai_s_trajectories_in_python():
-    """The same MuJoCo (3.17.0) on the browser's text and on physai's model: the in-step hold, bit for bit
-    (the gripper's collision meshes, left out of the text, touch nothing during the hold)."""
-    m = mujoco.MjModel.from_xml_string(web_arm.arm_xml())
-    params = HoldParams(rate_hz=50.0, backend='in-step', timestep=0.005, integrator='implicit')
-    m.opt.timestep, m.opt.integrator = params.timestep, mujoco.mjtIntegrator.mjINT_IMPLICIT
-    m.actuator_ctrllimited[:] = 0
-    m.actuator_biasprm[:, 1:3] = (-params.kp, -params.kv)
-    m.actuator_gainprm[:, 0] = params.kp
-    m.dof_armature[:] = params.armature
-    d = mujoco.MjData(m)
-    mujoco.mj_setConst(m, d)
-    nstep = round(3.0 / params.timestep)
-    pos, vel = reference(params.timestep * np.arange(nstep))
-    ticks = tick_mask(params.rate_hz, params.timestep, nstep)
-    q = np.empty((nstep, 6))
-    held = 0
-    for k in range(nstep):
-        held = k if ticks[k] else held
-        d.ctrl[:] = pos[held] + params.kv * vel[held] / params.kp
-        mujoco.mj_step(m, d)
-        q[k] = d.qpos
-    assert np.array_equal(q, hold_responses([params], nthread=1)[0].q)
+def test_arm_xml_gives_physai_s_trajectories_in_python(monkeypatch):
+    """The same MuJoCo (3.17.0) on the browser's text and on physai's model: physai's own hold runner, bit for bit,
+    on the agreement set (both backends, four integrators, holds that settle, chatter and diverge): the collision
+    geoms, left out of the text, touch nothing."""
+    from physai.engine import hold
+
+    params = [HoldParams(rate_hz=s['rateHz'], backend=s['backend'], kp=s['kp'], kv=s['kv'], armature=s['armature'],
+                         timestep=s['timestep'], integrator=s['integrator']) for s in SETTINGS]
+    caches = (hold.shared_hold_model, hold._servo_pool, hold._batch)
+
+    def runs():
+        for cache in caches:
+            cache.cache_clear()
+        return hold_responses(params, nthread=1)
+
+    want = runs()
+    bare = mujoco.MjModel.from_xml_string(web_arm.arm_xml())
+    monkeypatch.setattr(hold, 'so101_base', lambda: bare)
+    try:
+        got = runs()
+    finally:
+        monkeypatch.undo()
+        for cache in caches:
+            cache.cache_clear()
+    for p, a, b in zip(params, want, got):
+        assert np.array_equal(a.q, b.q, equal_nan=True), p
 
 
 def test_block_is_hidden_and_carries_its_configuration():
@@ -211,15 +203,6 @@ def test_bad_settings_are_refused_by_name(kwargs, name):
 
 # ---------------------------------------------------------------------------------------------------------------
 # The JavaScript port, in Node
-
-
-def node(script: str, data=None, timeout: float = 120) -> object:
-    """Run an ES module script in Node with ``data`` as JSON on stdin; its last output line is JSON."""
-    if NODE is None:
-        pytest.skip('node is not installed')
-    done = subprocess.run([NODE, '--input-type=module', '-e', script], input=json.dumps(data), text=True,
-                          capture_output=True, check=True, timeout=timeout)
-    return json.loads(done.stdout.strip().rsplit('\n', 1)[-1])  # MuJoCo prints its warnings on stdout
 
 
 def test_tick_pattern_is_physai_s():
@@ -341,17 +324,15 @@ console.log(JSON.stringify({version: mujoco.mj_versionString(), fields, out}));
 
 COMPILED_FIELDS = ('body_pos', 'body_quat', 'body_ipos', 'body_iquat', 'body_mass', 'body_inertia', 'jnt_pos',
                    'jnt_axis', 'jnt_range', 'dof_armature', 'dof_damping', 'dof_frictionloss', 'dof_invweight0',
-                   'dof_M0', 'body_invweight0', 'geom_size', 'geom_pos', 'geom_quat', 'geom_friction',
-                   'actuator_gainprm', 'actuator_biasprm', 'actuator_forcerange', 'actuator_acc0', 'jnt_solref',
-                   'jnt_solimp', 'dof_solref', 'dof_solimp', 'qpos0')
+                   'dof_M0', 'body_invweight0', 'actuator_gainprm', 'actuator_biasprm', 'actuator_forcerange',
+                   'actuator_acc0', 'jnt_solref', 'jnt_solimp', 'dof_solref', 'dof_solimp', 'qpos0')
 """The compiled fields MuJoCo 3.3.8 must give to the last bit from :func:`web_arm.arm_xml`."""
 
 
 def test_node_mujoco_compiles_the_arm_to_the_last_bit_and_its_holds_agree():
-    if not ENGINE.is_file():
-        pytest.skip('node_modules/mujoco-js is missing: run npm ci')
+    engine = require_engine()
     settings = [SETTINGS[2], SETTINGS[4], SETTINGS[5]]  # the short ones: 2, 20 and 5 ms
-    js = node(HOLD_SCRIPT % (CORE, ENGINE.as_uri(), json.dumps(COMPILED_FIELDS)),
+    js = node(HOLD_SCRIPT % (CORE, engine.as_uri(), json.dumps(COMPILED_FIELDS)),
               {'settings': settings, 'cfg': config()})
     assert js['version'] == '3.3.8'
     m = mujoco.MjModel.from_xml_string(web_arm.arm_xml())
@@ -363,11 +344,6 @@ def test_node_mujoco_compiles_the_arm_to_the_last_bit_and_its_holds_agree():
 
 # ---------------------------------------------------------------------------------------------------------------
 # In the browser
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):
-        pass
 
 
 def stand_in_twin() -> str:
@@ -389,75 +365,56 @@ def stand_in_twin() -> str:
     return twin.static_twin('ch3-pd-rate', sliders, axes, frame).data
 
 
-def build_scratch_site(directory: pathlib.Path, twin_html: str | None = None, live_html: str | None = None
-                       ) -> pathlib.Path:
-    """A page with a twin and its live block (by default chapter 3's) and the site's _static files, as the book
-    serves them."""
-    if not ENGINE.is_file():
-        pytest.skip('node_modules/mujoco-js is missing: run npm ci')
-    static = directory / '_static'
-    (static / 'mujoco').mkdir(parents=True)
-    for path in STATIC.glob('physai-live*.js'):
-        shutil.copyfile(path, static / path.name)
-    shutil.copyfile(ENGINE, static / 'mujoco' / ENGINE.name)
-    (directory / 'index.html').write_text(
-        '<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">'
-        '<title>chapter 3 live panel</title><script type="module" src="_static/physai-live.js?v=0"></script></head>'
-        f'<body><main style="max-width:1200px;margin:auto">{twin_html or stand_in_twin()}'
-        f'{live_html or web_arm.pd_live().data}</main></body></html>', encoding='utf-8')
-    return directory
+ARM_COLUMN_PX = 1200
+"""CSS px: the scratch pages' column for the SO-101's panels."""
+
+
+def pd_blocks() -> str:
+    """Chapter 3's page: the stand-in twin and the live block (HTML)."""
+    return stand_in_twin() + web_arm.pd_live().data
+
+
+def sysid_blocks() -> str:
+    """Chapter 4's page: the twin at two kps (a stand-in for the chapter's grid) and the live block (HTML)."""
+    from physai.interface.servo_sysid_panels import sysid_twin
+    episode, base = held_out()
+    return sysid_twin(episode, base, kps=(10.0, 1000.0)).data + web_arm.sysid_live(episode, base).data
 
 
 @pytest.fixture(scope='module')
 def site(tmp_path_factory):
-    directory = build_scratch_site(tmp_path_factory.mktemp('web_arm'))
-    handler = functools.partial(_Quiet, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f'http://127.0.0.1:{server.server_port}'
-    server.shutdown()
-
-
-@pytest.fixture(scope='module')
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f'{CHROMIUM} is missing')
-    sync_api = pytest.importorskip('playwright.sync_api')
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+    """Chapter 3's page, served: its base URL."""
+    with serve(scratch_site(tmp_path_factory.mktemp('web_arm'), pd_blocks(), max_width=ARM_COLUMN_PX)) as url:
+        yield url
 
 
 def open_live(browser, url, *, start=True):
-    page = browser.new_page(viewport={'width': 1280, 'height': 800})
-    requests, errors = [], []
-    page.on('request', lambda r: requests.append(r.url))
-    page.on('pageerror', lambda e: errors.append(str(e)))
-    page.goto(url)
+    """Open chapter 3's page; unless the address starts it, click "Run MuJoCo live"; wait for the panel's first run.
+    Returns (page, requests, errors)."""
+    page, requests, errors = open_page(browser, url)
     if start:
         if 'pd-' not in url:
             page.click('.physai-live-offer button')
-        page.wait_for_selector('#physai-live-pd[data-state=live]', state='attached', timeout=120000)
+        wait_live(page, 'pd')
         idle(page)
     return page, requests, errors
 
 
-def idle(page):
-    page.wait_for_function("() => document.querySelector('#physai-live-pd-panel').dataset.state === 'idle'",
-                           timeout=60000)
+def idle(page, key='pd'):
+    """Wait until panel ``key`` (pd, sysid) has drawn its whole run."""
+    page.wait_for_function(f"() => {{ const p = document.querySelector('#physai-live-{key}-panel');"
+                           " return p && p.dataset.state === 'idle'; }", timeout=60000)
 
 
 def hold_picture(page) -> str:
     """What the trajectory plots show: their SVG content without the clip paths' random ids."""
-    html = page.eval_on_selector_all('#physai-live-pd svg', 'svgs => svgs.map((s) => s.innerHTML).join("")')
-    return re.sub(r'pl-clip-[a-z0-9]+', 'clip', html)
+    return drawn(page, '#physai-live-pd svg')
 
 
-def set_control(page, name, value):
-    page.eval_on_selector(f'#physai-live-pd-{name}', """(input, value) => {
-        input.value = value; input.dispatchEvent(new Event('input', {bubbles: true})); }""", str(value))
-    idle(page)
+def set_and_wait(page, name, value, key='pd'):
+    """Move a control of panel ``key`` and wait for the whole new run."""
+    set_control(page, key, name, value)
+    idle(page, key)
 
 
 @pytest.mark.slow
@@ -495,13 +452,13 @@ def test_every_control_changes_the_plot_and_reset_restores_it(site, browser):
     for name, value in [('rateHz', 300), ('backend', 'in-step'), ('kp', 700), ('kv', 0.5), ('armature', 0.06),
                         ('timestep', 5.0), ('integrator', 'Euler'), ('integrator', 'discrete')]:
         before = hold_picture(page)
-        set_control(page, name, value)
+        set_and_wait(page, name, value)
         assert hold_picture(page) != before, f'{name} = {value} did not change the plots'
     assert 'discrete' in page.inner_text('#physai-live-pd-panel .pl-readout')
     page.click('#physai-live-pd-panel button:text("reset")')
     idle(page)
     assert page.evaluate('() => window.physaiLive.pd.values.timestep') == 0.001
-    set_control(page, 'timestep', 2.0)
+    set_and_wait(page, 'timestep', 2.0)
     assert hold_picture(page) == first
     assert errors == []
 
@@ -511,7 +468,7 @@ def test_address_round_trips_the_setting_and_the_twin_stays_without_webassembly(
     page, _, _ = open_live(browser, site + '/?pd-h=5')
     for name, value in [('rateHz', 120), ('backend', 'in-step'), ('kp', 512), ('kv', 1.25), ('armature', 0.0125),
                         ('integrator', 'RK4')]:
-        set_control(page, name, value)
+        set_and_wait(page, name, value)
     values = page.evaluate('() => window.physaiLive.pd.values')
     page.wait_for_function("() => location.search.includes('pd-integrator=RK4')")
     page.click('#physai-live-pd-panel button:text("present")')
@@ -525,11 +482,7 @@ def test_address_round_trips_the_setting_and_the_twin_stays_without_webassembly(
     assert errors == []
     other.close()
     # without WebAssembly: one line says so, the twin stays, the engine is not fetched
-    page = browser.new_page()
-    requests = []
-    page.on('request', lambda r: requests.append(r.url))
-    page.add_init_script('delete globalThis.WebAssembly')
-    page.goto(site + '/?pd-kp=3000')
+    page, requests, _ = open_page(browser, site + '/?pd-kp=3000', webassembly=False)
     page.wait_for_selector('.physai-live-offer[data-state=no-wasm]')
     assert page.is_visible('#physai-twin-ch3-pd-rate') and not page.is_visible('#physai-live-pd')
     assert not any('mujoco_wasm' in r for r in requests)
@@ -727,42 +680,35 @@ console.log(JSON.stringify(servos.map((s) => {
 
 
 def test_node_mujoco_replays_agree_with_python_mujoco():
-    if not ENGINE.is_file():
-        pytest.skip('node_modules/mujoco-js is missing: run npm ci')
+    engine = require_engine()
     settings = replay_settings()[1:]  # the 20 ms one: 746 steps
-    js = node(REPLAY_SCRIPT % (CORE, ENGINE.as_uri()), {'servos': settings, 'cfg': sysid_config()})
+    js = node(REPLAY_SCRIPT % (CORE, engine.as_uri()), {'servos': settings, 'cfg': sysid_config()})
     for line in compare_replays(settings, js):
         print(line)
 
 
 @pytest.fixture(scope='module')
 def sysid_site(tmp_path_factory):
-    from physai.interface.servo_sysid_panels import sysid_twin
-    episode, base = held_out()
-    directory = tmp_path_factory.mktemp('web_sysid')
-    build_scratch_site(directory, sysid_twin(episode, base, kps=(10.0, 1000.0)).data,
-                       web_arm.sysid_live(episode, base).data)
-    handler = functools.partial(_Quiet, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f'http://127.0.0.1:{server.server_port}'
-    server.shutdown()
+    """Chapter 4's page, served: its base URL."""
+    with serve(scratch_site(tmp_path_factory.mktemp('web_sysid'), sysid_blocks(), max_width=ARM_COLUMN_PX)) as url:
+        yield url
 
 
-def sysid_idle(page):
-    page.wait_for_function("() => { const p = document.querySelector('#physai-live-sysid-panel');"
-                           " return p && p.dataset.state === 'idle'; }", timeout=60000)
+def open_sysid(browser, url, **kwargs):
+    """Open chapter 4's page at ``url`` (an address that starts the panel) and wait for its first replay. Returns
+    (page, errors)."""
+    page, _, errors = open_page(browser, url, **kwargs)
+    wait_live(page, 'sysid')
+    idle(page, 'sysid')
+    return page, errors
 
 
 @pytest.mark.slow
 def test_sysid_page_replays_agree_and_every_control_changes_the_plot(sysid_site, browser):
-    page = browser.new_page(viewport={'width': 1280, 'height': 800})
-    errors = []
-    page.on('pageerror', lambda e: errors.append(str(e)))
-    page.goto(sysid_site + '/')
+    page, _, errors = open_page(browser, sysid_site + '/')
     page.click('#physai-twin-sysid-kp-kp')  # touching the twin starts MuJoCo at the twin's kp
-    page.wait_for_selector('#physai-live-sysid[data-state=live]', state='attached', timeout=120000)
-    sysid_idle(page)
+    wait_live(page, 'sysid')
+    idle(page, 'sysid')
     assert not page.is_visible('#physai-twin-sysid-kp')
     settings = replay_settings()
     js = page.evaluate("""async (servos) => {
@@ -778,34 +724,27 @@ def test_sysid_page_replays_agree_and_every_control_changes_the_plot(sysid_site,
         print(line)
 
     def picture():
-        return re.sub(r'pl-clip-[a-z0-9]+', 'clip', page.eval_on_selector_all(
-            '#physai-live-sysid svg', 'svgs => svgs.map((s) => s.innerHTML).join("")'))
-
-    def set_control(name, value):
-        page.eval_on_selector(f'#physai-live-sysid-{name}', """(input, value) => {
-            input.value = value; input.dispatchEvent(new Event('input', {bubbles: true})); }""", str(value))
-        sysid_idle(page)
+        return drawn(page, '#physai-live-sysid svg')
 
     page.click('#physai-live-sysid-panel button:text("reset")')  # from the twin's kp to the chapter's servo
-    sysid_idle(page)
-    set_control('timestep', 20.0)  # 2 steps a frame: the changes below run quickly
+    idle(page, 'sysid')
+    set_and_wait(page, 'timestep', 20.0, 'sysid')  # 2 steps a frame: the changes below run quickly
     first = picture()
     for name, value in [('kp', 700), ('armature', 0.03), ('kv', 300), ('forcerange', 1.5), ('integrator', 'Euler'),
                         ('timestep', 10.0), ('integrator', 'discrete')]:
         before = picture()
-        set_control(name, value)
+        set_and_wait(page, name, value, 'sysid')
         assert picture() != before, f'{name} = {value} did not change the plots'
     page.wait_for_function("() => location.search.includes('sysid-integrator=discrete')")
     url = page.url
     page.click('#physai-live-sysid-panel button:text("reset")')
-    sysid_idle(page)
-    set_control('timestep', 20.0)
+    idle(page, 'sysid')
+    set_and_wait(page, 'timestep', 20.0, 'sysid')
     assert picture() == first
     values = page.evaluate('() => window.physaiLive.sysid.values')
     page.close()
-    other = browser.new_page(viewport={'width': 1280, 'height': 800})
-    other.goto(url)
-    other.wait_for_selector('#physai-live-sysid[data-state=live]', state='attached', timeout=120000)
+    other, _, _ = open_page(browser, url)
+    wait_live(other, 'sysid')
     assert other.evaluate('() => window.physaiLive.sysid.values.integrator') == 'discrete'
     assert values['timestep'] == 0.02
     other.close()
@@ -814,11 +753,7 @@ def test_sysid_page_replays_agree_and_every_control_changes_the_plot(sysid_site,
 
 @pytest.mark.slow
 def test_sysid_twin_stays_and_says_why_without_webassembly(sysid_site, browser):
-    page = browser.new_page()
-    requests = []
-    page.on('request', lambda r: requests.append(r.url))
-    page.add_init_script('delete globalThis.WebAssembly')
-    page.goto(sysid_site + '/?sysid-kp=3000')  # an address that would start MuJoCo at once
+    page, requests, _ = open_page(browser, sysid_site + '/?sysid-kp=3000', webassembly=False)  # would start MuJoCo
     offer = page.wait_for_selector('.physai-live-offer[data-state=no-wasm]')
     assert 'WebAssembly' in offer.inner_text() and 'precomputed' in offer.inner_text()
     page.click('#physai-twin-sysid-kp-kp')  # touching the twin starts nothing either
@@ -829,12 +764,8 @@ def test_sysid_twin_stays_and_says_why_without_webassembly(sysid_site, browser):
 
 @pytest.mark.slow
 def test_sysid_present_address_opens_the_present_view(sysid_site, browser):
-    page = browser.new_page(viewport={'width': 1280, 'height': 720})
-    errors = []
-    page.on('pageerror', lambda e: errors.append(str(e)))
-    page.goto(sysid_site + '/?sysid-present=1&sysid-h=20.0')  # 20 ms: 2 steps a frame
-    page.wait_for_selector('#physai-live-sysid[data-state=live]', state='attached', timeout=120000)
-    sysid_idle(page)
+    page, errors = open_sysid(browser, sysid_site + '/?sysid-present=1&sysid-h=20.0',  # 20 ms: 2 steps a frame
+                              viewport=(1280, 720))
     panel = '#physai-live-sysid-panel'
     assert page.eval_on_selector(panel, 'p => p.classList.contains("physai-live-present")')
     assert page.inner_text(f'{panel} button:text("leave present")') == 'leave present'
@@ -849,12 +780,7 @@ def test_sysid_present_address_opens_the_present_view(sysid_site, browser):
 
 @pytest.mark.slow
 def test_sysid_discrete_draws_the_precomputed_replay_and_says_so(sysid_site, browser):
-    page = browser.new_page(viewport={'width': 1280, 'height': 800})
-    errors = []
-    page.on('pageerror', lambda e: errors.append(str(e)))
-    page.goto(sysid_site + '/?sysid-integrator=discrete&sysid-kp=90')
-    page.wait_for_selector('#physai-live-sysid[data-state=live]', state='attached', timeout=120000)
-    sysid_idle(page)
+    page, errors = open_sysid(browser, sysid_site + '/?sysid-integrator=discrete&sysid-kp=90')
     d = sysid_discrete()
     run = d['runs'][d['kp'].index(100.0)]  # the nearest kp on a log scale
     readout = page.inner_text('#physai-live-sysid-panel .pl-readout')
@@ -871,6 +797,33 @@ def test_sysid_discrete_draws_the_precomputed_replay_and_says_so(sysid_site, bro
 if __name__ == '__main__':  # scratch pages with the chapters' real twins: python tests/test_web_arm.py DIR
     from physai.interface.servo_sysid_panels import TWIN_KPS, sysid_twin
     from physai.interface.where_pd_runs_panels import pd_twin
-    build_scratch_site(pathlib.Path(sys.argv[1]) / 'ch3', pd_twin().data)
-    build_scratch_site(pathlib.Path(sys.argv[1]) / 'ch4', sysid_twin(*held_out(), kps=TWIN_KPS).data,
-                       web_arm.sysid_live(*held_out()).data)
+    out = pathlib.Path(sys.argv[1])
+    scratch_site(out / 'ch3', pd_twin().data + web_arm.pd_live().data, max_width=ARM_COLUMN_PX)
+    episode, base = held_out()
+    scratch_site(out / 'ch4', sysid_twin(episode, base, kps=TWIN_KPS).data + web_arm.sysid_live(episode, base).data,
+                 max_width=ARM_COLUMN_PX)
+
+
+PHONE_MIN_TEXT_PX = 8.0
+"""CSS px: the smallest text of a trace plot on a 390 px phone. The plot is drawn narrower there (400 units instead
+of 560 or 480) so that its text shrinks less with it: at the wide drawing it came out at 5 to 7 px."""
+
+TRACE_TEXT_PX_JS = """svg => {
+    const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+    return Array.from(svg.querySelectorAll('text')).filter((t) => t.textContent.trim())
+        .map((t) => ({text: t.textContent, px: parseFloat(getComputedStyle(t).fontSize) * scale}));
+}"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('key, query', [('pd', 'pd-rate=40'), ('sysid', 'sysid-kp=30')])
+def test_trace_text_stays_readable_on_a_phone(site, sysid_site, browser, key, query):
+    page, _, errors = open_page(browser, f'{site if key == "pd" else sysid_site}/?{query}', viewport=(390, 844))
+    wait_live(page, key)
+    idle(page, key)
+    texts = page.eval_on_selector(f'#physai-live-{key}-panel svg.pl-step', TRACE_TEXT_PX_JS)
+    small = min(texts, key=lambda t: t['px'])
+    print(f'{key}: smallest trace text on a 390 px phone {small["px"]:.1f} px ({small["text"]!r}), {len(texts)} texts')
+    assert small['px'] >= PHONE_MIN_TEXT_PX, small
+    assert errors == []
+    page.close()

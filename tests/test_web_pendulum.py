@@ -11,12 +11,9 @@ address round-trips the setting; the twin stays with JavaScript or WebAssembly o
 """
 
 import functools
-import http.server
 import inspect
 import json
 import math
-import subprocess
-import threading
 
 import mujoco
 import numpy as np
@@ -27,7 +24,8 @@ from physai.interface import actuator_models_panels as models_panels
 from physai.interface import web
 from physai.interface.plots import MIN_TEXT_PX
 from physai.laws import drives
-from test_web import ENGINE, NODE, STATIC, _Quiet, build_scratch_site, chromium, servo_blocks  # noqa: F401
+from browser import STATIC, drawn, node, open_page, require_engine, scratch_site, serve, set_control, wait_live
+from test_web import servo_blocks
 
 PENDULUM_ATOL = 1e-9
 """rad: how far the page's angle may be from Python MuJoCo 3.17.0's at any step. The two agree bit for bit on most
@@ -60,14 +58,6 @@ IN_PAGE = [_setting(), _setting(model='implicit', forcerange=2.0), _setting(mode
 @functools.cache
 def config() -> dict:
     return web.pendulum_config()
-
-
-def _node(script: str, data) -> object:
-    if NODE is None:
-        pytest.skip('node is not installed')
-    done = subprocess.run([NODE, '--input-type=module', '-e', script], input=json.dumps(data), text=True,
-                          capture_output=True, check=True, timeout=300)
-    return json.loads(done.stdout)
 
 
 def _plain(x):
@@ -208,8 +198,8 @@ def test_js_drive_laws_equal_python_s_bit_for_bit_on_a_grid():
                  drives.DelayedPD(kp=400.0, kv=20.0, forcerange=6.0, delay=12),
                  drives.RemotizedPD(kp=400.0, kv=20.0, table=table, delay=12),
                  drives.RemotizedPD(kp=80.0, kv=2.0, table=((-1.0, 1.0), (0.0, 1.0), (1.0, 5.0), (2.0, 0.5)))]
-    js = _node(LAWS_SCRIPT % (STATIC / 'physai-live-pendulum-core.js').as_uri(),
-               {'points': points, 'actuators': [_js_actuator(a) for a in actuators]})
+    js = node(LAWS_SCRIPT % (STATIC / 'physai-live-pendulum-core.js').as_uri(),
+              {'points': points, 'actuators': [_js_actuator(a) for a in actuators]})
     q, v, qt, kp, kv = (np.array(x) for x in zip(*points))
     assert js['pd'] == [_plain(x) for x in drives.pd_torque(qt, q, 0.0, v, kp, kv)]
     dc = [a for a in actuators if isinstance(a, drives.DCMotor)]
@@ -250,9 +240,9 @@ def test_js_readout_equals_python_s_on_python_s_runs():
                 _setting(model='delayed PD', delay=60, kp=400.0, kv=20.0), _setting(kp=2.0, kv=300.0)]
     runs = [models_panels.panel_run(s['model'], s['kp'], s['kv'], s['armature'], s['timestep'], s['integrator'],
                                     s['forcerange'], s['velocity_limit'], s['delay']) for s in settings]
-    js = _node(METRICS_SCRIPT % (STATIC / 'physai-live-pendulum-core.js').as_uri(),
-               [{'t': r.t.tolist(), 'q': r.q.tolist(), 'v': r.v.tolist(), 'command': r.command.tolist(),
-                 'diverged': r.diverged} for r, _ in runs])
+    js = node(METRICS_SCRIPT % (STATIC / 'physai-live-pendulum-core.js').as_uri(),
+              [{'t': r.t.tolist(), 'q': r.q.tolist(), 'v': r.v.tolist(), 'command': r.command.tolist(),
+                'diverged': r.diverged} for r, _ in runs])
     f = lambda x: None if not math.isfinite(x) else x  # noqa: E731
     kinds = set()
     for (run, metrics), j in zip(runs, js):
@@ -299,12 +289,11 @@ def compare(settings: list[dict], js: list[dict]) -> tuple[int, float]:
 def test_mujoco_in_webassembly_runs_the_pendulum_as_python_mujoco_does():
     """MuJoCo 3.3.8 (the page's engine, here in Node) on physai's pendulum XML, with the page's runner, against
     Python MuJoCo 3.17.0: every model, integrator, armature and clamp of AGREEMENT."""
-    if not ENGINE.is_file():
-        pytest.skip('node_modules/mujoco-js is missing: run npm ci')
+    engine = require_engine()
     cfg = config()
-    out = _node(RUN_SCRIPT % ((STATIC / 'physai-live-pendulum-core.js').as_uri(), ENGINE.as_uri()),
-                {'settings': AGREEMENT, **{k: cfg[k] for k in ('xml', 'constants', 'duration', 'step',
-                                                                'controlRate')}})
+    out = node(RUN_SCRIPT % ((STATIC / 'physai-live-pendulum-core.js').as_uri(), engine.as_uri()),
+               {'settings': AGREEMENT, **{k: cfg[k] for k in ('xml', 'constants', 'duration', 'step',
+                                                               'controlRate')}})
     identical, worst = compare(AGREEMENT, out['runs'])
     print(f'MuJoCo {out["version"]} (WebAssembly, Node) against Python MuJoCo {mujoco.__version__}: '
           f'{identical}/{len(AGREEMENT)} pendulum runs bit-identical, the rest within {worst:.1e} rad; '
@@ -317,49 +306,30 @@ def test_mujoco_in_webassembly_runs_the_pendulum_as_python_mujoco_does():
 # In the browser: one page, one browser
 
 
+def pendulum_blocks() -> str:
+    """Chapter 2's static twin and its live block (HTML), as the chapter's cells write them."""
+    from physai.interface.actuator_models_panels import forcerange_twin
+    return forcerange_twin().data + web.pendulum_live().data
+
+
 @pytest.fixture(scope='module')
 def site(tmp_path_factory):
-    from physai.interface.actuator_models_panels import forcerange_twin
-    directory = build_scratch_site(tmp_path_factory.mktemp('web-pendulum'),
-                                   servo_blocks() + [forcerange_twin().data, web.pendulum_live().data])
-    handler = functools.partial(_Quiet, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f'http://127.0.0.1:{server.server_port}'
-    server.shutdown()
+    """One page with chapter 1's and chapter 2's twins and live blocks, served: its base URL."""
+    with serve(scratch_site(tmp_path_factory.mktemp('web-pendulum'), servo_blocks() + pendulum_blocks())) as url:
+        yield url
 
 
 TWIN = web.PENDULUM_TWIN_ID
 
 
-def open_page(browser, url, viewport=(1280, 800)):
-    page = browser.new_page(viewport={'width': viewport[0], 'height': viewport[1]})
-    requests, errors = [], []
-    page.on('request', lambda r: requests.append(r.url))
-    page.on('pageerror', lambda e: errors.append(str(e)))
-    page.goto(url)
-    return page, requests, errors
-
-
-def wait_live(page, key='pendulum'):
-    page.wait_for_selector(f'#physai-live-{key}[data-state=live]', state='attached', timeout=120000)
-
-
 def plots(page) -> str:
     """The three drawn plots, without the clip paths' random ids."""
-    import re
-    return re.sub(r'pl-clip-[a-z0-9]+', 'clip', page.eval_on_selector(
-        '#physai-live-pendulum-panel .pl-plots', 'node => node.innerHTML'))
-
-
-def set_control(page, name, value):
-    page.eval_on_selector(f'#physai-live-pendulum-{name}', """(input, value) => {
-        input.value = value; input.dispatchEvent(new Event('input', {bubbles: true})); }""", str(value))
+    return drawn(page, '#physai-live-pendulum-panel .pl-plots')
 
 
 @pytest.mark.slow
-def test_engine_loads_when_touched_and_the_page_runs_equal_python_mujoco(site, chromium):
-    page, requests, errors = open_page(chromium(), site + '/')
+def test_engine_loads_when_touched_and_the_page_runs_equal_python_mujoco(site, browser):
+    page, requests, errors = open_page(browser, site + '/')
     page.wait_for_function("() => document.querySelectorAll('.physai-live-offer[data-state=offered]').length === 2")
     assert not any('mujoco_wasm' in r for r in requests), 'the first view fetched the engine'
     assert page.is_visible(f'#{TWIN}') and not page.is_visible('#physai-live-pendulum')
@@ -367,7 +337,7 @@ def test_engine_loads_when_touched_and_the_page_runs_equal_python_mujoco(site, c
         input.dispatchEvent(new Event('input', {bubbles: true})); }""")  # the twin at E = 4 N·m
     page.select_option(f'#{TWIN}-model', index=1)  # implicit
     page.dispatch_event(f'#{TWIN}-forcerange', 'pointerdown')  # the reader touches the twin: MuJoCo starts
-    wait_live(page)
+    wait_live(page, 'pendulum')
     assert not any('physai-live-arm' in r for r in requests), 'another chapter\'s panel module was loaded'
     values = page.evaluate('() => window.physaiLive.pendulum.values')
     assert (values['forcerange'], values['model']) == (4.0, 'implicit')  # it opened where the reader was
@@ -390,10 +360,9 @@ def test_engine_loads_when_touched_and_the_page_runs_equal_python_mujoco(site, c
 
 
 @pytest.mark.slow
-def test_every_control_changes_the_plot_reset_restores_it_and_the_address_keeps_it(site, chromium):
-    browser = chromium()
+def test_every_control_changes_the_plot_reset_restores_it_and_the_address_keeps_it(site, browser):
     page, _, errors = open_page(browser, site + '/?pendulum-model=ideal+PD')
-    wait_live(page)
+    wait_live(page, 'pendulum')
     # the page loads physai-live.js?v=0 (as Sphinx does) and the panel module imports ./physai-live.js back: two
     # instances of that module; the address starts the panel once
     page.wait_for_timeout(500)
@@ -407,41 +376,36 @@ def test_every_control_changes_the_plot_reset_restores_it_and_the_address_keeps_
                ('model', 'DC motor')]
     for name, value in changes:
         before = plots(page)
-        set_control(page, name, value)
+        set_control(page, 'pendulum', name, value)
         assert plots(page) != before, f'{name} = {value} did not change the plots'
     assert 'precomputed' in page.inner_text('#physai-live-pendulum-panel')
     page.click('#physai-live-pendulum-panel button:text("reset")')
     assert plots(page) == first
     for name, value in [('model', 'DC motor'), ('kp', 512), ('kv', 400), ('armature', 0.0125), ('timestep', 2.5),
                         ('integrator', 'RK4'), ('forcerange', 7.5), ('velocity_limit', 12), ('delay', 5)]:
-        set_control(page, name, value)
+        set_control(page, 'pendulum', name, value)
     values = page.evaluate('() => window.physaiLive.pendulum.values')
     page.wait_for_function("() => location.search.includes('pendulum-delay=5')")
     page.click('#physai-live-pendulum-panel button:text("present")')
     assert 'pendulum-present=1' in page.url and 'pendulum-h=2.5' in page.url
-    url, drawn = page.url, plots(page)
+    url, picture = page.url, plots(page)
     page.close()
     other, _, more = open_page(browser, url)
-    wait_live(other)
+    wait_live(other, 'pendulum')
     assert other.evaluate('() => window.physaiLive.pendulum.values') == values
     assert other.eval_on_selector('#physai-live-pendulum-panel', 'p => p.classList.contains("physai-live-present")')
-    assert plots(other) == drawn
+    assert plots(other) == picture
     assert errors == [] and more == []
 
 
 @pytest.mark.slow
-def test_twin_stays_with_javascript_or_webassembly_off(site, chromium):
-    context = chromium().new_context(java_script_enabled=False)
+def test_twin_stays_with_javascript_or_webassembly_off(site, browser):
+    context = browser.new_context(java_script_enabled=False)
     page = context.new_page()
     page.goto(site + '/')
     assert page.is_visible(f'#{TWIN}') and not page.is_visible('#physai-live-pendulum')
     context.close()
-    page = chromium().new_page()
-    requests, errors = [], []
-    page.on('request', lambda r: requests.append(r.url))
-    page.on('pageerror', lambda e: errors.append(str(e)))
-    page.add_init_script('delete globalThis.WebAssembly')
-    page.goto(site + '/?pendulum-kp=3000')
+    page, requests, errors = open_page(browser, site + '/?pendulum-kp=3000', webassembly=False)
     page.wait_for_selector('.physai-live-offer[data-state=no-wasm]', state='attached')
     assert page.is_visible(f'#{TWIN}') and not page.is_visible('#physai-live-pendulum')
     assert not any('mujoco_wasm' in r or 'physai-live-pendulum' in r for r in requests)
@@ -465,12 +429,12 @@ SMALLEST_TEXT = """() => {
 
 
 @pytest.mark.slow
-def test_every_live_panel_s_text_is_at_least_10_px_at_1280(site, chromium):
+def test_every_live_panel_s_text_is_at_least_10_px_at_1280(site, browser):
     """Every text of every live panel on the page (chapter 1's and chapter 2's), as displayed in the book's column
     at a 1280 px window: font size times the SVG's scale."""
-    page, _, errors = open_page(chromium(), site + '/?servo-kp=100&pendulum-kp=100')
+    page, _, errors = open_page(browser, site + '/?servo-kp=100&pendulum-kp=100')
     wait_live(page, 'servo')
-    wait_live(page)
+    wait_live(page, 'pendulum')
     page.wait_for_function('() => window.physaiLive.servo.mapDone', timeout=120000)
     texts = page.evaluate(SMALLEST_TEXT)
     assert {t['panel'] for t in texts} >= {'physai-live-servo-panel', 'physai-live-pendulum-panel'}

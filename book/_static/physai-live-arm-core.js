@@ -1,5 +1,5 @@
 // Chapter 3's physics in the reader's browser: the SO-101 holding a pose, its PD in the control loop or in MuJoCo's
-// step, on MuJoCo's WebAssembly build (mujoco-js, MuJoCo 3.3.8) and the mesh-free arm physai wrote
+// step, on MuJoCo's WebAssembly build (mujoco-js, MuJoCo 3.3.8) and the geom-free arm physai wrote
 // (physai.interface.web_arm.arm_xml). Ported line by line from Python:
 //   Arm.configure    physai.engine.hold.shared_hold_model (PDController, set_position_servo, set_armature)
 //   reference        physai.engine.hold.reference          (the minimum-jerk move to STANDBY, then hold)
@@ -464,34 +464,52 @@ export function growthCurve(ratesHz, {backend, kp, kv, armature, timestep: h, in
     const I = I0 + armature;
     return {w2: kp / I, c: kv / I, cJoint: damping / I};
   });
-  const patterns = ratesHz.map((r) => tickPattern(r, h));
+  const patterns = ratesHz.map((r) => cachedTickPattern(r, h));
   if (backend === 'in-step') {
     const perStep = Math.max(...joints.map((j) => integratorGrowth(integrator, h, j.w2, j.c + j.cJoint, j.cJoint)));
     return patterns.map((p) => perStep ** (p.reduce((s, n) => s + n, 0) / p.length));
   }
+  const steps = joints.map((j) => {
+    const damp = 1.0 / (1.0 + h * j.cJoint);
+    return {S: [1.0, h * damp, h * h * damp, 0, damp, h * damp, 0, 0, 1.0], key: `${h}|${j.cJoint}`};
+  });
   return patterns.map((pattern) => {
     let worst = 0;
-    for (const j of joints) {
-      const damp = 1.0 / (1.0 + h * j.cJoint);
-      const S = [1.0, h * damp, h * h * damp, 0, damp, h * damp, 0, 0, 1.0];
-      let product = [1, 0, 0, 1], logScale = 0, finite = true;
+    joints.forEach(({w2, c}, i) => {
+      const {S, key} = steps[i];
+      // the product of (S^n @ hold)[:2, :] over the pattern, rescaled each tick; hold: (q, v) -> (q, v, -w2 q - c v)
+      let a0 = 1, a1 = 0, a2 = 0, a3 = 1, logScale = 0;
       for (const n of pattern) {
-        const Sn = stepPower(S, n, `${h}|${j.cJoint}`);
-        // (S^n @ hold)[:2, :], hold: (q, v) -> (q, v, -w2 q - c v)
-        const T = [Sn[0] - Sn[2] * j.w2, Sn[1] - Sn[2] * j.c, Sn[3] - Sn[5] * j.w2, Sn[4] - Sn[5] * j.c];
-        const P = [T[0] * product[0] + T[1] * product[2], T[0] * product[1] + T[1] * product[3],
-                   T[2] * product[0] + T[3] * product[2], T[2] * product[1] + T[3] * product[3]];
-        let scale = Math.max(...P.map(Math.abs));
+        const Sn = stepPower(S, n, key);
+        const t0 = Sn[0] - Sn[2] * w2, t1 = Sn[1] - Sn[2] * c, t2 = Sn[3] - Sn[5] * w2, t3 = Sn[4] - Sn[5] * c;
+        const p0 = t0 * a0 + t1 * a2, p1 = t0 * a1 + t1 * a3, p2 = t2 * a0 + t3 * a2, p3 = t2 * a1 + t3 * a3;
+        let scale = Math.max(Math.abs(p0), Math.abs(p1), Math.abs(p2), Math.abs(p3));
         if (!(scale > 0)) scale = 1.0;
-        product = P.map((x) => x / scale);
+        a0 = p0 / scale; a1 = p1 / scale; a2 = p2 / scale; a3 = p3 / scale;
         logScale += Math.log(scale);
       }
-      if (!product.every(Number.isFinite) || !Number.isFinite(logScale)) return Infinity;
-      const g = Math.exp((logScale + Math.log(radius2(product))) / pattern.length);
+      const product = [a0, a1, a2, a3];
+      const g = !product.every(Number.isFinite) || !Number.isFinite(logScale) ? Infinity
+        : Math.exp((logScale + Math.log(radius2(product))) / pattern.length);
       worst = Math.max(worst, g);
-    }
+    });
     return worst;
   });
+}
+
+// tickPattern per (rate, timestep), kept: its exact fractions are BigInt arithmetic, and a slider move of kp, kv or
+// the armature asks for the same hundred patterns again
+const PATTERNS = new Map();
+
+function cachedTickPattern(rateHz, timestep) {
+  const key = `${rateHz}|${timestep}`;
+  let pattern = PATTERNS.get(key);
+  if (!pattern) {
+    if (PATTERNS.size > 4096) PATTERNS.clear();
+    pattern = tickPattern(rateHz, timestep);
+    PATTERNS.set(key, pattern);
+  }
+  return pattern;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

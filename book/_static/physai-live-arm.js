@@ -3,11 +3,13 @@
 // chapter's twin). The same controls, plots and words as the kernel's panel
 // (physai.interface.where_pd_runs_panels.pd_panel).
 //
-// A hold is 3 s of a six-joint arm with friction loss: thousands of MuJoCo steps, a few hundred milliseconds in
-// WebAssembly. So a slider redraws the growth per tick (an equation) at once, and the trajectory fills in slice by
-// slice (5 ms of MuJoCo first, then about 20 ms each, the page free between two); the next slider move drops the
-// run in progress. The discrete integrator (not in MuJoCo 3.3.8) shows what physai precomputed, labelled as such:
-// chapter 3 an ensemble's verdict per rate and backend, chapter 4 the replay at the nearest kp.
+// A hold is 3 s of a six-joint arm with friction loss: thousands of MuJoCo steps, tens of milliseconds in
+// WebAssembly at 1 ms (hundreds with RK4 or a fine timestep). So a slider redraws the growth per tick (an equation)
+// at once and the trajectory's first 5 ms of computing; the rest of the run goes in slices of about 20 ms, the page
+// free between two, its partial trace redrawn at most every 100 ms (a redraw costs what a slice of MuJoCo does, and
+// a short run is better finished than shown growing); the next slider move drops the run in progress. The discrete
+// integrator (not in MuJoCo 3.3.8) shows what physai precomputed, labelled as such: chapter 3 an ensemble's verdict
+// per rate and backend, chapter 4 the replay at the nearest kp.
 import {LivePanel, Plot, el, nearestIndex} from './physai-live.js';
 import * as arm from './physai-live-arm-core.js';
 import {pyFormat, unpack} from './physai-live-core.js';
@@ -16,6 +18,7 @@ const KP_STEPS = 1000;
 const RATE_STEPS = 400;
 const SLICE_MS = 20;
 const FIRST_SLICE_MS = 5;
+const PROGRESS_MS = 100;
 
 const CSS = `
 .physai-live-panel.pl-arm .pl-plots svg.pl-step{flex:1.4 1 420px;max-width:600px}
@@ -160,38 +163,11 @@ class ArmLivePanel extends LivePanel {
     const plots = document.createElement('div');
     plots.className = 'pl-plots';
     this.buildPlots(plots);
-    root.appendChild(plots);
-    this.note = document.createElement('div');
-    this.note.className = 'pl-note';
-    root.appendChild(this.note);
-    this.block.appendChild(root);
-    this.root = root;
-    this.syncInputs();
-    document.addEventListener('keydown', (event) => {
-      if (event.key === 'Escape' && this.present) this.togglePresent();
-    });
-    if (this.presentAtStart) this.togglePresent();
-  }
-
-  syncInputs() {
-    for (const [name, c] of Object.entries(this.inputs)) {
-      c.input.value = c.fromValue(this.values[name]);
-      if (c.out) {
-        c.out.textContent = c.show(this.values[name]);
-        c.input.setAttribute('aria-valuetext', c.show(this.values[name]));
-      }
-    }
+    this.endBuild(root, plots);
   }
 
   onInput(name, event) {
-    const start = event && event.timeStamp ? event.timeStamp : performance.now();
-    const c = this.inputs[name];
-    this.values[name] = c.toValue(c.input.value);
-    if (c.out) {
-      c.out.textContent = c.show(this.values[name]);
-      c.input.setAttribute('aria-valuetext', c.show(this.values[name]));
-    }
-    this.update(start);
+    this.update(this.takeInput(name, event));
   }
 
   reset() {
@@ -200,10 +176,18 @@ class ArmLivePanel extends LivePanel {
     this.update();
   }
 
-  // Drain a sliced run (a generator of holdRun's or replayRun's kind): onSlice(progress) after every slice but the
-  // last, onDone(record) at the end; a newer input (generation) drops it. Records the latencies.
+  // the drawing width of the trace plot: `wide`, or 400 where the page has less room than that (a phone), so that
+  // its text stays about the size of the other plots' instead of shrinking with the whole drawing
+  traceWidth(wide) {
+    const room = Math.min(window.innerWidth, this.block.parentElement?.clientWidth || Infinity);
+    return room < wide ? Math.min(wide, 400) : wide;
+  }
+
+  // Drain a sliced run (a generator of holdRun's or replayRun's kind): onSlice(progress) after the first slice and
+  // then at most every PROGRESS_MS, onDone(record) at the end; a newer input (generation) drops it. Records the
+  // latencies.
   async drive(run, generation, start, onSlice, onDone) {
-    let first = true;
+    let first = true, shownAt = 0;
     for (;;) {
       const step = run.next();
       if (step.done) {
@@ -212,7 +196,10 @@ class ArmLivePanel extends LivePanel {
         this.finish(start);
         return;
       }
-      onSlice(step.value);
+      if (first || performance.now() - shownAt >= PROGRESS_MS) {
+        onSlice(step.value);
+        shownAt = performance.now();
+      }
       if (first) {
         this.latencies.push(performance.now() - start);
         first = false;
@@ -285,7 +272,7 @@ export class PdPanel extends ArmLivePanel {
     const duration = cfg.hold.duration;
     // two ranges, as the kernel's panel: ±80° holds every joint's move, ±180° every joint's range
     this.holdPlots = cfg.ylimDeg.map((half, i) => {
-      const p = new Plot(plots, {width: 560, height: 290, title: 'worst joint', xlabel: 'time (s)',
+      const p = new Plot(plots, {width: this.traceWidth(560), height: 290, title: 'worst joint', xlabel: 'time (s)',
                                  ylabel: 'joint angle (deg)', xlim: [0, duration], ylim: [-half, half],
                                  className: 'pl-step'});
       el('rect', {x: p.x(duration - cfg.hold.settleWindow), y: p.m.t, width: p.x(duration) - p.x(duration - 1),
@@ -488,7 +475,7 @@ export class PdPanel extends ArmLivePanel {
 
   noteText() {
     const cfg = this.config;
-    return `The SO-101 (no meshes) moves from its home pose to the standby pose in ${cfg.hold.moveTime} s and ` +
+    return `The SO-101 (its bodies and joints: nothing touches) moves from its home pose to the standby pose in ${cfg.hold.moveTime} s and ` +
       `holds it; the controller ticks at the chosen rate and holds its command (or torque) between ticks. The ` +
       `trace is the joint that moves most over the last second (grey). Growth per tick above 1: the PD cannot hold ` +
       `still. Simulated by MuJoCo ${this.version} in this page (physai's figures use MuJoCo ${cfg.pythonMujoco}).`;
@@ -547,7 +534,7 @@ export class SysidPanel extends ArmLivePanel {
       }
     }
     const duration = (e.nframe - 1) / e.fps;
-    this.overlay = new Plot(plots, {width: 480, height: 290, title: `held-out episode ${e.index}`,
+    this.overlay = new Plot(plots, {width: this.traceWidth(480), height: 290, title: `held-out episode ${e.index}`,
                                     xlabel: 'time (s)', ylabel: 'joint angle (deg)', xlim: [0, duration],
                                     ylim: [lo - 0.15 * (hi - lo), hi + 0.15 * (hi - lo)], className: 'pl-step'});
     const real = this.overlay.layer('real');

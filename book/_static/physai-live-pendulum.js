@@ -135,18 +135,7 @@ export class PendulumPanel extends LivePanel {
                    degrees(cfg.step.high), degrees(cfg.step.high)],
                    {stroke: this.colors.command, 'stroke-width': 1, 'stroke-dasharray': '4 3'});
     this.torqueAxes(pc.panelTorqueTop(6, cfg.tauG, cfg.torqueSteps));
-    root.appendChild(this.plotsNode);
-
-    this.note = document.createElement('div');
-    this.note.className = 'pl-note';
-    root.appendChild(this.note);
-    this.block.appendChild(root);
-    this.root = root;
-    this.syncInputs();
-    document.addEventListener('keydown', (event) => {
-      if (event.key === 'Escape' && this.present) this.togglePresent();
-    });
-    if (this.presentAtStart) this.togglePresent();
+    this.endBuild(root, this.plotsNode);
   }
 
   // one control of config.controls: a select, or a slider (linear, or log over LOG_STEPS positions)
@@ -196,27 +185,8 @@ export class PendulumPanel extends LivePanel {
     return lab;
   }
 
-  syncInputs() {
-    for (const [name, c] of Object.entries(this.inputs)) {
-      c.input.value = c.fromValue(this.values[name]);
-      this.showValue(name);
-    }
-  }
-
-  showValue(name) {
-    const c = this.inputs[name];
-    if (!c.out) return;
-    const text = c.show(this.values[name]);
-    c.out.textContent = text;
-    c.input.setAttribute('aria-valuetext', text);
-  }
-
   onInput(name, event) {
-    const start = event && event.timeStamp ? event.timeStamp : performance.now();
-    const c = this.inputs[name];
-    this.values[name] = c.toValue(c.input.value);
-    this.showValue(name);
-    this.update(start);
+    this.update(this.takeInput(name, event));
   }
 
   reset() {

@@ -281,6 +281,46 @@ export class LivePanel {
     root.appendChild(this.readoutNode);
   }
 
+  // the plots and the note under them into the root, the root into the block; the inputs at the values; Esc
+  // leaves the present view
+  endBuild(root, plots) {
+    root.appendChild(plots);
+    this.note = document.createElement('div');
+    this.note.className = 'pl-note';
+    root.appendChild(this.note);
+    this.block.appendChild(root);
+    this.root = root;
+    this.syncInputs();
+    document.addEventListener('keydown', (event) => {
+      if (event.key === 'Escape' && this.present) this.togglePresent();
+    });
+    if (this.presentAtStart) this.togglePresent();
+  }
+
+  syncInputs() {
+    for (const [name, c] of Object.entries(this.inputs)) {
+      c.input.value = c.fromValue(this.values[name]);
+      this.showValue(name);
+    }
+  }
+
+  // a slider's value as text beside it and for screen readers
+  showValue(name) {
+    const c = this.inputs[name];
+    if (!c.out) return;
+    const text = c.show(this.values[name]);
+    c.out.textContent = text;
+    c.input.setAttribute('aria-valuetext', text);
+  }
+
+  // a control moved: its new value, shown; returns when the input happened (where a latency starts)
+  takeInput(name, event) {
+    const c = this.inputs[name];
+    this.values[name] = c.toValue(c.input.value);
+    this.showValue(name);
+    return event && event.timeStamp ? event.timeStamp : performance.now();
+  }
+
   // the address follows the controls a quarter second after the last move (browsers throttle replaceState)
   scheduleUrl() {
     clearTimeout(this.urlTimer);
@@ -469,36 +509,11 @@ class ServoPanel extends LivePanel {
     this.map.legend([['MuJoCo diverges', '#f7c6c6', 'box'], ['not run yet', '#e6e6e6', 'box'],
                      ['growth = 1', this.colors.bound, 'line'], ['hω = 2', this.colors.bound, 'dash'],
                      ['current', this.colors.current, 'o']], 'lr');
-    root.appendChild(plots);
-
-    this.note = document.createElement('div');
-    this.note.className = 'pl-note';
-    root.appendChild(this.note);
-    this.block.appendChild(root);
-    this.root = root;
-    this.syncInputs();
-    document.addEventListener('keydown', (event) => {
-      if (event.key === 'Escape' && this.present) this.togglePresent();
-    });
-    if (this.presentAtStart) this.togglePresent();
-  }
-
-  syncInputs() {
-    for (const [name, c] of Object.entries(this.inputs)) {
-      c.input.value = c.fromValue(this.values[name]);
-      if (c.out) c.out.textContent = c.show(this.values[name]);
-      if (c.input.type === 'range') c.input.setAttribute('aria-valuetext', c.show(this.values[name]));
-    }
+    this.endBuild(root, plots);
   }
 
   onInput(name, event) {
-    const start = event && event.timeStamp ? event.timeStamp : performance.now();
-    const c = this.inputs[name];
-    this.values[name] = c.toValue(c.input.value);
-    if (c.out) {
-      c.out.textContent = c.show(this.values[name]);
-      c.input.setAttribute('aria-valuetext', c.show(this.values[name]));
-    }
+    const start = this.takeInput(name, event);
     this.update(name === 'kp' ? 'kp' : 'all', start);
   }
 

@@ -14,12 +14,13 @@ WebAssembly build (MuJoCo 3.3.8) on :func:`arm_xml`, the mesh-free SO-101 of
   loop (:func:`physai.engine.sysid.replay`) under kp, kv, forcerange, armature, timestep and integrator, drawn
   against the recording with the error per joint, the sag in held poses and the status words.
 
-The arm in the browser has no mesh at all: the mesh-free copy keeps three collision meshes on the gripper, which
-touch nothing during the move and the hold (``physai.engine.hold.hold_model``), so without them Python MuJoCo 3.17.0
-gives the same trajectories bit for bit. MuJoCo 3.3.8 in the browser compiles the text to the same model, field for
-field, but its runs agree with 3.17.0's only within a tolerance: the joints' friction loss is a constraint, and the
-two versions' solvers stop at its tolerance by different iterates (``tests/test_web_arm.py`` states the figures:
-a hold that settles ends within 1e-9 rad; one that chatters, a chaotic limit cycle, chatters in both).
+The arm in the browser has no geom at all: nothing touches during the move and the hold
+(``physai.engine.hold.hold_model``) and chapter 4's replay runs with contacts off, so without the collision boxes
+Python MuJoCo 3.17.0 gives the same trajectories bit for bit, each step about a quarter cheaper. MuJoCo 3.3.8 in the
+browser compiles the text to the same model, field for field, but its runs agree with 3.17.0's only within a
+tolerance: the joints' friction loss is a constraint, and the two versions' solvers stop at its tolerance by
+different iterates (``tests/test_web_arm.py`` states the figures: a hold that settles ends within 1e-9 rad; one
+that chatters, a chaotic limit cycle, chatters in both).
 
 What the browser cannot run: the ``discrete`` integrator (not in MuJoCo 3.3.8). With it the page shows results
 Python MuJoCo 3.17.0 precomputed, labelled as such. Chapter 4's (:func:`sysid_discrete`): the replay at the nearest
@@ -95,21 +96,21 @@ def _vec(values) -> str:
     return ' '.join(_num(v) for v in np.ravel(values))
 
 
-GEOM_TYPES = {int(mujoco.mjtGeom.mjGEOM_SPHERE): 'sphere', int(mujoco.mjtGeom.mjGEOM_CAPSULE): 'capsule',
-              int(mujoco.mjtGeom.mjGEOM_BOX): 'box', int(mujoco.mjtGeom.mjGEOM_CYLINDER): 'cylinder'}
-"""The geom types :func:`arm_xml` writes (the mesh-free SO-101 has spheres, capsules and boxes)."""
-
-
 def arm_xml() -> str:
-    """The SO-101 without any mesh as MJCF text that MuJoCo 3.3.8's parser takes, written from the compiled model.
+    """The SO-101's bodies, joints and actuators as MJCF text that MuJoCo 3.3.8's parser takes, written from the
+    compiled model, without any geom.
 
     Not ``MjSpec.to_xml()``: MuJoCo 3.17 writes numbers to six digits (the compiled body frames and inertias then
     differ from physai's model) and writes attributes 3.3.8 refuses (``input`` on an actuator). Here every number
-    is written as the compiled :func:`physai.engine.so101.load_mesh_free` model holds it (``collision_meshes``
-    False: the gripper's three collision meshes touch nothing during the hold), each frame relative to its parent,
-    every inertia explicit, so MuJoCo 3.17.0 and 3.3.8 both compile the same bodies, joints, geoms, actuators and
-    options to the last bit (``tests/test_web_arm.py``). Visual-only parts (materials, sites, the camera) are left
-    out.
+    is written as the compiled :func:`physai.engine.so101.load_mesh_free` model holds it, each frame relative to its
+    parent, every inertia explicit, so MuJoCo 3.17.0 and 3.3.8 both compile the same bodies, joints, actuators and
+    options to the last bit (``tests/test_web_arm.py``).
+
+    No geom: nothing touches during chapter 3's move and hold (``tests/test_hold.py`` counts no contact, so physai
+    keeps contacts on) and chapter 4's replay turns contacts off, while placing the collision boxes and checking
+    them for contact every step costs about a quarter of a step. Without them Python MuJoCo 3.17.0 gives physai's
+    trajectories bit for bit (settling, chattering and diverging holds alike). Visual-only parts (materials,
+    sites, the camera) are left out too.
     """
     m = so101.load_mesh_free(collision_meshes=False)
 
@@ -118,7 +119,7 @@ def arm_xml() -> str:
 
     o = m.opt
     integrator = {int(v): k for k, v in INTEGRATOR_ENUM.items()}[int(o.integrator)]
-    lines = ['<mujoco model="so101 mesh-free (physai)">',
+    lines = ['<mujoco model="so101 bodies and joints (physai)">',
              '  <compiler angle="radian" autolimits="false" boundmass="0" boundinertia="0" '
              'inertiafromgeom="false"/>',
              f'  <option timestep="{_num(o.timestep)}" gravity="{_vec(o.gravity)}" impratio="{_num(o.impratio)}" '
@@ -130,7 +131,7 @@ def arm_xml() -> str:
              f'solver="{("PGS", "CG", "Newton")[int(o.solver)]}"/>',
              '  <worldbody>']
     if m.nflex or m.ntendon or m.neq or m.npair or m.nexclude or m.nmesh:
-        raise ValueError('arm_xml writes bodies, hinges, simple geoms and joint actuators only')
+        raise ValueError('arm_xml writes bodies, hinges and joint actuators only')
 
     def body(b: int, depth: int) -> None:
         pad = '  ' * depth
@@ -151,22 +152,6 @@ def arm_xml() -> str:
                          f'damping="{_num(m.dof_damping[dof])}" frictionloss="{_num(m.dof_frictionloss[dof])}" '
                          f'solreflimit="{_vec(m.jnt_solref[j])}" solimplimit="{_vec(m.jnt_solimp[j])}" '
                          f'solreffriction="{_vec(m.dof_solref[dof])}" solimpfriction="{_vec(m.dof_solimp[dof])}"/>')
-        for g in range(m.body_geomadr[b], m.body_geomadr[b] + m.body_geomnum[b]):
-            kind = GEOM_TYPES.get(int(m.geom_type[g]))
-            if kind is None:
-                raise ValueError(f'arm_xml cannot write geom type {int(m.geom_type[g])}')
-            size = {'sphere': m.geom_size[g][:1], 'capsule': m.geom_size[g][:2], 'cylinder': m.geom_size[g][:2],
-                    'box': m.geom_size[g]}[kind]
-            gname = name(mujoco.mjtObj.mjOBJ_GEOM, g)
-            named = f' name="{gname}"' if gname else ''
-            lines.append(f'{pad}  <geom{named} type="{kind}" '
-                         f'size="{_vec(size)}" pos="{_vec(m.geom_pos[g])}" quat="{_vec(m.geom_quat[g])}" '
-                         f'contype="{int(m.geom_contype[g])}" conaffinity="{int(m.geom_conaffinity[g])}" '
-                         f'condim="{int(m.geom_condim[g])}" priority="{int(m.geom_priority[g])}" '
-                         f'friction="{_vec(m.geom_friction[g])}" solref="{_vec(m.geom_solref[g])}" '
-                         f'solimp="{_vec(m.geom_solimp[g])}" solmix="{_num(m.geom_solmix[g])}" '
-                         f'margin="{_num(m.geom_margin[g])}" gap="{_num(m.geom_gap[g])}" '
-                         f'group="{int(m.geom_group[g])}" rgba="{_vec(m.geom_rgba[g])}" mass="0"/>')
         for child in range(m.nbody):
             if child != b and m.body_parentid[child] == b:
                 body(child, depth + 1)
