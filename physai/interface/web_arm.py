@@ -16,7 +16,7 @@ WebAssembly build (MuJoCo 3.3.8) on :func:`arm_xml`, the mesh-free SO-101 of
 
 The arm in the browser has no geom at all: nothing touches during the move and the hold
 (``physai.engine.hold.hold_model``) and chapter 4's replay runs with contacts off, so without the collision boxes
-Python MuJoCo 3.17.0 gives the same trajectories bit for bit, each step about a quarter cheaper. MuJoCo 3.3.8 in the
+Python MuJoCo 3.17.0 gives the same trajectories bit for bit, each step about a fifth cheaper. MuJoCo 3.3.8 in the
 browser compiles the text to the same model, field for field, but its runs agree with 3.17.0's only within a
 tolerance: the joints' friction loss is a constraint, and the two versions' solvers stop at its tolerance by
 different iterates (``tests/test_web_arm.py`` states the figures: a hold that settles ends within 1e-9 rad; one
@@ -108,7 +108,7 @@ def arm_xml() -> str:
 
     No geom: nothing touches during chapter 3's move and hold (``tests/test_hold.py`` counts no contact, so physai
     keeps contacts on) and chapter 4's replay turns contacts off, while placing the collision boxes and checking
-    them for contact every step costs about a quarter of a step. Without them Python MuJoCo 3.17.0 gives physai's
+    them for contact every step costs about a fifth of a step. Without them Python MuJoCo 3.17.0 gives physai's
     trajectories bit for bit (settling, chattering and diverging holds alike). Visual-only parts (materials,
     sites, the camera) are left out too.
     """
