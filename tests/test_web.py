@@ -74,7 +74,8 @@ def test_browser_xml_compiles_to_the_model_physai_simulates():
     base = _base_model()
     for field in ('body_inertia', 'body_ipos', 'body_iquat', 'body_mass', 'dof_armature', 'actuator_gainprm',
                   'actuator_biasprm', 'opt.gravity'):
-        a, b = eval(f'm.{field}'), eval(f'base.{field}')
+        owner, name = field.split('.') if '.' in field else ('', field)
+        a, b = (getattr(getattr(x, owner), name) if owner else getattr(x, name) for x in (m, base))
         assert np.array_equal(a, b), field
 
 

@@ -9,7 +9,7 @@
 //   summarizeHold    physai.engine.hold._summarize, chatterFrequency: chatter_frequency
 //   tickPattern      physai.laws.loop.tick_pattern         (Fraction.limit_denominator(50), in BigInt)
 //   growthCurve      physai.experiments.where_pd_runs.growth_curve (analytic growth per controller tick)
-//   holdNote         the note of physai.interface.where_pd_runs_panels.pd_panel
+//   holdNote         physai.interface.where_pd_runs_panels.pd_note (the note pd_panel writes)
 // MuJoCo 3.3.8 compiles the arm to Python 3.17.0's model bit for bit, but the runs agree only within a tolerance
 // (the joints' friction loss is a constraint whose solvers differ between the versions): tests/test_web_arm.py.
 // No DOM here: the page (physai-live-arm.js) and Node (tests/test_web_arm.py) share it.
@@ -670,7 +670,7 @@ export function summarizeReplay(run, episode, {armIndex, chatterDeg, window = 6,
   return {simDeg, mae, jointMae, chatter, diverged, chatters: !diverged && chatter > chatterDeg, sag, sagReal};
 }
 
-// The status words of physai.interface.servo_sysid_panels.sysid_panel.
+// The status words of physai.interface.servo_sysid_panels.replay_status (what sysid_panel writes).
 export function replayStatus(s) {
   if (s.diverged || !s.simDeg.every(Number.isFinite)) return 'diverged';
   if (s.chatters) return `chatters (${pyFormat(s.chatter, '.0f')}° per frame) · MAE ${pyFormat(s.mae, '.3f')}°`;

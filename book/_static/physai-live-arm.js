@@ -543,27 +543,13 @@ export class SysidPanel extends ArmLivePanel {
       this.overlay.path(real, t, t.map((_, k) => e.stateDeg[k * na + j]), {stroke: REAL_COLOR, 'stroke-width': 2.4,
                                                                           'stroke-opacity': 0.7});
     }
-    this.overlay.legend([['real', REAL_COLOR, 'line'], ...cfg.joints.map((j, i) => [`sim ${j}`, SIM_COLORS[i],
-                                                                                    'line'])], 'ul');
     // down to the middle of the left edge, where the episode starts at rest between its two joints
-    const legend = this.overlay.layers['top-legend'];
-    legend.setAttribute('transform', `translate(0 ${(this.overlay.h - this.overlay.m.b - this.overlay.m.t) / 2 - 30})`);
+    const o = this.overlay;
+    o.legend([['real', REAL_COLOR, 'line'], ...cfg.joints.map((j, i) => [`sim ${j}`, SIM_COLORS[i], 'line'])], 'ul',
+             (o.h - o.m.b - o.m.t) / 2 - 30);
     const bars = (title, ylabel, ylim) => {
-      const p = new Plot(plots, {width: 280, height: 290, title, xlabel: 'joint', ylabel, xlim: [-0.6, na - 0.4],
-                                 ylim, className: 'pl-bars'});
-      // the joints by name instead of the numeric ticks on x (the row of text between the frame and the x label)
-      for (const node of [...p.svg.querySelectorAll('text')]) {
-        const y = parseFloat(node.getAttribute('y'));
-        if (y > p.h - p.m.b && y < p.h - 10 && !node.getAttribute('transform')) node.remove();
-      }
-      for (const node of [...p.svg.querySelectorAll('line.pl-grid')]) {
-        if (node.getAttribute('x1') === node.getAttribute('x2')) node.remove();
-      }
-      JOINT_SHORT.forEach((name, j) => {
-        el('text', {x: p.x(j), y: p.h - p.m.b + 14, 'text-anchor': 'middle', 'font-size': 12,
-                    fill: 'currentColor'}, p.svg).textContent = name;
-      });
-      return p;
+      return new Plot(plots, {width: 280, height: 290, title, xlabel: 'joint', ylabel, xlim: [-0.6, na - 0.4], ylim,
+                              xticks: JOINT_SHORT.map((name, j) => [j, name]), className: 'pl-bars'});
     };
     this.errors = bars('error per joint', 'mean |sim − real| (deg)', [0, 6]);
     this.sags = bars('sag in held poses', 'command − joint (deg)', [-4, 4]);

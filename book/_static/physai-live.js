@@ -111,8 +111,9 @@ export const fmtTick = (v) => {
 
 export class Plot {
   // notes: lines of text between the title and the plot box (drawn with noteY(i)), so they never cover data
+  // xticks: [[value, label], ...] for a categorical x axis (its labels, no vertical grid), instead of numbers
   constructor(parent, {width = 400, height = 290, title, xlabel, ylabel, xlim, ylim, xlog = false, ylog = false,
-                       y2 = null, className = '', notes = 0}) {
+                       y2 = null, className = '', notes = 0, xticks = null}) {
     this.w = width; this.h = height;
     this.m = {l: 54, r: y2 ? 52 : 12, t: 24 + 15 * notes, b: 42};
     this.svg = el('svg', {viewBox: `0 0 ${width} ${height}`, role: 'img', class: className,
@@ -125,7 +126,7 @@ export class Plot {
     const clip = el('clipPath', {id}, el('defs', {}, this.svg));
     el('rect', {x: this.m.l, y: this.m.t, width: width - this.m.l - this.m.r, height: height - this.m.t - this.m.b},
        clip);
-    this.axes(title, xlabel, ylabel, xlim, ylim, xlog, ylog, y2);
+    this.axes(title, xlabel, ylabel, xlim, ylim, xlog, ylog, y2, xticks);
     this.body = el('g', {'clip-path': `url(#${id})`}, this.svg);
     this.top = el('g', {}, this.svg);
   }
@@ -152,14 +153,14 @@ export class Plot {
     return out;
   }
 
-  axes(title, xlabel, ylabel, xlim, ylim, xlog, ylog, y2) {
+  axes(title, xlabel, ylabel, xlim, ylim, xlog, ylog, y2, xticks) {
     const {l, r, t, b} = this.m, W = this.w, H = this.h;
     const g = el('g', {'font-size': 12, fill: 'currentColor'}, this.svg);
     el('rect', {x: l, y: t, width: W - l - r, height: H - t - b, fill: 'none', stroke: '#888', class: 'pl-frame'}, g);
-    for (const v of this.ticks(xlim, xlog)) {
+    for (const [v, label] of xticks ?? this.ticks(xlim, xlog).map((v) => [v, fmtTick(v)])) {
       const x = this.x(v);
-      el('line', {x1: x, x2: x, y1: t, y2: H - b, stroke: '#eee', class: 'pl-grid'}, g);
-      el('text', {x, y: H - b + 14, 'text-anchor': 'middle'}, g).textContent = fmtTick(v);
+      if (!xticks) el('line', {x1: x, x2: x, y1: t, y2: H - b, stroke: '#eee', class: 'pl-grid'}, g);
+      el('text', {x, y: H - b + 14, 'text-anchor': 'middle'}, g).textContent = label;
     }
     for (const v of this.ticks(ylim, ylog)) {
       const y = this.y(v);
@@ -212,12 +213,13 @@ export class Plot {
     return 24 + 15 * i + 10;
   }
 
-  legend(entries, corner = 'ur') {
+  // corner: ur, ul, lr or ll; dy moves it down (user units) from there
+  legend(entries, corner = 'ur', dy = 0) {
     const g = this.layer('top-legend');
     const {l, r, t, b} = this.m;
     const rowH = 15, width = 30 + 6.2 * Math.max(...entries.map(([label]) => label.length));
     const x0 = corner.endsWith('r') ? this.w - r - width - 4 : l + 4;
-    const y0 = corner.startsWith('u') ? t + 4 : this.h - b - 4 - rowH * entries.length;
+    const y0 = (corner.startsWith('u') ? t + 4 : this.h - b - 4 - rowH * entries.length) + dy;
     el('rect', {x: x0, y: y0, width, height: rowH * entries.length + 4, fill: '#fff', 'fill-opacity': 0.85,
                 class: 'pl-legend-bg'}, g);
     entries.forEach(([label, color, kind], i) => {

@@ -18,7 +18,7 @@ from physai.experiments import registry
 from physai.interface import live, plots, twin
 from physai.interface.where_pd_runs_panels import add_bitmap_text
 from physai.engine.datasets import Episode
-from physai.engine.sysid import ArmServo, ReplayConfig, arm_columns, replay
+from physai.engine.sysid import ArmServo, Replay, ReplayConfig, arm_columns, replay
 from physai.engine.so101 import ARM_JOINTS
 from physai.experiments.servo_sysid import hold_sag_deg
 
@@ -29,6 +29,22 @@ from physai.experiments.servo_sysid import hold_sag_deg
 
 PANEL_JOINTS = ('shoulder_lift', 'elbow_flex')
 TWIN_KPS = tuple(float(f'{k:.3g}') for k in np.geomspace(1.0, 1000.0, 13))
+
+
+def replay_diverged(rep: Replay) -> bool:
+    """Whether a replay counts as diverged on the panel: MuJoCo flagged it, or a frame is not finite."""
+    return bool(rep.diverged or not np.all(np.isfinite(rep.sim_deg)))
+
+
+def replay_status(rep: Replay) -> str:
+    """The words :func:`sysid_panel` writes on a replay: ``diverged``; ``chatters (N° per frame) · MAE x°`` when it
+    stays bounded but rattles frame to frame (not a servo to call stable); or ``stable · MAE x°``. The page's live
+    panel writes the same (``summarizeReplay`` in ``book/_static/physai-live-arm-core.js``)."""
+    if replay_diverged(rep):
+        return 'diverged'
+    if rep.chatters:
+        return f'chatters ({rep.chatter_deg:.0f}° per frame) · MAE {rep.mae_deg:.3f}°'
+    return f'stable · MAE {rep.mae_deg:.3f}°'
 
 
 def sysid_panel(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PANEL_JOINTS):
@@ -101,15 +117,9 @@ def sysid_panel(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PAN
         state['errors'].set_heights(np.where(np.isfinite(errors), errors, 0.0))
         for bars, sags in ((state['sags'], results['sag']), (state['real_sags'], results['real_sag'])):
             bars.set_heights(np.where(np.isfinite(sags), np.clip(sags, -4, 4), 0.0))
-        if rep.diverged or not np.all(np.isfinite(rep.sim_deg)):
-            state['status'].set_text('diverged')
-            state['status'].set_color(plots.COLORS['diverged'])
-        elif rep.chatters:  # bounded, but rattling frame to frame: not a servo to call stable
-            state['status'].set_text(f'chatters ({rep.chatter_deg:.0f}° per frame) · MAE {rep.mae_deg:.3f}°')
-            state['status'].set_color(plots.COLORS['diverged'])
-        else:
-            state['status'].set_text(f'stable · MAE {rep.mae_deg:.3f}°')
-            state['status'].set_color('#222222')
+        status = replay_status(rep)
+        state['status'].set_text(status)
+        state['status'].set_color('#222222' if status.startswith('stable') else plots.COLORS['diverged'])
 
     controls = live.common_controls(kp=base.kp, armature=min(base.armature, 0.1)) + [
         live.LogSlider('kv', 'kv', 0.001, 30.0, max(base.kv, 0.001), unit='N·m·s/rad',

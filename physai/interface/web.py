@@ -38,7 +38,7 @@ from IPython.display import HTML
 
 from physai.engine import pendulum
 from physai.engine.link import LINK_INERTIA, LINK_XML, step_responses
-from physai.experiments.actuator_models import DC_SATURATION, step_metrics
+from physai.experiments.actuator_models import DC_SATURATION
 from physai.experiments.position_actuators import (PANEL_KP_GRID, STABILITY_ARMATURE, STABILITY_KP, STABILITY_STEPS,
                                                    panel_servo, servo_stability, unstable)
 from physai.interface import actuator_models_panels as models_panels

@@ -47,16 +47,17 @@ from physai.engine.datasets import Episode
 from physai.engine.mj import INTEGRATOR_ENUM, MAX_STEPS
 from physai.engine.hold import (DURATION, ENSEMBLE_SIZE, MOVE_TIME, PHYSICS_TIMESTEP, QUIET_P2P, SETTLE_WINDOW,
                                 SO101_ARMATURE, SO101_FORCERANGE, SO101_KP, SO101_KV, STANDBY, HoldParams,
-                                HoldResponse, hold_ensembles, hold_responses, so101_joints)
+                                hold_ensembles, hold_responses, so101_joints)
 from physai.engine.so101 import ARM_JOINTS
 from physai.engine.sysid import (CHATTER_DEG, ArmServo, ReplayConfig, arm_columns, replay, slim_arm, to_radians)
 from physai.experiments.servo_sysid import hold_sag_deg
 from physai.experiments.where_pd_runs import RATES_HZ, growth_curve, standby_inertia, worst_growth
 from physai.interface.plots import COLORS
 from physai.interface.web import BROWSER_INTEGRATORS, PANEL_INTEGRATORS, live_html, pack
-from physai.interface.servo_sysid_panels import PANEL_JOINTS as SYSID_JOINTS, TWIN_KPS
+from physai.interface.servo_sysid_panels import (PANEL_JOINTS as SYSID_JOINTS, TWIN_KPS, replay_diverged,
+                                                 replay_status)
 from physai.interface.where_pd_runs_panels import (PANEL_RATES_HZ, PANEL_YLIM_DEG, PANEL_YLIM_WIDE_DEG,
-                                                  ensemble_text)
+                                                  ensemble_text, pd_note)
 from physai.laws import checks
 from physai.laws.loop import BACKENDS
 
@@ -183,21 +184,6 @@ def arm_xml() -> str:
 
 # ---------------------------------------------------------------------------------------------------------------
 # The panel's configuration and its block
-
-
-def pd_note(response: HoldResponse, growth: float, *, rate_hz: float, backend: str) -> str:
-    """The two-line note :func:`physai.interface.where_pd_runs_panels.pd_panel` writes on its trajectory plot:
-    where the PD runs and how often, the worst joint's peak-to-peak over the last second and its chatter tone, and
-    the verdict with the growth per tick (the page writes the same words, ``holdNote`` in
-    ``physai-live-arm-core.js``)."""
-    where = f'{backend} at {rate_hz:.0f} Hz'
-    if response.diverged:
-        return f'{where}: diverged\ngrowth per tick {growth:.3g}'
-    chatter = '' if not response.chatters else (', broadband chatter' if response.chatter_hz is None
-                                                else f', chatter {response.chatter_hz:.0f} Hz')
-    state = 'chatters' if response.chatters else 'quiet'
-    return (f'{where}: p2p over the last second {response.worst_p2p_rad:.2e} rad{chatter}\n'
-            f'{state}, growth per tick {growth:.3f}')
 
 
 PD_DISCRETE_RATES_HZ = tuple(float(r) for r in RATES_HZ)
@@ -406,13 +392,7 @@ def _sysid_record(servos: Sequence[ArmServo], episode: Episode, joints: Sequence
     for row in replay(servos, [episode], config=config, nthread=1, offsets=offsets):
         rep = row[0]
         sag, _ = hold_sag_deg(rep)
-        diverged = bool(rep.diverged or not np.all(np.isfinite(rep.sim_deg)))
-        if diverged:
-            status = 'diverged'
-        elif rep.chatters:
-            status = f'chatters ({rep.chatter_deg:.0f}° per frame) · MAE {rep.mae_deg:.3f}°'
-        else:
-            status = f'stable · MAE {rep.mae_deg:.3f}°'
+        diverged, status = replay_diverged(rep), replay_status(rep)
         step = SYSID_DISCRETE_STEPS['sim']
         out.append({'sim': [pack([float(v) if math.isfinite(v) else None for v in rep.sim_deg[:, c]], step)
                             for c in cols],
@@ -491,12 +471,6 @@ def replay_reference(episode: Episode, servos: Sequence[dict], *, timestep: floa
     for row in replay(arms, [episode], config=ReplayConfig(timestep=timestep, integrator=integrator), nthread=1):
         rep = row[0]
         sag, real_sag = hold_sag_deg(rep)
-        if rep.diverged or not np.all(np.isfinite(rep.sim_deg)):
-            status = 'diverged'
-        elif rep.chatters:
-            status = f'chatters ({rep.chatter_deg:.0f}° per frame) · MAE {rep.mae_deg:.3f}°'
-        else:
-            status = f'stable · MAE {rep.mae_deg:.3f}°'
         out.append({'simDeg': rep.sim_deg, 'mae': rep.mae_deg, 'jointMae': rep.joint_mae_deg, 'diverged': rep.diverged,
-                    'chatter': rep.chatter_deg, 'sag': sag, 'sagReal': real_sag, 'status': status})
+                    'chatter': rep.chatter_deg, 'sag': sag, 'sagReal': real_sag, 'status': replay_status(rep)})
     return out

@@ -168,11 +168,18 @@ PANEL_YLIM_WIDE_DEG = 180.0
 a diverging run is cut off, and its verdict says so."""
 
 
-def _verdict(response: HoldResponse, growth: float) -> str:
-    if response.diverged:
-        return 'diverged'
+def pd_note(response: HoldResponse, growth: float, *, rate_hz: float, backend: str) -> str:
+    """The two-line note :func:`pd_panel` writes on its trajectory plot: where the PD runs and how often, the worst
+    joint's peak-to-peak over the last second and its chatter tone, and the verdict with the growth per tick (the
+    page's live panel writes the same words: ``holdNote`` in ``book/_static/physai-live-arm-core.js``)."""
+    where = f'{backend} at {rate_hz:.0f} Hz'
+    if response.diverged:  # MuJoCo flagged bad accelerations (and reset the run): no peak-to-peak to speak of
+        return f'{where}: diverged\ngrowth per tick {growth:.3g}'
+    chatter = '' if not response.chatters else (', broadband chatter' if response.chatter_hz is None
+                                                else f', chatter {response.chatter_hz:.0f} Hz')
     state = 'chatters' if response.chatters else 'quiet'
-    return f'{state}, growth per tick {growth:.3f}'
+    return (f'{where}: p2p over the last second {response.worst_p2p_rad:.2e} rad{chatter}\n'
+            f'{state}, growth per tick {growth:.3f}')
 
 
 def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO101_KP,
@@ -256,14 +263,7 @@ def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO1
         down = STANDBY[j] < 0
         state['note'].set_position((0.02, 0.96 if down else 0.04))
         state['note'].set_verticalalignment('top' if down else 'bottom')
-        p2p = r.worst_p2p_rad
-        chatter = '' if not r.chatters else (', broadband chatter' if r.chatter_hz is None
-                                             else f', chatter {r.chatter_hz:.0f} Hz')
-        where = f"{values['backend']} at {values['rate_hz']:.0f} Hz"
-        if r.diverged:  # MuJoCo flagged bad accelerations (and reset the run): no peak-to-peak to speak of
-            state['note'].set_text(f'{where}: diverged\ngrowth per tick {growth:.3g}')
-        else:
-            state['note'].set_text(f'{where}: p2p over the last second {p2p:.2e} rad{chatter}\n{_verdict(r, growth)}')
+        state['note'].set_text(pd_note(r, growth, rate_hz=values['rate_hz'], backend=values['backend']))
         for b, line in state['lines'].items():
             line.set_data(PANEL_RATES_HZ, np.minimum(results['curves'][b], 2.0))
         state['point'].set_data([values['rate_hz']], [min(growth, 2.0)])
