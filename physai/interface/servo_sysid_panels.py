@@ -39,7 +39,7 @@ def replay_diverged(rep: Replay) -> bool:
 def replay_status(rep: Replay) -> str:
     """The words :func:`sysid_panel` writes on a replay: ``diverged``; ``chatters (N° per frame) · MAE x°`` when it
     stays bounded but rattles frame to frame (not a servo to call stable); or ``stable · MAE x°``. The page's live
-    panel writes the same (``summarizeReplay`` in ``book/_static/physai-live-arm-core.js``)."""
+    panel writes the same (``replayStatus`` in ``book/_static/physai-live-arm-core.js``)."""
     if replay_diverged(rep):
         return 'diverged'
     if rep.chatters:
