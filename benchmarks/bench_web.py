@@ -29,12 +29,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import pathlib
 import statistics
 import sys
 import tempfile
-import time
 
 import numpy as np
 from tqdm import tqdm
@@ -42,8 +40,9 @@ from tqdm import tqdm
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'tests'))
 
-from browser import (CHROMIUM, ENGINE, FRAME_AND_TASK, NO_ENGINE, chromium, open_page, scratch_site,  # noqa: E402
-                     serve, wait_live)
+from browser import (CHROMIUM, ENGINE, FRAME_AND_TASK, NO_ENGINE, chromium, open_page,  # noqa: E402
+                     scratch_site, serve, wait_live)
+from latency import kernel_kp_latencies, p95, preflight  # noqa: E402
 from test_web import servo_blocks  # noqa: E402
 from test_web_pendulum import pendulum_blocks  # noqa: E402
 
@@ -131,35 +130,13 @@ def browser_latencies(n: int, chapters: list[int]) -> dict[int, dict[str, tuple[
     return out
 
 
-def kernel_latencies(n: int, chapter: int) -> list[float]:
-    """The chapter's kernel panel on the same kp positions (fresh values, so no cache hit)."""
-    panel = servo_panel() if chapter == 1 else actuator_panel()
-    panel.update()
-    times = []
-    for position in tqdm(np.linspace(0, 1000, n), desc=f'chapter {chapter} kernel kp', leave=False):
-        kp = float(30000 ** (position / 1000)) * (1 + 1e-9)
-        start = time.perf_counter()
-        panel.values['kp'] = kp
-        panel.update()
-        times.append(1e3 * (time.perf_counter() - start))
-    return times
-
-
-def p95(values: list[float]) -> float:
-    return float(np.percentile(values, 95))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--values', type=int, default=40, help='changes per control')
     parser.add_argument('--chapters', type=int, nargs='+', default=[1, 2], choices=[1, 2],
                         help='the chapters whose panels are timed')
     args = parser.parse_args()
-    if not os.path.exists(CHROMIUM):
-        raise SystemExit(f'{CHROMIUM} is missing')
-    if not ENGINE.is_file():
-        raise SystemExit(NO_ENGINE)
-    print(f'load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (figures include other processes\' load)')
+    preflight(CHROMIUM, ENGINE, NO_ENGINE)
     results = browser_latencies(args.values, args.chapters)
     summary = []
     for chapter, by_control in results.items():
@@ -168,7 +145,8 @@ def main() -> None:
         for name, (handled, painted) in by_control.items():
             print(f'{name:<16}{statistics.median(handled):>11.1f}{p95(handled):>9.1f}'
                   f'{statistics.median(painted):>16.1f}{p95(painted):>13.1f}')
-        kernel = kernel_latencies(min(args.values, 20), chapter)
+        panel = servo_panel() if chapter == 1 else actuator_panel()
+        kernel = kernel_kp_latencies(panel, min(args.values, 20), f'chapter {chapter} kernel kp')
         worst = max(by_control, key=lambda k: statistics.median(by_control[k][0]))
         x = statistics.median(by_control[worst][0])
         y = max(p95(h) for h, _ in by_control.values())

@@ -38,7 +38,6 @@ import pathlib
 import statistics
 import sys
 import tempfile
-import time
 
 import numpy as np
 from tqdm import tqdm
@@ -46,8 +45,9 @@ from tqdm import tqdm
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'tests'))
 
-from browser import (CHROMIUM, ENGINE, FRAME_AND_TASK, NO_ENGINE, chromium, open_page, scratch_site,  # noqa: E402
-                     serve, wait_live)
+from browser import (CHROMIUM, ENGINE, FRAME_AND_TASK, NO_ENGINE, chromium, open_page,  # noqa: E402
+                     scratch_site, serve, wait_live)
+from latency import kernel_kp_latencies, p95, preflight  # noqa: E402
 from test_web_arm import ARM_COLUMN_PX, held_out, idle, pd_blocks, sysid_blocks  # noqa: E402
 
 from physai.interface.servo_sysid_panels import sysid_panel  # noqa: E402
@@ -118,33 +118,12 @@ def browser_latencies(chapter: int, n: int) -> dict[str, tuple[list[float], list
     return out
 
 
-def kernel_latencies(chapter: int, n: int) -> list[float]:
-    """The kernel's panel on the same kp positions (fresh values, so no cache hit)."""
-    panel = pd_panel() if chapter == 3 else sysid_panel(*held_out())
-    times = []
-    for position in tqdm(np.linspace(0, 1000, n), desc='kernel kp', leave=False):
-        kp = float(30000 ** (position / 1000)) * (1 + 1e-9)
-        start = time.perf_counter()
-        panel.values['kp'] = kp
-        panel.update()
-        times.append(1e3 * (time.perf_counter() - start))
-    return times
-
-
-def p95(values: list[float]) -> float:
-    return float(np.percentile(values, 95))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--chapter', type=int, choices=(3, 4), default=3, help='the chapter whose panel to time')
     parser.add_argument('--values', type=int, default=12, help='changes per control')
     args = parser.parse_args()
-    if not os.path.exists(CHROMIUM):
-        raise SystemExit(f'{CHROMIUM} is missing')
-    if not ENGINE.is_file():
-        raise SystemExit(NO_ENGINE)
-    print(f'load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (figures include other processes\' load)')
+    preflight(CHROMIUM, ENGINE, NO_ENGINE)
     results = browser_latencies(args.chapter, args.values)
     print(f'{"control":<14}{"first picture median":>22}{"p95":>8}{"whole median":>14}{"p95":>8}'
           f'{"painted median":>16}{"p95":>8}   ms')
@@ -152,7 +131,8 @@ def main() -> None:
         print(f'{name:<14}' + ''.join(f'{statistics.median(c):>{w}.1f}{p95(c):>8.1f}'
                                       for c, w in zip(columns, (22, 14, 16))))
     print(f'load average {os.getloadavg()[0]:.1f} after the browser runs')
-    kernel = kernel_latencies(args.chapter, min(args.values, 12))
+    panel = pd_panel() if args.chapter == 3 else sysid_panel(*held_out())
+    kernel = kernel_kp_latencies(panel, min(args.values, 12), 'kernel kp')
     firsts = [x for first, _, _ in results.values() for x in first]
     worst = max(results, key=lambda k: statistics.median(results[k][1]))
     whole = statistics.median(results[worst][1])

@@ -46,18 +46,43 @@ export class Arm {
     this.forcerange0 = Array.from(this.model.actuator_forcerange);
   }
 
+  // the physics step: its timestep (s), integrator (one of INTEGRATORS) and whether contacts are on
+  setStep(timestep, integrator, {contacts = true} = {}) {
+    if (!(integrator in this.integrators)) {
+      throw new Error(`integrator must be one of ${INTEGRATORS.join(', ')}, got ${integrator}`);
+    }
+    const opt = this.model.opt;
+    opt.timestep = timestep;
+    opt.integrator = this.integrators[integrator];
+    const off = this.mujoco.mjtDisableBit.mjDSBL_CONTACT.value;
+    opt.disableflags = contacts ? opt.disableflags & ~off : opt.disableflags | off;
+    opt.delete?.();
+  }
+
+  // physai.engine.mj.set_position_servo on every actuator: <position kp kv forcerange=±forcerange>
+  setServos(kp, kv, forcerange) {
+    const m = this.model;
+    const gaintype = m.actuator_gaintype, biastype = m.actuator_biastype, gain = m.actuator_gainprm;
+    const bias = m.actuator_biasprm, forcelimited = m.actuator_forcelimited, range = m.actuator_forcerange;
+    for (let a = 0; a < this.nu; a++) {
+      gaintype[a] = this.gainFixed;
+      biastype[a] = this.biasAffine;
+      gain[a * NGAIN] = kp;
+      bias[a * NBIAS] = 0.0;
+      bias[a * NBIAS + 1] = -kp;
+      bias[a * NBIAS + 2] = -kv;
+      forcelimited[a] = 1;
+      range[2 * a] = -forcerange;
+      range[2 * a + 1] = forcerange;
+    }
+  }
+
   // shared_hold_model: timestep and integrator; every actuator silenced (PDController), in-step then a
   // <position kp kv forcerange=±forcerange> servo without its ctrl range; armature on every dof; mj_setConst.
   configure({backend, kp, kv, armature, timestep, integrator, forcerange}) {
     const m = this.model;
-    if (!(integrator in this.integrators)) {
-      throw new Error(`integrator must be one of ${INTEGRATORS.join(', ')}, got ${integrator}`);
-    }
     if (!BACKENDS.includes(backend)) throw new Error(`backend must be one of ${BACKENDS.join(', ')}, got ${backend}`);
-    const opt = m.opt;
-    opt.timestep = timestep;
-    opt.integrator = this.integrators[integrator];
-    opt.delete?.();
+    this.setStep(timestep, integrator);
     const gaintype = m.actuator_gaintype, biastype = m.actuator_biastype, gain = m.actuator_gainprm;
     const bias = m.actuator_biasprm, ctrllimited = m.actuator_ctrllimited;
     const forcelimited = m.actuator_forcelimited, range = m.actuator_forcerange;
@@ -66,20 +91,12 @@ export class Arm {
       biastype[a] = this.biasAffine;
       gain.fill(0, a * NGAIN, (a + 1) * NGAIN);
       bias.fill(0, a * NBIAS, (a + 1) * NBIAS);
-      ctrllimited[a] = this.ctrllimited0[a];
+      ctrllimited[a] = backend === 'in-step' ? 0 : this.ctrllimited0[a];
       forcelimited[a] = this.forcelimited0[a];
       range[2 * a] = this.forcerange0[2 * a];
       range[2 * a + 1] = this.forcerange0[2 * a + 1];
-      if (backend === 'in-step') {
-        ctrllimited[a] = 0;
-        gain[a * NGAIN] = kp;
-        bias[a * NBIAS + 1] = -kp;
-        bias[a * NBIAS + 2] = -kv;
-        forcelimited[a] = 1;
-        range[2 * a] = -forcerange;
-        range[2 * a + 1] = forcerange;
-      }
     }
+    if (backend === 'in-step') this.setServos(kp, kv, forcerange);
     m.dof_armature.fill(armature);
     this.mujoco.mj_setConst(m, this.data);
   }
@@ -521,30 +538,11 @@ function cachedTickPattern(rateHz, timestep) {
 export function configureReplay(arm, {kp, kv, forcerange, damping, frictionloss, armature, timestep, integrator},
                                 fps) {
   const m = arm.model;
-  if (!(integrator in arm.integrators)) {
-    throw new Error(`integrator must be one of ${INTEGRATORS.join(', ')}, got ${integrator}`);
-  }
   const sub = Math.max(1, pyRound(1.0 / (fps * timestep)));
-  const gaintype = m.actuator_gaintype, biastype = m.actuator_biastype, gain = m.actuator_gainprm;
-  const bias = m.actuator_biasprm, forcelimited = m.actuator_forcelimited, range = m.actuator_forcerange;
-  for (let a = 0; a < arm.nu; a++) {
-    gaintype[a] = arm.gainFixed;
-    biastype[a] = arm.biasAffine;
-    gain[a * NGAIN] = kp;
-    bias[a * NBIAS] = 0.0;
-    bias[a * NBIAS + 1] = -kp;
-    bias[a * NBIAS + 2] = -kv;
-    forcelimited[a] = 1;
-    range[2 * a] = -forcerange;
-    range[2 * a + 1] = forcerange;
-  }
+  arm.setStep(1.0 / (fps * sub), integrator, {contacts: false});
+  arm.setServos(kp, kv, forcerange);
   m.dof_damping.fill(damping);
   m.dof_frictionloss.fill(frictionloss);
-  const opt = m.opt;
-  opt.timestep = 1.0 / (fps * sub);
-  opt.integrator = arm.integrators[integrator];
-  opt.disableflags = opt.disableflags | arm.mujoco.mjtDisableBit.mjDSBL_CONTACT.value;
-  opt.delete?.();
   m.dof_armature.fill(armature);
   arm.mujoco.mj_setConst(m, arm.data);
   return sub;

@@ -176,6 +176,22 @@ class ArmLivePanel extends LivePanel {
     this.update();
   }
 
+  // the controls both arm panels have: kp, armature, timestep and integrator
+  sharedSpecs() {
+    const cfg = this.config, r = cfg.ranges;
+    return {
+      kp: {name: 'kp', url: 'kp', label: 'kp', kind: 'log', range: r.kp, steps: KP_STEPS, round: round(4),
+           show: (v) => `${Number(v.toPrecision(4))} N·m/rad`, urlText: (v) => String(round(5)(v))},
+      armature: {name: 'armature', url: 'armature', label: 'armature', kind: 'linear', range: r.armature,
+                 step: 0.0005, show: (v) => `${v.toFixed(4)} kg·m²`, urlText: fixed(4)},
+      timestep: {name: 'timestep', url: 'h', label: 'timestep', kind: 'ms', range: r.timestepMs, step: 0.1,
+                 show: (v) => `${(v * 1e3).toFixed(1)} ms`, urlText: (v) => fixed(1)(v * 1e3)},
+      integrator: {name: 'integrator', url: 'integrator', label: 'integrator', kind: 'choice',
+                   options: cfg.integrators, urlText: String,
+                   optionText: (o) => (cfg.browserIntegrators.includes(o) ? o : `${o} (precomputed)`)},
+    };
+  }
+
   // the drawing width of the trace plot: `wide`, or 400 where the page has less room than that (a phone), so that
   // its text stays about the size of the other plots' instead of shrinking with the whole drawing
   traceWidth(wide) {
@@ -229,22 +245,16 @@ export class PdPanel extends ArmLivePanel {
   }
 
   controlSpecs() {
-    const cfg = this.config, r = cfg.ranges;
+    const cfg = this.config, r = cfg.ranges, shared = this.sharedSpecs();
     return [
       {name: 'rateHz', url: 'rate', label: 'controller rate', kind: 'log', range: r.rateHz, steps: RATE_STEPS,
        round: round(3), show: (v) => `${v.toFixed(0)} Hz`, urlText: (v) => String(round(4)(v))},
       {name: 'backend', url: 'backend', label: 'PD runs', kind: 'choice', options: cfg.backends,
        urlText: String},
-      {name: 'kp', url: 'kp', label: 'kp', kind: 'log', range: r.kp, steps: KP_STEPS, round: round(4),
-       show: (v) => `${Number(v.toPrecision(4))} N·m/rad`, urlText: (v) => String(round(5)(v))},
+      shared.kp,
       {name: 'kv', url: 'kv', label: 'damping kv', kind: 'linear', range: r.kv, step: 0.01,
        show: (v) => `${v.toFixed(3)} N·m·s/rad`, urlText: fixed(3)},
-      {name: 'armature', url: 'armature', label: 'armature', kind: 'linear', range: r.armature, step: 0.0005,
-       show: (v) => `${v.toFixed(4)} kg·m²`, urlText: fixed(4)},
-      {name: 'timestep', url: 'h', label: 'timestep', kind: 'ms', range: r.timestepMs, step: 0.1,
-       show: (v) => `${(v * 1e3).toFixed(1)} ms`, urlText: (v) => fixed(1)(v * 1e3)},
-      {name: 'integrator', url: 'integrator', label: 'integrator', kind: 'choice', options: cfg.integrators,
-       optionText: (o) => (cfg.browserIntegrators.includes(o) ? o : `${o} (precomputed)`), urlText: String},
+      shared.armature, shared.timestep, shared.integrator,
     ];
   }
 
@@ -379,28 +389,10 @@ export class PdPanel extends ArmLivePanel {
     if (q && steps > 0) {
       const h = record.h ?? v.timestep;
       const t = (k) => h * (k + 1);
-      const column = (offset, source) => {
-        // min and max per pixel column: a joint that flips sides every step keeps its full swing
-        const cols = Math.round(p.w - p.m.l - p.m.r), xs = [], ys = [];
-        let col = -1, lo = 0, hi = 0, tlo = 0, thi = 0;
-        const flush = () => {
-          if (col < 0) return;
-          const [a, b] = tlo <= thi ? [[tlo, lo], [thi, hi]] : [[thi, hi], [tlo, lo]];
-          xs.push(a[0], b[0]); ys.push(a[1], b[1]);
-        };
-        for (let k = 0; k < steps; k++) {
-          const y = Math.max(-1e4, Math.min(1e4, source[k * nq + offset] * 180 / Math.PI));
-          const c2 = Math.floor(t(k) / cfg.hold.duration * cols);
-          if (c2 !== col) { flush(); col = c2; lo = hi = y; tlo = thi = t(k); continue; }
-          if (y < lo) { lo = y; tlo = t(k); }
-          if (y > hi) { hi = y; thi = t(k); }
-        }
-        flush();
-        return [xs, ys];
-      };
-      const [cx, cy] = column(worst, record.target);
+      const deg = (source) => (k) => Math.max(-1e4, Math.min(1e4, source[k * nq + worst] * 180 / Math.PI));
+      const [cx, cy] = p.columns(steps, t, deg(record.target));   // the worst joint's command and angle
       p.path(g, cx, cy, {stroke: c.command, 'stroke-width': 1, 'stroke-dasharray': '4 3'});
-      const [xs, ys] = column(worst, q);
+      const [xs, ys] = p.columns(steps, t, deg(q));
       p.path(g, xs, ys, {stroke: c.response, 'stroke-width': 1.4});
     }
     if (!result) {
@@ -475,10 +467,11 @@ export class PdPanel extends ArmLivePanel {
 
   noteText() {
     const cfg = this.config;
-    return `The SO-101 (its bodies and joints: nothing touches) moves from its home pose to the standby pose in ${cfg.hold.moveTime} s and ` +
-      `holds it; the controller ticks at the chosen rate and holds its command (or torque) between ticks. The ` +
-      `trace is the joint that moves most over the last second (grey). Growth per tick above 1: the PD cannot hold ` +
-      `still. Simulated by MuJoCo ${this.version} in this page (physai's figures use MuJoCo ${cfg.pythonMujoco}).`;
+    return `The SO-101 (its bodies and joints: nothing touches) moves from its home pose to the standby pose in ` +
+      `${cfg.hold.moveTime} s and holds it; the controller ticks at the chosen rate and holds its command (or ` +
+      `torque) between ticks. The trace is the joint that moves most over the last second (grey). Growth per tick ` +
+      `above 1: the PD cannot hold still. Simulated by MuJoCo ${this.version} in this page (physai's figures use ` +
+      `MuJoCo ${cfg.pythonMujoco}).`;
   }
 }
 
@@ -498,16 +491,9 @@ export class SysidPanel extends ArmLivePanel {
   }
 
   controlSpecs() {
-    const cfg = this.config, r = cfg.ranges;
+    const cfg = this.config, r = cfg.ranges, shared = this.sharedSpecs();
     return [
-      {name: 'kp', url: 'kp', label: 'kp', kind: 'log', range: r.kp, steps: KP_STEPS, round: round(4),
-       show: (v) => `${Number(v.toPrecision(4))} N·m/rad`, urlText: (v) => String(round(5)(v))},
-      {name: 'armature', url: 'armature', label: 'armature', kind: 'linear', range: r.armature, step: 0.0005,
-       show: (v) => `${v.toFixed(4)} kg·m²`, urlText: fixed(4)},
-      {name: 'timestep', url: 'h', label: 'timestep', kind: 'ms', range: r.timestepMs, step: 0.1,
-       show: (v) => `${(v * 1e3).toFixed(1)} ms`, urlText: (v) => fixed(1)(v * 1e3)},
-      {name: 'integrator', url: 'integrator', label: 'integrator', kind: 'choice', options: cfg.integrators,
-       optionText: (o) => (cfg.browserIntegrators.includes(o) ? o : `${o} (precomputed)`), urlText: String},
+      shared.kp, shared.armature, shared.timestep, shared.integrator,
       {name: 'kv', url: 'kv', label: 'kv', kind: 'log', range: r.kv, steps: KP_STEPS, round: round(3),
        show: (v) => `${pyFormat(v, '.3g')} N·m·s/rad`, urlText: (v) => String(round(4)(v))},
       {name: 'forcerange', url: 'forcerange', label: 'forcerange ±', kind: 'linear', range: r.forcerange, step: 0.01,

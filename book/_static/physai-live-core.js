@@ -215,25 +215,26 @@ export function diverged(q, warned) {
   return false;
 }
 
-// physai.engine.link.crossing_time on progress = (q - q0) / span.
-function crossingTime(h, progress, level) {
+// physai.engine.link.crossing_time: when x first reaches level, linear between samples; time(i) is sample i's.
+export function crossingTime(time, x, level) {
   let k = -1;
-  for (let i = 0; i < progress.length; i++) {
-    if (progress[i] >= level) { k = i; break; }
+  for (let i = 0; i < x.length; i++) {
+    if (x[i] >= level) { k = i; break; }
   }
   if (k < 0) return NaN;
-  if (k === 0) return 0;
-  const frac = (level - progress[k - 1]) / (progress[k] - progress[k - 1]);
-  const t0 = h * (k - 1);
-  return t0 + frac * (h * k - t0);
+  if (k === 0) return time(0);
+  const frac = (level - x[k - 1]) / (x[k] - x[k - 1]);
+  const t0 = time(k - 1);
+  return t0 + frac * (time(k) - t0);
 }
 
-export function riseWindow(h, q, qFinal) {
+// physai.engine.link.rise_window: (t10, t90), s, of q going from q[0] to qFinal; time(i) is sample i's.
+export function riseWindow(time, q, qFinal) {
   const span = qFinal - q[0];
   if (span === 0 || !Number.isFinite(span)) return [NaN, NaN];
   const progress = new Float64Array(q.length);
   for (let i = 0; i < q.length; i++) progress[i] = (q[i] - q[0]) / span;
-  return [crossingTime(h, progress, 0.1), crossingTime(h, progress, 0.9)];
+  return [crossingTime(time, progress, 0.1), crossingTime(time, progress, 0.9)];
 }
 
 // physai.engine.link.summarize: t = h * arange(n), command u.
@@ -261,7 +262,7 @@ export function summarize(h, q, badQacc, u = 0.0) {
   } else {
     way = 0;
   }
-  const window = way >= RISE_START ? riseWindow(h, q, qFinal) : [NaN, NaN];
+  const window = way >= RISE_START ? riseWindow((i) => h * i, q, qFinal) : [NaN, NaN];
   result.sagDeg = degrees(u - qFinal);
   result.riseMs = 1e3 * (window[1] - window[0]);
   result.riseWindow = window;

@@ -7,7 +7,7 @@
 //   stepMetrics                                                physai.experiments.actuator_models.step_metrics
 // The laws use no transcendental function (only +, -, *, /, min, max), so they agree with Python bit for bit.
 // No DOM here: the page (physai-live-pendulum.js) and Node (the tests) share it.
-import {degrees, npSum, pyFormat, pyRound} from './physai-live-core.js';
+import {degrees, npSum, pyFormat, pyRound, riseWindow} from './physai-live-core.js';
 
 export const SPEED_BOUND = 1e3;        // rad/s, physai.engine.mj.SPEED_BOUND
 export const MAX_STEPS = 1000000;      // physai.engine.mj.MAX_STEPS
@@ -305,26 +305,6 @@ export function times(h, n) {
 // ---------------------------------------------------------------------------------------------------------------
 // What a run measured
 
-function crossingTime(t, x, level) {
-  let k = -1;
-  for (let i = 0; i < x.length; i++) {
-    if (x[i] >= level) { k = i; break; }
-  }
-  if (k < 0) return NaN;
-  if (k === 0) return t[0];
-  const frac = (level - x[k - 1]) / (x[k] - x[k - 1]);
-  return t[k - 1] + frac * (t[k] - t[k - 1]);
-}
-
-// physai.engine.link.rise_window: (t10, t90), s.
-export function riseWindow(t, q, qFinal) {
-  const span = qFinal - q[0];
-  if (span === 0 || !Number.isFinite(span)) return [NaN, NaN];
-  const progress = new Float64Array(q.length);
-  for (let i = 0; i < q.length; i++) progress[i] = (q[i] - q[0]) / span;
-  return [crossingTime(t, progress, 0.1), crossingTime(t, progress, 0.9)];
-}
-
 // physai.experiments.actuator_models.step_metrics (the figures the panel shows): errorDeg, riseMs, p2pDeg,
 // diverged, and the rise window in s.
 export function stepMetrics(run, at) {
@@ -342,7 +322,7 @@ export function stepMetrics(run, at) {
   const move = final - start;
   const wanted = run.command[run.command.length - 1] - start;
   let window = [NaN, NaN];
-  if (!(Math.abs(move) < RISE_START * Math.abs(wanted) || move === 0)) window = riseWindow(ta, qa, final);
+  if (!(Math.abs(move) < RISE_START * Math.abs(wanted) || move === 0)) window = riseWindow((i) => ta[i], qa, final);
   let lo = Infinity, hi = -Infinity;
   for (let i = tail; i < n; i++) { lo = Math.min(lo, q[i]); hi = Math.max(hi, q[i]); }
   return {errorDeg: degrees(run.command[run.command.length - 1] - final), riseMs: 1e3 * (window[1] - window[0]),

@@ -279,9 +279,11 @@ export class PendulumPanel extends LivePanel {
                          {'text-anchor': 'middle', 'font-size': 13, fill: 'currentColor'});
       halo(say);
     } else if (precomputed) {
-      band(p, g, run.q, cfg.duration, c.response);
+      p.band(g, run.q, cfg.duration, c.response);
     } else {
-      columns(p, g, run.t, run.q, (x) => Math.max(Q_CLIP[0], Math.min(Q_CLIP[1], degrees(x))), c.response);
+      const [xs, ys] = p.columns(run.q.length, (i) => run.t[i],
+                                 (i) => Math.max(Q_CLIP[0], Math.min(Q_CLIP[1], degrees(run.q[i]))));
+      p.path(g, xs, ys, {stroke: c.response, 'stroke-width': 1.6});
     }
     const marks = p.layer('top-marks');
     const diverged = run.diverged;
@@ -306,7 +308,7 @@ export class PendulumPanel extends LivePanel {
     if (run.chaotic) {
       // nothing stored to draw: the limits and the band alone
     } else if (precomputed) {
-      band(this.torque, tg, run.torque, cfg.duration, c.response);
+      this.torque.band(tg, run.torque, cfg.duration, c.response);
       this.plane.path(pg, run.path[0].map((x) => Math.max(-40, Math.min(40, x))), run.path[1].map(clipTau),
                       {stroke: c.response, 'stroke-width': 1});
       tLim = run.path[0].map((_, i) => i * run.pathDt);
@@ -315,7 +317,8 @@ export class PendulumPanel extends LivePanel {
       qEnd = run.qEndDeg * Math.PI / 180;
     } else {
       const n = run.torque.length;
-      columns(this.torque, tg, run.t.subarray(0, n), run.torque, clipTau, c.response);
+      const [xs, ys] = this.torque.columns(n, (i) => run.t[i], (i) => clipTau(run.torque[i]));
+      this.torque.path(tg, xs, ys, {stroke: c.response, 'stroke-width': 1.6});
       const stride = Math.max(1, Math.ceil(n / 1500));  // a few points per pixel are enough for a scatter of a path
       const vs = [], ts = [];
       for (let i = 0; i < n; i += stride) {
@@ -377,37 +380,3 @@ function halo(node) {
   return node;
 }
 
-// a trace drawn as the lowest and highest value in every pixel column (a swing that flips sides every step keeps
-// its full width); f maps a value to the plotted one
-function columns(p, g, t, values, f, color) {
-  const n = values.length, x0 = p.m.l, x1 = p.w - p.m.r, cols = Math.round(x1 - x0);
-  const xs = [], ys = [];
-  const tmax = p.x.lim[1];
-  if (n <= 2 * cols) {
-    for (let i = 0; i < n; i++) { xs.push(t[i]); ys.push(f(values[i])); }
-  } else {
-    let col = -1, lo = 0, hi = 0, tlo = 0, thi = 0;
-    const flush = () => {
-      if (col < 0) return;
-      const [a, b] = tlo <= thi ? [[tlo, lo], [thi, hi]] : [[thi, hi], [tlo, lo]];
-      xs.push(a[0], b[0]); ys.push(a[1], b[1]);
-    };
-    for (let i = 0; i < n; i++) {
-      const c2 = Math.floor(t[i] / tmax * cols), y = f(values[i]);
-      if (c2 !== col) { flush(); col = c2; lo = hi = y; tlo = thi = t[i]; continue; }
-      if (y < lo) { lo = y; tlo = t[i]; }
-      if (y > hi) { hi = y; thi = t[i]; }
-    }
-    flush();
-  }
-  p.path(g, xs, ys, {stroke: color, 'stroke-width': 1.6});
-}
-
-// a precomputed envelope [low, high] per time bin, drawn as a band
-function band(p, g, [low, high], duration, color) {
-  const bins = low.length, dt = duration / bins;
-  const xs = [], ys = [];
-  for (let i = 0; i < bins; i++) if (low[i] !== null) { xs.push((i + 0.5) * dt); ys.push(high[i]); }
-  for (let i = bins - 1; i >= 0; i--) if (low[i] !== null) { xs.push((i + 0.5) * dt); ys.push(low[i]); }
-  p.path(g, xs, ys, {stroke: color, 'stroke-width': 1.6, fill: color, 'fill-opacity': 0.25});
-}

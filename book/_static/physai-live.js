@@ -213,6 +213,41 @@ export class Plot {
     return 24 + 15 * i + 10;
   }
 
+  // n samples (time(i), value(i)) as a trace's points: all of them where there are few, else the lowest and the
+  // highest value in every pixel column, in time order, so that a swing that flips sides every step keeps its
+  // full width. Returns [xs, ys].
+  columns(n, time, value) {
+    const cols = Math.round(this.w - this.m.l - this.m.r), [t0, t1] = this.x.lim;
+    const xs = [], ys = [];
+    if (n <= 2 * cols) {
+      for (let i = 0; i < n; i++) { xs.push(time(i)); ys.push(value(i)); }
+      return [xs, ys];
+    }
+    let col = -1, lo = 0, hi = 0, tlo = 0, thi = 0;
+    const flush = () => {
+      if (col < 0) return;
+      const [a, b] = tlo <= thi ? [[tlo, lo], [thi, hi]] : [[thi, hi], [tlo, lo]];
+      xs.push(a[0], b[0]); ys.push(a[1], b[1]);
+    };
+    for (let i = 0; i < n; i++) {
+      const t = time(i), y = value(i), c = Math.floor((t - t0) / (t1 - t0) * cols);
+      if (c !== col) { flush(); col = c; lo = hi = y; tlo = thi = t; continue; }
+      if (y < lo) { lo = y; tlo = t; }
+      if (y > hi) { hi = y; thi = t; }
+    }
+    flush();
+    return [xs, ys];
+  }
+
+  // a precomputed envelope [low, high] per time bin over `duration` (null where there is none), drawn as a band
+  band(g, [low, high], duration, color) {
+    const bins = low.length, dt = duration / bins;
+    const xs = [], ys = [];
+    for (let i = 0; i < bins; i++) if (low[i] !== null) { xs.push((i + 0.5) * dt); ys.push(high[i]); }
+    for (let i = bins - 1; i >= 0; i--) if (low[i] !== null) { xs.push((i + 0.5) * dt); ys.push(low[i]); }
+    this.path(g, xs, ys, {stroke: color, 'stroke-width': 1.6, fill: color, 'fill-opacity': 0.25});
+  }
+
   // corner: ur, ul, lr or ll; dy moves it down (user units) from there
   legend(entries, corner = 'ur', dy = 0) {
     const g = this.layer('top-legend');
@@ -572,37 +607,10 @@ class ServoPanel extends LivePanel {
     const q0deg = core.degrees(cfg.q0);
     const settledRun = fallback ? r.settled : core.settled(r);
     if (fallback) {
-      // the stored envelope: lowest and highest angle per time bin, drawn as a band
-      const [low, high] = r.trace;
-      const bins = low.length, dt = cfg.duration / bins;
-      const xs = [], ys = [];
-      for (let i = 0; i < bins; i++) if (low[i] !== null) { xs.push((i + 0.5) * dt); ys.push(high[i]); }
-      for (let i = bins - 1; i >= 0; i--) if (low[i] !== null) { xs.push((i + 0.5) * dt); ys.push(low[i]); }
-      p.path(g, xs, ys, {stroke: c.response, 'stroke-width': 1.6, fill: c.response, 'fill-opacity': 0.25});
+      p.band(g, r.trace, cfg.duration, c.response);   // the stored envelope: lowest and highest angle per time bin
     } else {
-      // min and max of q in every pixel column: a swing that flips sides every step keeps its full width
-      const q = r.q, h = r.h, n = q.length;
-      const x0 = p.m.l, x1 = p.w - p.m.r, cols = Math.round(x1 - x0);
-      const xs = [], ys = [];
-      const lim = 1e4;
-      if (n <= 2 * cols) {
-        for (let i = 0; i < n; i++) { xs.push(h * i); ys.push(Math.max(-lim, Math.min(lim, core.degrees(q[i])))); }
-      } else {
-        let col = -1, lo = 0, hi = 0, tlo = 0, thi = 0;
-        const flush = () => {
-          if (col < 0) return;
-          const [a, b] = tlo <= thi ? [[tlo, lo], [thi, hi]] : [[thi, hi], [tlo, lo]];
-          xs.push(a[0], b[0]); ys.push(a[1], b[1]);
-        };
-        for (let i = 0; i < n; i++) {
-          const t = h * i, c2 = Math.floor(t / cfg.duration * cols);
-          const y = Math.max(-lim, Math.min(lim, core.degrees(q[i])));
-          if (c2 !== col) { flush(); col = c2; lo = hi = y; tlo = thi = t; continue; }
-          if (y < lo) { lo = y; tlo = t; }
-          if (y > hi) { hi = y; thi = t; }
-        }
-        flush();
-      }
+      const deg = (i) => Math.max(-1e4, Math.min(1e4, core.degrees(r.q[i])));
+      const [xs, ys] = p.columns(r.q.length, (i) => r.h * i, deg);
       p.path(g, xs, ys, {stroke: c.response, 'stroke-width': 1.6});
     }
     const marks = p.layer('top-marks');
