@@ -3,6 +3,8 @@
 import json
 import math
 
+import numpy as np
+
 import pytest
 
 from physai.experiments import registry
@@ -59,3 +61,29 @@ def test_ensemble_summarizes_median_and_range():
 ])
 def test_series_125_rounds_onto_one_two_five(value, how, expected):
     assert robust.series_125(value, how) == expected
+
+
+def test_log_grid_rounds_at_the_source_and_keeps_its_ends():
+    assert robust.log_grid(1.0, 30000.0, 25)[:4] == (1.0, 1.54, 2.36, 3.63)
+    assert robust.log_grid(10.0, 1000.0, 41)[20] == 100.0 and robust.log_grid(10.0, 1000.0, 41)[-1] == 1000.0
+    with pytest.raises(ValueError, match='repeat a value'):
+        robust.log_grid(1.0, 1.01, 50)
+    with pytest.raises(ValueError, match='stop must be greater'):
+        robust.log_grid(10.0, 1.0, 5)
+
+
+@pytest.mark.parametrize('grid', ['PANEL_KP_GRID', 'STABILITY_KP', 'PANEL_RATES_HZ'])
+def test_the_book_s_grids_are_far_from_a_rounding_boundary(grid):
+    """A grid value moves on another processor only if its raw value, pow's result, lies within a few units in the
+    last place of a rounding boundary; every raw value of the book's grids is a billion times farther than that
+    (a relative nudge of 1e-9 either way rounds to the same value)."""
+    from physai.experiments import position_actuators
+    from physai.interface import where_pd_runs_panels
+
+    module = where_pd_runs_panels if grid == 'PANEL_RATES_HZ' else position_actuators
+    values = tuple(float(x) for x in getattr(module, grid))
+    raw = {'PANEL_KP_GRID': (1.0, 30000.0, 25), 'STABILITY_KP': (1.0, 30000.0, 19),
+           'PANEL_RATES_HZ': (10.0, 1000.0, 41)}[grid]
+    assert values == robust.log_grid(*raw)
+    for x in np.geomspace(*raw):
+        assert robust.round_sig(x * (1 - 1e-9), 3) == robust.round_sig(x * (1 + 1e-9), 3) == robust.round_sig(x, 3)

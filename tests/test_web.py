@@ -29,9 +29,10 @@ SETTINGS = [(kp, armature, h, integrator, 1.0) for kp in (100.0, 3000.0, 30000.0
             for h in (0.0005, 0.005, 0.02) for integrator in ('Euler', 'implicitfast', 'RK4')]
 """The agreement set: kp 100, 3000, 30000; armature 0.028 and 0; timesteps 0.5, 5, 20 ms; three integrators."""
 
-RK4_DIVERGED_RTOL = 1e-9
-"""RK4 runs that diverge may differ from Python MuJoCo 3.17.0 in the last bits (3.3.8 orders RK4's sums otherwise;
-the growth then magnifies it): until MuJoCo resets them, the page's angles stay within this relative tolerance."""
+TRAJECTORY_RTOL = 1e-9
+"""Relative: how far the page's angles may be from Python MuJoCo's at any step, until MuJoCo resets a diverged run.
+The two are the same C code built for different machines, so they need not share the last bit (on this machine
+they do, but for RK4 runs that diverge: 3.3.8 orders RK4's sums otherwise, and the growth magnifies it)."""
 
 
 @functools.cache
@@ -294,7 +295,7 @@ def test_page_trajectories_equal_python_mujoco(site, browser):
         });
     }""", [list(s) for s in SETTINGS])
     ref = web.step_reference(SETTINGS)
-    identical, worst_rel, rk4_diverged = 0, 0.0, 0
+    identical, worst_rel = 0, 0.0
     for s, j, p in zip(SETTINGS, js, ref):
         assert j['readout'] == p['readout'], s
         assert j['diverged'] == p['diverged'], s
@@ -302,18 +303,14 @@ def test_page_trajectories_equal_python_mujoco(site, browser):
         if len(q_js) == len(q_py) and np.array_equal(q_js, q_py):
             identical += 1
             continue
-        # the only allowed difference: RK4 runs that diverge (see RK4_DIVERGED_RTOL), up to MuJoCo's reset
-        assert s[3] == 'RK4' and p['diverged'], f'{s}: not bit-identical'
-        rk4_diverged += 1
         n = min(len(q_js), len(q_py))
         reset = next((i for i in range(1, n) if q_py[i] != 0 and abs(q_py[i]) < abs(q_py[i - 1]) / 1e3), n)
         rel = np.max(np.abs(q_js[:reset] - q_py[:reset]) / np.maximum(np.abs(q_py[:reset]), 1e-300))
         worst_rel = max(worst_rel, float(rel))
-        assert rel <= RK4_DIVERGED_RTOL, s
-    print(f'{identical}/{len(SETTINGS)} trajectories bit-identical to Python MuJoCo {mujoco.__version__}; '
-          f'{rk4_diverged} diverging RK4 runs within {worst_rel:.1e} relative before the reset; '
-          f'readout words equal in all {len(SETTINGS)}')
-    assert identical >= len(SETTINGS) - 6
+        assert rel <= TRAJECTORY_RTOL, s
+    print(f'{identical}/{len(SETTINGS)} trajectories bit-identical to Python MuJoCo {mujoco.__version__}, the rest '
+          f'within {worst_rel:.1e} relative (before MuJoCo resets a diverged run); readout words equal in all '
+          f'{len(SETTINGS)}')
     assert errors == []
 
 

@@ -290,10 +290,10 @@ def test_chatter_frequency_is_physai_s():
     assert js[0] == 7.0 and js[2] is None
 
 
-def test_reference_move_is_numpy_s_to_the_last_bit_or_one():
-    """numpy's x**3 .. x**5 call the C library's pow(); the page rounds the exact power, which differs from it in
-    the last bit, rarely: the command then differs by one unit in the last place of the polynomial's largest term
-    (10 s^3 ... 60 s^3 / 0.5 s: below 3e-14), in under 1 % of its samples."""
+def test_reference_move_is_numpy_s_within_round_off():
+    """numpy's x**3 .. x**5 call a pow() whose last bit depends on the processor (numpy picks its SIMD path by CPU),
+    and the page rounds the exact power: the two commands may differ by a few units in the last place of the
+    polynomial's largest term (10 s^3 ... 60 s^3 / 0.5 s), below 3e-14, never more."""
     js = node(f"import * as arm from '{CORE}';"
               "const t = Float64Array.from({length: 600}, (_, k) => 0.001 * k);"
               "const r = arm.reference(t, [0, -1, 1, 0.5, 0, 0], 0.5);"
@@ -301,7 +301,6 @@ def test_reference_move_is_numpy_s_to_the_last_bit_or_one():
     position, velocity = reference(0.001 * np.arange(600))
     for got, want in ((np.array(js[0]).reshape(-1, 6), position), (np.array(js[1]).reshape(-1, 6), velocity)):
         assert np.all(np.abs(got - want) <= 3e-14)
-        assert np.mean(got == want) > 0.99
 
 
 HOLD_SCRIPT = """
@@ -326,18 +325,28 @@ COMPILED_FIELDS = ('body_pos', 'body_quat', 'body_ipos', 'body_iquat', 'body_mas
                    'jnt_axis', 'jnt_range', 'dof_armature', 'dof_damping', 'dof_frictionloss', 'dof_invweight0',
                    'dof_M0', 'body_invweight0', 'actuator_gainprm', 'actuator_biasprm', 'actuator_forcerange',
                    'actuator_acc0', 'jnt_solref', 'jnt_solimp', 'dof_solref', 'dof_solimp', 'qpos0')
-"""The compiled fields MuJoCo 3.3.8 must give to the last bit from :func:`web_arm.arm_xml`."""
+"""The compiled fields MuJoCo 3.3.8 must give from :func:`web_arm.arm_xml` as Python MuJoCo does, within
+:data:`COMPILED_RTOL`."""
+
+COMPILED_RTOL = 1e-12
+"""Relative: how far a compiled field of the page's MuJoCo may be from Python's. The two are the same C code built
+by different compilers for different machines (WebAssembly, and the processor's own instructions, with whatever
+vector paths it has): not guaranteed to share every last bit, though here they do."""
 
 
-def test_node_mujoco_compiles_the_arm_to_the_last_bit_and_its_holds_agree():
+def test_node_mujoco_compiles_the_arm_as_python_does_and_its_holds_agree():
     engine = require_engine()
     settings = [SETTINGS[2], SETTINGS[4], SETTINGS[5]]  # the short ones: 2, 20 and 5 ms
     js = node(HOLD_SCRIPT % (CORE, engine.as_uri(), json.dumps(COMPILED_FIELDS)),
               {'settings': settings, 'cfg': config()})
     assert js['version'] == '3.3.8'
     m = mujoco.MjModel.from_xml_string(web_arm.arm_xml())
+    identical = 0
     for field in COMPILED_FIELDS:
-        assert np.array_equal(np.array(js['fields'][field], dtype=float), np.ravel(getattr(m, field))), field
+        got, want = np.array(js['fields'][field], dtype=float), np.ravel(getattr(m, field))
+        np.testing.assert_allclose(got, want, rtol=COMPILED_RTOL, atol=1e-300, err_msg=field)
+        identical += bool(np.array_equal(got, want))
+    print(f'{identical}/{len(COMPILED_FIELDS)} compiled fields identical to the last bit, all within {COMPILED_RTOL:g}')
     for line in compare_holds(settings, js['out']):
         print(line)
 

@@ -507,10 +507,10 @@ def gear_sag_table() -> list[dict]:
 # ---------------------------------------------------------------------------------------------
 # Chapter 1: the servo panel
 
-PANEL_KP_GRID = np.geomspace(1.0, 30000.0, 25)
+PANEL_KP_GRID = np.array(robust.log_grid(1.0, 30000.0, 25))
 """kp values of the panel's sag / rise curve, N·m/rad."""
 
-STABILITY_KP = np.geomspace(1.0, 30000.0, 19)
+STABILITY_KP = np.array(robust.log_grid(1.0, 30000.0, 19))
 """kp rows of the panel's stability map, N·m/rad."""
 
 STABILITY_ARMATURE = np.linspace(0.0, 0.1, 11)

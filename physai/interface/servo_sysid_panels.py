@@ -21,6 +21,7 @@ from physai.engine.datasets import Episode
 from physai.engine.sysid import ArmServo, Replay, ReplayConfig, arm_columns, replay
 from physai.engine.so101 import ARM_JOINTS
 from physai.experiments.servo_sysid import hold_sag_deg
+from physai.laws import robust
 
 
 # --------------------------------------------------------------------------------------------------
@@ -28,7 +29,17 @@ from physai.experiments.servo_sysid import hold_sag_deg
 # --------------------------------------------------------------------------------------------------
 
 PANEL_JOINTS = ('shoulder_lift', 'elbow_flex')
-TWIN_KPS = tuple(float(f'{k:.3g}') for k in np.geomspace(1.0, 1000.0, 13))
+TWIN_KPS = robust.log_grid(1.0, 1000.0, 13)
+
+TWIN_NUDGES = (0.0, 1e-9, 2e-9, 3e-9)
+"""rad: each frame of :func:`sysid_twin` is replayed from the recorded start and from three starts a little off it
+(the first four of :data:`physai.engine.sysid.ENSEMBLE_OFFSETS`), so a chaotic frame shows itself before it is
+stored. A chaotic replay falls on one of a few branches, so it takes more than two draws to see one part."""
+
+CHAOTIC_SPREAD_DEG = 1e-4
+"""deg: a frame whose nudged replays part by more than this is chaotic. One that is not parts by under 1e-6 deg
+(the 1e-9 rad nudge, amplified tenfold at most), a hundred times below the twin's 0.01 deg; a chaotic one by
+degrees (kp 1000 with the fitted friction: 2.6 deg)."""
 
 
 def replay_diverged(rep: Replay) -> bool:
@@ -161,26 +172,39 @@ def sysid_twin(episode: Episode, base: ArmServo, *, kps: Sequence[float] = TWIN_
     """The panel's static twin over kp: ``base`` with each kp of ``kps``, precomputed in one batch.
 
     ``base.kp`` itself is always one of the frames (added to ``kps`` if missing, labelled "fitted") and
-    the one the slider starts on, so the twin opens on the servo the panel starts with.
+    the one the slider starts on, so the twin opens on the servo the panel starts with. A frame whose replay is
+    chaotic (its replays from the :data:`TWIN_NUDGES` starts part by more than :data:`CHAOTIC_SPREAD_DEG`) shows
+    the recording and the verdict with the ensemble's error, not one draw's traces, which another processor would
+    draw otherwise.
     """
 
     kps = tuple(sorted({float(k) for k in kps} | {float(base.kp)}))
-    runs = replay([dataclasses.replace(base, kp=k) for k in kps], [episode])
-    reps = [row[0] for row in runs]
-    mae = np.array([r.mae_deg for r in reps])
+    n = len(kps)
+    runs = replay([dataclasses.replace(base, kp=k) for k in kps] * len(TWIN_NUDGES), [episode],
+                  offsets=np.repeat(TWIN_NUDGES, n))
+    draws = [[runs[m * n + i][0] for m in range(len(TWIN_NUDGES))] for i in range(n)]
+    reps = [d[0] for d in draws]
+    chaotic = [not any(r.diverged for r in d) and
+               max(float(np.max(np.abs(r.sim_deg - d[0].sim_deg))) for r in d) > CHAOTIC_SPREAD_DEG for d in draws]
+    # a chaotic frame's error is an ensemble's: its median, to two digits (its draws part by a few thousandths)
+    mae = np.array([robust.round_sig(float(np.median([r.mae_deg for r in d])), 2) if c else d[0].mae_deg
+                    for d, c in zip(draws, chaotic)])
     idx = [ARM_JOINTS.index(j) for j in joints]
     colors = ('#1f6fb4', '#2a9d4b')
     real = [twin.twin_line(reps[0].t, reps[0].real_deg[:, j], color='#888888', width=2.4,
                         label='real' if k == 0 else None) for k, j in enumerate(idx)]
 
     def frame(kp):
-        rep = reps[kps.index(kp)]
-        lines = real + [twin.twin_line(rep.t, rep.sim_deg[:, j], color=c, label=f'sim {name}')
-                        for j, c, name in zip(idx, colors, joints)]
-        status = 'diverged' if rep.diverged else f'MAE {rep.mae_deg:.3f}°'
-        lines.append(twin.twin_note(status))  # above the frame: the traces fill the plot
+        i = kps.index(kp)
+        rep = reps[i]
+        if chaotic[i]:  # its frames hang on the last bits: the words, not one draw's traces
+            lines = real + [twin.twin_note(f'chaotic: no single replay is stored · MAE ≈ {mae[i]:.2g}°')]
+        else:
+            lines = real + [twin.twin_line(rep.t, rep.sim_deg[:, j], color=c, label=f'sim {name}')
+                            for j, c, name in zip(idx, colors, joints)]
+            lines.append(twin.twin_note('diverged' if rep.diverged else f'MAE {rep.mae_deg:.3f}°'))
         curve = [twin.twin_line(kps, mae, color='#555555', label='held-out MAE'),
-                 twin.twin_markers([kp], [rep.mae_deg], label='this kp')]
+                 twin.twin_markers([kp], [mae[i]], label='this kp')]
         return [lines, curve]
 
     default = kps.index(float(base.kp))

@@ -23,6 +23,7 @@ from physai.engine.hold import (DURATION, ENSEMBLE_PROBE, ENSEMBLE_SIZE, ENSEMBL
                                 HoldResponse, PHYSICS_TIMESTEP, SETTLE_WINDOW, SO101_ARMATURE, SO101_KP, SO101_KV,
                                 STANDBY, hold_responses, so101_joints)
 from physai.experiments.where_pd_runs import RATES_HZ, growth_curve, rate_ensembles, worst_growth
+from physai.laws import robust
 from physai.laws.loop import BACKENDS
 
 
@@ -157,7 +158,7 @@ def _text_bitmap(text: str, path: str, size_px: float, color: tuple, linespacing
 # ---------------------------------------------------------------------------------------------------------
 # The chapter's live panel and its static twin (built on physai.interface.live)
 
-PANEL_RATES_HZ = tuple(float(r) for r in np.geomspace(10.0, 1000.0, 41))
+PANEL_RATES_HZ = robust.log_grid(10.0, 1000.0, 41)
 """Controller rates (Hz) at which the panel draws the growth per tick of both backends."""
 
 PANEL_YLIM_DEG = 80.0

@@ -11,6 +11,9 @@ Three kinds of quantity need more than a format string (see DESIGN.md, "Reproduc
 
 An ensemble's median or range is printed on the 1-2-5 series (:func:`series_125`), one significant digit coarse
 enough that it does not move from one draw of the ensemble to the next.
+
+Inputs count too: a grid that goes into a stored output (a panel's kp axis, its controller rates) is built with
+:func:`log_grid`, whose values are rounded at the source, so the stored numbers are the same on every processor.
 """
 
 from __future__ import annotations
@@ -86,6 +89,33 @@ def round_sig(value: float, digits: int) -> float:
     if value == 0 or not math.isfinite(value):
         return value
     return round(float(value), digits - 1 - math.floor(math.log10(abs(value))))
+
+
+def log_grid(start: float, stop: float, num: int, digits: int = 3) -> tuple[float, ...]:
+    """``num`` values spaced evenly in log from ``start`` to ``stop``, each rounded to ``digits`` significant digits.
+
+    ``np.geomspace`` calls ``pow``, whose last bit differs from one processor to another (numpy picks its SIMD path
+    by CPU): ``np.geomspace(1, 30000, 25)[12]`` prints ``173.20508075688772`` on one machine and may print a last
+    digit more or less on another, and a stored output that embeds it would then differ. Rounded to ``digits``
+    significant digits (173.0 here) the grid is the same everywhere, unless a raw value lay within a few units in
+    the last place of a rounding boundary (``tests/test_robust.py`` checks the book's grids are far from one).
+
+    Raises:
+      ValueError: ``start`` or ``stop`` not a finite number > 0, ``stop <= start``, ``num < 2``, or rounding merged
+        two neighbours (ask for fewer values or more digits).
+    """
+    for name, value in (('start', start), ('stop', stop)):
+        if not (isinstance(value, numbers.Real) and math.isfinite(value) and value > 0):
+            raise ValueError(f'{name} must be a finite number > 0, got {value!r}')
+    if not stop > start:
+        raise ValueError(f'stop must be greater than start ({start!r}), got {stop!r}')
+    if not (isinstance(num, int) and num >= 2):
+        raise ValueError(f'num must be an integer >= 2, got {num!r}')
+    grid = tuple(round_sig(float(x), digits) for x in np.geomspace(start, stop, num))
+    if any(b <= a for a, b in zip(grid, grid[1:])):
+        raise ValueError(f'{num} values from {start!r} to {stop!r} at {digits} significant digits repeat a value: '
+                         f'ask for fewer values or more digits')
+    return grid
 
 
 def series_125(value: float, how: str = 'nearest') -> float:
