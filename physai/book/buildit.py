@@ -9,7 +9,13 @@ For each, this module gives
   with a body that raises ``NotImplementedError``;
 - :func:`check`: runs the learner's function on a fixed set of inputs and compares it with MuJoCo (or, where MuJoCo
   has no single field for it, with physai's reference, itself tested against MuJoCo in ``tests/``), and prints
-  either that it passes or the first input where it differs, with what was expected and what it gave.
+  either that it passes or the first input where it differs, every argument named, with what was expected and
+  what it gave. The cases include the regimes where a plausible bug shows (a servo softer than gravity for
+  ``servo_sag``, a constant bias term, a command and joint damping, a narrower actuator clamp); a function that
+  returns nothing is told so; a learner's function that calls another Build-it function of the learner's that is
+  unwritten or wrong gets that one named instead of being blamed;
+- :func:`solution`: the worked solution, with its imports and physai's private helpers it calls, so that it runs as
+  pasted into an empty cell.
 
 A check of a function that still raises ``NotImplementedError`` says so and passes nothing, without raising, so a
 notebook that has not been completed still runs top to bottom (its stored output is that message). With

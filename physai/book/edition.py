@@ -16,7 +16,7 @@ learner opens on Colab, ``colab/NN_name.ipynb``, from the same notebooks (they s
   and the first code cell is :data:`physai.book.colab.INSTALL_CELL`;
 - what only the published page can show is left out: a code cell that shows a live panel running MuJoCo in the
   reader's browser (``web.servo_live()``, ``web_arm.pd_live(...)``: any call of a ``*_live`` function of
-  :mod:`physai.interface.web` or :mod:`physai.interface.web_arm`; on Colab it shows nothing and costs seconds), any
+  :mod:`physai.interface.web` or :mod:`physai.interface.web_arm`; on Colab it computes for nothing, shows nothing), any
   cell tagged ``book-only``, and the content of an ```` ```{only} html```` directive (Sphinx's ``only``: the
   edition is not an HTML build; ```` ```{only} colab```` is the edition's own text, which the HTML page leaves out);
 - a code cell the page folds away (``hide-cell``: an exercise's worked answer) is folded on Colab too, as Colab
@@ -27,7 +27,9 @@ learner opens on Colab, ``colab/NN_name.ipynb``, from the same notebooks (they s
 - Build it, for real: where the chapter prints the source of a function the reader is to write
   (``print(inspect.getsource(NAME))``, NAME plain or ``module.NAME``, for a NAME of
   :data:`physai.book.buildit.FUNCTIONS`), the edition gives instead a cell to complete (:func:`physai.book.buildit.stub`), a
-  check against MuJoCo (:func:`physai.book.buildit.check`) and the worked solution folded in ``<details>``; the rest of
+  check against MuJoCo (:func:`physai.book.buildit.check`) and the worked solution folded in ``<details>``
+  (:func:`physai.book.buildit.solution`: with its imports and physai's private helpers it calls, so that it runs
+  as pasted into an empty cell); the rest of
   the cell runs as before, with physai's own function. Other printed sources (a runner, a method) stay as they are:
   the worked solution, shown.
 
