@@ -154,20 +154,7 @@ def solution(name: str) -> str:
 
 def _global_names(function: Callable) -> list[str]:
     """The global names ``function`` reads (its body and nested functions, its annotations and defaults), in order."""
-    names = []
-
-    def add(name):
-        if name not in names:
-            names.append(name)
-
-    def walk(code):
-        for instruction in dis.get_instructions(code):
-            if instruction.opname in ('LOAD_GLOBAL', 'LOAD_NAME'):
-                add(instruction.argval)
-        for const in code.co_consts:
-            if isinstance(const, types.CodeType):
-                walk(const)
-    walk(function.__code__)
+    names = _global_names_of_code(function.__code__)
     definition = ast.parse(_source(function)).body[0]  # the def line runs where it is pasted: annotations, defaults
     arguments = definition.args
     signature = [a.annotation for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
@@ -175,8 +162,8 @@ def _global_names(function: Callable) -> list[str]:
     signature += [definition.returns, *arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
     for node in signature:
         for sub in ast.walk(node) if node is not None else ():
-            if isinstance(sub, ast.Name):
-                add(sub.id)
+            if isinstance(sub, ast.Name) and sub.id not in names:
+                names.append(sub.id)
     return names
 
 
@@ -300,6 +287,7 @@ def _learners_dependencies(function, name: str) -> list[tuple[str, Callable]]:
 
 
 def _global_names_of_code(code: types.CodeType) -> list[str]:
+    """The global names a code object and the functions nested in it read, in order."""
     names = []
     for instruction in dis.get_instructions(code):
         if instruction.opname in ('LOAD_GLOBAL', 'LOAD_NAME') and instruction.argval not in names:
