@@ -28,7 +28,17 @@ import-linter, the contract is in ``pyproject.toml``). Read it from the bottom u
 ``python -m physai`` (``physai.__main__``) is the command line over the registry.
 
 The names below are the ones chapters and readers use most; ``import physai`` loads no plotting or widgets.
+
+In the book's Colab runtime (marked by the first cell's set-up, ``physai.book.colab``) ``import physai`` first refuses
+a MuJoCo other than the book's pinned one with the set-up's own one-line ``RESTART NEEDED``; anywhere else it checks
+nothing, and physai runs on any MuJoCo of its supported range.
 """
+
+import os as _os
+
+if _os.environ.get('PHYSAI_BOOK_MUJOCO'):  # the book's Colab runtime (physai.book.colab.BOOK_RUNTIME_ENV)
+    from physai.book.colab import refuse_a_stale_runtime as _refuse_a_stale_runtime
+    _refuse_a_stale_runtime()  # before anything imports MuJoCo
 
 from physai.engine.datasets import Episode, LeRobotDataset, load_lerobot
 from physai.engine.hold import HoldParams, PDController

@@ -169,3 +169,290 @@ def test_icons_are_inlined_from_the_theme_script_and_the_script_is_dropped():
     assert '<i class="fas fa-rocket"><svg class="physai-icon" viewBox="0 0 512 512"' in out
     assert 'd="M7 8"' in out and 'title="GitHub"' in out
     assert '<i class="fas fa-unknown"></i>' in out  # left as it was
+
+
+# --- each section's content under its own heading (issue 30) ----------------------------------------------------
+
+RUN_IN = re.compile(r'^\*\*(?P<lead>[^*\n]+?[.?:])\*\*')
+"""A paragraph that opens with a bold phrase ending in '.', '?' or ':' (``**Viscous friction.** ...``): a run-in
+heading, a topic of its own."""
+
+RHYTHM = re.compile(r'^(?:\d+\.\s|(?:Question|Exercise) \d+|(?:Predict|Run|Observe|In plain words|The math|Stability|'
+                    r'Set-up|Easy|Medium|Hard|Answer|Hint|Note|Try it)\b)', re.I)
+"""The book's rhythm words, bold at the start of a paragraph in every chapter (DESIGN.md): steps of the section they
+are in, not topics of their own."""
+
+MD_HEADING = re.compile(r'^#{2,6}[ \t]+(?P<title>.+?)[ \t]*$')
+MD_FENCE = re.compile(r'^[ \t]{0,3}(?P<fence>`{3,}|~{3,}|:{3,})')
+
+
+def _text(cell: dict) -> str:
+    return ''.join(cell['source']) if isinstance(cell['source'], list) else cell['source']
+
+
+def _blocks(markdown: str) -> list[tuple[str, str]]:
+    """A Markdown cell as ('heading', title) and ('paragraph', text) in order; fenced blocks (admonitions, folded
+    answers, code) left out."""
+    out, paragraph, fence = [], [], None
+
+    def flush():
+        if paragraph:
+            out.append(('paragraph', '\n'.join(paragraph)))
+            paragraph.clear()
+    for line in markdown.split('\n'):
+        if fence:
+            if re.match(rf'^[ \t]{{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$', line):
+                fence = None
+            continue
+        opening, heading = MD_FENCE.match(line), MD_HEADING.match(line)
+        if opening or heading or not line.strip():
+            flush()
+        if opening:
+            fence = opening.group('fence')
+        elif heading:
+            out.append(('heading', heading.group('title')))
+        elif line.strip():
+            paragraph.append(line)
+    flush()
+    return out
+
+
+def outline(notebook: dict) -> list[tuple[str, int, str]]:
+    """The page as a reader meets it: ('heading', cell, title), ('text', cell, ...), ('run-in', cell, lead) and
+    ('output', cell, '') for every code cell whose output the page shows, in order."""
+    found = []
+    for i, cell in enumerate(notebook['cells']):
+        tags = set(cell['metadata'].get('tags', []))
+        if cell['cell_type'] == 'markdown' and 'remove-cell' not in tags:
+            for kind, value in _blocks(_text(cell)):
+                lead = RUN_IN.match(value) if kind == 'paragraph' else None
+                if kind == 'heading':
+                    found.append(('heading', i, value))
+                elif lead and not RHYTHM.match(lead.group('lead')):
+                    found.append(('run-in', i, lead.group('lead')))
+                else:
+                    found.append(('text', i, value.split('\n')[0][:60]))
+        elif cell['cell_type'] == 'code' and _shows_output(cell):
+            found.append(('output', i, ''))
+    return found
+
+
+def sections_that_switch_topic(notebook: dict) -> list[str]:
+    """Sections whose own text is followed by another topic before their first table or figure.
+
+    A ``##``/``###`` heading's first paragraphs introduce what it shows; its first output (table or figure) belongs
+    to it. When a run-in heading (``**Viscous friction.**``: a bold lead, not one of the rhythm words) comes after that
+    introduction and before any output, the outputs that follow sit under a heading of another topic: the heading's
+    own figure comes later, behind the other topic's table (issue 30, chapter 2). A section that opens directly with
+    run-in items (``### Three traps``) and a run-in after the section's first output (a side topic with its own table)
+    are fine.
+    """
+    problems, section, introduced, switched, shown = [], None, False, None, False
+    for kind, cell, value in outline(notebook):
+        if kind == 'heading':
+            section, introduced, switched, shown = (cell, value), False, None, False
+        elif section is None or shown:
+            continue
+        elif kind == 'text' and switched is None:
+            introduced = True
+        elif kind == 'run-in' and introduced and switched is None:
+            switched = (cell, value)
+        elif kind == 'output':
+            if switched:
+                problems.append(f'"{section[1]}" (cell {section[0]}) turns to "{switched[1]}" (cell {switched[0]}) '
+                                f'before its own table or figure: the output of cell {cell} sits under a heading of '
+                                'another topic')
+            shown = True
+    return problems
+
+
+NUMBER = re.compile(r'(?<![\w.])[-−]?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.])')
+GLUED = re.compile(r'\{glue:text\}`(?P<key>[^`:]+):?(?P<fmt>[^`]*)`')
+
+
+def _printed(cell: dict) -> str:
+    """What a code cell prints or shows as plain text, its glued values (``keep``) left out."""
+    out = []
+    for output in cell.get('outputs', []):
+        if output.get('metadata', {}).get('scrapbook'):
+            continue
+        if output.get('output_type') == 'stream' and output.get('name') == 'stdout':
+            out.append(_text({'source': output['text']}))
+        if 'text/plain' in output.get('data', {}):
+            out.append(_text({'source': output['data']['text/plain']}))
+    return '\n'.join(out)
+
+
+def numbers_quoted_from_removed_cells(notebook: dict) -> list[str]:
+    """Glued numbers in the prose, as the page shows them, that a ``remove-cell`` cell prints and no shown output
+    does: the prose quotes a table the reader never sees."""
+    from physai.book.edition import format_plain_text, glued_values
+    values = glued_values(notebook)
+    removed, shown = {}, set()
+    for i, cell in enumerate(notebook['cells']):
+        if cell['cell_type'] != 'code':
+            continue
+        numbers = set(NUMBER.findall(_printed(cell)))
+        if 'remove-cell' in cell['metadata'].get('tags', []):
+            for number in numbers:
+                removed.setdefault(number, i)
+        elif _shows_output(cell):
+            shown |= numbers
+    problems = []
+    for i, cell in enumerate(notebook['cells']):
+        if cell['cell_type'] == 'markdown':
+            for glue in GLUED.finditer(_text(cell)):
+                value = format_plain_text(values[glue.group('key')], glue.group('fmt') or 's')
+                if value in removed and value not in shown:
+                    problems.append(f'cell {i} quotes {glue.group("key")} = {value}, which only the removed cell '
+                                    f'{removed[value]} prints')
+    return problems
+
+
+CHAPTER_2_INTERLEAVES = pytest.mark.xfail(strict=True, reason=(
+    'chapter 2 (notebooks/02_actuator_models.ipynb) on main: "Effort limit" turns to viscous friction and '
+    '"Velocity limit: the DC motor" to the second clip before their figures, and cell 38 quotes the removed '
+    'viscous-friction table (issue 30). Its helper is fixing it on another branch: remove this mark after merging.'))
+OUTLINED = [pytest.param(path, marks=CHAPTER_2_INTERLEAVES) if path.name == '02_actuator_models.ipynb' else path
+            for path in NOTEBOOKS]
+
+
+@pytest.mark.parametrize('path', OUTLINED, ids=[p.name for p in NOTEBOOKS])
+def test_each_section_shows_its_own_table_or_figure_before_another_topic(path):
+    notebook = json.loads(path.read_text(encoding='utf-8'))
+    assert sections_that_switch_topic(notebook) == [], path.name
+
+
+@pytest.mark.parametrize('path', OUTLINED, ids=[p.name for p in NOTEBOOKS])
+def test_no_prose_quotes_the_output_of_a_removed_cell(path):
+    notebook = json.loads(path.read_text(encoding='utf-8'))
+    assert numbers_quoted_from_removed_cells(notebook) == [], path.name
+
+
+def _notebook(*cells) -> dict:
+    """A small chapter: strings are Markdown cells, dicts code cells."""
+    out = []
+    for cell in cells:
+        if isinstance(cell, str):
+            out.append({'cell_type': 'markdown', 'metadata': {}, 'source': cell})
+        else:
+            out.append({'cell_type': 'code', 'metadata': {'tags': cell.get('tags', [])}, 'source': 'x',
+                        'outputs': cell['outputs']})
+    return {'cells': out, 'metadata': {}}
+
+
+def _prints(text: str, tags=()) -> dict:
+    return {'tags': list(tags), 'outputs': [{'output_type': 'stream', 'name': 'stdout', 'text': text}]}
+
+
+def _glues(name: str, value: str) -> dict:
+    return {'output_type': 'display_data', 'metadata': {'scrapbook': {'name': name}},
+            'data': {'application/papermill.record/text/plain': value, 'text/plain': value}}
+
+
+def test_the_outline_check_catches_a_heading_whose_figure_comes_after_another_topic():
+    interleaved = _notebook('### Effort limit\n\nIdeal PD, limits E from 1 to 6 N·m.',
+                            '**Viscous friction.** The joint damping instead:', _prints('0.05  2.34'),
+                            'The effort figure:', _prints('E  angle'))
+    assert sections_that_switch_topic(interleaved) == [
+        '"Effort limit" (cell 0) turns to "Viscous friction." (cell 1) before its own table or figure: the output '
+        'of cell 2 sits under a heading of another topic']
+    in_order = _notebook('### Effort limit\n\nIdeal PD, limits E from 1 to 6 N·m.', _prints('E  angle'),
+                         '**Viscous friction.** The joint damping instead:', _prints('0.05  2.34'))
+    items = _notebook('### Three traps\n\n**`<general>` needs a bias type.** Else kp·u.', _prints('1.0'),
+                      '**`<velocity>` wants an implicit integrator.** Euler diverges.', _prints('2.0'))
+    rhythm = _notebook('## The Experiment\n\n**Predict.** How does the sag fall?\n\n**Run.** The sweep:',
+                       _prints('kp sag'), '**Observe.** It falls as 1/kp.')
+    answers = _notebook('### Exercises\n\nTwo questions.\n\n```{admonition} Answer\n:class: dropdown\n'
+                        '**Viscous friction.** folded\n```', _prints('1.0'))
+    for fine in (in_order, items, rhythm, answers):
+        assert sections_that_switch_topic(fine) == []
+
+
+def test_the_removed_output_check_catches_prose_quoting_a_table_the_page_removes():
+    removed_table = _prints('damping  turns\n0.05  2.34\n', tags=['remove-cell'])
+    removed_table['outputs'].append(_glues('turns', '2.3400001'))
+    quoting = _notebook(removed_table, 'The link makes {glue:text}`turns:.2f` turns.')
+    assert numbers_quoted_from_removed_cells(quoting) == [
+        'cell 1 quotes turns = 2.34, which only the removed cell 0 prints']
+    shown_elsewhere = _notebook(removed_table, _prints('turns 2.34'), 'The link makes {glue:text}`turns:.2f` turns.')
+    only_glued = _notebook({'tags': ['remove-cell'], 'outputs': [_glues('turns', '2.3400001')]},
+                           'The link makes {glue:text}`turns:.2f` turns.')
+    for fine in (shown_elsewhere, only_glued):
+        assert numbers_quoted_from_removed_cells(fine) == []
+
+
+# --- the engine's size, said the same everywhere (issue 30) ------------------------------------------------------
+
+ENGINE_FILE = ROOT / 'node_modules' / 'mujoco-js' / 'dist' / 'mujoco_wasm.js'
+"""MuJoCo's WebAssembly build as the site serves it (book/_ext/physai_engine.py copies it); when the engine changes,
+change this one path and the test lists every sentence whose size is then stale."""
+
+SIZE_SOURCES = sorted({ROOT / 'README.md', *(ROOT / 'book').glob('*.md'), *(ROOT / 'book' / '_ext').glob('*.py'),
+                       *(ROOT / 'book' / '_static').glob('*.js'), *(ROOT / 'physai').rglob('*.py'),
+                       ROOT / 'tests' / 'browser.py', *NOTEBOOKS})
+MEGABYTES = re.compile(r'(?<![\d.])(?P<value>\d+(?:\.\d+)?) MB\b')
+ABOUT_THE_ENGINE = re.compile(r'WebAssembly|mujoco_wasm|\bengine\b|MuJoCo \(', re.I)
+
+
+def engine_size_statements(text: str) -> list[tuple[str, list[float]]]:
+    """Each sentence that gives the engine's size in MB, with the sizes it gives (largest first)."""
+    found = []
+    for sentence in re.split(r'(?<=[.;:!?])\s+(?=[A-Z`(])|\n\s*\n', text):
+        sizes = [float(m.group('value')) for m in MEGABYTES.finditer(sentence)]
+        if sizes and ABOUT_THE_ENGINE.search(sentence) and not re.search(r'icon|font|mesh|model', sentence, re.I):
+            found.append((' '.join(sentence.split())[:200], sorted(sizes, reverse=True)))
+    return found
+
+
+def _source_text(path: pathlib.Path) -> str:
+    if path.suffix != '.ipynb':
+        return path.read_text(encoding='utf-8')
+    notebook = json.loads(path.read_text(encoding='utf-8'))
+    return '\n\n'.join(_text(cell) for cell in notebook['cells'] if cell['cell_type'] == 'markdown')
+
+
+def _stated(value: float, actual_mb: float) -> bool:
+    """``value`` MB, as written (its decimals), is ``actual_mb`` rounded: 11 for 11.006, about 3 or 2.9 for 2.94."""
+    decimals = len(str(value).split('.')[1].rstrip('0')) if '.' in str(value) else 0
+    return abs(actual_mb - value) <= 0.5 * 10 ** -decimals
+
+
+SIZE_CHAPTER_1 = pytest.mark.xfail(strict=True, reason=(
+    'chapter 1 (notebooks/01_position_actuators.ipynb) on main calls the engine "about 3 MB", its compressed size '
+    'given as its size (issue 30); its helper says both on another branch: remove this mark after merging.'))
+
+
+@pytest.fixture(scope='module')
+def engine_megabytes() -> tuple[float, list[float]]:
+    """The engine's raw size in MB (10⁶ bytes), and its gzip-compressed sizes at levels 1 to 9 (servers pick their
+    own: 3.5 MB at level 1, 2.9 MB at level 9 for mujoco-js 0.0.7's 11 MB), measured once."""
+    import gzip
+    if not ENGINE_FILE.is_file():
+        pytest.skip('no node_modules/mujoco-js (npm ci)')
+    data = ENGINE_FILE.read_bytes()
+    return len(data) / 1e6, [len(gzip.compress(data, compresslevel=level)) / 1e6 for level in range(1, 10)]
+
+
+@pytest.mark.parametrize('path', [pytest.param(p, marks=SIZE_CHAPTER_1) if p.name == '01_position_actuators.ipynb'
+                                  else p for p in SIZE_SOURCES], ids=[str(p.relative_to(ROOT)) for p in SIZE_SOURCES])
+def test_the_engines_size_is_said_as_the_file_measures(path, engine_megabytes):
+    """The engine's size, where a page or a comment gives it, is the file's: the largest figure of a sentence its raw
+    size, any smaller one its gzip-compressed size, which is what a compressing server sends."""
+    raw, compressed = engine_megabytes
+    for sentence, sizes in engine_size_statements(_source_text(path)):
+        assert _stated(sizes[0], raw), f'{path.name}: "{sentence}" says {sizes[0]} MB; the engine is {raw:.2f} MB'
+        for size in (size for size in sizes if size != sizes[0]):
+            assert any(_stated(size, each) for each in compressed), (
+                f'{path.name}: "{sentence}" says {size} MB compressed; gzip makes {min(compressed):.2f} to '
+                f'{max(compressed):.2f} MB of it')
+
+
+def test_the_size_check_reads_a_size_and_its_compressed_size_from_one_sentence():
+    text = ('The page loads MuJoCo\'s own WebAssembly build (about 3 MB) and reruns it.\n\n'
+            'It copies its one file (11 MB; a server that compresses with gzip sends about 3 MB). The icons: 1.5 MB.')
+    assert engine_size_statements(text) == [
+        ("The page loads MuJoCo's own WebAssembly build (about 3 MB) and reruns it.", [3.0])]
+    assert engine_size_statements('MuJoCo (11 MB, about 3 MB compressed) loads into this page.') == [
+        ('MuJoCo (11 MB, about 3 MB compressed) loads into this page.', [11.0, 3.0])]
+    assert _stated(11, 11.006077) and _stated(3, 2.96) and _stated(2.9, 2.938) and not _stated(3, 11.006)

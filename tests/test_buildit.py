@@ -95,21 +95,24 @@ def _write_ignoring_the_gear(self, data, commands):
 
 
 WRONG = {
-    'actuator_force': (_no_clamp, 'expected 5 N·m, got'),
-    'kv_from_dampratio': (_kv_without_the_two, 'expected 0.4072760121 N·m·s/rad, got 0.203638006'),
-    'semi_implicit_euler': (_explicit_euler, 'at index 0 expected'),
-    'servo_loop': (_loop_without_gravity, 'rad, got'),
-    'servo_sag': (_small_angle_sag, 'net torque'),
-    'step_growth': (_growth_of_the_wrong_matrix, 'expected'),
-    'pd_torque': (_pd_without_feedforward, 'tau_ff=0.1): expected 3.7 N·m, got 3.6'),
-    'dc_motor_envelope': (_envelope_without_the_clip, 'tau_min: at index 0 expected 6 N·m, got 70'),
-    'remotized_limit': (_limit_extrapolated, 'at index 0 expected 6 N·m, got 6.79'),
-    'delay_commands': (_delay_with_zeros, '0.9]], 2): at index (0, 0) expected 1, got 0'),
-    'mit_torque': (_mit_without_the_clamp, 'max_effort=5.0), -0.5, 0): expected 5 N·m, got 32.1'),
-    'write': (_write_ignoring_the_gear, "write('in-step', 'RK4', 2, 'in-clamp', JointCommand(position=0.3"),
-    'zoh_step': (_zoh_without_the_hold, 'substeps=(5,), c_joint=0): at index 0 expected 0.4997, got 0.4997003'),
-    'to_radians': (_radians_in_dataset_order, "'gripper']): at index (0, 5) expected -0.1745"),
-    'residuals': (_residuals_unscaled, '[episode 0 (24 frames)]): at index (0, 0) expected -0.017358'),
+    'actuator_force': (_no_clamp, 'forcerange=[-5.0, 5.0]): expected force = 5 N·m, got'),
+    'kv_from_dampratio': (_kv_without_the_two, 'expected kv = 0.4072760121 N·m·s/rad, got 0.203638006'),
+    'semi_implicit_euler': (_explicit_euler, "(q=0.1, v=0, accel=spring, h=0.005, c_implicit=0): expected q' = 0.099 "
+                                             "rad, got 0.1"),
+    'servo_loop': (_loop_without_gravity, 'q[1] (after step 1): expected'),
+    'servo_sag': (_small_angle_sag, '(kp=0.05, tau_g=0.2943): expected e = 1.340956683 rad, the one root in'),
+    'step_growth': (_growth_of_the_wrong_matrix, 'expected growth = 0.9924716621, got 0.99'),
+    'pd_torque': (_pd_without_feedforward, 'kv=0.8, tau_ff=0.1): expected torque = 3.7 N·m, got 3.6'),
+    'dc_motor_envelope': (_envelope_without_the_clip, 'tau_min[0] (at v = -40 rad/s): expected 6 N·m, got 70'),
+    'remotized_limit': (_limit_extrapolated, 'limit[0] (at q = -0.5 rad): expected 6 N·m, got 6.79'),
+    'delay_commands': (_delay_with_zeros, '0.9]], delay=2): out[0, 0] (the command of tick 0): expected 1, got 0'),
+    'mit_torque': (_mit_without_the_clamp, 'max_effort=5.0), q=-0.5, qd=0): expected torque = 5 N·m, got 32.1'),
+    'write': (_write_ignoring_the_gear, "write(backend='in-step', integrator='RK4', gear=2, feedforward='in-clamp', "
+                                        "command=JointCommand(position=0.3"),
+    'zoh_step': (_zoh_without_the_hold, "substeps=(5,), c_joint=0): expected q' = 0.4997 rad, got 0.4997003"),
+    'to_radians': (_radians_in_dataset_order, "q[0, 5] (frame 0, joint gripper): expected -0.1745"),
+    'residuals': (_residuals_unscaled, 'episodes=[episode 0 (24 frames)]): r[0, 0] (residual 0 of candidate 0): '
+                                       'expected -0.017358'),
 }
 
 
@@ -139,7 +142,131 @@ def test_a_function_that_raises_is_named_with_its_input():
         raise ZeroDivisionError('oops')
     said = []
     buildit.check(servo_sag, say=said.append)
-    assert said[0].startswith('✗ servo_sag(0.3, ') and said[0].endswith('raised ZeroDivisionError: oops'), said
+    assert said[0].startswith('✗ servo_sag(kp=0.05, tau_g=0.2943) ') and said[0].endswith(
+        'raised ZeroDivisionError: oops'), said
+
+
+# --- plausible bugs, each caught where it shows -------------------------------------------------------------------
+
+def _newton_without_the_bracket(kp, tau_g, *, tol=1e-14, max_iter=100):
+    """Newton from tau_g/kp with no bracket: fine for a stiff servo, lost when kp is below tau_g."""
+    e = tau_g / kp
+    for _ in range(max_iter):
+        step = (kp * e - tau_g * math.cos(e)) / (kp + tau_g * math.sin(e))
+        e -= step
+        if abs(step) < tol:
+            break
+    return e
+
+
+def test_servo_sag_without_its_bracket_fails_at_a_kp_below_tau_g():
+    """Chapter 1's soft servo (kp below tau_g, a sag of tens of degrees): unbracketed Newton lands on -17.2 rad at kp
+    0.05 (a root of kp·e = tau_g·cos e far outside (0, π/2)), and the check says so at that kp."""
+    assert 0 < _newton_without_the_bracket(100.0, 0.2943) < 0.01  # right for a stiff servo
+    assert _newton_without_the_bracket(0.05, 0.2943) == pytest.approx(-17.2047, abs=1e-3)
+    said = []
+    assert not buildit.check(_newton_without_the_bracket, 'servo_sag', say=said.append).passed
+    assert said[0].startswith('✗ servo_sag(kp=0.05, tau_g=0.2943): expected e = 1.340956683 rad, the one root '
+                              'in (0, π/2), got -17.20465826'), said
+
+
+def test_a_missing_return_is_reported_as_none_not_as_nan():
+    def kv_from_dampratio(kp, dampratio, inertia):
+        kv = 2 * dampratio * math.sqrt(kp * inertia)  # computed, never returned
+
+    def semi_implicit_euler(q, v, accel, h, c_implicit=0.0):
+        v = v + h * accel(q, v) / (1 + h * c_implicit)
+        q = q + h * v
+    for function in (kv_from_dampratio, semi_implicit_euler):
+        said = []
+        buildit.check(function, say=said.append)
+        assert said[0].endswith('got None: does the function end without returning its result (a missing '
+                                'return)?'), said
+        assert 'nan' not in said[0]
+
+
+def _force_without_the_constant_bias(ctrl, length, velocity, gainprm, biasprm, forcerange=None):
+    force = gainprm[0] * ctrl + biasprm[1] * length + biasprm[2] * velocity  # biasprm[0] left out
+    return force if forcerange is None else np.clip(force, *forcerange)
+
+
+def _loop_without_the_command(kp, kv, inertia, tau_g, h, nstep, *, q0=-0.5, u=0.0, damping=0.0):
+    return sim.servo_loop(kp, kv, inertia, tau_g, h, nstep, q0=q0, u=0.0, damping=damping)
+
+
+def _loop_without_joint_damping(kp, kv, inertia, tau_g, h, nstep, *, q0=-0.5, u=0.0, damping=0.0):
+    return sim.servo_loop(kp, kv, inertia, tau_g, h, nstep, q0=q0, u=u, damping=0.0)
+
+
+def _write_ignoring_the_motors_forcerange(self, data, commands):
+    """The in-step clamp from max_effort alone: the actuator's own (narrower) forcerange forgotten."""
+    PDController.write(self, data, commands)
+    for k, command in enumerate(commands):
+        if self.in_step[k]:
+            a, g = self.actuators[k], self.gear[k]
+            self.model.actuator_forcerange[a] = (-command.max_effort / abs(g), command.max_effort / abs(g))
+
+
+@pytest.mark.parametrize('name, wrong, shown', [
+    ('actuator_force', _force_without_the_constant_bias, 'biasprm=[1.5, -8.0, -0.4]'),
+    ('servo_loop', _loop_without_the_command, 'u=0.4, damping=0.3): q[1] (after step 1)'),
+    ('servo_loop', _loop_without_joint_damping, 'u=0.4, damping=0.3): q[1] (after step 1)'),
+    ('write', _write_ignoring_the_motors_forcerange, "max_effort=5.0), motor_forcerange=1): qpos["),
+])
+def test_a_bug_that_only_shows_in_one_regime_has_a_case_there(name, wrong, shown):
+    said = []
+    assert not buildit.check(wrong, name, say=said.append).passed
+    assert shown in said[0], said[0]
+
+
+# --- the check blames the function that is wrong -----------------------------------------------------------------
+
+def _learners_namespace(semi_implicit_euler):
+    """A notebook's namespace: the learner's semi_implicit_euler, and a correct servo_loop that calls it."""
+    namespace = {'semi_implicit_euler': semi_implicit_euler}
+    exec(buildit.solution('servo_loop').replace('from physai.laws.sim import DIVERGED_BOUND, MAX_LOOP_STEPS, '
+                                                'semi_implicit_euler', 'from physai.laws.sim import DIVERGED_BOUND, '
+                                                'MAX_LOOP_STEPS'), namespace)
+    return namespace
+
+
+def test_a_correct_servo_loop_on_a_stub_semi_implicit_euler_says_which_one_to_write():
+    stub = {}
+    exec(buildit.stub('semi_implicit_euler'), stub)
+    namespace = _learners_namespace(stub['semi_implicit_euler'])
+    said = []
+    result = buildit.check(namespace['servo_loop'], say=said.append, strict=True)  # not written yet: no raise
+    assert not result.passed
+    assert said == ['… servo_loop calls semi_implicit_euler, which is not written yet: complete semi_implicit_euler '
+                    'above and run its check, then run this check again.']
+
+
+def test_a_correct_servo_loop_on_a_wrong_semi_implicit_euler_blames_semi_implicit_euler():
+    namespace = _learners_namespace(_explicit_euler)
+    said = []
+    assert not buildit.check(namespace['servo_loop'], say=said.append).passed
+    assert said[0].startswith('✗ servo_loop calls your semi_implicit_euler, which does not pass its own check yet '
+                              '(semi_implicit_euler(q=0.1, v=0'), said
+    assert 'Fix semi_implicit_euler first' in said[0]
+    with pytest.raises(buildit.BuildItError, match='semi_implicit_euler'):
+        buildit.check(namespace['servo_loop'], say=lambda line: None, strict=True)
+
+
+def test_a_correct_servo_loop_on_a_correct_semi_implicit_euler_of_the_learner_passes():
+    namespace = _learners_namespace(lambda q, v, accel, h, c_implicit=0.0: sim.semi_implicit_euler(q, v, accel, h,
+                                                                                                    c_implicit))
+    assert buildit.check(namespace['servo_loop'], say=lambda line: None).passed
+
+
+# --- the worked solution runs as pasted --------------------------------------------------------------------------
+
+@pytest.mark.parametrize('name', buildit.FUNCTIONS)
+def test_the_worked_solution_pasted_into_a_fresh_namespace_passes_its_check(name):
+    """What the edition folds under "Worked solution": its imports, physai's private helpers it calls, the function.
+    Pasted into an empty namespace (a fresh Colab cell), it defines the function and passes."""
+    namespace = {'__name__': '__main__'}
+    exec(compile(buildit.solution(name), f'<solution {name}>', 'exec'), namespace)
+    assert buildit.check(namespace[name], name, say=lambda line: None, strict=True).passed
 
 
 def test_an_unknown_name_is_refused():
@@ -149,9 +276,14 @@ def test_an_unknown_name_is_refused():
         buildit.stub('motor')
 
 
-def test_solution_is_the_reference_source():
-    assert buildit.solution('servo_sag').startswith('def servo_sag(')
-    assert np.isclose(sim.kv_from_dampratio(4.0, 1.0, 1.0), 4.0)
+def test_solution_is_the_reference_source_after_what_it_needs():
+    import inspect
+    solution = buildit.solution('servo_sag')
+    assert solution.startswith('import math\n\nfrom physai.laws import checks\n\n\ndef servo_sag(')
+    assert solution.endswith(inspect.getsource(sim.servo_sag))
+    loop = buildit.solution('servo_loop')  # its private input check goes in with it, before it
+    assert loop.index('def _check_loop(') < loop.index('def servo_loop(')
+    assert 'from physai.laws.sim import DIVERGED_BOUND, MAX_LOOP_STEPS, semi_implicit_euler' in loop
 
 
 def test_every_chapter_has_its_functions_and_each_a_reference_in_physai():
@@ -159,7 +291,7 @@ def test_every_chapter_has_its_functions_and_each_a_reference_in_physai():
     assert buildit.FUNCTIONS[:6] == buildit.CHAPTERS[1]
     assert set(buildit._CHECKS) == set(buildit._ORACLE) == set(buildit.FUNCTIONS)
     for name in buildit.FUNCTIONS:
-        assert buildit.solution(name).startswith(f'def {name}(')
+        assert f'\ndef {name}(' in '\n' + buildit.solution(name)
 
 
 def test_a_stub_imports_what_its_signature_and_earlier_chapters_give():

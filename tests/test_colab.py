@@ -7,6 +7,7 @@ The first cell is executed from its exact source (``INSTALL_CELL``), as Colab wo
 import importlib.metadata
 import io
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -100,6 +101,9 @@ def runtime(monkeypatch, kernel_mujoco):
 
     monkeypatch.setattr(importlib.metadata, 'version', version)
     monkeypatch.setattr(importlib.metadata, 'requires', lambda name: list(REQUIRES))
+    for name in (colab.BOOK_RUNTIME_ENV, colab.RESTART_ENV):  # the set-up marks os.environ: undone after the test
+        monkeypatch.setenv(name, 'x')
+        monkeypatch.delenv(name)
     fake = types.SimpleNamespace(installed=installed, pip=None)
 
     def use_pip(**kwargs):
@@ -151,9 +155,15 @@ def test_colab_with_mujoco_4_installs_physai_then_removes_mujoco_4_and_installs_
         PIP + ['install', '--progress-bar', 'off', *WANTED],
     ]
     lines = printed.splitlines()
-    assert lines[0] == '[1/2] pip uninstall --yes mujoco mujoco-core mujoco-studio'
+    assert lines[:3] == [
+        "The book's numbers are for MuJoCo 3.17.0.",
+        'This runtime has MuJoCo 4 (mujoco 4.0.0, mujoco-core 4.0.0, mujoco-studio 4.0.0): all of its parts are '
+        'uninstalled first, since pip cannot safely change it in place (the parts share the one mujoco package).',
+        '[1/2] pip uninstall --yes mujoco mujoco-core mujoco-studio']
     assert '    Collecting mujoco==3.17.0' in lines
     assert lines[-1] == 'Ready: MuJoCo 3.17.0 and physai 0.1.0 are installed.'
+    assert os.environ[colab.BOOK_RUNTIME_ENV] == '3.17.0'  # the runtime is the book's now
+    assert colab.RESTART_ENV not in os.environ
 
 
 def test_colab_with_older_mujoco_3_replaces_it(runtime):
@@ -173,7 +183,7 @@ def test_second_run_after_install_only_checks(runtime):
                               'mujoco-menagerie': '2026.10.4', 'physai': '0.1.0'})
     printed = run_cell()
     assert runtime.pip.commands == [BOOTSTRAP]
-    assert printed == 'Ready: MuJoCo 3.17.0 and physai 0.1.0 are installed.\n'
+    assert printed == "The book's numbers are for MuJoCo 3.17.0.\nReady: MuJoCo 3.17.0 and physai 0.1.0 are installed.\n"
 
 
 def test_a_mujoco_4_already_imported_stops_run_all_with_a_restart_error(runtime, monkeypatch):
@@ -185,16 +195,134 @@ def test_a_mujoco_4_already_imported_stops_run_all_with_a_restart_error(runtime,
                        ) as error:
         run_cell()
     assert type(error.value).__name__ == 'RestartNeeded'
-    assert 'Runtime > Restart session' in str(error.value)
+    assert 'Runtime > Restart session, then run the first code cell again' in str(error.value)
     assert [args[3] for args in runtime.pip.commands] == ['install', 'uninstall', 'install']
+    # a learner who runs on: import physai says the same line (the kernel is marked, the reason kept)
+    with pytest.raises(colab.RestartNeeded) as again:
+        colab.refuse_a_stale_runtime()
+    assert str(again.value) == str(error.value)
+
+
+def fake_setup(loaded: dict, installed: dict, *, environ=None, top_level=None, said=None):
+    """Run setup() on a fake Colab: ``installed`` is the whole runtime (every distribution), the fake pip applies
+    pins (``name==version``) to it."""
+    def pip(args, say):
+        for package in args[1:]:
+            if args[0] == 'uninstall' and not package.startswith('-'):
+                installed[package] = None
+            elif '==' in package:
+                name, _, version = package.partition('==')
+                installed[name] = version
+    environ = {} if environ is None else environ
+    colab.setup(modules={'google.colab': types.ModuleType('google.colab'), **loaded}, version_of=installed.get,
+                pip=pip, say=(said.append if said is not None else lambda line: None), requires=lambda: list(REQUIRES),
+                snapshot=lambda names: {**installed, **{n: installed.get(n) for n in names}},
+                top_level=top_level or (lambda name: [name.replace('-', '_')]), environ=environ)
+    return environ
+
+
+BOOK = {'mujoco': '3.17.0', 'mujoco-menagerie': '2026.10.4', 'numpy': '2.4.6', 'pandas': '3.1.1'}
 
 
 def test_setup_raises_restart_needed_when_numpy_changed_under_it():
-    loaded = {'google.colab': types.ModuleType('google.colab'), 'numpy': types.SimpleNamespace(__version__='1.0')}
-    installed = {'mujoco': '3.17.0', 'mujoco-menagerie': '2026.10.4', 'numpy': '2.4.6', 'pandas': '3.1.1'}
+    loaded = {'numpy': types.SimpleNamespace(__version__='1.0')}
+    environ = {}
     with pytest.raises(colab.RestartNeeded, match='numpy 1.0 is imported but 2.4.6 is installed'):
-        colab.setup(modules=loaded, version_of=installed.get, pip=lambda args, say: None, say=lambda line: None,
-                    requires=lambda: list(REQUIRES))
+        fake_setup(loaded, dict(BOOK), environ=environ)
+    assert environ == {colab.BOOK_RUNTIME_ENV: '3.17.0', colab.RESTART_ENV: 'numpy 1.0 is imported but 2.4.6 is '
+                                                                           'installed'}
+
+
+def test_a_required_package_upgraded_under_its_imported_module_needs_a_restart():
+    """Colab's ipywidgets 7 imported, physai's requirement upgrades it: that too needs a restart (issue 30)."""
+    requires = REQUIRES + ['ipywidgets>=8.1']
+    installed = {**BOOK, 'ipywidgets': '7.7.1'}  # physai's MuJoCo already there: only ipywidgets is out of range
+
+    def pip(args, say):
+        if args[0] == 'install' and 'ipywidgets>=8.1' in args:
+            installed['ipywidgets'] = '8.1.9'
+    loaded = {'google.colab': types.ModuleType('google.colab'), 'ipywidgets': types.SimpleNamespace(__version__='7.7.1')}
+    with pytest.raises(colab.RestartNeeded, match=r'RESTART NEEDED: ipywidgets 7\.7\.1 is imported but 8\.1\.9 is '
+                                                  r'installed\. Choose Runtime > Restart session'):
+        colab.setup(modules=loaded, version_of=installed.get, pip=pip, say=lambda line: None,
+                    requires=lambda: requires, snapshot=lambda names: {n: installed.get(n) for n in {*installed, *names}},
+                    top_level=lambda name: [name.replace('-', '_')], environ={})
+
+
+def test_any_distribution_the_install_changed_under_an_imported_module_needs_a_restart():
+    """A dependency pip moved on the way (no __version__ to compare, another distribution name than its module's):
+    the snapshot before and after the install says it changed, and its module was imported."""
+    installed = {**BOOK, 'pandas': None, 'websockets-legacy': '12.0'}
+
+    def pip(args, say):
+        installed.update({'pandas': '3.1.1', 'websockets-legacy': '13.1'})  # pulled along by the install
+    loaded = {'google.colab': types.ModuleType('google.colab'), 'websockets': types.ModuleType('websockets')}
+    with pytest.raises(colab.RestartNeeded, match='websockets was imported at websockets-legacy 12.0 and is now '
+                                                  '13.1'):
+        colab.setup(modules=loaded, version_of=installed.get, pip=pip, say=lambda line: None,
+                    requires=lambda: list(REQUIRES), snapshot=lambda names: dict(installed),
+                    top_level=lambda name: ['websockets'] if name == 'websockets-legacy' else [name], environ={})
+
+
+def test_a_distribution_changed_but_not_imported_needs_no_restart():
+    installed = {**BOOK, 'mujoco': '4.0.0', 'mujoco-core': '4.0.0', 'mujoco-studio': '4.0.0'}
+    said = []
+    environ = fake_setup({}, installed, said=said)
+    assert said[-1].startswith('Ready: MuJoCo 3.17.0') and colab.RESTART_ENV not in environ
+    assert installed['mujoco-core'] is None and installed['mujoco'] == '3.17.0'
+
+
+def test_the_top_level_modules_of_a_distribution_come_from_its_metadata():
+    assert colab.top_level_modules('mujoco') == ['mujoco']
+    assert 'yaml' in colab.top_level_modules('PyYAML')
+    assert colab.top_level_modules('no-such-distribution') == ['no_such_distribution']
+
+
+# --- import physai in the book's Colab runtime ------------------------------------------------------------------
+
+MUJOCO_4 = {'mujoco': types.SimpleNamespace(__version__='4.0.0')}
+
+
+def test_physai_as_a_library_checks_nothing_whatever_mujoco_it_runs_on():
+    """Not the book's runtime (no mark): MuJoCo 4 imported, or any other, import physai goes on."""
+    assert colab.refuse_a_stale_runtime(modules=MUJOCO_4, environ={}, version_of={'mujoco': '4.0.0'}.get) is None
+    assert colab.refuse_a_stale_runtime(modules={}, environ={}, version_of={'mujoco': '3.20.1'}.get) is None
+
+
+def test_in_the_books_runtime_import_physai_refuses_another_mujoco_with_the_set_ups_line():
+    marked = {colab.BOOK_RUNTIME_ENV: '3.17.0'}
+    with pytest.raises(colab.RestartNeeded) as error:
+        colab.refuse_a_stale_runtime(modules=MUJOCO_4, environ=marked, version_of={'mujoco': '3.17.0'}.get)
+    assert str(error.value) == colab.restart_message(['mujoco 4.0.0 is imported but 3.17.0 is installed'])
+    assert str(error.value).count('\n') == 0
+    with pytest.raises(colab.RestartNeeded, match='mujoco 4.0.0 is installed but the book needs 3.17.0'):
+        colab.refuse_a_stale_runtime(modules={}, environ=marked, version_of={'mujoco': '4.0.0'}.get)
+    colab.refuse_a_stale_runtime(modules={}, environ=marked, version_of={'mujoco': '3.17.0'}.get)  # all well
+    with pytest.raises(colab.RestartNeeded, match='RESTART NEEDED: numpy 1.0 is imported but 2.4.6 is installed'):
+        colab.refuse_a_stale_runtime(modules={}, environ={**marked, colab.RESTART_ENV: 'numpy 1.0 is imported but '
+                                                          '2.4.6 is installed'}, version_of={'mujoco': '3.17.0'}.get)
+
+
+def test_import_physai_in_a_marked_runtime_with_another_mujoco_stops_with_one_line():
+    """The real import, in a fresh interpreter: marked for a MuJoCo that is not this one, it stops at once with the
+    set-up's line; unmarked (a pip install of physai), it imports."""
+    code = 'import physai; print("imported")'
+    env = {k: v for k, v in os.environ.items() if k not in (colab.BOOK_RUNTIME_ENV, colab.RESTART_ENV)}
+    plain = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env, timeout=300)
+    assert plain.returncode == 0 and plain.stdout.strip() == 'imported', plain.stderr[-2000:]
+    marked = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300,
+                            env={**env, colab.BOOK_RUNTIME_ENV: '9.9.9'})
+    assert marked.returncode != 0
+    import mujoco
+    last = marked.stderr.strip().splitlines()[-1]
+    assert last.endswith('RestartNeeded: ' + colab.restart_message([f'mujoco {mujoco.__version__} is installed but '
+                                                                    'the book needs 9.9.9']))
+    assert 'mujoco' not in marked.stderr.split('RestartNeeded')[0].split('physai/__init__.py')[0]
+
+
+def test_the_mark_that_import_physai_reads_is_the_one_setup_writes():
+    source = (ROOT / 'physai' / '__init__.py').read_text(encoding='utf-8')
+    assert f"_os.environ.get('{colab.BOOK_RUNTIME_ENV}')" in source
 
 
 def test_a_failing_pip_stops_the_cell_with_its_exit_code(runtime):
@@ -205,7 +333,7 @@ def test_a_failing_pip_stops_the_cell_with_its_exit_code(runtime):
         run_cell()
     runtime.installed.update({'physai': '0.1.0'})
     with pytest.raises(RuntimeError, match='pip install failed with exit code 1'):
-        colab.setup(modules={'google.colab': None}, pip=colab.run_pip, say=lambda line: None)
+        colab.setup(modules={'google.colab': None}, pip=colab.run_pip, say=lambda line: None, environ={})
 
 
 def test_pip_output_is_shown_without_already_satisfied_lines(monkeypatch):
@@ -218,6 +346,16 @@ def test_pip_output_is_shown_without_already_satisfied_lines(monkeypatch):
     assert said == ['    Collecting mujoco==3.17.0', '    Successfully installed mujoco-3.17.0']
 
 
+@pytest.mark.parametrize('version, requirement, expected', [
+    ('8.1.9', 'ipywidgets>=8.1', True), ('7.7.1', 'ipywidgets>=8.1', False), (None, 'pandas>=2.0', False),
+    ('3.17.0', 'mujoco==3.17.0', True), ('3.17', 'mujoco==3.17.0', True), ('4.0.0', 'mujoco>=3.17,<5', True),
+    ('5.0.0', 'mujoco>=3.17,<5', False), ('3.16.0', 'mujoco>=3.17,<5', False), ('1.2', 'x', True),
+    ('2.4.6', 'numpy>=1.26; python_version >= "3.11"', True), ('3.1.1rc1', 'pandas>=3.1', True),
+])
+def test_an_installed_version_is_checked_against_the_requirements_range(version, requirement, expected):
+    assert colab.satisfies(version, requirement) is expected
+
+
 @pytest.mark.parametrize('installed, expected', [
     ({}, [['install', '--progress-bar', 'off', *WANTED]]),
     ({'mujoco': '3.17.0', 'mujoco-menagerie': '2026.10.4', 'numpy': '2.0', 'pandas': None},
@@ -225,6 +363,8 @@ def test_pip_output_is_shown_without_already_satisfied_lines(monkeypatch):
     ({'mujoco': '3.17.0', 'mujoco-core': '4.0.1', 'mujoco-menagerie': '2026.10.4', 'numpy': '2.0', 'pandas': '3'},
      [['uninstall', '--yes', 'mujoco', 'mujoco-core'], ['install', '--progress-bar', 'off', *WANTED]]),
     ({'mujoco': '3.17.0', 'mujoco-menagerie': '2026.10.4', 'numpy': '2.0', 'pandas': '3'}, []),
+    ({'mujoco': '3.17.0', 'mujoco-menagerie': '2026.10.4', 'numpy': '1.24.4', 'pandas': '3'},
+     [['install', '--progress-bar', 'off', *WANTED]]),  # numpy below physai's range
 ])
 def test_pip_commands_touch_only_what_differs_from_the_pins(installed, expected):
     assert colab.pip_commands(installed, REQUIRES) == expected
@@ -246,16 +386,19 @@ def test_repository_url_is_the_one_in_config():
     assert colab.REPOSITORY_URL == config['repository']['url']
 
 
-def test_pins_match_requirements_and_pyproject():
-    """The Colab pins are the book's (requirements.txt); physai's own requirements allow them (MuJoCo as the
-    lower end of its tested range)."""
+def test_pins_match_requirements_and_physai_accepts_them():
+    """requirements.txt holds the book's exact pins, the same as the Colab set-up's; physai's own requirement (exact,
+    or a range for library users) admits each pin."""
+    import tomllib
+    from packaging.requirements import Requirement
     pins = dict(line.split('#')[0].strip().split('==') for line in
                 (ROOT / 'requirements.txt').read_text(encoding='utf-8').splitlines()
                 if '==' in line.split('#')[0])
-    pyproject = (ROOT / 'pyproject.toml').read_text(encoding='utf-8')
+    dependencies = tomllib.loads((ROOT / 'pyproject.toml').read_text(encoding='utf-8'))['project']['dependencies']
+    required = {Requirement(d).name: Requirement(d).specifier for d in dependencies}
     for name, version in colab.PINS.items():
         assert pins[name] == version
-        assert f'"{name}=={version}"' in pyproject or f'"{name}>={version},' in pyproject
+        assert version in required[name], f'pyproject.toml: {name}{required[name]} excludes the pin {version}'
 
 
 @pytest.mark.parametrize('path', NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
@@ -329,5 +472,5 @@ def test_on_colab_the_custom_widget_manager_is_switched_on_for_ipywidgets_8():
     installed = {'mujoco': '3.17.0', 'mujoco-menagerie': '2026.10.4', 'numpy': '2.4.6', 'pandas': '3.1.1'}
     said = []
     colab.setup(modules={'google.colab': google_colab}, version_of=installed.get, pip=lambda args, say: None,
-                say=said.append, requires=lambda: list(REQUIRES))
+                say=said.append, requires=lambda: list(REQUIRES), environ={})
     assert calls == ['enabled'] and said[-1].startswith('Ready: MuJoCo 3.17.0')

@@ -97,16 +97,18 @@ def test_every_number_the_page_shows_is_in_the_text(page):
     from myst_nb.core.variables import format_plain_text
     notebook = source(page)
     values = edition.glued_values(notebook)
-    markdown = [cell for cell in notebook['cells'] if cell['cell_type'] == 'markdown']
-    converted = [cell for cell in committed(page)['cells'] if cell['cell_type'] == 'markdown'
-                 and cell['id'] != 'colab-edition' and '-your-turn-' not in cell['id']]  # the chapter's own
-    assert len(markdown) == len(converted)
+    converted = {cell['id']: cell for cell in committed(page)['cells'] if cell['cell_type'] == 'markdown'}
     count = 0
-    for original, cell in zip(markdown, converted):
+    for original in notebook['cells']:
+        if original['cell_type'] != 'markdown' or original['id'] not in converted:  # a book-only cell, left out
+            continue
+        cell = converted[original['id']]
         html = COMMONMARK.render(text(cell))
         for key, fmt in re.findall(r'\{glue:text\}`([^`:]+):?([^`]*)`', text(original)):
             shown = format_plain_text(values[key], fmt or 's')
-            assert shown in html, f'{page}: {key}:{fmt} shows {shown!r} on the page but not in:\n{text(cell)}'
+            in_only_html = re.search(r'```\{only\}\s*html\b(?:(?!```).)*' + re.escape(key), text(original), re.S)
+            assert shown in html or in_only_html, (
+                f'{page}: {key}:{fmt} shows {shown!r} on the page but not in:\n{text(cell)}')
             count += 1
     assert count > 0
 
@@ -146,13 +148,18 @@ def test_edition_cells_are_cleared_and_start_with_the_install_cell(page):
     for cell in notebook['cells']:
         if cell['cell_type'] == 'code':
             assert cell['outputs'] == [] and cell['execution_count'] is None
-    code = [text(c) for c in source(page)['cells']
-            if c['cell_type'] == 'code' and 'remove-cell' not in c.get('metadata', {}).get('tags', [])]
+    code = [c for c in source(page)['cells'] if c['cell_type'] == 'code'
+            and not {'remove-cell', 'book-only'} & set(c.get('metadata', {}).get('tags', []))
+            and not edition.LIVE_CALL.search(text(c))]
     expected = []
     for original in code[1:]:
-        your_turn, rest = edition.build_it(original)
+        your_turn, rest = edition.build_it(text(original))
+        if 'hide-cell' in original.get('metadata', {}).get('tags', []):
+            rest = re.sub(r'^# @title .*\n', '', rest)  # compared below without its form title
         expected += [text(c) for c in your_turn if c['cell_type'] == 'code'] + [rest]
-    assert [text(c) for c in notebook['cells'] if c['cell_type'] == 'code'][1:] == expected
+    expected = [re.sub(r'^# @title .*\n', '', t) for t in expected]
+    assert [re.sub(r'^# @title .*\n', '', text(c))
+            for c in notebook['cells'] if c['cell_type'] == 'code'][1:] == expected
     assert notebook['metadata']['kernelspec']['name'] == 'python3'
     import nbformat
     nbformat.validate(nbformat.reads(json.dumps(notebook), as_version=4))
@@ -224,6 +231,98 @@ def test_remove_cell_cells_are_dropped_and_nbval_tags_left_out():
     code = [c for c in out['cells'] if c['cell_type'] == 'code']
     assert [text(c) for c in code] == [colab.INSTALL_CELL, 'x = 1']
     assert code[1]['metadata'] == {'tags': ['hide-input']} and code[1]['outputs'] == []
+
+
+# --- what only the published page has is left out; what it folds is folded -------------------------------------
+
+@pytest.mark.parametrize('page', CHAPTERS, ids=IDS)
+def test_the_browser_live_panels_are_left_out_of_the_edition(page):
+    """Each chapter's page shows a live panel running MuJoCo in the browser (``web.servo_live()``...): on Colab it
+    shows nothing and costs seconds, so the edition leaves its cell out; the kernel's own panel stays."""
+    live = [text(c) for c in source(page)['cells'] if c['cell_type'] == 'code' and edition.LIVE_CALL.search(text(c))]
+    assert live, f'{page} has no browser live panel: the test looks for web.*_live / web_arm.*_live'
+    code = '\n'.join(text(c) for c in committed(page)['cells'] if c['cell_type'] == 'code')
+    assert not edition.LIVE_CALL.search(code)
+    assert '_panel(' in code  # the ipywidgets panel, which Colab shows
+
+
+def test_a_live_panel_cell_that_does_more_than_show_the_panel_is_refused():
+    assert edition.shows_only_a_live_panel('from physai.interface import web\nweb.servo_live()')
+    assert edition.shows_only_a_live_panel('from physai.interface import web_arm\nweb_arm.sysid_live(held, fitted)')
+    assert not edition.shows_only_a_live_panel('panel = position_actuators_panels.servo_panel()\npanel')
+    with pytest.raises(ValueError, match='chapter cell 7: a cell that shows a browser live panel must hold only'):
+        edition.shows_only_a_live_panel('x = 2\nweb.servo_live()', 'chapter cell 7')
+
+
+def test_book_only_cells_and_only_html_text_are_left_out_and_only_colab_text_kept():
+    notebook = {'metadata': {}, 'cells': [
+        {'cell_type': 'code', 'metadata': {}, 'source': 'install', 'outputs': []},
+        {'cell_type': 'markdown', 'metadata': {'tags': ['book-only']}, 'source': 'Touch the twin above.'},
+        {'cell_type': 'markdown', 'metadata': {}, 'source': (
+            'Kept.\n\n```{only} html\nThe page\'s own words.\n```\n\n```{only} colab\nOn Colab: run it.\n```\n\n'
+            '```{only} not html and (colab or latex)\nAlso kept.\n```')},
+        {'cell_type': 'markdown', 'metadata': {}, 'source': '```{only} html\nA whole cell for the page.\n```'},
+        {'cell_type': 'code', 'metadata': {}, 'source': 'from physai.interface import web\nweb.servo_live()',
+         'outputs': []}]}
+    out = edition.convert_notebook(notebook, BOOK, 'notebooks/01_position_actuators')
+    markdown = [text(c) for c in out['cells'] if c['cell_type'] == 'markdown'][1:]
+    assert [m.split() for m in markdown] == [['Kept.', 'On', 'Colab:', 'run', 'it.', 'Also', 'kept.']]
+    assert [text(c) for c in out['cells'] if c['cell_type'] == 'code'] == [colab.INSTALL_CELL]
+    with pytest.raises(ValueError, match='not an expression of tags'):
+        edition.only_applies('html ==', 'here')
+
+
+@pytest.mark.parametrize('page', CHAPTERS, ids=IDS)
+def test_the_code_the_page_folds_is_folded_on_colab(page):
+    """Colab ignores the book's hide-cell tag: the edition folds those cells as Colab folds code (a form title,
+    cellView form), and they still run with the rest."""
+    folded = {c['id'] for c in source(page)['cells'] if 'hide-cell' in c.get('metadata', {}).get('tags', [])}
+    assert folded
+    for cell in committed(page)['cells']:
+        if cell['id'] in folded:
+            assert cell['metadata']['cellView'] == 'form' and cell['metadata']['jupyter'] == {'source_hidden': True}
+            assert text(cell).startswith('# @title The code of the worked answer below'), text(cell)[:120]
+            folded.discard(cell['id'])
+    assert not folded, f'hide-cell cells missing from the edition: {folded}'
+
+
+@pytest.mark.parametrize('page', CHAPTERS, ids=IDS)
+def test_the_first_cell_says_this_is_the_build_it_version_and_which_mujoco(page):
+    first = text(committed(page)['cells'][0])
+    assert 'the Build-it version' in first
+    chapter = edition.chapter_number(page)
+    assert all(f'`{name}`' in first for name in buildit.CHAPTERS[chapter])
+    assert f'MuJoCo {colab.PINS["mujoco"]}, the version the book\'s numbers are for' in first
+    assert '`mujoco`, `mujoco-core`, `mujoco-studio`' in first
+
+
+# --- every worked solution runs as pasted -----------------------------------------------------------------------
+
+def worked_solutions() -> list[tuple[str, str, str]]:
+    """(page, function name, code) of every folded worked solution of the committed edition."""
+    found = []
+    for page in CHAPTERS:
+        for cell in committed(page)['cells']:
+            match = re.search(r'<summary>Worked solution</summary>\n\n```python\n(.*?)\n```', text(cell), re.S)
+            if match and cell['cell_type'] == 'markdown':
+                name = re.findall(r'^def (\w+)\(', match.group(1), re.M)[-1]  # after the helpers it calls
+                found.append((page, name, match.group(1)))
+    return found
+
+
+def test_every_build_it_function_has_one_worked_solution():
+    assert sorted(name for _, name, _ in worked_solutions()) == sorted(buildit.FUNCTIONS)
+
+
+@pytest.mark.parametrize('page, name, code', worked_solutions(), ids=[n for _, n, _ in worked_solutions()])
+def test_a_worked_solution_pasted_into_a_fresh_namespace_passes_its_check(page, name, code):
+    """A learner copies the folded solution into an empty cell of a fresh runtime: it must define the function
+    (with the imports and helpers it needs) and pass the check the edition runs after it."""
+    namespace = {'__name__': '__main__'}
+    exec(compile(code, f'<{page}: worked solution of {name}>', 'exec'), namespace)
+    said = []
+    result = buildit.check(namespace[name], name, say=said.append, strict=True)
+    assert result.passed, said
 
 
 # --- executed as on Colab ---------------------------------------------------------------------------------------
@@ -323,7 +422,9 @@ def test_build_it_gives_a_stub_a_check_and_the_folded_solution_for_each_function
     assert [c['cell_type'] for c in your_turn] == ['markdown', 'code', 'code', 'markdown']
     assert text(your_turn[1]) == buildit.stub('servo_sag')
     assert text(your_turn[2]) == 'from physai.book import buildit\n\nbuildit.check(servo_sag)'
-    assert text(your_turn[3]).startswith('<details>\n<summary>Worked solution</summary>\n\n```python\ndef servo_sag(')
+    assert text(your_turn[3]) == ('<details>\n<summary>Worked solution</summary>\n\n```python\n'
+                                  f'{buildit.solution("servo_sag").rstrip()}\n```\n\n</details>')
+    assert '```python\nimport math\n\nfrom physai.laws import checks\n\n\ndef servo_sag(' in text(your_turn[3])
     assert 'getsource(servo_sag)' not in rest and 'print(inspect.getsource(len))' in rest
     assert edition.build_it('print(inspect.getsource(len))') == ([], 'print(inspect.getsource(len))')
 
@@ -340,7 +441,8 @@ def test_build_it_takes_a_function_or_a_method_printed_from_its_module_and_leave
     assert 'def write(self, data: mujoco.MjData' in text(your_turn[5])
     assert text(your_turn[6]) == 'from physai.book import buildit\n\nbuildit.check(write)'
     assert text(your_turn[7]).startswith('<details>\n<summary>Worked solution</summary>\n\n```python\n'
-                                         'def write(self,')
+                                         'import math\nfrom collections.abc import Sequence\n\nimport mujoco\n')
+    assert '\n\n\ndef write(self, data: mujoco.MjData' in text(your_turn[7])
     assert rest == ("# From here on the chapter uses physai's own pd_torque, write (the worked solution).\n"
                     'print(inspect.getsource(A._run_explicit))\nx = A.pd_torque(1, 0, 0, 0, 2, 0)')
 

@@ -9,7 +9,13 @@ For each, this module gives
   with a body that raises ``NotImplementedError``;
 - :func:`check`: runs the learner's function on a fixed set of inputs and compares it with MuJoCo (or, where MuJoCo
   has no single field for it, with physai's reference, itself tested against MuJoCo in ``tests/``), and prints
-  either that it passes or the first input where it differs, with what was expected and what it gave.
+  either that it passes or the first input where it differs, every argument named, with what was expected and
+  what it gave. The cases include the regimes where a plausible bug shows (a servo softer than gravity for
+  ``servo_sag``, a constant bias term, a command and joint damping, a narrower actuator clamp); a function that
+  returns nothing is told so; a learner's function that calls another Build-it function of the learner's that is
+  unwritten or wrong gets that one named instead of being blamed;
+- :func:`solution`: the worked solution, with its imports and physai's private helpers it calls, so that it runs as
+  pasted into an empty cell.
 
 A check of a function that still raises ``NotImplementedError`` says so and passes nothing, without raising, so a
 notebook that has not been completed still runs top to bottom (its stored output is that message). With
@@ -22,10 +28,15 @@ notebook that has not been completed still runs top to bottom (its stored output
 
 from __future__ import annotations
 
+import ast
+import builtins
 import dataclasses
+import dis
 import inspect
 import math
+import sys
 import textwrap
+import types
 from collections.abc import Callable
 
 import mujoco
@@ -127,8 +138,81 @@ def compared_with(name: str) -> str:
 
 
 def solution(name: str) -> str:
-    """The worked solution: the source of physai's ``<name>`` (``reference(name)``)."""
-    return _source(reference(name))
+    """The worked solution, ready to paste into an empty cell: physai's ``name`` with all it needs.
+
+    That is the imports of every name it uses (physai's public ones from their modules), the source of the
+    private helpers it calls (``_numbers``, ``_check_loop``...), then its own source: pasted into a fresh
+    namespace it defines ``name`` and passes :func:`check` (``tests/test_edition.py`` pastes every one).
+    """
+    function = reference(name)
+    imports, helpers = _needs(function)
+    parts = [_import_block(imports)] if imports else []
+    parts += [_source(helper).rstrip('\n') for helper in helpers]
+    parts.append(_source(function).rstrip('\n'))
+    return '\n\n\n'.join(parts) + '\n'
+
+
+def _global_names(function: Callable) -> list[str]:
+    """The global names ``function`` reads (its body and nested functions, its annotations and defaults), in order."""
+    names = _global_names_of_code(function.__code__)
+    definition = ast.parse(_source(function)).body[0]  # the def line runs where it is pasted: annotations, defaults
+    arguments = definition.args
+    signature = [a.annotation for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                                        arguments.vararg, arguments.kwarg) if a is not None and a.annotation]
+    signature += [definition.returns, *arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
+    for node in signature:
+        for sub in ast.walk(node) if node is not None else ():
+            if isinstance(sub, ast.Name) and sub.id not in names:
+                names.append(sub.id)
+    return names
+
+
+def _needs(function: Callable) -> tuple[dict[str, set[str] | None], list[Callable]]:
+    """What pasting ``function`` needs: imports (module -> names, or None for ``import module [as x]``, keyed by the
+    import line) and the private helpers of its own module it calls (sources to paste before it, in order)."""
+    imports: dict[str, set[str] | None] = {}
+    helpers: list[Callable] = []
+    home = function.__module__
+
+    def visit(f):
+        namespace = f.__globals__
+        for name in _global_names(f):
+            if name not in namespace:
+                if not hasattr(builtins, name):
+                    raise NameError(f'{f.__qualname__} reads the global {name!r}, which its module does not define')
+                continue
+            value = namespace[name]
+            if isinstance(value, types.ModuleType):
+                module = value.__name__
+                if module == name:
+                    imports.setdefault(f'import {module}', None)
+                elif module.rsplit('.', 1)[-1] == name:
+                    imports.setdefault(module.rsplit('.', 1)[0], set()).add(name)
+                else:
+                    imports.setdefault(f'import {module} as {name}', None)
+            elif name.startswith('_') and isinstance(value, types.FunctionType) and value.__module__ == home:
+                if value not in helpers:
+                    helpers.append(value)
+                    visit(value)
+            else:
+                module = getattr(value, '__module__', None)
+                if not (module and getattr(sys.modules.get(module), name, None) is value):
+                    module = f.__module__  # a constant: from the module that defines the function
+                imports.setdefault(module, set()).add(name)
+    visit(function)
+    helpers.sort(key=lambda helper: helper.__code__.co_firstlineno)  # as the module orders them
+    return imports, helpers
+
+
+def _import_block(imports: dict[str, set[str] | None]) -> str:
+    """Import lines in three groups (standard library, other packages, physai), each sorted."""
+    groups: dict[int, list[str]] = {0: [], 1: [], 2: []}
+    for key, names in imports.items():
+        line = key if names is None else f'from {key} import {", ".join(sorted(names))}'
+        top = line.split()[1].split('.')[0]
+        groups[0 if top in sys.stdlib_module_names else 2 if top == 'physai' else 1].append(line)
+    return '\n\n'.join('\n'.join(sorted(lines, key=lambda line: (line.startswith('from'), line)))
+                         for lines in groups.values() if lines)
 
 
 def _source(function: Callable) -> str:
@@ -139,6 +223,10 @@ def _source(function: Callable) -> str:
 def check(function: Callable, name: str | None = None, *, strict: bool = False, say=print) -> Result:
     """Check a learner's ``function`` against MuJoCo; print one sentence saying what was found.
 
+    A Build-it function the learner's one calls by name (``servo_loop`` calls ``semi_implicit_euler``) is checked
+    first, when it is the learner's own: if that one is not written yet or wrong, the sentence says so and names it,
+    instead of blaming ``function``.
+
     Args:
         function: the learner's function (same signature as ``reference(name)``); for ``write``, the learner's
             ``def write(self, data, commands)`` (run on a subclass of ``PDController``) or such a subclass.
@@ -148,21 +236,66 @@ def check(function: Callable, name: str | None = None, *, strict: bool = False, 
     """
     name = name or function.__name__
     cases, compare = _CHECKS[_known(name)]()
+    for dependency, theirs in _learners_dependencies(function, name):
+        found = check(theirs, dependency, say=lambda line: None)
+        if found.cases == 0 and not found.passed:
+            return _report(Result(name, False, 0, f'{name} calls {dependency}, which is not written yet: complete '
+                                  f'{dependency} above and run its check, then run this check again.'),
+                           say, strict=False, mark='… ')
+        if not found.passed:
+            return _report(Result(name, False, 0, f'{name} calls your {dependency}, which does not pass its own check '
+                                  f'yet ({found.message}) Fix {dependency} first, run its cell, then this check '
+                                  'again.'), say, strict)
     call = _CALLS.get(name, lambda f, case: f(*case.args, **case.kwargs))
     for k, case in enumerate(cases, 1):
+        shown = _shown(name, case)
         try:
             got = call(function, case)
-        except NotImplementedError:
+        except NotImplementedError as error:
+            other = str(error).split(':', 1)[0]
+            if other != name and other in FUNCTIONS:  # a stub it calls under another route
+                return _report(Result(name, False, k - 1, f'{name} calls {other}, which is not written yet: complete '
+                                      f'{other} above and run its check, then run this check again.'),
+                               say, strict=False, mark='… ')
             return _report(Result(name, False, k - 1, f'{name} is not written yet: complete its cell above, run '
                                   'it, then run this check again.'), say, strict=False, mark='… ')
         except Exception as error:  # the learner's code failed: say on which input
-            return _report(Result(name, False, k, f'{name}{case.shown} raised {type(error).__name__}: {error}'),
+            return _report(Result(name, False, k, f'{name}{shown} raised {type(error).__name__}: {error}'),
                            say, strict)
-        problem = compare(case, got)
+        if got is None:
+            problem = 'got None: does the function end without returning its result (a missing return)?'
+        else:
+            problem = compare(case, got)
         if problem:
-            return _report(Result(name, False, k, f'{name}{case.shown}: {problem}'), say, strict)
+            return _report(Result(name, False, k, f'{name}{shown}: {problem}'), say, strict)
     return _report(Result(name, True, len(cases), f'{name} passes: all {len(cases)} cases agree with '
                           f'{_ORACLE[name]}.'), say, strict)
+
+
+def _learners_dependencies(function, name: str) -> list[tuple[str, Callable]]:
+    """The other Build-it functions ``function`` calls by a global name that are not physai's own (the learner's)."""
+    function = getattr(function, name, function) if isinstance(function, type) else function
+    namespace = getattr(function, '__globals__', None)
+    if namespace is None or not hasattr(function, '__code__'):
+        return []
+    found = []
+    for other in _global_names_of_code(function.__code__):
+        theirs = namespace.get(other)
+        if other in FUNCTIONS and other != name and callable(theirs) and theirs is not reference(other):
+            found.append((other, theirs))
+    return found
+
+
+def _global_names_of_code(code: types.CodeType) -> list[str]:
+    """The global names a code object and the functions nested in it read, in order."""
+    names = []
+    for instruction in dis.get_instructions(code):
+        if instruction.opname in ('LOAD_GLOBAL', 'LOAD_NAME') and instruction.argval not in names:
+            names.append(instruction.argval)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names += [n for n in _global_names_of_code(const) if n not in names]
+    return names
 
 
 def _report(result: Result, say, strict: bool, mark: str | None = None) -> Result:
@@ -188,44 +321,64 @@ class _Case:
     args: tuple
     kwargs: dict
     expected: object
-    shown: str
 
 
 def _case(expected, *args, **kwargs) -> _Case:
-    def fmt(value):
-        if callable(value):
-            return getattr(value, '__name__', 'a function')
-        if isinstance(value, np.ndarray):
-            if value.ndim > 1:  # on one line, rows as nested lists
-                return np.array2string(value, precision=4, separator=', ').replace('\n', '')
-            return np.array2string(value, precision=4)
-        if isinstance(value, float):
-            return f'{value:.6g}'
-        if isinstance(value, (list, tuple)) and value and all(hasattr(v, 'nframe') for v in value):  # episodes
-            return '[' + ', '.join(f'episode {v.index} ({v.nframe} frames)' for v in value) + ']'
-        return repr(value)
-    shown = ', '.join([fmt(a) for a in args] + [f'{k}={fmt(v)}' for k, v in kwargs.items()])
-    return _Case(args, kwargs, expected, f'({shown})')
+    return _Case(args, kwargs, expected)
 
 
-def _close(tol: float, unit: str = '') -> Callable[[_Case, object], str | None]:
+_ARGUMENTS = {'write': ('backend', 'integrator', 'gear', 'feedforward', 'command')}
+"""The names a case's positional arguments are shown with, where they are not the reference's parameters (``write``
+runs on a controller built from these)."""
+
+
+def _shown(name: str, case: _Case) -> str:
+    """A case's inputs as the message shows them, each with its name: ``(kp=0.05, tau_g=0.2943)``."""
+    names = _ARGUMENTS.get(name) or [p for p in inspect.signature(reference(name)).parameters if p != 'self']
+    shown = [f'{n}={_fmt(v)}' for n, v in zip(names, case.args)] + [f'{k}={_fmt(v)}' for k, v in case.kwargs.items()]
+    return f'({", ".join(shown)})'
+
+
+def _fmt(value) -> str:
+    if callable(value):
+        return getattr(value, '__name__', 'a function')
+    if isinstance(value, np.ndarray):
+        if value.ndim > 1:  # on one line, rows as nested lists
+            return np.array2string(value, precision=4, separator=', ', threshold=24).replace('\n', '')
+        return np.array2string(value, precision=4, threshold=24)
+    if isinstance(value, float):
+        return f'{value:.6g}'
+    if isinstance(value, (list, tuple)) and value and all(hasattr(v, 'nframe') for v in value):  # episodes
+        return '[' + ', '.join(f'episode {v.index} ({v.nframe} frames)' for v in value) + ']'
+    return repr(value)
+
+
+def _close(tol: float, unit: str = '', what: str = 'the result', where: Callable | None = None
+           ) -> Callable[[_Case, object], str | None]:
+    """Compare with ``case.expected`` to ``tol`` (relative to 1 + |expected|), NaN equal to NaN.
+
+    ``what`` names the returned quantity in the message (``q``, ``tau_min``); ``where(case, index)`` says what an
+    entry of an array result is (``after step 12``), or the message gives its index.
+    """
     def compare(case: _Case, got) -> str | None:
         expected = np.asarray(case.expected, dtype=float)
         try:
             value = np.asarray(got, dtype=float)
         except (TypeError, ValueError):
-            return f'expected {_show(expected)}{unit}, got {got!r}'
+            return f'expected {what} = {_show(expected)}{unit}, got {got!r}'
         if value.shape != expected.shape:
-            return f'expected shape {expected.shape}, got {value.shape} ({_show(value)})'
+            return f'expected {what} of shape {expected.shape}, got shape {value.shape} ({_show(value)})'
         both_nan = np.isnan(expected) & np.isnan(value)
         bad = ~both_nan & ~(np.abs(value - expected) <= tol * (1 + np.abs(expected)))
         if np.any(bad):
             if expected.ndim:
                 i = int(np.flatnonzero(bad)[0])
-                where = i if expected.ndim == 1 else tuple(int(k) for k in np.unravel_index(i, expected.shape))
-                return (f'at index {where} expected {expected.flat[i]:.10g}{unit}, got {value.flat[i]:.10g} '
+                index = i if expected.ndim == 1 else tuple(int(k) for k in np.unravel_index(i, expected.shape))
+                entry = f'{what}[{index if expected.ndim == 1 else ", ".join(map(str, index))}]'
+                context = f' ({where(case, index)})' if where else ''
+                return (f'{entry}{context}: expected {expected.flat[i]:.10g}{unit}, got {value.flat[i]:.10g} '
                         f'({int(bad.sum())} of {bad.size} values differ)')
-            return f'expected {float(expected):.10g}{unit}, got {float(value):.10g}'
+            return f'expected {what} = {float(expected):.10g}{unit}, got {float(value):.10g}'
         return None
     return compare
 
@@ -245,11 +398,13 @@ _ACTUATORS_XML = """
     <body><joint name="a" type="hinge" axis="0 1 0"/><geom size="0.05" mass="1"/></body>
     <body pos="1 0 0"><joint name="b" type="hinge" axis="0 1 0"/><geom size="0.05" mass="1"/></body>
     <body pos="2 0 0"><joint name="c" type="hinge" axis="0 1 0"/><geom size="0.05" mass="1"/></body>
+    <body pos="3 0 0"><joint name="d" type="hinge" axis="0 1 0"/><geom size="0.05" mass="1"/></body>
   </worldbody>
   <actuator>
     <motor joint="a" gear="3"/>
     <position joint="b" kp="40" kv="2" forcerange="-5 5" gear="2"/>
     <velocity joint="c" kv="0.7"/>
+    <general joint="d" gaintype="fixed" gainprm="6" biastype="affine" biasprm="1.5 -8 -0.4" forcerange="-4 3"/>
   </actuator>
 </mujoco>
 """
@@ -261,11 +416,11 @@ def _actuator_force_cases():
     rng = np.random.default_rng(0)
     cases = []
     for _ in range(8):
-        d.qpos[:] = rng.uniform(-1, 1, 3)
-        d.qvel[:] = rng.uniform(-3, 3, 3)
-        d.ctrl[:] = rng.uniform(-1, 1, 3)
+        d.qpos[:] = rng.uniform(-1, 1, m.nq)
+        d.qvel[:] = rng.uniform(-3, 3, m.nv)
+        d.ctrl[:] = rng.uniform(-1, 1, m.nu)
         mujoco.mj_forward(m, d)
-        for i in range(3):
+        for i in range(m.nu):
             gear = m.actuator_gear[i, 0]
             forcerange = list(m.actuator_forcerange[i]) if m.actuator_forcelimited[i] else None
             # MuJoCo's joint torque is gear × force: the expected force is qfrc_actuator / gear
@@ -273,7 +428,7 @@ def _actuator_force_cases():
                                float(gear * d.qvel[i]), [float(x) for x in m.actuator_gainprm[i, :3]],
                                [float(x) for x in m.actuator_biasprm[i, :3]],
                                None if forcerange is None else [float(x) for x in forcerange]))
-    return cases, _close(1e-9, ' N·m')
+    return cases, _close(1e-9, ' N·m', 'force')
 
 
 def _kv_cases():
@@ -284,7 +439,7 @@ def _kv_cases():
         m = mujoco.MjModel.from_xml_string(xml)
         # MuJoCo's resolved kv, and the inertia it used: the joint's diagonal of the mass matrix at qpos0
         cases.append(_case(-m.actuator_biasprm[0, 2], kp, zeta, float(m.dof_M0[0])))
-    return cases, _close(1e-9, ' N·m·s/rad')
+    return cases, _close(1e-9, ' N·m·s/rad', 'kv')
 
 
 def _euler_cases():
@@ -296,61 +451,63 @@ def _euler_cases():
     cases = []
     for q, v, accel, h, c in [(0.1, 0.0, spring, 0.005, 0.0), (-0.3, 1.5, spring, 0.002, 20.0),
                               (0.5, -2.0, gravity, 0.01, 0.0), (1.0, 0.25, gravity, 0.001, 5.0)]:
-        cases.append(_case(np.array(sim.semi_implicit_euler(q, v, accel, h, c)), q, v, accel, h, c))
-
-    def compare(case, got):
-        try:
-            q, v = got
-        except (TypeError, ValueError):
-            return f'expected a pair (q, v), got {got!r}'
-        return _close(1e-12)(case, np.array([q, v], dtype=float))
-    return cases, compare
+        cases.append(_case(sim.semi_implicit_euler(q, v, accel, h, c), q, v, accel, h, c))
+    return cases, _pair(("q'", "v'"), 1e-12, (' rad', ' rad/s'))
 
 
 def _loop_cases():
     cases = []
-    for kp, armature, h, nstep, q0 in [(30.0, 0.028, 0.005, 200, -0.5), (1000.0, 0.028, 0.005, 100, -0.5),
-                                       (100.0, 0.002, 0.002, 300, 0.3)]:
+    # (kp, armature, h, nstep, q0, u, damping): a soft and a stiff servo, a short step, then a command and joint
+    # damping (both in the law, both easy to leave out)
+    for kp, armature, h, nstep, q0, u, damping in [(30.0, 0.028, 0.005, 200, -0.5, 0.0, 0.0),
+                                                   (1000.0, 0.028, 0.005, 100, -0.5, 0.0, 0.0),
+                                                   (100.0, 0.002, 0.002, 300, 0.3, 0.0, 0.0),
+                                                   (50.0, 0.028, 0.005, 200, -0.5, 0.4, 0.3)]:
         inertia = LINK_INERTIA + armature
         kv = 2 * math.sqrt(kp * inertia)
         m = mujoco.MjModel.from_xml_string(LINK_XML.replace('armature="0.028"', f'armature="{armature}"')
                                            .replace('timestep="0.005"', f'timestep="{h}"'))
         m.actuator_gainprm[0, 0] = kp
         m.actuator_biasprm[0, :3] = (0.0, -kp, -kv)
+        m.dof_damping[0] = damping
         d = mujoco.MjData(m)
-        d.qpos[0] = q0
+        d.qpos[0], d.ctrl[0] = q0, u
         q = [q0]
         for _ in range(nstep):
             mujoco.mj_step(m, d)
             q.append(float(d.qpos[0]))
-        cases.append(_case(np.array(q), kp, kv, inertia, TAU_G, h, nstep, q0=q0))
-    return cases, _close(1e-9, ' rad')
+        extra = dict(u=u, damping=damping) if u or damping else {}
+        cases.append(_case(np.array(q), kp, kv, inertia, TAU_G, h, nstep, q0=q0, **extra))
+    return cases, _close(1e-9, ' rad', 'q', lambda case, i: f'after step {i}')
 
 
 def _sag_cases():
-    cases = []
-    for kp in (0.3, 1.0, 10.0, 100.0, 998.22):
-        cases.append(_case(kp, kp, TAU_G))
+    # kp below tau_g first: there the sag is tens of degrees and Newton's step from tau_g/kp leaves (0, π/2)
+    # unless it is kept in the bracket; then stiffer servos, and another link (another tau_g)
+    cases = [_case(None, kp, TAU_G) for kp in (0.05, 0.1, 0.2, 0.3, 1.0, 10.0, 100.0, 998.22)]
+    cases += [_case(None, 0.5, 1.2), _case(None, 40.0, 3.0)]
 
     def compare(case, got):
         kp, tau_g = case.args
+        expected = sim.servo_sag(kp, tau_g)
         try:
             e = float(got)
         except (TypeError, ValueError):
-            return f'expected a number (the sag e, rad), got {got!r}'
+            return f'expected e = {expected:.10g} rad, got {got!r}'
         if not 0 < e < math.pi / 2:
-            return f'expected the root in (0, π/2) rad, got {e:.10g}'
-        # MuJoCo's static balance: the link held at q = -e with ctrl 0 and at rest must not accelerate
+            return f'expected e = {expected:.10g} rad, the one root in (0, π/2), got {e:.10g}'
+        # MuJoCo's static balance: the link held at q = -e with ctrl 0 and at rest must not accelerate (gravity
+        # scaled so that the horizontal link's torque is tau_g)
         m = mujoco.MjModel.from_xml_string(LINK_XML)
+        m.opt.gravity[2] *= tau_g / TAU_G
         m.actuator_gainprm[0, 0] = kp
         m.actuator_biasprm[0, :3] = (0.0, -kp, 0.0)
         d = mujoco.MjData(m)
         d.qpos[0] = -e
         mujoco.mj_forward(m, d)
         residual = float(d.qfrc_actuator[0] - d.qfrc_bias[0])
-        if abs(residual) > 1e-9 * max(1.0, kp):
-            expected = sim.servo_sag(kp, tau_g)
-            return (f'expected {expected:.10g} rad, got {e:.10g}: there MuJoCo still has a net torque of '
+        if abs(residual) > 1e-9 * max(1.0, kp, tau_g):
+            return (f'expected e = {expected:.10g} rad, got {e:.10g}: there MuJoCo still has a net torque of '
                     f'{residual:.3g} N·m on the link (spring minus gravity)')
         return None
     return cases, compare
@@ -362,7 +519,7 @@ def _growth_cases():
                                  (0.002, 1e6, 0.0, 0.0)]:
         cases.append(_case(sim.step_growth(sim.semi_implicit_euler, h, w2, c, c_implicit=c_implicit),
                            sim.semi_implicit_euler, h, w2, c, c_implicit=c_implicit))
-    return cases, _close(1e-9)
+    return cases, _close(1e-9, '', 'growth')
 
 
 # chapter 2 ------------------------------------------------------------------------------------------------------
@@ -404,20 +561,23 @@ def _pd_torque_cases():
     q, v = np.array([-0.5, 0.0, 0.5]), np.array([1.0, 0.0, -2.0])
     cases.append(_case(np.array([_mujoco_pd(0.25, qi, 0.0, vi, 40.0, 0.8) for qi, vi in zip(q, v)]),
                        0.25, q, 0.0, v, 40.0, 0.8))
-    return cases, _close(1e-9, ' N·m')
+    return cases, _close(1e-9, ' N·m', 'torque',
+                         lambda case, i: f'at q = {case.args[1][i]:.6g}, v = {case.args[3][i]:.6g}')
 
 
-def _pair(what: tuple[str, str], tol: float, unit: str):
-    """Compare a pair of arrays, naming which of the two differs."""
+def _pair(what: tuple[str, str], tol: float, unit: str | tuple[str, str], where: Callable | None = None):
+    """Compare a pair of results (numbers or arrays), naming which of the two differs (``unit``: one for both, or
+    one each)."""
+    units = (unit, unit) if isinstance(unit, str) else unit
     def compare(case, got):
         try:
             first, second = got
         except (TypeError, ValueError):
             return f'expected a pair ({what[0]}, {what[1]}), got {got!r}'
-        for label, expected, value in zip(what, case.expected, (first, second)):
-            problem = _close(tol, unit)(_Case((), {}, expected, ''), value)
+        for label, each, expected, value in zip(what, units, case.expected, (first, second)):
+            problem = _close(tol, each, label, where)(_Case(case.args, case.kwargs, expected), value)
             if problem:
-                return f'{label}: {problem}'
+                return problem
         return None
     return compare
 
@@ -430,7 +590,7 @@ def _envelope_cases():
         cases.append(_case(drives.dc_motor_envelope(v, **kwargs), v, **kwargs))
     cases.append(_case(drives.dc_motor_envelope(0.0, saturation_effort=10.0, forcerange=6.0, velocity_limit=5.0),
                        0.0, saturation_effort=10.0, forcerange=6.0, velocity_limit=5.0))
-    return cases, _pair(('tau_min', 'tau_max'), 1e-12, ' N·m')
+    return cases, _pair(('tau_min', 'tau_max'), 1e-12, ' N·m', lambda case, i: f'at v = {case.args[0][i]:.6g} rad/s')
 
 
 def _remotized_cases():
@@ -440,7 +600,7 @@ def _remotized_cases():
         table = tuple((float(a), float(b)) for a, b in table)
         cases.append(_case(drives.remotized_limit(q, table), q, table))
         cases.append(_case(float(drives.remotized_limit(2.0, table)), 2.0, table))
-    return cases, _close(1e-12, ' N·m')
+    return cases, _close(1e-12, ' N·m', 'limit', lambda case, i: f'at q = {case.args[0][i]:.6g} rad')
 
 
 def _delay_cases():
@@ -450,7 +610,7 @@ def _delay_cases():
         expected = commands[[max(k - delay, 0) for k in range(len(commands))]]  # out[k] = commands[max(k - d, 0)]
         cases.append(_case(expected, commands, delay))
     cases.append(_case(np.array([1.0, 1.0, 1.0, 2.0]), np.array([1.0, 2.0, 3.0, 4.0]), 2))
-    return cases, _close(0.0)
+    return cases, _close(0.0, '', 'out', lambda case, i: f'the command of tick {i if np.ndim(i) == 0 else i[0]}')
 
 
 # chapter 3 ------------------------------------------------------------------------------------------------------
@@ -470,7 +630,8 @@ def _mit_cases():
     q, qd = np.array([-0.5, 0.0, 0.2, 0.3]), np.array([0.0, 1.0, 0.5, -20.0])
     cases.append(_case(np.array([_mujoco_pd(0.3, qi, 0.0, vi, 40.0, 0.8, 0.1, 5.0) for qi, vi in zip(q, qd)]),
                        command, q, qd))
-    return cases, _close(1e-9, ' N·m')
+    return cases, _close(1e-9, ' N·m', 'torque',
+                         lambda case, i: f'at q = {case.args[1][i]:.6g}, qd = {case.args[2][i]:.6g}')
 
 
 _ZOH_XML = """
@@ -509,16 +670,9 @@ def _zoh_cases():
                                               (0.1, -1.0, pd_stiff, 0.001, (3, 2), 0.0),
                                               (-0.2, 0.4, pd_stiff, 0.001, (3, 2), 15.0),
                                               (0.3, 2.0, pd_40, 0.005, (2, 2, 2), 4.0)]:
-        expected = np.array(_mujoco_zoh(q, v, accel, h, substeps, c_joint))
+        expected = _mujoco_zoh(q, v, accel, h, substeps, c_joint)
         cases.append(_case(expected, q, v, accel, h, substeps=substeps, c_joint=c_joint))
-
-    def compare(case, got):
-        try:
-            q, v = got
-        except (TypeError, ValueError):
-            return f"expected a pair (q', v'), got {got!r}"
-        return _close(1e-9)(case, np.array([q, v], dtype=float))
-    return cases, compare
+    return cases, _pair(("q'", "v'"), 1e-9, (' rad', ' rad/s'))
 
 
 _PD_LINK_XML = """
@@ -537,14 +691,16 @@ _PD_LINK_XML = """
 _WRITE_STEPS = 300
 
 
-def _mujoco_servo(backend, integrator, gear, feedforward, command) -> np.ndarray:
+def _mujoco_servo(backend, integrator, gear, feedforward, command, motor_forcerange=math.inf) -> np.ndarray:
     """qpos of every step of MuJoCo's own servo: a <general> PD (gain kp/g², bias (ff/g, −kp/g², −kv/g²), gear g,
-    forcerange ±max_effort/|g|, ctrl g·q*), the feed-forward in qfrc_applied when it is not in the clamp."""
+    forcerange ±min(max_effort, |g|·motor_forcerange)/|g| in-step, ctrl g·q*), the feed-forward in qfrc_applied when
+    it is not in the clamp (the motor's own forcerange does not clamp qfrc_applied, so in-loop it plays no part)."""
     g, c = gear, command
     kp, kv, ff = c.stiffness / g**2, c.damping / g**2, c.damping * c.velocity + c.effort
     in_clamp = backend == 'in-loop' or feedforward == 'in-clamp'
-    limit = (f'forcelimited="true" forcerange="{-c.max_effort / abs(g)!r} {c.max_effort / abs(g)!r}"'
-             if math.isfinite(c.max_effort) else '')
+    effort = min(c.max_effort, abs(g) * motor_forcerange) if backend == 'in-step' else c.max_effort
+    limit = (f'forcelimited="true" forcerange="{-effort / abs(g)!r} {effort / abs(g)!r}"'
+             if math.isfinite(effort) else '')
     actuator = (f'<general joint="hinge" gear="{g!r}" gaintype="fixed" biastype="affine" gainprm="{kp!r}" '
                 f'biasprm="{(ff / g if in_clamp else 0.0)!r} {-kp!r} {-kv!r}" {limit}/>')
     m = mujoco.MjModel.from_xml_string(_PD_LINK_XML.format(integrator=integrator, actuator=actuator))
@@ -560,12 +716,15 @@ def _mujoco_servo(backend, integrator, gear, feedforward, command) -> np.ndarray
 
 
 def _run_write(write, case) -> np.ndarray:
-    """The learner's write on a PDController driving a plain <motor>, one tick per physics step: qpos per step."""
+    """The learner's write on a PDController driving a plain <motor> (with its own forcerange when the case gives
+    one), one tick per physics step: qpos per step."""
     backend, integrator, gear, feedforward, command = case.args
     cls = write if isinstance(write, type) else type('PDControllerWithYourWrite', (hold.PDController,),
                                                          {'write': write})
+    limit = case.kwargs.get('motor_forcerange')
+    clamp = f' forcelimited="true" forcerange="{-limit!r} {limit!r}"' if limit is not None else ''
     m = mujoco.MjModel.from_xml_string(_PD_LINK_XML.format(
-        integrator=integrator, actuator=f'<motor name="drive" joint="hinge" gear="{gear!r}"/>'))
+        integrator=integrator, actuator=f'<motor name="drive" joint="hinge" gear="{gear!r}"{clamp}/>'))
     d = mujoco.MjData(m)
     d.qpos[0] = -0.5
     pd = cls(m, ['hinge'], backend=backend, feedforward=feedforward)
@@ -591,7 +750,11 @@ def _write_cases():
                                                                            stiffness=100.0, damping=2.0, effort=0.3,
                                                                            max_effort=3.0))]:
         cases.append(_case(_mujoco_servo(*args), *args))
-    return cases, _close(1e-9, ' rad (qpos after that step)')
+    # the motor's own forcerange (1 N·m at gear 2: 2 N·m at the joint) is narrower than max_effort: it must win
+    args = ('in-step', 'implicitfast', 2.0, 'in-clamp', JointCommand(position=0.3, stiffness=40.0, damping=0.8,
+                                                                     effort=0.1, max_effort=5.0))
+    cases.append(_case(_mujoco_servo(*args, motor_forcerange=1.0), *args, motor_forcerange=1.0))
+    return cases, _close(1e-9, ' rad', 'qpos', lambda case, i: f'after step {i + 1}')
 
 
 # chapter 4 ------------------------------------------------------------------------------------------------------
@@ -606,7 +769,7 @@ def _to_radians_cases():
                    values[:, [joints.index(j) for j in shuffled]], shuffled),
              _case(sysid.to_radians(values[:, :5], joints[:5]), values[:, :5], joints[:5]),
              _case(sysid.to_radians(values[0], joints), values[0], joints)]
-    return cases, _close(1e-12, ' rad')
+    return cases, _close(1e-12, ' rad', 'q', lambda case, i: f'frame {i[0]}, joint {so101.JOINTS[i[1]]}')
 
 
 def _episode(index: int, nframe: int, seed: int):
@@ -627,7 +790,7 @@ def _residuals_cases():
     cases = []
     for args, kwargs in [((x, one), {}), ((two, one), {}), ((x, other), {'decimate': 3}), ((two, other), {})]:
         cases.append(_case(sysid.residuals(*args, **kwargs), *args, **kwargs))
-    return cases, _close(1e-9, ' deg/√nres')
+    return cases, _close(1e-9, ' deg/√nres', 'r', lambda case, i: f'residual {i[0]} of candidate {i[1]}')
 
 
 _CHECKS = {

@@ -5,11 +5,23 @@ else: it installs ``physai`` from the book's repository (``pip install --no-deps
 runs this file by its path and calls :func:`setup`. Anywhere else it does nothing and prints nothing, so nbval and
 local runs are unaffected.
 
-:func:`setup` turns the runtime into the book's: it removes a newer MuJoCo (4.x ships as ``mujoco`` +
-``mujoco-core`` + ``mujoco-studio``), installs the pinned ``mujoco==3.17.0``, the pinned MuJoCo Menagerie package and
-the rest of physai's requirements, printing each step, and ends by importing MuJoCo and printing its version. If a
-package it changed was already imported in this session (a MuJoCo 4 imported before the cell ran, say), it raises
-:class:`RestartNeeded`, which stops "Run all" at the first cell instead of letting every later cell fail.
+:func:`setup` turns the runtime into the book's: the book's numbers are for MuJoCo 3.17.0 (``PINS``). A runtime with
+MuJoCo 4 has it as three pip distributions, ``mujoco`` 4.0.0 requiring ``mujoco-core`` and ``mujoco-studio`` of the
+same version, all three installing into the one ``mujoco`` import package (their PyPI metadata and wheels: 164 of
+``mujoco`` 3.17.0's files have the same paths as files of ``mujoco-core`` 4.0.0). Installing 3.17.0 over them with
+pip replaces only the ``mujoco`` distribution and leaves ``mujoco-core`` owning files of the new install, so a later
+change can break it: :func:`setup` first uninstalls every MuJoCo part, then installs the pinned ``mujoco==3.17.0``, the
+pinned MuJoCo Menagerie package and the rest of physai's requirements, printing each step, and ends by importing
+MuJoCo and printing its version. If a package it changed (any distribution whose version moved, dependencies
+included) or a package physai needs was already imported in this session at another version (a MuJoCo 4 imported
+before the cell ran, an older ipywidgets, say), it raises :class:`RestartNeeded`, which stops "Run all" at the first
+cell instead of letting every later cell fail.
+
+It also marks the runtime as the book's (the environment variable ``PHYSAI_BOOK_MUJOCO``, the pinned version, in this
+kernel's process): there ``import physai`` runs :func:`refuse_a_stale_runtime`, which raises the same one-line
+``RESTART NEEDED`` when the MuJoCo it would use is not the pinned one, or when the set-up said a restart is needed and
+the learner ran on. physai as a library (``pip install physai``, any MuJoCo of its supported range) never sees that
+variable, and its import checks nothing.
 
 Why the cell runs this file by its path instead of ``from physai.book.colab import setup``: importing ``physai`` imports
 MuJoCo, and a MuJoCo 4 imported before it is replaced would need a restart on every fresh runtime. So this module
@@ -41,12 +53,18 @@ PINS = {'mujoco': '3.17.0', 'mujoco-menagerie': '2026.10.4'}
 MUJOCO_PARTS = ('mujoco', 'mujoco-core', 'mujoco-studio')
 """The distributions of a MuJoCo 4.x install: all of them go before the pinned 3.x goes in."""
 
-LOADED_CHECK = ('mujoco', 'numpy', 'matplotlib', 'pandas')
-"""Modules whose installed version must still be the imported one after the set-up (else: restart)."""
+BOOK_RUNTIME_ENV = 'PHYSAI_BOOK_MUJOCO'
+"""Set by :func:`setup` on Colab to the pinned MuJoCo version: marks this kernel as the book's Colab runtime, where
+``import physai`` refuses another MuJoCo (:func:`refuse_a_stale_runtime`)."""
+
+RESTART_ENV = 'PHYSAI_RESTART_NEEDED'
+"""Set by :func:`setup` to the reasons it found when it raises :class:`RestartNeeded` (``import physai`` repeats them
+until the runtime restarts, which clears it)."""
 
 INSTALL_CELL: str = f'''\
-# On Google Colab: install physai from the book's repository; its colab.py then installs the pinned MuJoCo
-# 3.17.0 and stops "Run all" with an error if the runtime must restart. Elsewhere this cell does nothing.
+# On Google Colab: install physai from the book's repository; its colab.py then installs MuJoCo {PINS['mujoco']} (the
+# book's numbers are for it), first uninstalling a MuJoCo 4 (mujoco, mujoco-core, mujoco-studio: changed in place
+# with pip it can break), and stops "Run all" if the runtime must restart. Elsewhere this cell does nothing.
 import sys
 if 'google.colab' in sys.modules:
     import importlib.util, os, runpy, subprocess
@@ -95,8 +113,8 @@ def pip_commands(installed: dict, requires: list[str] | None = None) -> list[lis
     Returns:
         An ``uninstall`` of every MuJoCo part when any part other than the pinned ``mujoco`` is there (MuJoCo 4's
         ``mujoco-core``, ``mujoco-studio``) or ``mujoco`` has another version; then one ``install`` of all of
-        physai's requirements (pins exact) when any pin differs or any requirement is missing. Nothing when the
-        runtime already matches.
+        physai's requirements (pins exact) when any pin differs or any requirement is missing or outside its range
+        (Colab's ipywidgets 7 against physai's ``ipywidgets>=8.1``). Nothing when the runtime already matches.
     """
     commands = []
     parts = [name for name in MUJOCO_PARTS if installed.get(name)]
@@ -104,20 +122,105 @@ def pip_commands(installed: dict, requires: list[str] | None = None) -> list[lis
         commands.append(['uninstall', '--yes', *parts])
     wanted = requirements(requires)
     pins_differ = bool(commands) or any(installed.get(name) != version for name, version in PINS.items())
-    missing = any(not installed.get(_name(requirement)) for requirement in wanted)
+    missing = any(not satisfies(installed.get(_name(requirement)), requirement) for requirement in wanted)
     if pins_differ or missing:
         commands.append(['install', '--progress-bar', 'off', *wanted])
     return commands
 
 
-def restart_reasons(modules, installed) -> list[str]:
-    """Modules imported before the set-up whose installed version has changed since (each needs a restart)."""
-    reasons = []
-    for name in LOADED_CHECK:
-        loaded = getattr(modules.get(name), '__version__', None)
-        if loaded is not None and loaded != installed.get(name):
-            reasons.append(f'{name} {loaded} is imported but {installed.get(name)} is installed')
+def satisfies(version: str | None, requirement: str) -> bool:
+    """Whether an installed ``version`` (None: not installed) meets ``requirement``'s version clauses (``>=8.1``,
+    ``==3.17.0``, ``>=3.17,<5``), comparing the numeric release parts (``8.1.9`` > ``8.1``); no clause: installed."""
+    if not version:
+        return False
+    spec = requirement.split(';')[0][len(re.split(r'[\s<>=!~]', requirement, maxsplit=1)[0]):].strip()
+
+    def release(text: str) -> tuple[int, ...]:
+        numbers = [int(part) for part in re.match(r'[\d.]*', text.strip()).group(0).split('.') if part]
+        while numbers and numbers[-1] == 0:
+            numbers.pop()
+        return tuple(numbers)
+    have = release(version)
+    for clause in filter(None, (c.strip() for c in spec.split(','))):
+        operator, bound = re.match(r'(==|!=|>=|<=|~=|>|<)\s*(.+)', clause).groups()
+        want = release(bound)
+        if not {'==': have == want, '!=': have != want, '>=': have >= want, '<=': have <= want,
+                '>': have > want, '<': have < want, '~=': have >= want and have[:len(want) - 1] == want[:-1]
+                }[operator]:
+            return False
+    return True
+
+
+def restart_reasons(modules, installed: dict, before: dict | None = None, needed=(), top_level=None) -> list[str]:
+    """Why this session must restart: imported modules that are not what is installed now.
+
+    Args:
+        modules: the imported modules (``sys.modules``).
+        installed: distribution name -> installed version (None when absent), after the set-up.
+        before: the same before the set-up ran: a distribution whose version moved has changed under its imported
+            modules, whether or not they carry a ``__version__`` (default: nothing changed).
+        needed: the distributions physai needs; the module of each that has its name (``mujoco``, ``numpy``,
+            ``ipywidgets``) must carry the installed version as its ``__version__`` (it was imported before an
+            earlier run of the set-up changed it, say).
+        top_level: distribution name -> its top-level import names (default :func:`top_level_modules`).
+
+    Returns:
+        One phrase per module: ``'mujoco 4.0.0 is imported but 3.17.0 is installed'``, or ``'ipywidgets was imported
+        at ipywidgets 7.7.1 and is now 8.1.9'``.
+    """
+    top_level = top_level or top_level_modules
+    changed = {name for name, was in (before or {}).items() if was is not None and installed.get(name) != was}
+    reasons, seen = [], set()  # seen: modules decided (stale, or imported at the version installed now)
+    for name in sorted({*needed, *changed}):
+        module = name.replace('-', '_')
+        loaded = getattr(modules.get(module), '__version__', None)
+        if not isinstance(loaded, str):
+            continue
+        seen.add(module)
+        if loaded != installed.get(name):
+            reasons.append(f'{module} {loaded} is imported but {installed.get(name) or "nothing"} is installed')
+    for name in sorted(changed):
+        was = before[name]
+        for module in top_level(name):
+            if module in modules and module not in seen:
+                reasons.append(f'{module} was imported at {name} {was} and is now '
+                               f'{installed.get(name) or "uninstalled"}')
+                seen.add(module)
     return reasons
+
+
+def top_level_modules(name: str) -> list[str]:
+    """The top-level import names of distribution ``name`` (``ipywidgets`` -> ``['ipywidgets']``,
+    ``mujoco-core`` -> ``['mujoco']``), from the installed metadata; the name itself (``-`` as ``_``) when unknown."""
+    import importlib.metadata
+    global _TOP_LEVEL
+    if _TOP_LEVEL is None:
+        _TOP_LEVEL = {}
+        for module, names in importlib.metadata.packages_distributions().items():
+            for distribution in names:
+                _TOP_LEVEL.setdefault(_name(distribution), []).append(module)
+    return sorted(set(_TOP_LEVEL.get(_name(name), [])) | {_name(name).replace('-', '_')})
+
+
+_TOP_LEVEL: dict[str, list[str]] | None = None
+
+
+def installed_distributions(names=(), version_of=None) -> dict[str, str | None]:
+    """Every installed distribution (normalized name -> version), with ``names`` looked up by ``version_of``."""
+    import importlib.metadata
+    found = {}
+    for distribution in importlib.metadata.distributions():
+        name = distribution.metadata['Name']
+        if name:
+            found[_name(name)] = distribution.version
+    for name in names:
+        found[name] = (version_of or installed_version)(name)
+    return found
+
+
+def restart_message(reasons: list[str]) -> str:
+    """The one line that says the runtime must restart, and what to do (the set-up's and ``import physai``'s)."""
+    return 'RESTART NEEDED: ' + '; '.join(reasons) + '. ' + RESTART_ADVICE
 
 
 def installed_version(name: str) -> str | None:
@@ -150,11 +253,12 @@ def run_pip(args: list[str], say) -> None:
         raise RuntimeError(f'pip {args[0]} failed with exit code {process.returncode}: see its output above')
 
 
-RESTART_ADVICE = ('Choose Runtime > Restart session, then run this cell again (it will only check), then the '
-                  'rest of the notebook.')
+RESTART_ADVICE = ('Choose Runtime > Restart session, then run the first code cell again (it will only check), then '
+                  'the rest of the notebook.')
 
 
-def setup(modules=None, version_of=installed_version, pip=run_pip, say=print, requires=physai_requires) -> None:
+def setup(modules=None, version_of=installed_version, pip=run_pip, say=print, requires=physai_requires,
+          snapshot=None, top_level=None, environ=None) -> None:
     """On Colab, install the book's packages and check them; elsewhere do nothing and print nothing.
 
     Args:
@@ -163,33 +267,82 @@ def setup(modules=None, version_of=installed_version, pip=run_pip, say=print, re
         pip: ``pip(args, say)`` runs one pip command.
         say: prints one line.
         requires: returns physai's requirement strings.
+        snapshot: ``snapshot(names)`` -> every installed distribution's version, ``names`` by ``version_of``
+            (default :func:`installed_distributions`); taken before and after pip to see what changed.
+        top_level: distribution name -> its top-level import names (default :func:`top_level_modules`).
+        environ: where the runtime is marked as the book's (default ``os.environ``).
 
     Raises:
-        RestartNeeded: a package this set-up changed had already been imported in this session.
+        RestartNeeded: a package this set-up changed, or one physai needs, had already been imported in this session
+            at another version.
         RuntimeError: a pip command failed.
     """
+    import os
     import time
     modules = sys.modules if modules is None else modules
     if 'google.colab' not in modules:
         return
+    environ = os.environ if environ is None else environ
+    snapshot = snapshot or (lambda names: installed_distributions(names, version_of))
+    environ[BOOK_RUNTIME_ENV] = PINS['mujoco']
     wanted = requires()
-    names = {*MUJOCO_PARTS, *PINS, *(_name(r) for r in requirements(wanted))}
-    commands = pip_commands({name: version_of(name) for name in sorted(names)}, wanted)
+    names = sorted({*MUJOCO_PARTS, *PINS, *(_name(r) for r in requirements(wanted))})
+    before = snapshot(names)
+    current = {name: before.get(name) for name in names}
+    say(f'The book\'s numbers are for MuJoCo {PINS["mujoco"]}.')
+    parts = [f'{name} {current[name]}' for name in MUJOCO_PARTS if current[name]]
+    if current.get('mujoco-core') or current.get('mujoco-studio') or (
+            current.get('mujoco') or PINS['mujoco']).split('.')[0] != PINS['mujoco'].split('.')[0]:
+        say(f'This runtime has MuJoCo 4 ({", ".join(parts)}): all of its parts are uninstalled first, since pip '
+            'cannot safely change it in place (the parts share the one mujoco package).')
+    commands = pip_commands(current, wanted)
     for step, args in enumerate(commands, 1):
         start = time.monotonic()
         say(f'[{step}/{len(commands)}] pip {" ".join(args)}')
         pip(args, say)
         say(f'[{step}/{len(commands)}] done in {time.monotonic() - start:.0f} s')
     importlib.invalidate_caches()
-    reasons = restart_reasons(modules, {name: version_of(name) for name in LOADED_CHECK})
+    after = snapshot(names) if commands else before
+    reasons = restart_reasons(modules, after, before, names, top_level)
     if reasons:
-        raise RestartNeeded('RESTART NEEDED: ' + '; '.join(reasons) + '. ' + RESTART_ADVICE)
+        environ[RESTART_ENV] = '; '.join(reasons)
+        raise RestartNeeded(restart_message(reasons))
     import mujoco
     if mujoco.__version__ != PINS['mujoco']:
-        raise RestartNeeded(f'RESTART NEEDED: MuJoCo {mujoco.__version__} is imported, the book needs '
-                            f'{PINS["mujoco"]}. ' + RESTART_ADVICE)
+        reasons = [f'mujoco {mujoco.__version__} is imported but {PINS["mujoco"]} is the book\'s']
+        environ[RESTART_ENV] = reasons[0]
+        raise RestartNeeded(restart_message(reasons))
     _enable_widgets(modules)
     say(f'Ready: MuJoCo {mujoco.__version__} and physai {version_of("physai")} are installed.')
+
+
+def refuse_a_stale_runtime(modules=None, environ=None, version_of=installed_version) -> None:
+    """In the book's Colab runtime, refuse to go on with a MuJoCo that is not the pinned one; elsewhere do nothing.
+
+    ``import physai`` calls this first. The runtime is the book's when :func:`setup` marked it
+    (:data:`BOOK_RUNTIME_ENV`); a learner who ran on after ``RESTART NEEDED`` then gets the same one-line message from
+    every cell that imports physai, instead of errors from a half-replaced MuJoCo. physai as a library, on any MuJoCo
+    of its supported range, is never marked, and this returns at once.
+
+    Raises:
+        RestartNeeded: the set-up found a restart needed in this session; or the MuJoCo imported (or, not yet
+            imported, installed) is not the pinned version.
+    """
+    import os
+    environ = os.environ if environ is None else environ
+    wanted = environ.get(BOOK_RUNTIME_ENV)
+    if not wanted:
+        return
+    if environ.get(RESTART_ENV):
+        raise RestartNeeded(restart_message([environ[RESTART_ENV]]))
+    modules = sys.modules if modules is None else modules
+    loaded = getattr(modules.get('mujoco'), '__version__', None)
+    installed = version_of('mujoco')
+    if loaded is not None and loaded != installed:
+        raise RestartNeeded(restart_message([f'mujoco {loaded} is imported but {installed or "nothing"} is installed']))
+    if (loaded or installed) != wanted:
+        raise RestartNeeded(restart_message([f'mujoco {loaded or installed or "(none)"} is installed but the book '
+                                             f'needs {wanted}']))
 
 
 def _enable_widgets(modules) -> None:

@@ -14,11 +14,22 @@ learner opens on Colab, ``colab/NN_name.ipynb``, from the same notebooks (they s
 - ``{ref}``, ``{doc}`` and links to other pages of the book become absolute links to the published book;
 - cells tagged ``remove-cell`` are dropped, every stored output is cleared (the learner predicts before seeing),
   and the first code cell is :data:`physai.book.colab.INSTALL_CELL`;
-- a first Markdown cell says what the notebook is and links to the chapter's page;
+- what only the published page can show is left out: a code cell that shows a live panel running MuJoCo in the
+  reader's browser (``web.servo_live()``, ``web_arm.pd_live(...)``: any call of a ``*_live`` function of
+  :mod:`physai.interface.web` or :mod:`physai.interface.web_arm`; on Colab it computes for nothing, shows nothing), any
+  cell tagged ``book-only``, and the content of an ```` ```{only} html```` directive (Sphinx's ``only``: the
+  edition is not an HTML build; ```` ```{only} colab```` is the edition's own text, which the HTML page leaves out);
+- a code cell the page folds away (``hide-cell``: an exercise's worked answer) is folded on Colab too, as Colab
+  folds code: a ``# @title`` line and ``cellView: form`` (with ``jupyter.source_hidden`` for JupyterLab); it
+  still runs with the rest;
+- a first Markdown cell says what the notebook is (the Build-it version of the chapter, which functions the
+  learner writes, which MuJoCo the numbers are for) and links to the chapter's page;
 - Build it, for real: where the chapter prints the source of a function the reader is to write
   (``print(inspect.getsource(NAME))``, NAME plain or ``module.NAME``, for a NAME of
   :data:`physai.book.buildit.FUNCTIONS`), the edition gives instead a cell to complete (:func:`physai.book.buildit.stub`), a
-  check against MuJoCo (:func:`physai.book.buildit.check`) and the worked solution folded in ``<details>``; the rest of
+  check against MuJoCo (:func:`physai.book.buildit.check`) and the worked solution folded in ``<details>``
+  (:func:`physai.book.buildit.solution`: with its imports and physai's private helpers it calls, so that it runs
+  as pasted into an empty cell); the rest of
   the cell runs as before, with physai's own function. Other printed sources (a runner, a method) stay as they are:
   the worked solution, shown.
 
@@ -37,7 +48,7 @@ import sys
 from collections.abc import Iterable
 
 from physai.book import buildit
-from physai.book.colab import INSTALL_CELL, REPOSITORY_URL, first_code_cell
+from physai.book.colab import INSTALL_CELL, PINS, REPOSITORY_URL, first_code_cell
 
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -55,8 +66,17 @@ GLUE_MIME = 'application/papermill.record/text/plain'
 ADMONITIONS = ('admonition', 'note', 'tip', 'hint', 'important', 'warning', 'caution', 'attention', 'danger',
                'error', 'seealso', 'margin', 'sidebar', 'dropdown', 'topic')
 
-DROPPED_TAGS = ('remove-cell',)
-"""Cells with these tags are not in the edition."""
+DROPPED_TAGS = ('remove-cell', 'book-only')
+"""Cells with these tags are not in the edition (``book-only``: text or code about what only the HTML page has)."""
+
+LIVE_CALL = re.compile(r'\b(?:web|web_arm)\.(?P<name>\w+_live)\(')
+"""A call of a browser live panel (:mod:`physai.interface.web`, :mod:`physai.interface.web_arm`): the page's only."""
+
+EDITION_TAGS = frozenset({'colab'})
+"""The tags an ``{only}`` directive's expression sees as true in the edition (Sphinx's HTML build has ``html``)."""
+
+FOLDED_TAGS = ('hide-cell',)
+"""Code cells the page folds away; the edition folds them the way Colab does (a form title, the code hidden)."""
 
 NOTEBOOK_ONLY_TAGS = ('nbval-ignore-output', 'nbval-skip', 'remove-stderr', 'remove-output', 'raises-exception')
 """Tags that only matter to nbval or to the book build: left out of the edition."""
@@ -321,6 +341,8 @@ class Converter:
             alt = options.get('alt', content.split('\n')[0] if content else '')
             image = f'![{alt}]({self.asset_url(argument)})'
             return image + (f'\n\n*{content}*' if name == 'figure' and content else '')
+        if name == 'only':
+            return content if only_applies(argument, self.page) else ''
         if name == 'math':
             label = options.get('label')
             tag = f'\n\\tag{{{self.book.equations[label]}}}' if label else ''
@@ -334,6 +356,48 @@ class Converter:
             return path
         where = pathlib.PurePosixPath(self.page).parent / path
         return f'{REPOSITORY_URL.replace("github.com", "raw.githubusercontent.com")}/main/{where}'
+
+
+def only_applies(expression: str, where: str = '') -> bool:
+    """Whether an ``{only}`` directive's content is in the edition: its expression (tag names with ``and``, ``or``,
+    ``not`` and parentheses, as Sphinx evaluates it) with :data:`EDITION_TAGS` true and every other tag false."""
+    try:
+        tree = ast.parse(expression.strip() or '_', mode='eval').body
+    except SyntaxError:
+        raise ValueError(f'{where}: {{only}} {expression!r} is not an expression of tags') from None
+
+    def value(node) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in EDITION_TAGS
+        if isinstance(node, ast.BoolOp):
+            values = [value(v) for v in node.values]
+            return all(values) if isinstance(node.op, ast.And) else any(values)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return not value(node.operand)
+        raise ValueError(f'{where}: {{only}} {expression!r} is not an expression of tags (names, and, or, not)')
+    return value(tree)
+
+
+def shows_only_a_live_panel(source: str, where: str = '') -> bool:
+    """Whether a code cell shows a browser live panel (a ``*_live`` call of ``web`` or ``web_arm``): then it is the
+    page's only and the edition leaves it out. Such a cell must hold nothing else than imports and that call, so that
+    leaving it out loses nothing (ValueError otherwise, naming the cell)."""
+    if not LIVE_CALL.search(source):
+        return False
+    for statement in ast.parse(source).body:
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(statement, ast.Expr) and LIVE_CALL.search(ast.unparse(statement)):
+            continue
+        raise ValueError(f'{where}: a cell that shows a browser live panel must hold only imports and the *_live '
+                         f'call (the Colab edition leaves it out), but it also runs: {ast.unparse(statement)[:80]}')
+    return True
+
+
+def folded(source: str, title: str) -> tuple[str, dict]:
+    """A code cell folded as Colab folds code: ``# @title`` first, ``cellView: form`` (and JupyterLab's
+    ``jupyter.source_hidden``) in its metadata. Returns the source and the metadata to add."""
+    return f'# @title {title}\n{source}', {'cellView': 'form', 'jupyter': {'source_hidden': True}}
 
 
 # --- Build it, for real ------------------------------------------------------------------------------------------
@@ -380,16 +444,34 @@ def edition_name(page: str) -> str:
     return f'{EDITION_DIR}/{pathlib.PurePosixPath(page).name}.ipynb'
 
 
+def chapter_number(page: str) -> int | None:
+    """``notebooks/03_where_pd_runs`` -> 3 (None for a page without a number)."""
+    match = re.match(r'(\d+)_', pathlib.PurePosixPath(page).name)
+    return int(match.group(1)) if match else None
+
+
 def header(book: Book, page: str) -> str:
-    """The edition's first Markdown cell: what this notebook is, where its page is, what to run first."""
-    return (f'> **The Colab edition** of a chapter of [{book.titles.get(book.pages[0], "the book")}]'
-            f'({book.base_url}), generated from `{page}.ipynb`. The numbers are written into the text, the '
-            'answers are folded (click to open) and no output is stored: predict, then run each cell and look. '
-            f'The chapter\'s page, with every figure: [{book.titles.get(page, page)}]({book.page_url(page)}).\n'
+    """The edition's first Markdown cell: what this notebook is (the Build-it version), where its page is, which
+    MuJoCo it runs and what to run first."""
+    names = buildit.CHAPTERS.get(chapter_number(page), ())
+    functions = ', '.join(f'`{name}`' for name in names)
+    build_it = (f'You write this chapter\'s Build-it functions yourself ({functions}): each has a cell to complete, '
+                'a check that runs it against MuJoCo (or, where MuJoCo has no single field for it, against physai\'s '
+                'own, tested against MuJoCo) and names the first input where it differs, and a folded worked '
+                'solution. ' if names else '')
+    book_title = book.titles.get(book.pages[0], 'the book')
+    return (f'> **The Colab edition of "{book.titles.get(page, page)}": the Build-it version.** {build_it}The '
+            f'chapter\'s page shows them finished, with every figure: [{book.titles.get(page, page)}]'
+            f'({book.page_url(page)}), in [{book_title}]({book.base_url}).\n'
             '>\n'
-            '> **Run the first code cell first.** On Colab it installs MuJoCo 3.17.0 and the book\'s helper '
-            'package `physai`. If it stops with RESTART NEEDED, choose *Runtime > Restart session* and run it '
-            'again.')
+            f'> Generated from `{page}.ipynb`: the numbers are written into the text, the answers are folded (click to '
+            'open) and no output is stored: predict, then run each cell and look.\n'
+            '>\n'
+            f'> **Run the first code cell first.** On Colab it installs the book\'s helper package `physai` and MuJoCo '
+            f'{PINS["mujoco"]}, the version the book\'s numbers are for. A MuJoCo 4 already in the runtime (three pip '
+            'packages: `mujoco`, `mujoco-core`, `mujoco-studio`) is uninstalled first, all three, since changing it '
+            'in place with pip can leave it broken. If the cell stops with RESTART NEEDED, choose *Runtime > Restart '
+            'session* and run it again: it then only checks.')
 
 
 def convert_notebook(notebook: dict, book: Book, page: str) -> dict:
@@ -397,25 +479,31 @@ def convert_notebook(notebook: dict, book: Book, page: str) -> dict:
     values = glued_values(notebook)
     converter = Converter(book, page, values)
     install = first_code_cell(notebook)
+    kept = [cell for k, cell in enumerate(notebook['cells'])
+            if not any(tag in DROPPED_TAGS for tag in cell.get('metadata', {}).get('tags', []))
+            and not (cell['cell_type'] == 'code' and cell is not install
+                     and shows_only_a_live_panel(_text(cell), f'{page} cell {k}'))]
     cells = [{'cell_type': 'markdown', 'id': 'colab-edition', 'metadata': {}, 'source': header(book, page)}]
-    for cell in notebook['cells']:
+    for k, cell in enumerate(kept):
         tags = cell.get('metadata', {}).get('tags', [])
-        if any(tag in DROPPED_TAGS for tag in tags):
-            continue
-        kept = [tag for tag in tags if tag not in NOTEBOOK_ONLY_TAGS]
-        metadata = {'tags': kept} if kept else {}
+        metadata = {'tags': [tag for tag in tags if tag not in NOTEBOOK_ONLY_TAGS]}
         if cell['cell_type'] == 'markdown':
-            cells.append({'cell_type': 'markdown', 'metadata': metadata, 'source': converter.convert(_text(cell))})
+            cells.append({'cell_type': 'markdown', 'source': converter.convert(_text(cell))})
         elif cell['cell_type'] == 'code':
             source = INSTALL_CELL if cell is install else _text(cell)
             your_turn, source = build_it(source) if cell is not install else ([], source)
-            for k, extra in enumerate(your_turn):
-                cells.append({**extra, 'id': f'{cell.get("id") or len(cells)}-your-turn-{k}'})
-            cells.append({'cell_type': 'code', 'execution_count': None, 'metadata': metadata, 'outputs': [],
-                          'source': source})
+            for j, extra in enumerate(your_turn):
+                cells.append({**extra, 'id': f'{cell.get("id") or len(cells)}-your-turn-{j}'})
+            if any(tag in FOLDED_TAGS for tag in tags):
+                source, form = folded(source, _fold_title(kept[k + 1:]))
+                metadata.update(form)
+            cells.append({'cell_type': 'code', 'execution_count': None, 'outputs': [], 'source': source})
         else:
             cells.append(copy.deepcopy(cell))
+        if cell['cell_type'] in ('markdown', 'code'):
+            cells[-1]['metadata'] = {key: value for key, value in metadata.items() if value}
         cells[-1]['id'] = cell.get('id') or f'cell-{len(cells) - 1}'
+    cells = [cell for cell in cells if cell['cell_type'] != 'markdown' or cell['source'].strip()]
     for cell in cells:
         cell['source'] = cell['source'].splitlines(keepends=True)
     metadata = {key: notebook.get('metadata', {})[key] for key in ('kernelspec', 'language_info')
@@ -423,6 +511,16 @@ def convert_notebook(notebook: dict, book: Book, page: str) -> dict:
     metadata['colab'] = {'name': pathlib.PurePosixPath(page).name + '.ipynb', 'provenance': [],
                          'toc_visible': True}
     return {'cells': cells, 'metadata': metadata, 'nbformat': 4, 'nbformat_minor': 5}
+
+
+def _fold_title(after: list[dict]) -> str:
+    """The form title of a folded code cell: the code of the worked answer that follows it, or plain folded code."""
+    following = next((_text(cell) for cell in after if cell['cell_type'] == 'markdown'), '')
+    answer = re.match(r'\s*(`{3,}|:{3,})\{(admonition|dropdown)\}\s*(?P<title>[^\n]*)', following)
+    if answer and 'answer' in answer.group('title').lower():
+        title = answer.group('title').strip().lower()
+        return f'The code of the {title} below (folded: run it, or show the code to read it)'
+    return 'Folded code (run it, or show the code to read it)'
 
 
 def chapters(book: Book) -> list[str]:
