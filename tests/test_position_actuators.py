@@ -184,6 +184,16 @@ def test_so101_armature_is_most_of_the_wrist_and_gripper_inertia(so101_rows):
                                                                      'gripper')), row
 
 
+def test_so101_whole_arm_modes_are_no_slower_than_the_per_joint_figures(so101_rows):
+    """With every servo acting at once the arm's fastest mode is at least as fast as the fastest joint alone
+    (the largest eigenvalue of M⁻¹K bounds kp/M_ii from above); without armature it is faster still."""
+    with_armature = position_actuators.so101_mode_h_omega()
+    without = position_actuators.so101_mode_h_omega(armature=0.0)
+    assert with_armature[-1] >= max(r['h_omega'] for r in so101_rows) - 1e-12
+    assert with_armature[-1] < 1.0
+    assert without[-1] > max(r['h_omega_no_armature'] for r in so101_rows) > 2
+
+
 def test_so101_table_matches_mujoco_fields(so101_rows):
     """link_inertia + armature = M_ii and hω = h·sqrt(kp/M_ii) at 5 ms, with Menagerie's sts3215 gains."""
     for row in so101_rows:

@@ -83,6 +83,34 @@ def so101_servos(timestep: float = SO101_TABLE_TIMESTEP) -> list[dict]:
     return rows
 
 
+def so101_mode_h_omega(timestep: float = SO101_TABLE_TIMESTEP, *, armature: float | None = None) -> np.ndarray:
+    """hω of the SO-101's modes when all six servos move at once: h·sqrt of the eigenvalues of M⁻¹·K, sorted.
+
+    ``M`` is the full mass matrix at ``qpos0`` (``mj_fullM``) and ``K = diag(kp)``, the servos' stiffness. The
+    per-joint figure h·sqrt(kp/M_ii) of :func:`so101_servos` is the joint's frequency while the other joints hold
+    still; the modes are the frequencies of the whole arm. ``armature`` (kg·m², None: the model's) replaces
+    ``dof_armature`` on every joint.
+
+    Returns:
+      (nv,) hω per mode, ascending.
+    """
+    if not (0 < timestep <= 0.1):
+        raise ValueError(f'timestep must be in (0, 0.1] s, got {timestep!r}')
+    m = load_so101()
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    full = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, full)
+    if armature is not None:
+        checks.nonnegative('armature', armature, 'kg·m²')
+        full += np.diag(armature - m.dof_armature)
+    stiffness = np.zeros(m.nv)
+    for i in range(m.nu):
+        stiffness[m.jnt_dofadr[m.actuator_trnid[i, 0]]] = m.actuator_gainprm[i, 0]
+    w2 = np.linalg.eigvals(np.linalg.solve(full, np.diag(stiffness))).real
+    return np.sort(timestep * np.sqrt(np.clip(w2, 0.0, None)))
+
+
 def _register() -> None:
 
     experiment('so101', summary="the SO-101's servos: gains, armature, M_ii at qpos0 and h*omega at 5 ms",
