@@ -4,10 +4,12 @@ Every table of the chapter is a function registered by name (``python -m physai 
 ``qfrc_actuator`` (``actuator-laws``), the link's constants (``link``), our servo loop against ``mj_step``
 (``servo-loop``), growth per step (``growth``), sag and rise against kp (``kp-sweep``), the SO-101 servo with less
 armature (``armature-sweep``, its clamped Euler column a 256-run ensemble) and more kp (``kp-limit``), the smallest
-stable armature (``armature-limit``), Menagerie's SO-101 servos (``so101``, ``so101-no-armature``) and the exercises
-(``motor-hold``, ``gear-sag``). The optional "Going further" section's tables are here as well: the actuator
-driven from Python (``use-it``), two XML traps (``actuator-traps``) and ``<velocity>`` under Euler
-(``velocity-trap``), the step matrix's trace and determinant (``trace-determinant``, :func:`step_matrix`) and the
+stable armature (``armature-limit``), Menagerie's SO-101 servos (``so101``, :func:`so101_mode_h_omega`, and
+``so101-no-armature``, an ensemble per variant) and the exercises (``motor-hold``, ``gear-sag``). The optional "Going
+further" section's tables are here as well: the panel's top kp as a slow divergence (``bound-swing``), the cures for
+sag (``sag-cures``), the actuator driven from Python (``use-it``), the XML traps (``actuator-traps``, ``<velocity>``
+under Euler in ``velocity-trap``, a soft joint limit in ``joint-limit``), the step matrix's trace and determinant
+(``trace-determinant``, :func:`step_matrix`) and the
 model's side of a step test on the SO-101's elbow (``elbow-step-test``, :func:`so101_joint_step`, which chapter 2
 also drives with explicit models). The live panel's physics is here too: ``servo_step``, ``servo_kp_curve`` and
 ``servo_stability`` (cached per argument, so a kp move reruns only what depends on kp).
