@@ -14,6 +14,17 @@ from physai.laws.sim import semi_implicit_euler, step_growth
 # ---------------------------------------------------------------------------------------------
 # the analytic stability bound
 
+def test_e_folding_time_is_where_the_growth_compounds_to_e():
+    """g^(τ/h) = e: 1.001 per step at 5 ms is about 5 s; decay gives the decay time, 1 gives inf."""
+    tau = stability.e_folding_time(1.001, 0.005)
+    assert 1.001 ** (tau / 0.005) == pytest.approx(math.e, rel=1e-12)
+    assert stability.e_folding_time(1 / 1.001, 0.005) == pytest.approx(tau, rel=1e-12)
+    assert math.isinf(stability.e_folding_time(1.0, 0.005))
+    with pytest.raises(ValueError, match='growth must be'):
+        stability.e_folding_time(0.0, 0.005)
+    with pytest.raises(ValueError, match='h must be'):
+        stability.e_folding_time(1.001, -1)
+
 def test_critical_h_omega_matches_the_closed_forms():
     """ζ = 1: explicit damping h²ω² < 4 − 4hω, implicit damping h²ω² < 4 + 4hω; discrete has none."""
     assert stability.critical_h_omega('Euler') == pytest.approx(2 * (math.sqrt(2) - 1), rel=1e-9)

@@ -167,12 +167,13 @@ ARMATURE_CHECK_FINE_TIMESTEP = 0.001  # s, the smaller step that also cures the 
 
 
 def so101_hold(*, armature: float | None = None, forcelimited: bool = True, timestep: float | None = None,
-               step: float = ARMATURE_CHECK_STEP, duration: float = ARMATURE_CHECK_DURATION):
+               step: float = ARMATURE_CHECK_STEP, duration: float = ARMATURE_CHECK_DURATION, offset: float = 0.0):
     """Step every SO-101 joint's command by ``step`` from the home pose and measure the settled motion.
 
     The model is Menagerie's as shipped (its integrator, its gains, its friction loss), with the
     optional changes: ``armature`` on every joint (None: keep 0.028), ``forcelimited`` False to drop
-    the ±2.94 N·m clamp, ``timestep`` in s (None: keep the model's).
+    the ±2.94 N·m clamp, ``timestep`` in s (None: keep the model's). ``offset`` (rad, at most 1e-6) moves the
+    start of every joint away from the home pose: an ensemble's runs differ only by it.
 
     Returns:
       ``(p2p_deg, diverged)``: the peak-to-peak of each joint over the last 0.5 s, degrees, (nu,)
@@ -185,8 +186,11 @@ def so101_hold(*, armature: float | None = None, forcelimited: bool = True, time
         m.actuator_forcelimited[:] = 0
     if timestep is not None:
         m.opt.timestep = timestep
+    if not (isinstance(offset, (int, float)) and abs(offset) <= 1e-6):
+        raise ValueError(f'offset must be a start offset of at most 1e-6 rad, got {offset!r}')
     d = mujoco.MjData(m)
     mj.set_armature(m, m.dof_armature if armature is None else armature, data=d)
+    d.qpos[:] += offset
     perturb.nudge(d.qpos)
     d.ctrl[:] = np.clip(step, m.actuator_ctrlrange[:, 0], m.actuator_ctrlrange[:, 1])
     mujoco.mj_forward(m, d)

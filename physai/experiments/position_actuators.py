@@ -4,10 +4,12 @@ Every table of the chapter is a function registered by name (``python -m physai 
 ``qfrc_actuator`` (``actuator-laws``), the link's constants (``link``), our servo loop against ``mj_step``
 (``servo-loop``), growth per step (``growth``), sag and rise against kp (``kp-sweep``), the SO-101 servo with less
 armature (``armature-sweep``, its clamped Euler column a 256-run ensemble) and more kp (``kp-limit``), the smallest
-stable armature (``armature-limit``), Menagerie's SO-101 servos (``so101``, ``so101-no-armature``) and the exercises
-(``motor-hold``, ``gear-sag``). The optional "Going further" section's tables are here as well: the actuator
-driven from Python (``use-it``), two XML traps (``actuator-traps``) and ``<velocity>`` under Euler
-(``velocity-trap``), the step matrix's trace and determinant (``trace-determinant``, :func:`step_matrix`) and the
+stable armature (``armature-limit``), Menagerie's SO-101 servos (``so101``, :func:`so101_mode_h_omega`, and
+``so101-no-armature``, an ensemble per variant) and the exercises (``motor-hold``, ``gear-sag``). The optional "Going
+further" section's tables are here as well: the panel's top kp as a slow divergence (``bound-swing``), the cures for
+sag (``sag-cures``), the actuator driven from Python (``use-it``), the XML traps (``actuator-traps``, ``<velocity>``
+under Euler in ``velocity-trap``, a soft joint limit in ``joint-limit``), the step matrix's trace and determinant
+(``trace-determinant``, :func:`step_matrix`) and the
 model's side of a step test on the SO-101's elbow (``elbow-step-test``, :func:`so101_joint_step`, which chapter 2
 also drives with explicit models). The live panel's physics is here too: ``servo_step``, ``servo_kp_curve`` and
 ``servo_stability`` (cached per argument, so a kp move reruns only what depends on kp).
@@ -30,7 +32,7 @@ from physai.engine.so101 import ARMATURE_CHECK_FINE_TIMESTEP, load_so101, so101_
 from physai.experiments.registry import cached, experiment
 from physai.laws.sim import actuator_force, kv_from_dampratio, servo_loop, servo_sag
 from physai.laws.stability import (armature_at_h_omega, c_implicit_for, critical_armature, critical_h_omega,
-                                   integrator_growth, is_stable_linear)
+                                   e_folding_time, integrator_growth, is_stable_linear)
 
 
 SO101_TABLE_TIMESTEP = 0.005  # s, the timestep at which the so101 table evaluates h·ω
@@ -83,6 +85,34 @@ def so101_servos(timestep: float = SO101_TABLE_TIMESTEP) -> list[dict]:
     return rows
 
 
+def so101_mode_h_omega(timestep: float = SO101_TABLE_TIMESTEP, *, armature: float | None = None) -> np.ndarray:
+    """hω of the SO-101's modes when all six servos move at once: h·sqrt of the eigenvalues of M⁻¹·K, sorted.
+
+    ``M`` is the full mass matrix at ``qpos0`` (``mj_fullM``) and ``K = diag(kp)``, the servos' stiffness. The
+    per-joint figure h·sqrt(kp/M_ii) of :func:`so101_servos` is the joint's frequency while the other joints hold
+    still; the modes are the frequencies of the whole arm. ``armature`` (kg·m², None: the model's) replaces
+    ``dof_armature`` on every joint.
+
+    Returns:
+      (nv,) hω per mode, ascending.
+    """
+    if not (0 < timestep <= 0.1):
+        raise ValueError(f'timestep must be in (0, 0.1] s, got {timestep!r}')
+    m = load_so101()
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    full = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, full)
+    if armature is not None:
+        checks.nonnegative('armature', armature, 'kg·m²')
+        full += np.diag(armature - m.dof_armature)
+    stiffness = np.zeros(m.nv)
+    for i in range(m.nu):
+        stiffness[m.jnt_dofadr[m.actuator_trnid[i, 0]]] = m.actuator_gainprm[i, 0]
+    w2 = np.linalg.eigvals(np.linalg.solve(full, np.diag(stiffness))).real
+    return np.sort(timestep * np.sqrt(np.clip(w2, 0.0, None)))
+
+
 def _register() -> None:
 
     experiment('so101', summary="the SO-101's servos: gains, armature, M_ii at qpos0 and h*omega at 5 ms",
@@ -96,24 +126,68 @@ _register()
 
 
 
-def so101_without_armature() -> list[dict]:
-    """What dropping the armature does to the real model: per joint, the chatter after a step.
+SO101_HOLD_ENSEMBLE = 8
+"""Runs per variant behind ``so101-no-armature``: run k starts ``k*SO101_HOLD_SPREAD`` rad from the home pose in
+every joint. The arm's chatter wanders (its peak-to-peak over one half-second window differs from the next window's
+by a tenth), so one run's amplitude is one draw; the table reports the range the ensemble spans."""
 
-    Four runs of Menagerie's SO-101 (implicitfast, 5 ms), each joint commanded 0.2 rad from the home
-    pose for 3 s: as shipped; armature 0; armature 0 without the forcerange clamp; armature 0 at a 1 ms
-    timestep. Each column is the peak-to-peak over the last 0.5 s, degrees (0: settled).
+SO101_HOLD_SPREAD = 1e-7
+"""rad: the spacing of the ensemble's starts. At 1e-9 rad the runs stay together for the whole 3 s; from about
+1e-7 rad they take different paths, so the ensemble samples the chatter rather than one path of it."""
+
+SO101_HOLD_VARIANTS = {
+    'shipped': {},
+    'no_armature': {'armature': 0.0},
+    'no_armature_unclamped': {'armature': 0.0, 'forcelimited': False},
+    'no_armature_1ms': {'armature': 0.0, 'timestep': ARMATURE_CHECK_FINE_TIMESTEP},
+}
+"""The four versions of Menagerie's SO-101 that ``so101-no-armature`` runs (keyword arguments of ``so101_hold``)."""
+
+
+def chatter_verdict(p2p_deg: np.ndarray) -> str:
+    """``'never'``, ``'sometimes'`` or ``'always'``: how many runs of an ensemble move more than ``CHATTER_P2P_DEG``
+    over their settle window. Args: p2p_deg: (n,) peak-to-peak of each run, degrees."""
+    chatter = np.asarray(p2p_deg) > CHATTER_P2P_DEG
+    return 'never' if not chatter.any() else 'always' if chatter.all() else 'sometimes'
+
+
+def chatter_range(p2p_deg: np.ndarray) -> tuple[float, float]:
+    """(low, high) degrees: the smallest and largest peak-to-peak of the runs that chatter, each rounded outward on the
+    1-2-5 series (:func:`physai.laws.robust.series_125`), so that the printed range holds for the ensemble's next
+    draw too; (0, 0) when no run chatters."""
+    p2p = np.asarray(p2p_deg, dtype=float)
+    moving = p2p[p2p > CHATTER_P2P_DEG]
+    if moving.size == 0:
+        return 0.0, 0.0
+    return robust.series_125(float(moving.min()), 'down'), robust.series_125(float(moving.max()), 'up')
+
+
+def so101_without_armature(n: int = SO101_HOLD_ENSEMBLE) -> list[dict]:
+    """What dropping the armature does to the real model: per joint, does it chatter after a step, and how much.
+
+    Four versions of Menagerie's SO-101 (:data:`SO101_HOLD_VARIANTS`; implicitfast, 5 ms unless changed), each joint
+    commanded 0.2 rad from the home pose for 3 s, each run ``n`` times from starts ``k*SO101_HOLD_SPREAD`` apart. A run
+    chatters at a joint when its peak-to-peak over the last 0.5 s passes ``CHATTER_P2P_DEG``.
+
+    Returns:
+      One row per joint: the verdict of each variant (:func:`chatter_verdict`), and for the armature dropped with the
+      clamp kept the range of the chattering runs' peak-to-peak, degrees (:func:`chatter_range`):
+      ``no_armature_p2p_low``, ``no_armature_p2p_high``.
     """
-    runs = {
-        'p2p_deg': so101_hold(),
-        'no_armature_p2p_deg': so101_hold(armature=0.0),
-        'no_armature_unclamped_p2p_deg': so101_hold(armature=0.0, forcelimited=False),
-        'no_armature_1ms_p2p_deg': so101_hold(armature=0.0, timestep=ARMATURE_CHECK_FINE_TIMESTEP),
-    }
+    if not (isinstance(n, int) and 1 <= n <= 10):
+        raise ValueError(f'n must be an integer in [1, 10] runs (starts at most 1e-6 rad apart), got {n!r}')
+    p2p = {}
+    for name, kwargs in SO101_HOLD_VARIANTS.items():
+        runs = [so101_hold(offset=k * SO101_HOLD_SPREAD, **kwargs) for k in range(n)]
+        if any(bad for _, bad in runs):
+            raise RuntimeError(f'so101_without_armature: a run of {name} diverged')
+        p2p[name] = np.array([run for run, _ in runs])  # (n, nu) degrees
     m = load_so101()
     rows = []
     for i in range(m.nu):
         row = {'joint': mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, int(m.actuator_trnid[i, 0]))}
-        row.update({key: float(p2p[i]) for key, (p2p, _) in runs.items()})
+        row.update({name: chatter_verdict(runs[:, i]) for name, runs in p2p.items()})
+        row['no_armature_p2p_low'], row['no_armature_p2p_high'] = chatter_range(p2p['no_armature'][:, i])
         rows.append(row)
     return rows
 
@@ -121,10 +195,10 @@ def so101_without_armature() -> list[dict]:
 def _register_hold() -> None:
 
     experiment('so101-no-armature',
-               summary='the SO-101 model with its armature dropped: chatter after a step, per joint',
-               columns=(('joint', 's'), ('p2p_deg', '.4f'), ('no_armature_p2p_deg', '.4f'),
-                        ('no_armature_unclamped_p2p_deg', '.4f'),
-                        ('no_armature_1ms_p2p_deg', '.4f')))(so101_without_armature)
+               summary='the SO-101 model with its armature dropped: does it chatter after a step, per joint',
+               columns=(('joint', 's'), ('shipped', 's'), ('no_armature', 's'), ('no_armature_p2p_low', '.1g'),
+                        ('no_armature_p2p_high', '.1g'), ('no_armature_unclamped', 's'),
+                        ('no_armature_1ms', 's')))(so101_without_armature)
 
 
 _register_hold()
@@ -631,6 +705,76 @@ def servo_stability(timestep: float, integrator: str, dampratio: float = 1.0,
             **servo_bounds(timestep, integrator, dampratio)}
 
 
+BOUND_SWING_DURATION = 12.0
+"""s: how long :func:`bound_swing` runs the panel's top-kp servo (a few e-folding times, still far inside the 20π rad
+divergence bound)."""
+
+BOUND_SWING_WINDOW = 0.25
+"""s: the swing amplitude is read once per window of this length (half its peak-to-peak)."""
+
+BOUND_SWING_SKIP = 0.5
+"""s: windows before this are left out of the fit (the fast-decaying second mode of the step is still there)."""
+
+
+def swing_amplitudes(t: np.ndarray, q: np.ndarray, window: float = BOUND_SWING_WINDOW) -> tuple[np.ndarray, np.ndarray]:
+    """Half the peak-to-peak of ``q`` over consecutive windows: the amplitude of a swing about a fixed point.
+
+    Args:
+      t: (n,) times, s, evenly spaced.
+      q: (n,) angles, rad.
+      window: window length, s.
+
+    Returns:
+      ``(centres, amplitudes)``, (m,) each: each window's mid-time (s) and amplitude (rad).
+    """
+    checks.positive('window', window, 's')
+    per = max(2, round(window / (t[1] - t[0])))
+    m = len(q) // per
+    blocks = np.asarray(q[:m * per], dtype=float).reshape(m, per)
+    centres = np.asarray(t[:m * per], dtype=float).reshape(m, per).mean(axis=1)
+    return centres, 0.5 * np.ptp(blocks, axis=1)
+
+
+@experiment('bound-swing', summary="the panel's top kp under implicitfast: growth a hair above 1, a slow divergence",
+            columns=(('quantity', 's'), ('linear_step', '.3g'), ('mujoco', '.3g')))
+def bound_swing(kp: float = float(PANEL_KP_GRID[-1]), armature: float = SO101_ARMATURE, timestep: float = 0.005,
+                duration: float = BOUND_SWING_DURATION) -> list[dict]:
+    """How fast the swing of a servo a hair past implicitfast's bound grows: the linear step against MuJoCo.
+
+    The panel's servo (dampratio 1) at ``kp`` and ``armature`` sits at hω ≈ 2 + 2√2, on the bound. The linear step
+    (:func:`integrator_growth`) predicts a growth per step g and an e-folding time h/ln g
+    (:func:`physai.laws.stability.e_folding_time`). The MuJoCo run (implicitfast, from rest at q = −0.5 rad to the
+    command 0) is read as a swing amplitude per :data:`BOUND_SWING_WINDOW` (:func:`swing_amplitudes`); a straight
+    line through log(amplitude) against time after :data:`BOUND_SWING_SKIP` gives the measured growth per step,
+    exp(slope·h).
+
+    Returns:
+      Rows ``quantity``, ``linear_step``, ``mujoco``: the growth per step minus 1, the e-folding time (s), and the
+      factor by which the swing grows from the first fitted window to the last (the linear step's g^n over the n
+      steps between their mid-times, against the ratio of the run's two amplitudes).
+    """
+    params = panel_servo(kp, armature, timestep, 'implicitfast', 1.0)
+    run = step_responses([params], duration=duration, nthread=1)[0]
+    if run.diverged:
+        raise RuntimeError(f'bound_swing: the run at kp={kp}, armature={armature} diverged within {duration} s; '
+                           'it is meant to sit on the bound')
+    inertia = params.inertia
+    g = integrator_growth('implicitfast', timestep, kp / inertia, params.kv_effective / inertia)
+    centres, amplitude = swing_amplitudes(run.t, run.q)
+    fit = centres >= BOUND_SWING_SKIP
+    centres, amplitude = centres[fit], amplitude[fit]
+    slope = float(np.polyfit(centres, np.log(amplitude), 1)[0])  # 1/s
+    g_run = math.exp(slope * timestep)
+    steps = (centres[-1] - centres[0]) / timestep
+    return [
+        {'quantity': 'growth per step - 1', 'linear_step': g - 1.0, 'mujoco': g_run - 1.0},
+        {'quantity': 'e-folding time (s)', 'linear_step': e_folding_time(g, timestep),
+         'mujoco': e_folding_time(g_run, timestep)},
+        {'quantity': f'swing growth from {centres[0]:.2f} s to {centres[-1]:.2f} s', 'linear_step': g ** steps,
+         'mujoco': float(amplitude[-1] / amplitude[0])},
+    ]
+
+
 # ---------------------------------------------------------------------------------------------
 # Chapter 1, "Going further": the actuator from Python, three traps, the trace and determinant of the step,
 # and the step test of a real elbow
@@ -807,6 +951,144 @@ def velocity_trap(kv: float = VELOCITY_TRAP_KV, integrators=('Euler', 'implicitf
         rows.append({'integrator': integrator, 'h_kv_over_I': m.opt.timestep * kv / inertia,
                      'mujoco': 'diverged' if bad else 'stable',
                      'mean_speed': None if bad else float(np.mean(v[-ntail:]))})
+    return rows
+
+
+# --- curing the sag, and a joint range that gives
+
+SAG_CURE_KP = 30.0
+"""N·m/rad: the servo whose sag the cures remove (Build it's example, dampratio 1)."""
+
+SAG_CURE_KI_SHARE = 0.1
+"""The integral gain of the PI rows as a share of kp·ω: ki = 0.1·kp·ω, an integral ten times slower than the PD."""
+
+SAG_CURE_IMAX = 0.005
+"""rad·s: the anti-windup clamp of the last row (``<pid imax>``), about 1.6 times the integral that holding the link
+needs (τ_g/ki)."""
+
+SAG_CURE_MODEL_ERROR = 0.2
+"""The feed-forward row with a wrong load model believes the link 20 % lighter than it is."""
+
+
+def _link_with_actuators(actuators: str) -> mujoco.MjModel:
+    """The book's link (armature 0.028, implicitfast, 5 ms) with its ``<actuator>`` block's servo replaced."""
+    servo = '<position name="servo" joint="hinge" kp="1" kv="0"/>'
+    if servo not in link.LINK_XML:
+        raise AssertionError('the link XML no longer holds the servo line this function replaces')
+    return mujoco.MjModel.from_xml_string(link.LINK_XML.replace(servo, actuators))
+
+
+def _hold_run(m: mujoco.MjModel, ctrl, *, q0: float = -0.5, duration: float = 3.0) -> np.ndarray:
+    """q after each step, (nstep + 1,), from rest at ``q0`` with a constant ``ctrl`` (nu,)."""
+    d = mujoco.MjData(m)
+    d.qpos[0] = q0
+    perturb.nudge(d.qpos)
+    d.ctrl[:] = ctrl
+    mujoco.mj_forward(m, d)
+    nstep = round(duration / m.opt.timestep)
+    q = np.empty(nstep + 1)
+    q[0] = d.qpos[0]
+    with mj.captured_warnings():
+        for k in range(nstep):
+            mujoco.mj_step(m, d)
+            q[k + 1] = d.qpos[0]
+    if diverged(q, warned=mj.bad_qacc(d)):
+        raise RuntimeError('a sag-cure run diverged')
+    return q
+
+
+@experiment('sag-cures', summary='curing the sag: gravity feed-forward and integral action, and what each costs',
+            columns=(('servo', 's'), ('error_deg', '.3f'), ('overshoot_pct', '.1f'), ('needs', 's')))
+def sag_cures(kp: float = SAG_CURE_KP) -> list[dict]:
+    """A ``<position kp dampratio=1>`` servo on the link, stepped from −0.5 rad to 0, and four ways to remove its sag.
+
+    - **Gravity feed-forward**: a second actuator, a ``<motor>``, adds the torque gravity needs at the command,
+      τ_g cos u (read from MuJoCo's ``qfrc_bias`` at q = u). The spring then has nothing to hold. Exact only while the
+      load model is: with the link believed ``SAG_CURE_MODEL_ERROR`` lighter, that share of the sag stays.
+    - **Integral action**: MuJoCo's ``<pid ki>`` actuator (MuJoCo 3.12 and later) adds ki·∫e dt, a force that keeps
+      growing while any error is left, so the sag goes to zero. The integral also piles up during the rise (windup),
+      so the step overshoots; ``imax`` clamps the integral and the overshoot with it.
+
+    Returns:
+      One row per servo: ``error_deg`` (command minus the mean angle over the last 0.5 s of a 3 s run), ``overshoot_pct``
+      (how far the link went past the command, % of the 0.5 rad step) and ``needs`` (what the cure asks for).
+    """
+    checks.positive('kp', kp, 'N·m/rad')
+    inertia = LINK_INERTIA + SO101_ARMATURE
+    ki = SAG_CURE_KI_SHARE * kp * math.sqrt(kp / inertia)
+    position = f'<position name="servo" joint="hinge" kp="{kp!r}" dampratio="1"/>'
+    ff_model = _link_with_actuators(position + '<motor name="ff" joint="hinge"/>')
+    d = mujoco.MjData(ff_model)
+    mujoco.mj_forward(ff_model, d)  # q = 0, the command: qfrc_bias is the torque gravity needs there
+    tau_ff = float(d.qfrc_bias[0])
+    pid = f'<pid name="servo" joint="hinge" kp="{kp!r}" dampratio="1" ki="{ki!r}" input="pos"'
+    cases = [
+        ('<position> (P and D)', _link_with_actuators(position), [0.0], '-'),
+        ('+ gravity feed-forward', ff_model, [0.0, tau_ff], 'a model of the load'),
+        (f'+ feed-forward, link {100 * SAG_CURE_MODEL_ERROR:.0f} % too light', ff_model,
+         [0.0, (1 - SAG_CURE_MODEL_ERROR) * tau_ff], 'a model of the load'),
+        (f'<pid ki={ki:.0f}> (PID)', _link_with_actuators(pid + '/>'), [0.0], 'an integral state'),
+        (f'<pid ki={ki:.0f} imax={SAG_CURE_IMAX:g}>', _link_with_actuators(pid + f' imax="{SAG_CURE_IMAX!r}"/>'), [0.0],
+         'an integral state, an imax'),
+    ]
+    rows = []
+    for name, m, ctrl, needs in cases:
+        q = _hold_run(m, ctrl)
+        t = m.opt.timestep * np.arange(len(q))
+        final = float(np.mean(q[t >= t[-1] - SETTLE_WINDOW + 1e-12]))
+        rows.append({'servo': name, 'error_deg': round(-math.degrees(final), 3) + 0.0,
+                     'overshoot_pct': 100 * max(0.0, float(np.max(q))) / 0.5, 'needs': needs})
+    return rows
+
+
+LIMIT_RANGE = 0.3
+"""rad: the joint range ±0.3 of the joint-limit runs."""
+
+LIMIT_COMMAND = 0.5
+"""rad: the command, past the range, so the servo presses the link into its limit."""
+
+LIMIT_SOLREFS = ((0.02, 1.0), (0.01, 1.0), (0.005, 1.0))
+"""(timeconst s, dampratio) of ``solreflimit``: MuJoCo's default first, then stiffer."""
+
+
+@experiment('joint-limit', summary='a joint range is a soft constraint: how far the servo pushes the link past it',
+            columns=(('solreflimit', 's'), ('past_limit_deg', '.3f'), ('limit_torque', '.3f')))
+def joint_limit(solrefs=LIMIT_SOLREFS) -> list[dict]:
+    """The link with the SO-101 servo (kp, kv, forcerange ±2.94, joint damping) and a joint ``range`` of ±0.3 rad,
+    commanded to 0.5 rad: the servo presses the link into its upper limit with its clamped 2.94 N·m.
+
+    A limit is a constraint of MuJoCo's soft constraint model, like a contact: its force grows with how far the
+    joint is past the range, set by ``solreflimit`` (a time constant and a damping ratio, default 0.02 s and 1) and
+    ``solimplimit``. So a pushed joint goes past its range a little. A stiffer time constant helps only down to twice
+    the timestep: MuJoCo's ``refsafe`` uses max(timeconst, 2h).
+
+    Returns:
+      One row per ``solreflimit``: ``past_limit_deg`` (the angle beyond the range after 2 s, degrees) and
+      ``limit_torque`` (the limit's torque on the joint, N·m: the servo's push minus gravity's pull).
+    """
+    rows = []
+    for timeconst, dampratio in solrefs:
+        spec = link.link_spec(armature=SO101_ARMATURE)
+        spec.compiler.degree = False  # the range below is in rad
+        hinge = spec.joint('hinge')
+        hinge.range = [-LIMIT_RANGE, LIMIT_RANGE]
+        hinge.limited = mujoco.mjtLimited.mjLIMITED_TRUE
+        hinge.solref_limit = [timeconst, dampratio]
+        hinge.damping[0] = SO101_DAMPING
+        servo = spec.actuator('servo')
+        servo.set_to_position(kp=SO101_KP, kv=SO101_KV)
+        servo.forcerange = list(SO101_FORCERANGE)
+        servo.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+        m = spec.compile()
+        d = mujoco.MjData(m)
+        perturb.nudge(d.qpos)
+        d.ctrl[0] = LIMIT_COMMAND
+        with mj.captured_warnings():
+            for _ in range(round(2.0 / m.opt.timestep)):
+                mujoco.mj_step(m, d)
+        rows.append({'solreflimit': f'{timeconst:g} {dampratio:g}',
+                     'past_limit_deg': math.degrees(float(d.qpos[0]) - LIMIT_RANGE),
+                     'limit_torque': float(-d.qfrc_constraint[0])})
     return rows
 
 

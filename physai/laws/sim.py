@@ -94,8 +94,11 @@ def actuator_force(ctrl, length, velocity, gainprm: Sequence[float], biasprm: Se
 def kv_from_dampratio(kp, dampratio, inertia):
     """Damping gain for a damping ratio: ``kv = 2 * dampratio * sqrt(kp * inertia)``.
 
-    This is what MuJoCo's ``<position dampratio=...>`` resolves to when the model compiles, with
-    ``inertia`` the joint's diagonal of the mass matrix at ``qpos0`` (armature included).
+    This is what MuJoCo's ``<position dampratio=...>`` resolves to when the model compiles, with ``inertia`` the
+    inertia the actuator drives at ``qpos0``, armature included. For one joint alone, as on the book's link, that is
+    its diagonal of the mass matrix, M_ii. On a chain MuJoCo 3.15 and later take the operational-space inertia
+    1/(M⁻¹)_jj of the joint instead (its changelog, 3.15.0), which is smaller than M_ii when the joint is coupled to
+    others.
 
     Args:
       kp: stiffness, N·m/rad (> 0).

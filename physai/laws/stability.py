@@ -102,6 +102,23 @@ def armature_at_h_omega(h_omega: float, kp: float, timestep: float, *, link_iner
     return timestep**2 * kp / h_omega**2 - link_inertia
 
 
+def e_folding_time(growth: float, h: float) -> float:
+    """Time (s) over which a motion that changes by ``growth`` per step changes by a factor e: ``h/|ln growth|``.
+
+    A run with growth 1.001 per step at h = 5 ms is not a steady swing: it grows e-fold every 5 s, a slow
+    divergence. Growth below 1 gives the decay time instead; growth exactly 1 gives ``inf`` (a swing that neither
+    grows nor dies out).
+
+    Args:
+      growth: growth per step, the spectral radius of the step (> 0).
+      h: timestep, s (> 0).
+    """
+    checks.positive('growth', growth)
+    checks.positive('h', h, 's')
+    rate = abs(math.log(growth))
+    return math.inf if rate == 0 else h / rate
+
+
 def loglog_slope(x, y) -> float:
     """Least-squares slope of log(y) against log(x): the exponent p of a power law y ∝ x^p.
 
