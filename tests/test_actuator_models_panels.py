@@ -54,6 +54,39 @@ def test_panel_flags_the_explicit_pd_that_explodes():
     assert not run.diverged
 
 
+def test_panel_defaults_are_the_ones_the_panel_starts_from():
+    import inspect
+    signature = inspect.signature(actuator_models_panels.actuator_panel).parameters
+    assert {name: p.default for name, p in signature.items()} == actuator_models_panels.PANEL_DEFAULTS
+
+
+def test_the_try_it_suggestions_do_what_their_worked_answers_say():
+    """Chapter 2's worked answers: kv 100 explodes the explicit PD (h·kv/I > 2) and not the implicit one; a 6 N·m
+    clamp keeps it bounded but the torque chatters, changing sign at least 3 of every 10 steps; kp 30000 at 20 ms
+    diverges under implicitfast (spring explicit) and holds under discrete; a DC motor with V 2 rises over three
+    times slower than with V 8 to the same error; the remotized PD swings once half of E falls under tau_g."""
+    tries = actuator_models_panels.panel_tries()
+    assert set(tries) == set(actuator_models_panels.PANEL_TRIES)
+    h, inertia = pendulum.TIMESTEP, pendulum.LINK_INERTIA
+    assert h * 100.0 / inertia > 2
+    assert tries['ideal PD, kv 100, no limit'][0].diverged
+    run, metrics = tries['implicit, kv 100, no limit']
+    assert not run.diverged and actuator_models_panels.panel_readout(run, metrics).startswith('still creeping')
+    run, metrics = tries['ideal PD, kv 100, E 6']
+    tail = run.t[:-1] >= run.t[-1] - 1.0
+    flips = np.sum(np.diff(np.sign(run.torque[tail])) != 0) / np.sum(tail)
+    assert not run.diverged and flips > 0.3 and np.max(np.abs(run.torque)) <= 6.0
+    assert tries['implicit, kp 30000, 20 ms, implicitfast'][0].diverged
+    run, metrics = tries['implicit, kp 30000, 20 ms, discrete']
+    assert not run.diverged and abs(metrics['error_deg']) < 0.1
+    slow, fast = tries['DC motor, V 2'][1], tries['DC motor, V 8'][1]
+    assert slow['rise_ms'] > 3 * fast['rise_ms']
+    assert abs(slow['error_deg'] - fast['error_deg']) < 1e-3
+    held, weak = tries['remotized PD, E 6'][1], tries['remotized PD, E 5'][1]
+    assert 0.5 * 6.0 > pendulum.TAU_G > 0.5 * 5.0
+    assert held['p2p_deg'] < plots.SWINGING_P2P_DEG < weak['p2p_deg']
+
+
 def test_forcerange_twin_is_byte_stable_small_and_changes_with_the_limit():
     first, second = actuator_models_panels.forcerange_twin().data, actuator_models_panels.forcerange_twin().data
     assert first == second

@@ -16,7 +16,7 @@ SWEEP_KEYS = {
     'armature': ['armature', 'error_deg', 'overshoot_pct', 'rise_ms', 'settling_s'],
     'friction': ['frictionloss', 'decay_s', 'turns', 'final_speed'],
     'viscous-friction': ['damping', 'decay_s', 'turns', 'final_speed'],
-    'effort-limit': ['effort_limit', 'mean_angle_rad', 'p2p_rad'],
+    'effort-limit': ['forcerange', 'mean_angle_rad', 'p2p_rad'],
     'velocity-limit': ['velocity_limit', 'peak_speed', 'error_deg', 'overshoot_pct', 'rise_ms',
                        'settling_s'],
     'delay': ['delay_steps', 'delay_ms', 'lag_ms', 'overshoot_pct'],

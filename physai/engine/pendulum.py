@@ -1,7 +1,8 @@
 """Chapter 2's pendulum on MuJoCo under each actuator model of :mod:`physai.laws.drives`, and MuJoCo's own DC motor
 and delay.
 
-The pendulum of the chapter's Experiment (as in Isaac Lab's actuator documentation): a hinge about the world y axis,
+The pendulum of the chapter's Experiment (like the one of Isaac Lab's actuator documentation, whose sweeps use the same
+1/360 s step, 60 Hz commands and a hold torque near 2.94 N·m): a hinge about the world y axis,
 q = 0 hanging down and π/2 horizontal, a 1 kg capsule of length 0.6 m and radius 0.05 m with its centre 0.3 m from
 the pivot, so gravity pulls with ``-tau_g*sin(q)``, ``tau_g = 1*9.81*0.3`` N·m. Physics runs at ``timestep`` =
 1/360 s with ``implicitfast``; the commands change at 60 Hz (every 6 physics steps) and are held in between, while an

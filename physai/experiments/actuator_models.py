@@ -127,7 +127,7 @@ SWEEPS = {
 }
 
 SWEEP_KEY = {'stiffness': 'kp', 'damping': 'kv', 'armature': 'armature', 'friction': 'frictionloss',
-             'viscous-friction': 'damping', 'effort-limit': 'effort_limit', 'velocity-limit': 'velocity_limit',
+             'viscous-friction': 'damping', 'effort-limit': 'forcerange', 'velocity-limit': 'velocity_limit',
              'delay': 'delay_steps'}
 
 DC_SATURATION = 12.0  # N·m
@@ -152,7 +152,7 @@ def sweep(param: str) -> Sweep:
     ``param`` is one of ``SWEEPS``: stiffness, damping, armature (implicit PD, step 0 → π/2 at 0.5 s,
     4 s), friction (kp = kv = 0, free swing from 4π rad/s, 6 s, joint ``frictionloss`` in N·m), viscous-friction
     (the same swing with joint ``damping`` in N·m·s/rad instead), effort-limit (ideal PD kp 400 kv 20
-    from hanging towards horizontal, 6 s), velocity-limit (DC motor S 12, E 6, kp 100, kv 5, the step,
+    from hanging towards horizontal, 6 s, its clamp E = ``forcerange`` in N·m), velocity-limit (DC motor S 12, E 6, kp 100, kv 5, the step,
     4 s), delay (delayed PD kp 100 kv 5, square wave 0 ↔ π/2 of period 2 s, 6 s).
     """
     if param not in SWEEPS:
@@ -233,7 +233,7 @@ SWEEP_COLUMNS = {
     'friction': (('frictionloss', '.2f'), ('decay_s', '.3f'), ('turns', '.2f'),
                  ('final_speed', '.4f')),
     'viscous-friction': (('damping', '.2f'), ('decay_s', '.3f'), ('turns', '.2f'), ('final_speed', '.4f')),
-    'effort-limit': (('effort_limit', '.1f'), ('mean_angle_rad', '.4f'), ('p2p_rad', '.4f')),
+    'effort-limit': (('forcerange', '.1f'), ('mean_angle_rad', '.4f'), ('p2p_rad', '.4f')),
     'velocity-limit': (('velocity_limit', '.0f'), ('peak_speed', '.3f'), ('error_deg', '.3f'),
                        ('overshoot_pct', '.2f'), ('rise_ms', '.1f'), ('settling_s', '.3f')),
     'delay': (('delay_steps', '.0f'), ('delay_ms', '.1f'), ('lag_ms', '.1f'),
@@ -428,9 +428,10 @@ def explicit_through_clamped_motor(actuator, joint_limit: float, *, command=Step
                                    duration: float = 6.0) -> tuple[Run, np.ndarray]:
     """An explicit model whose torque goes through a ``<motor>`` that clamps it again at ±``joint_limit``.
 
-    This is the path of an explicit actuator in Isaac Lab: the model clips its torque to its own ``effort_limit``,
-    and the simulation clips what it receives once more at the joint's effort limit. In MuJoCo the second clip is
-    the ``<motor>``'s ``forcerange``. Same physics as :func:`physai.engine.pendulum.simulate` (the same start,
+    This is the path of an explicit actuator in Isaac Lab: the model clips its torque at its own
+    ``actuator_effort_limit``, and the physics engine clips what it receives once more at the joint's
+    ``joint_effort_limit`` (the names of Isaac Lab 3.0; before it, ``effort_limit`` and ``effort_limit_sim``). In
+    MuJoCo the second clip is the ``<motor>``'s ``forcerange``. Same physics as :func:`physai.engine.pendulum.simulate` (the same start,
     nudge and held commands), one physics step at a time.
 
     Args:
@@ -574,12 +575,12 @@ def delay_randomized() -> list[dict]:
 # on the real robot: the SO-101's elbow servo, implicit (Menagerie) and explicit (a DC motor)
 
 STS3215_STALL_TORQUE = 2.94
-"""N·m: the stall torque used for the STS3215, Menagerie's forcerange (30 kg·cm, the torque Feetech rates the
-12 V servo at)."""
+"""N·m: the stall torque used for the STS3215: Menagerie's ``forcerange`` for its ``sts3215`` class (2.94 N·m is
+30 kg·cm)."""
 
 STS3215_NO_LOAD_SPEED = 45 * 2 * math.pi / 60
-"""rad/s (45 rpm, 0.222 s per 60°): an assumed no-load speed for the STS3215, of the size hobby-servo catalogues
-quote; replace it with your servo's measured one. The chapter also runs twice this value."""
+"""rad/s (45 rpm, 0.222 s per 60°): an assumed no-load speed for the STS3215, not a measured or datasheet value;
+replace it with your servo's measured one. The chapter also runs twice this value."""
 
 
 def so101_elbow_models(step: float = 0.2) -> dict:

@@ -134,6 +134,35 @@ def panel_run(model: str, kp: float, kv: float, armature: float, timestep: float
     return run, step_metrics(run, at=PANEL_STEP.at)
 
 
+PANEL_DEFAULTS = {'model': 'ideal PD', 'kp': 100.0, 'kv': 5.0, 'armature': 0.0, 'timestep': TIMESTEP,
+                  'integrator': 'implicitfast', 'forcerange': 6.0, 'velocity_limit': 8.0, 'delay': 12}
+"""The live panel's starting values (the defaults of :func:`actuator_panel`)."""
+
+PANEL_TRIES = {
+    'ideal PD, kv 100, no limit': {'kv': 100.0, 'forcerange': PANEL_NO_LIMIT},
+    'implicit, kv 100, no limit': {'model': 'implicit', 'kv': 100.0, 'forcerange': PANEL_NO_LIMIT},
+    'ideal PD, kv 100, E 6': {'kv': 100.0},
+    'implicit, kp 30000, 20 ms, implicitfast': {'model': 'implicit', 'kp': 30000.0, 'timestep': 0.02,
+                                                'forcerange': PANEL_NO_LIMIT},
+    'implicit, kp 30000, 20 ms, discrete': {'model': 'implicit', 'kp': 30000.0, 'timestep': 0.02,
+                                            'forcerange': PANEL_NO_LIMIT, 'integrator': 'discrete'},
+    'DC motor, V 8': {'model': 'DC motor'},
+    'DC motor, V 2': {'model': 'DC motor', 'velocity_limit': 2.0},
+    'remotized PD, E 6': {'model': 'remotized PD'},
+    'remotized PD, E 5': {'model': 'remotized PD', 'forcerange': 5.0},
+}
+"""Chapter 2's Try-it suggestions: each is a change of :data:`PANEL_DEFAULTS`, run by :func:`panel_tries`."""
+
+
+def panel_tries() -> dict[str, tuple[Run, dict]]:
+    """The Try-it suggestions (:data:`PANEL_TRIES`), each run as the panel runs it (:func:`panel_run`).
+
+    Returns:
+      Name → ``(run, metrics)``.
+    """
+    return {name: panel_run(**{**PANEL_DEFAULTS, **change}) for name, change in PANEL_TRIES.items()}
+
+
 def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.0,
                    armature: float = 0.0, timestep: float = TIMESTEP,
                    integrator: str = 'implicitfast', forcerange: float = 6.0,

@@ -21,9 +21,16 @@ model              torque on the joint, N·m
 
 Symbols and their MuJoCo fields: q, qd are ``d.qpos[0]``, ``d.qvel[0]`` (rad, rad/s); q* is the position command
 (rad); kp is ``actuator_gainprm[0]`` = ``-actuator_biasprm[1]`` (N·m/rad) and kv is ``-actuator_biasprm[2]``
-(N·m·s/rad, the PD law's "kd" in Isaac Lab); E is ``forcerange`` (N·m, a symmetric clamp: MuJoCo's
-``forcerange`` = (-E, E), Isaac Lab's ``effort_limit``); S is ``saturation_effort`` (stall torque, N·m), V is ``velocity_limit`` (no-load
-speed, rad/s).
+(N·m·s/rad, Isaac Lab's and mjlab's ``damping``, "kd" in many texts); E is ``forcerange`` (N·m, a symmetric
+clamp: MuJoCo's ``forcerange`` = (-E, E)); S is ``saturation_effort`` (stall torque, N·m, the name Isaac Lab and mjlab
+use), V is ``velocity_limit`` (no-load speed, rad/s: mjlab's ``velocity_limit``, Isaac Lab's
+``actuator_velocity_limit``).
+
+Which side owns a limit: in these explicit models E and V belong to the actuator model (Isaac Lab 3.0's
+``actuator_effort_limit`` and ``actuator_velocity_limit``); the physics engine's own clamp on the joint is another
+limit (Isaac Lab's ``joint_effort_limit``, MuJoCo's ``forcerange`` on the ``<motor>`` that carries the torque, or
+the joint's ``actuatorfrcrange``). Isaac Lab's older ``effort_limit``, ``velocity_limit``, ``effort_limit_sim`` and
+``velocity_limit_sim`` are deprecated aliases since its 3.0 (``isaaclab/actuators/actuator_base_cfg.py``).
 """
 
 from __future__ import annotations
@@ -53,6 +60,10 @@ def dc_motor_envelope(v, *, saturation_effort: float, forcerange: float, velocit
     to ``±V*(1 + E/S)``, where the band closes to a single torque ``∓E``. At v = 0 the band is
     ``±min(S, E)``; at v = +V it is ``[-E, 0]``: the motor can no longer push forward; beyond +V it
     excludes zero, so the motor must brake.
+
+    This is the clip of Isaac Lab's ``DCMotor`` from 2.1.1 on ("Fixes DCMotor clipping for negative power",
+    isaac-sim/IsaacLab pull request 2300) and of mjlab's ``DcMotorActuator``. Up to Isaac Lab 2.1.0 ``tau_max`` was
+    clipped to [0, E] and ``tau_min`` to [-E, 0], so the band always held zero and the motor never had to brake.
 
     Args:
       v: joint velocity (rad/s), scalar or array.
