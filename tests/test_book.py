@@ -309,21 +309,15 @@ def numbers_quoted_from_removed_cells(notebook: dict) -> list[str]:
     return problems
 
 
-CHAPTER_2_INTERLEAVES = pytest.mark.xfail(strict=True, reason=(
-    'chapter 2 (notebooks/02_actuator_models.ipynb) on main: "Effort limit" turns to viscous friction and '
-    '"Velocity limit: the DC motor" to the second clip before their figures, and cell 38 quotes the removed '
-    'viscous-friction table (issue 30). Its helper is fixing it on another branch: remove this mark after merging.'))
-OUTLINED = [pytest.param(path, marks=CHAPTER_2_INTERLEAVES) if path.name == '02_actuator_models.ipynb' else path
-            for path in NOTEBOOKS]
 
 
-@pytest.mark.parametrize('path', OUTLINED, ids=[p.name for p in NOTEBOOKS])
+@pytest.mark.parametrize('path', NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_each_section_shows_its_own_table_or_figure_before_another_topic(path):
     notebook = json.loads(path.read_text(encoding='utf-8'))
     assert sections_that_switch_topic(notebook) == [], path.name
 
 
-@pytest.mark.parametrize('path', OUTLINED, ids=[p.name for p in NOTEBOOKS])
+@pytest.mark.parametrize('path', NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_no_prose_quotes_the_output_of_a_removed_cell(path):
     notebook = json.loads(path.read_text(encoding='utf-8'))
     assert numbers_quoted_from_removed_cells(notebook) == [], path.name
@@ -418,11 +412,6 @@ def _stated(value: float, actual_mb: float) -> bool:
     return abs(actual_mb - value) <= 0.5 * 10 ** -decimals
 
 
-SIZE_CHAPTER_1 = pytest.mark.xfail(strict=True, reason=(
-    'chapter 1 (notebooks/01_position_actuators.ipynb) on main calls the engine "about 3 MB", its compressed size '
-    'given as its size (issue 30); its helper says both on another branch: remove this mark after merging.'))
-
-
 @pytest.fixture(scope='module')
 def engine_megabytes() -> tuple[float, list[float]]:
     """The engine's raw size in MB (10⁶ bytes), and its gzip-compressed sizes at levels 1 to 9 (servers pick their
@@ -434,8 +423,7 @@ def engine_megabytes() -> tuple[float, list[float]]:
     return len(data) / 1e6, [len(gzip.compress(data, compresslevel=level)) / 1e6 for level in range(1, 10)]
 
 
-@pytest.mark.parametrize('path', [pytest.param(p, marks=SIZE_CHAPTER_1) if p.name == '01_position_actuators.ipynb'
-                                  else p for p in SIZE_SOURCES], ids=[str(p.relative_to(ROOT)) for p in SIZE_SOURCES])
+@pytest.mark.parametrize('path', SIZE_SOURCES, ids=[str(p.relative_to(ROOT)) for p in SIZE_SOURCES])
 def test_the_engines_size_is_said_as_the_file_measures(path, engine_megabytes):
     """The engine's size, where a page or a comment gives it, is the file's: the largest figure of a sentence its raw
     size, any smaller one its gzip-compressed size, which is what a compressing server sends."""
