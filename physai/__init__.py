@@ -8,7 +8,8 @@ import-linter, the contract is in ``pyproject.toml``). Read it from the bottom u
    Build-it functions: MuJoCo's force law, kv from dampratio, sag, the semi-implicit Euler step, growth per
    step), ``stability`` (h²ω² < 4 ± 2hc, critical armature, growth per step of every integrator),
    ``drives`` (chapter 2's force laws: PD, DC-motor envelope, remotized limit, delay, and their configs),
-   ``loop`` (chapter 3's MIT-form command, controller ticks, zero-order hold).
+   ``loop`` (chapter 3's MIT-form command, controller ticks, zero-order hold, the in-loop PD's two flaws one at a
+   time).
 2. ``physai.engine``: models and runners on MuJoCo. ``mj`` (the shared plumbing: integrators by name,
    MuJoCo's warnings captured per run, the one divergence rule, position-servo gains and armature set on a
    compiled model), ``perturb`` (the last-bit nudge), ``link`` (chapter 1's link and its step responses),

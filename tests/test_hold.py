@@ -153,7 +153,12 @@ def test_max_effort_narrows_the_actuator_forcerange_never_widens_it():
 def hold_by_loop(params: HoldParams, duration: float = 1.0, model: mujoco.MjModel | None = None):
     """The slow, obvious reference: one MjData, PDController.write at every tick, mj_step in between (on
     ``model``, default the runner's own :func:`hold.hold_model`)."""
-    m = hold.hold_model(params) if model is None else model
+    if model is None and params.implicit_kv:  # kv in the joints' damping, built here rather than by the runner
+        m = hold.hold_model(dataclasses.replace(params, implicit_kv=False))
+        m.dof_damping[:] += params.kv
+    else:
+        m = hold.hold_model(params) if model is None else model
+    kv = 0.0 if params.implicit_kv else params.kv
     controller = PDController(m, hold.so101_joints(), backend=params.backend)
     d = mujoco.MjData(m)
     d.qpos[:] += params.start_offset
@@ -167,7 +172,7 @@ def hold_by_loop(params: HoldParams, duration: float = 1.0, model: mujoco.MjMode
     for k in range(nstep):
         if mask[k]:
             controller.write(d, [JointCommand(position=p, velocity=v, stiffness=params.kp,
-                                              damping=params.kv, max_effort=params.forcerange)
+                                              damping=kv, max_effort=params.forcerange)
                                  for p, v in zip(position[k], velocity[k])])
         mujoco.mj_step(m, d)
         q[k] = d.qpos
@@ -175,11 +180,13 @@ def hold_by_loop(params: HoldParams, duration: float = 1.0, model: mujoco.MjMode
     return q, max_contacts
 
 
-@pytest.mark.parametrize('backend', BACKENDS)
+@pytest.mark.parametrize('backend', BACKENDS + ('in-loop, kv implicit',))
 @pytest.mark.parametrize('rate_hz', [50, 400])
 def test_batched_hold_matches_a_plain_loop_and_touches_nothing(backend, rate_hz):
-    """The batched runner is the PDController loop (1e-9 rad), and no contact ever forms: contacts stay on."""
-    params = HoldParams(rate_hz=rate_hz, backend=backend)
+    """The batched runner is the PDController loop (1e-9 rad), and no contact ever forms: contacts stay on. The
+    what-if with kv implicit is the same loop on a model whose joint damping carries kv, the PD writing kv 0."""
+    implicit_kv = backend == 'in-loop, kv implicit'
+    params = HoldParams(rate_hz=rate_hz, backend='in-loop' if implicit_kv else backend, implicit_kv=implicit_kv)
     q_loop, max_contacts = hold_by_loop(params)
     (batched,) = hold.hold_responses([params], duration=1.0)
     np.testing.assert_allclose(batched.q, q_loop, atol=1e-9, rtol=0)
@@ -305,6 +312,8 @@ def test_feedforward_outside_the_clamp_overshoots_the_move():
     ({'kp': 0.0}, 'kp must be a finite number > 0 N·m/rad, got 0.0'),
     ({'feedforward': 'nowhere'}, 'feedforward must be one of in-clamp, applied'),
     ({'start_offset': 1e-3}, r'start_offset must be a number in \[-1e-06, 1e-06\] rad, got 0.001'),
+    ({'implicit_kv': 1, 'backend': 'in-loop'}, 'implicit_kv must be True or False, got 1'),
+    ({'implicit_kv': True, 'backend': 'in-step'}, "implicit_kv applies to backend 'in-loop' only"),
 ])
 def test_bad_hold_params_raise_naming_the_field(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -354,3 +363,17 @@ def test_a_joint_whose_actuator_has_gear_zero_is_refused():
         '<actuator><motor name="m" joint="j" gear="0"/></actuator></mujoco>')
     with pytest.raises(ValueError, match=r'joint\(s\) j must have a finite, non-zero gear'):
         PDController(m, ['j'], backend='in-step')
+
+
+def test_implicit_kv_moves_kv_into_the_damping_that_implicitfast_takes_implicitly():
+    """HoldParams(implicit_kv=True): every joint's dof_damping is the model's plus kv, so implicitfast's velocity
+    derivative (-qDeriv on the diagonal) holds kv while the applied torque carries none; the shared in-loop model
+    is left as it was."""
+    base = hold.hold_model(HoldParams(backend='in-loop'))
+    what_if = hold.hold_model(HoldParams(backend='in-loop', implicit_kv=True, kv=2.5))
+    np.testing.assert_allclose(what_if.dof_damping, base.dof_damping + 2.5, rtol=0, atol=1e-15)
+    d = mujoco.MjData(what_if)
+    mujoco.mj_step(what_if, d)
+    diagonal = d.qDeriv[what_if.D_rowadr + what_if.D_diag]  # qDeriv is stored sparse, row by row
+    np.testing.assert_allclose(-diagonal, base.dof_damping + 2.5, rtol=1e-12)
+    assert np.all(hold.hold_model(HoldParams(backend='in-loop')).dof_damping == base.dof_damping)

@@ -1,7 +1,9 @@
-"""physai.laws.loop: chapter 3's MIT-form command and its checks, controller ticks, and the zero-order hold."""
+"""physai.laws.loop: chapter 3's MIT-form command and its checks, controller ticks, the zero-order hold, and the
+in-loop PD's two flaws taken one at a time (MuJoCo as the oracle)."""
 
 import math
 
+import mujoco
 import numpy as np
 import pytest
 
@@ -72,3 +74,81 @@ def test_held_pd_tick_is_the_zero_order_hold_map(n):
     q1, v1 = loop.zoh_step(q, v, lambda q_, v_: -w2 * q_ - c * v_, h, substeps=(n,))
     assert v1 == pytest.approx(v + T * a, rel=1e-12)
     assert q1 == pytest.approx(q + T * v + beta * T**2 * a, rel=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The in-loop PD's two flaws, one at a time
+
+
+@pytest.mark.parametrize('rate_hz', [50, 100, 129, 400, 1000])
+@pytest.mark.parametrize('inertia, damping', [(0.03, 0.6), (0.003, 0.0)])
+def test_flaw_growth_with_both_flaws_is_the_in_loop_pd_and_with_neither_the_in_step_servo(rate_hz, inertia, damping):
+    """hold and explicit kv: tick_growth in-loop, bit for bit (the same map); neither: the in-step servo under
+    implicitfast (integrator_growth to the n-th power), to rounding."""
+    gains = dict(rate_hz=rate_hz, kp=998.0, kv=2.7, inertia=inertia, damping=damping)
+    assert loop.flaw_growth(**gains, hold=True, explicit_kv=True) == loop.tick_growth(**gains)
+    assert loop.flaw_growth(**gains, hold=False, explicit_kv=False) == pytest.approx(
+        loop.tick_growth(**gains, backend='in-step', integrator='implicitfast'), rel=1e-12)
+
+
+def test_without_the_hold_the_growth_per_tick_is_the_growth_per_step_to_the_steps_per_tick():
+    """No hold, kv explicit: the PD at every physics step, so a tick of n steps grows as one step to the n (the
+    in-loop PD at one tick per step)."""
+    gains = dict(kp=998.0, kv=2.7, inertia=0.03, damping=0.6)
+    per_step = loop.tick_growth(rate_hz=1000, **gains)
+    assert loop.flaw_growth(rate_hz=1000, **gains, hold=False, explicit_kv=True) == pytest.approx(per_step, rel=1e-14)
+    assert loop.flaw_growth(rate_hz=100, **gains, hold=False, explicit_kv=True) == pytest.approx(per_step**10,
+                                                                                                   rel=1e-12)
+    assert loop.flaw_growth(rate_hz=400, **gains, hold=False, explicit_kv=True) == pytest.approx(per_step**2.5,
+                                                                                                   rel=1e-12)
+
+
+HELD_SPRING_XML = """
+<mujoco>
+  <option timestep="0.001" integrator="implicitfast" gravity="0 0 0"/>
+  <worldbody>
+    <body>
+      <joint name="hinge" type="hinge" axis="0 -1 0" damping="{damping}" armature="0.028"/>
+      <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.01" mass="0.3"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize('rate_hz', [50, 100, 400])
+def test_held_spring_with_implicit_damping_is_mujocos_step(rate_hz):
+    """MuJoCo as the oracle of flaw_growth(hold=True, explicit_kv=False): a link (no gravity, so the joint is linear)
+    whose spring -kp*q is computed at each tick and held in qfrc_applied, its kv moved into the joint's damping,
+    which implicitfast integrates implicitly. zoh_step with the held spring and c_joint = (kv + d)/I retraces
+    MuJoCo's q and qd tick by tick, to rounding."""
+    kp, kv, d_joint = 998.0, 2.7, 0.6
+    m = mujoco.MjModel.from_xml_string(HELD_SPRING_XML.format(damping=kv + d_joint))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    full = np.zeros((1, 1))
+    mujoco.mj_fullM(m, d, full)
+    inertia = float(full[0, 0])
+    d.qpos[0], d.qvel[0] = 0.01, -0.3
+    q, v = float(d.qpos[0]), float(d.qvel[0])
+    pattern = loop.tick_pattern(rate_hz, m.opt.timestep)
+    for n in pattern * 10:
+        d.qfrc_applied[0] = -kp * d.qpos[0]  # the spring, held for the tick
+        for _ in range(n):
+            mujoco.mj_step(m, d)
+        q, v = loop.zoh_step(q, v, lambda q_, v_: -kp / inertia * q_, m.opt.timestep, substeps=(n,),
+                             c_joint=(kv + d_joint) / inertia)
+        assert d.qpos[0] == pytest.approx(q, rel=1e-9, abs=1e-13)
+        assert d.qvel[0] == pytest.approx(v, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    ({'hold': 1, 'explicit_kv': True}, 'hold must be True or False, got 1'),
+    ({'hold': True, 'explicit_kv': None}, 'explicit_kv must be True or False, got None'),
+    ({'hold': True, 'explicit_kv': True, 'kv': -1.0}, 'kv must be a finite number >= 0'),
+    ({'hold': True, 'explicit_kv': True, 'inertia': 0.0}, 'inertia must be a finite number > 0'),
+])
+def test_flaw_growth_refuses_bad_input_naming_it(kwargs, message):
+    args = dict(rate_hz=100, kp=998.0, kv=2.7, inertia=0.03) | kwargs
+    with pytest.raises(ValueError, match=message):
+        loop.flaw_growth(**args)

@@ -644,8 +644,9 @@ def test_servo_sysid_numbers_answer_with_an_error_or_a_result(window, tol_deg, s
         assert top > 0 and not math.isnan(top)
 
 
-CH3_CH4 = ['pd-growth', 'pd-critical-rate', 'pd-tick-mix', 'pd-rate', 'pd-rate-near-critical', 'sysid']
-SLOW = {'pd-rate', 'pd-rate-near-critical', 'sysid'}  # minutes each: only with words that make them refuse
+CH3_CH4 = ['pd-growth', 'pd-cause', 'pd-critical-rate', 'pd-tick-mix', 'pd-rate', 'pd-rate-near-critical',
+           'pd-implicit-kv', 'sysid']
+SLOW = {'pd-rate', 'pd-rate-near-critical', 'pd-implicit-kv', 'sysid'}  # minutes each: only with words that make them refuse
 
 
 @settings(EXAMPLES, max_examples=30)

@@ -33,6 +33,11 @@ with q, qd the joint's ``d.qpos`` / ``d.qvel`` (rad, rad/s) and tau the generali
 
 Either way the effort read back is ``qfrc_actuator + qfrc_applied`` at the joint's dof (N·m).
 
+One what-if sits beside the two backends: ``HoldParams(implicit_kv=True)`` runs the in-loop PD with its kv moved
+into the joints' ``dof_damping``, so that MuJoCo integrates it implicitly at every step while the spring stays held
+between ticks. It tells which of the in-loop PD's two differences from the servo, the hold or the explicit kv, makes
+it chatter.
+
 The rest of the module runs the chapter's experiment on Menagerie's SO-101: hold a standby pose after a move,
 physics at 1 kHz, a controller at 50 ... 1000 Hz, either backend (:func:`hold_responses`, batched on
 ``mujoco.batch.Batch``), and ensembles of runs from starts a nanoradian apart (:func:`hold_ensembles`), since below
@@ -247,6 +252,11 @@ class HoldParams:
     """In-step only: the velocity target's ``kv*velocity`` inside the clamp or as ``qfrc_applied``."""
     start_offset: float = 0.0
     """rad, |offset| <= 1e-6: added to every joint's initial ``qpos`` (the home pose): an ensemble member's start."""
+    implicit_kv: bool = False
+    """In-loop only, a what-if: kv leaves the held torque and acts at every physics step as joint damping
+    (``dof_damping + kv``, which MuJoCo integrates implicitly), while the spring ``kp*(target - q)`` stays held
+    between ticks. The in-loop PD with its implicit damping given back and its hold kept. (kv then damps toward rest,
+    not toward the velocity target: the same once the target holds still.)"""
 
     def __post_init__(self):
         checks.positive('rate_hz', self.rate_hz, 'Hz')
@@ -258,6 +268,11 @@ class HoldParams:
         checks.integrator(self.integrator)
         checks.positive('forcerange', self.forcerange, 'N·m')
         checks.one_of('feedforward', self.feedforward, FEEDFORWARD)
+        if not isinstance(self.implicit_kv, bool):
+            raise ValueError(f'implicit_kv must be True or False, got {self.implicit_kv!r}')
+        if self.implicit_kv and self.backend != 'in-loop':
+            raise ValueError(f"implicit_kv applies to backend 'in-loop' only (in-step kv is implicit already), "
+                             f"got backend {self.backend!r}")
         if not (checks.is_real(self.start_offset) and math.isfinite(self.start_offset)
                 and abs(self.start_offset) <= perturb.MAX_SIZE):
             raise ValueError(f'start_offset must be a number in [-{perturb.MAX_SIZE:g}, {perturb.MAX_SIZE:g}] rad, '
@@ -329,6 +344,8 @@ def _model_of(params: HoldParams) -> mujoco.MjModel:
     """The shared model of a run. In-loop the gains live in the controller, not the model, so runs that
     differ only in kp, kv or forcerange share one model."""
     if params.backend == 'in-loop':
+        if params.implicit_kv:
+            return _implicit_kv_model(params.kv, params.armature, params.timestep, params.integrator)
         return shared_hold_model('in-loop', SO101_KP, SO101_KV, params.armature, params.timestep,
                            params.integrator, SO101_FORCERANGE)
     return shared_hold_model(params.backend, params.kp, params.kv, params.armature, params.timestep,
@@ -350,6 +367,15 @@ def shared_hold_model(backend: str, kp: float, kv: float, armature: float, times
         assert list(controller.actuators) == list(range(m.nu)), 'one actuator per joint, in joint order'
         mj.set_position_servo(m, params.kp, params.kv, params.forcerange)
     mj.set_armature(m, params.armature)
+    return m
+
+
+@functools.lru_cache(maxsize=8)
+def _implicit_kv_model(kv: float, armature: float, timestep: float, integrator: str) -> mujoco.MjModel:
+    """The in-loop model of ``HoldParams(implicit_kv=True)``, shared (never edit it): every joint's ``dof_damping``
+    raised by kv, N·m·s/rad (damping does not enter ``mj_setConst``'s constants)."""
+    m = copy.copy(shared_hold_model('in-loop', SO101_KP, SO101_KV, armature, timestep, integrator, SO101_FORCERANGE))
+    m.dof_damping[:] += kv
     return m
 
 
@@ -519,7 +545,7 @@ def _hold_batch(params: list[HoldParams], duration: float, nthread: int) -> list
     # held[i, k]: the step of run i's latest tick at or before step k (its command is held until the next)
     held = np.maximum.accumulate(np.where(masks, np.arange(nstep)[None, :], 0), axis=1)
     kp = np.array([p.kp for p in params])[:, None]
-    kv = np.array([p.kv for p in params])[:, None]
+    kv = np.array([0.0 if p.implicit_kv else p.kv for p in params])[:, None]  # implicit_kv: in the model's damping
     limit = np.array([p.forcerange for p in params])[:, None]
     q = np.empty((nsim, nstep, nq))
 

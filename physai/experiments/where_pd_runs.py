@@ -9,6 +9,8 @@ built on :func:`physai.laws.loop.tick_growth`) explains it.
 
 The analysis behind the chapter's growth table and its first exercise is here too, each table a named experiment:
 ``pd-growth`` (:func:`growth_rows`: the two margins of the held tick, :func:`zoh_margins`, beside both growths),
+``pd-cause`` and ``pd-implicit-kv`` (:func:`cause_rows`, :func:`implicit_kv_ensembles`: which of the in-loop PD's two
+flaws, the hold or the explicit kv, makes it chatter, on the growth per tick and in MuJoCo),
 ``pd-critical-rate`` (:func:`growth_scan`: every joint's growth over rates 1 Hz apart, where it first drops below 1
 and where it stays below, and the estimate :func:`rate_bound_hz`), ``pd-tick-mix`` (:func:`tick_mix_rows`: why the
 growth bumps back above 1 between those two rates) and ``pd-rate-near-critical`` (:func:`near_critical_ensembles`:
@@ -37,7 +39,7 @@ from physai.engine.hold import (ENSEMBLE_SIZE, HoldEnsemble, HoldParams, PHYSICS
 from physai.experiments.registry import experiment
 from physai.engine import hold
 from physai.engine.hold import JointCommand, PDController
-from physai.laws.loop import BACKENDS, FEEDFORWARD, tick_growth, tick_pattern
+from physai.laws.loop import BACKENDS, FEEDFORWARD, flaw_growth, tick_growth, tick_pattern
 from physai.laws.stability import integrator_growth
 
 
@@ -277,6 +279,109 @@ def growth_rows(rates_hz: Sequence[float] = RATES_HZ, *, kp: float = SO101_KP, k
             columns=GROWTH_COLUMNS)
 def pd_growth() -> list[dict]:
     return growth_rows()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The verdict: which of the in-loop PD's two flaws, the hold or the explicit kv, makes it unstable
+
+
+CAUSE_COLUMNS = (('rate_hz', '.0f'), ('in_loop', '#.4g'), ('hold_only', '#.4g'), ('explicit_kv_only', '#.4g'),
+                 ('in_step', '#.4g'), ('cause', 's'))
+"""The pd-cause table's columns."""
+
+
+def cause(in_loop: float, hold_only: float, explicit_kv_only: float) -> str:
+    """Which flaw makes the in-loop PD unstable, from three growths per tick (:func:`cause_rows`' columns).
+
+    ``'-'`` when the in-loop PD is stable (growth below 1); ``'hold'`` when the hold alone is unstable and explicit
+    kv alone is not; ``'explicit kv'`` the other way round; ``'both'`` when each alone is unstable; ``'together'``
+    when neither alone is but the two together are.
+    """
+    if not in_loop >= 1:
+        return '-'
+    return {(True, False): 'hold', (False, True): 'explicit kv', (True, True): 'both',
+            (False, False): 'together'}[(hold_only >= 1, explicit_kv_only >= 1)]
+
+
+def cause_rows(rates_hz: Sequence[float] = RATES_HZ, *, kp: float = SO101_KP, kv: float = SO101_KV,
+               armature: float = SO101_ARMATURE, timestep: float = PHYSICS_TIMESTEP) -> list[dict]:
+    """The pd-cause table: the worst joint's growth per tick with the in-loop PD's two flaws, one, the other, neither.
+
+    Columns (:func:`physai.laws.loop.flaw_growth`, the largest over the SO-101's six joints at ``STANDBY``, joint
+    damping from the model): ``in_loop`` both flaws (the PD in the controller); ``hold_only`` the torque held but kv
+    implicit (the in-loop PD with its implicit damping given back); ``explicit_kv_only`` kv explicit but the PD
+    computed at every physics step (its hold taken away); ``in_step`` neither (MuJoCo's servo under
+    ``implicitfast``); and ``cause`` (:func:`cause`). Linear algebra on the model, no simulation.
+
+    Args:
+      rates_hz: controller rates, Hz, strictly increasing, (nrate,).
+      kp, kv, armature, timestep: N·m/rad, N·m·s/rad, kg·m², s, as :class:`HoldParams`.
+    """
+    rates = _rates('rates_hz', rates_hz)
+    checks.positive('kp', kp, 'N·m/rad')
+    checks.nonnegative('kv', kv, 'N·m·s/rad')
+    checks.timestep(timestep)
+    damping = _damping(None)
+    inertia = standby_inertia(checks.nonnegative('armature', armature, 'kg·m²'))
+    rows = []
+    for rate in rates:
+        def worst(hold_: bool, explicit_kv: bool) -> float:
+            return max(flaw_growth(rate_hz=rate, kp=kp, kv=kv, inertia=float(i), timestep=timestep, damping=damping,
+                                   hold=hold_, explicit_kv=explicit_kv) for i in inertia)
+        row = {'rate_hz': rate, 'in_loop': worst(True, True), 'hold_only': worst(True, False),
+               'explicit_kv_only': worst(False, True), 'in_step': worst(False, False)}
+        row['cause'] = cause(row['in_loop'], row['hold_only'], row['explicit_kv_only'])
+        rows.append(row)
+    return rows
+
+
+def dominant_cause(rows: Sequence[dict]) -> str:
+    """The cause (:func:`cause`) shared by every row of :func:`cause_rows` whose in-loop PD is unstable, or
+    ``'mixed'`` when they differ.
+
+    Raises:
+      ValueError: no row is unstable (no cause to name).
+    """
+    causes = {row['cause'] for row in rows if row['cause'] != '-'}
+    if not causes:
+        raise ValueError(f'rows must hold a rate where the in-loop PD is unstable, got causes '
+                         f'{[row["cause"] for row in rows]!r}')
+    return causes.pop() if len(causes) == 1 else 'mixed'
+
+
+@experiment('pd-cause', summary='SO-101 PD in-loop: growth per tick with its two flaws (the hold, explicit kv), '
+                                'each alone and neither, and which one makes it unstable',
+            columns=CAUSE_COLUMNS)
+def pd_cause() -> list[dict]:
+    return cause_rows()
+
+
+def implicit_kv_ensembles(rates_hz: Sequence[float] = RATES_HZ, **overrides) -> list[HoldEnsemble]:
+    """MuJoCo's check of ``hold_only``: the in-loop hold at every rate with kv moved into the joints' damping
+    (``HoldParams(implicit_kv=True)``), as ensembles (:func:`hold_ensembles`), shared like :func:`rate_ensembles`.
+
+    Args:
+      rates_hz: controller rates, Hz, strictly increasing, (nrate,).
+      overrides: further :class:`HoldParams` fields (kp, kv, armature, ...), the same for every rate.
+    """
+    return list(_implicit_kv_ensembles(_rates('rates_hz', rates_hz), tuple(sorted(overrides.items()))))
+
+
+@functools.lru_cache(maxsize=2)
+def _implicit_kv_ensembles(rates_hz: tuple, overrides: tuple) -> tuple[HoldEnsemble, ...]:
+    return tuple(hold_ensembles([HoldParams(rate_hz=r, backend='in-loop', implicit_kv=True, **dict(overrides))
+                                 for r in rates_hz]))
+
+
+IMPLICIT_KV_COLUMNS = tuple(c for c in RATE_COLUMNS if c[0] != 'backend')
+"""The pd-implicit-kv table's columns: pd-rate's without the backend (every row is in-loop with kv implicit)."""
+
+
+@experiment('pd-implicit-kv', summary=f'SO-101 hold, {ENSEMBLE_SIZE} runs per row: the PD in-loop with kv moved into '
+                                      'the joint damping (implicit), its torque still held: p2p and chatter vs rate',
+            columns=IMPLICIT_KV_COLUMNS)
+def pd_implicit_kv() -> list[dict]:
+    return [{key: value for key, value in e.row().items() if key != 'backend'} for e in implicit_kv_ensembles()]
 
 
 def margins_positive_from(rows: Sequence[dict]) -> float:

@@ -10,7 +10,8 @@ is :class:`physai.engine.hold.PDController`'s business; this module holds what d
 steps a controller at ``rate_hz`` ticks on (:func:`tick_mask`, :func:`tick_pattern`), one step of the joint under a
 torque held between ticks (:func:`zoh_step`), and the growth per tick that says when the in-loop PD is unstable
 (:func:`tick_growth`, built on :func:`physai.laws.sim.step_growth`: the tick is the step that integrates the PD
-explicitly).
+explicitly), and the same growth with the in-loop PD's two flaws, the hold and the explicit kv, taken away one at a
+time (:func:`flaw_growth`: which of them makes it unstable).
 
 ======  ========================================================  =========
 symbol  MuJoCo                                                    unit
@@ -265,4 +266,67 @@ def tick_growth(*, rate_hz: float, kp: float, kv: float, inertia: float, timeste
     try:
         return float(growth ** exponent)
     except OverflowError:  # a growth per step above 1 over many steps: beyond floating point, diverged
+        return math.inf
+
+
+def flaw_growth(*, rate_hz: float, kp: float, kv: float, inertia: float, timestep: float = 0.001,
+                damping: float = 0.0, hold: bool, explicit_kv: bool) -> float:
+    """Growth per controller tick of one linearized joint with the in-loop PD's two flaws taken one at a time.
+
+    The PD in the controller differs from MuJoCo's position servo in two ways: its torque is sampled at the tick and
+    held until the next (``hold``), and its kv is a number the integrator cannot see, so kv is integrated explicitly
+    (``explicit_kv``). Each can be kept or taken away; the joint is ``I*qdd = -kp*q - kv*qd - damping*qd``, the
+    joint damping implicit as MuJoCo integrates it, ``w² = kp/I``:
+
+    ======  ===========  =========================================================================================
+    hold    explicit_kv  the joint
+    ======  ===========  =========================================================================================
+    True    True         the in-loop PD, :func:`tick_growth` with ``backend='in-loop'``
+    True    False        the spring held over each tick, kv acting at every physics step and implicitly, as joint
+                         damping does: the in-loop PD with only its implicit damping given back
+    False   True         the PD computed afresh at every physics step, kv explicit: the hold alone taken away
+    False   False        MuJoCo's position servo under ``implicitfast`` (in-step)
+    ======  ===========  =========================================================================================
+
+    With the hold each tick is :func:`zoh_step` over the tick's physics steps (the held acceleration
+    ``-w2*q - c_explicit*v``, the implicit damping ``c_implicit`` in every step); without it every physics step is
+    its own tick of one step, and the growth per tick is the growth per step to the power of the mean steps per tick.
+
+    Args:
+      rate_hz: controller rate, Hz.
+      kp, kv: PD gains, N·m/rad and N·m·s/rad.
+      inertia: I, the joint's diagonal of the mass matrix, kg·m² (armature included).
+      timestep: physics step h, s.
+      damping: joint damping ``dof_damping``, N·m·s/rad (always implicit).
+      hold: whether the PD's torque is sampled at the tick and held.
+      explicit_kv: whether kv is integrated explicitly (False: implicitly, with the joint damping).
+
+    Returns:
+      The spectral radius per tick (the average per tick over an uneven pattern); ``inf`` when it is beyond floating
+      point.
+
+    Raises:
+      ValueError: kp, kv or damping not a finite number >= 0, inertia not > 0, a rate or timestep out of range
+        (:func:`tick_pattern`), or ``hold`` or ``explicit_kv`` not a bool.
+    """
+    for name, flag in (('hold', hold), ('explicit_kv', explicit_kv)):
+        if not isinstance(flag, bool):
+            raise ValueError(f'{name} must be True or False, got {flag!r}')
+    checks.nonnegative('kp', kp, 'N·m/rad')
+    checks.nonnegative('kv', kv, 'N·m·s/rad')
+    checks.nonnegative('damping', damping, 'N·m·s/rad')
+    checks.positive('inertia', inertia, 'kg·m²')
+    pattern = tick_pattern(rate_hz, timestep)
+    with np.errstate(over='ignore'):  # kp/inertia beyond floating point is inf: step_growth says diverged
+        w2, c_pd, c_joint = np.float64(kp) / inertia, np.float64(kv) / inertia, np.float64(damping) / inertia
+    c_explicit, c_implicit = (c_pd, c_joint) if explicit_kv else (0.0, c_joint + c_pd)
+    if hold:
+        growth = step_growth(zoh_step, timestep, w2, c_explicit, substeps=pattern, c_joint=c_implicit)
+        exponent = 1.0 / len(pattern)
+    else:
+        growth = step_growth(zoh_step, timestep, w2, c_explicit, substeps=(1,), c_joint=c_implicit)
+        exponent = sum(pattern) / len(pattern)
+    try:
+        return float(growth ** exponent)
+    except OverflowError:  # beyond floating point: diverged
         return math.inf
