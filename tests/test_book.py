@@ -244,8 +244,8 @@ def sections_that_switch_topic(notebook: dict) -> list[str]:
     to it. When a run-in heading (``**Viscous friction.**``: a bold lead, not one of the rhythm words) comes after that
     introduction and before any output, the outputs that follow sit under a heading of another topic: the heading's
     own figure comes later, behind the other topic's table (issue 30, chapter 2). A section that opens directly with
-    run-in items (``### Three traps``) and a run-in after the section's first output (a side topic with its own table)
-    are fine.
+    run-in items (``### Three traps``), run-ins in the heading's own cell (the parts of one experiment's set-up) and a
+    run-in after the section's first output (a side topic with its own table) are fine.
     """
     problems, section, introduced, switched, shown = [], None, False, None, False
     for kind, cell, value in outline(notebook):
@@ -255,8 +255,8 @@ def sections_that_switch_topic(notebook: dict) -> list[str]:
             continue
         elif kind == 'text' and switched is None:
             introduced = True
-        elif kind == 'run-in' and introduced and switched is None:
-            switched = (cell, value)
+        elif kind == 'run-in' and introduced and switched is None and cell != section[0]:
+            switched = (cell, value)  # run-ins in the heading's own cell are the parts of its introduction
         elif kind == 'output':
             if switched:
                 problems.append(f'"{section[1]}" (cell {section[0]}) turns to "{switched[1]}" (cell {switched[0]}) '
