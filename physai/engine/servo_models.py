@@ -290,11 +290,15 @@ class Structure:
 
 SPRING = Structure(name='spring', free=JOINT_PARAMS)
 """The chapter's fit: one soft servo on every joint, no delay, no offsets."""
-SPRING_DELAY = Structure(name='spring + delay', free=JOINT_PARAMS + ('delay',))
+LAG_PARAMS = ('kp', 'kv', 'damping')
+"""The servo parameters a rival structure frees beside what it adds: the ones that set the lag (kv + damping)/kp and,
+through kp, the sag, which a delay or an offset could take over. The force limit, the friction and the armature stay
+at the start's (in the book, each fold's spring)."""
+SPRING_DELAY = Structure(name='spring + delay', free=LAG_PARAMS + ('delay',))
 """A servo plus a command delay: the lag may come from the delay, the servo may be as stiff as the data let it."""
-SPRING_OFFSETS = Structure(name='spring + offsets', free=JOINT_PARAMS + OFFSET_NAMES)
+SPRING_OFFSETS = Structure(name='spring + offsets', free=LAG_PARAMS + OFFSET_NAMES)
 """A servo plus a calibration offset per arm joint."""
-SPRING_DELAY_OFFSETS = Structure(name='spring + delay + offsets', free=JOINT_PARAMS + ('delay',) + OFFSET_NAMES)
+SPRING_DELAY_OFFSETS = Structure(name='spring + delay + offsets', free=LAG_PARAMS + ('delay',) + OFFSET_NAMES)
 """Both."""
 STRUCTURES = (SPRING, SPRING_DELAY, SPRING_OFFSETS, SPRING_DELAY_OFFSETS)
 
