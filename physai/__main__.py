@@ -91,6 +91,8 @@ def _fit_servo_parser() -> argparse.ArgumentParser:
     parser.add_argument('--heldout', nargs='+', metavar='N',
                         help='episode indices kept out of the fit (default the last of --episodes)')
     parser.add_argument('--per-joint', action='store_true', help="also fit each arm joint's kp and kv")
+    parser.add_argument('--delay', action='store_true',
+                        help="write the spring + delay structure (MuJoCo's actuator delay) instead of the spring")
     parser.add_argument('--offsets', action='store_true',
                         help='take the held-pose offsets to be calibration: fit without them, write them into the '
                              'actuators')
@@ -140,7 +142,7 @@ def fit_servo(argv: list[str]) -> int:
             raise ValueError('--download needs the huggingface_hub package: pip install "physai[hub]"') from None
         fit, held = identify.select_episodes(data, episodes, heldout)
         ident = identify.identify(data, fit, held, source=origin, per_joint=args.per_joint, offsets=args.offsets,
-                                  progress=True)
+                                  delay=args.delay, progress=True)
         written = identify.write_mjcf(ident, out)
         rep = identify.report(ident, written)
         if args.report is not None:

@@ -7,14 +7,23 @@
    chapter's kept start (TheRobotStudio's soft gains), and rounded to ``sysid.FIT_DIGITS`` significant digits;
    with ``per_joint`` each arm joint then gets its own kp and kv (:func:`fit_per_joint`), the other four
    parameters staying shared;
-3. leave-one-out over every selected episode (``servo_sysid.leave_one_out``, each fold started from the fitted
-   servo; with one held-out episode the main fit is that episode's fold) gives the spread of each parameter, the cost's rise when one parameter alone changes (:func:`cost_rise`)
-   says whether the recording exercises it at all, and the ridge of constant lag (``servo_sysid.ridge``) with and
+3. leave-one-out over every selected episode (``servo_truth.compare_structures``): each fold's spring is fitted
+   from ``START``, which has seen none of the recording (with one held-out episode the main fit is that episode's
+   fold, since it saw only the fit episodes), and the rival structures (a command delay, calibration offsets) are
+   fitted fold by fold from the fold's spring. The folds give the spread of each parameter and the structures'
+   held-out scores; the cost's rise when one parameter alone changes (:func:`cost_rise`) says whether the recording
+   exercises it at all; held-out slices (``servo_truth.intervals``) say how far each parameter can move before the
+   held-out error rises by ``servo_truth.RISE``; and the ridge of constant lag (``servo_sysid.ridge``) with and
    without the held-pose offsets (``servo_sysid.static_offsets_deg``) says whether kp hangs on how those offsets
    are explained (:func:`spread`, :func:`findings`);
-4. the held-out episodes are replayed with the fitted servo, Menagerie's, and the teleport scale;
+4. the held-out episodes are replayed with the fitted servo, Menagerie's, and the teleport scale, and every
+   published set of chapter 4's truth table is scored on the recording's folds (``servo_truth.truth_table``);
 5. :func:`write_mjcf` writes Menagerie's SO-101 with the fitted servo as a default class (``fitted_servo``, and one
    class per joint with ``per_joint``).
+
+Delay. With ``delay`` the written servo is the *spring + delay* structure fitted on the fit episodes (from the
+spring, the delay starting at one physics step), written as each actuator's MuJoCo ``delay`` with a ``ctrl`` history
+(``nsample``, linear interpolation). On chapter 4's recording the fitted delay stays at its one-step floor.
 
 Offsets. In held poses the real shoulder lift and elbow stop a few degrees from their commands. The fit as recorded
 explains that as the sag of a soft servo and writes no offset. With ``offsets`` the held-pose offsets are taken to
@@ -42,11 +51,11 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-from physai.engine import mj, perturb, sysid
+from physai.engine import mj, servo_models, sysid
 from physai.engine.datasets import Episode, LeRobotDataset
 from physai.engine.so101 import ARM_JOINTS, JOINTS
 from physai.engine.sysid import ArmServo
-from physai.experiments import servo_sysid
+from physai.experiments import servo_sysid, servo_truth
 from physai.experiments.registry import format_table
 from physai.laws import robust
 
@@ -59,7 +68,7 @@ START = sysid.THEROBOTSTUDIO
 not depend on the last bits of the arithmetic), so one start suffices."""
 
 FOLD_MAX_ITER = 50
-"""Iteration cap of each leave-one-out fold (started from the fitted servo; a cap, not a target)."""
+"""Iteration cap of each leave-one-out fold (started from ``START``; a cap, not a target)."""
 
 PINNED_RATIO = 1.25
 """A parameter is *pinned* when its largest value over the leave-one-out folds is within this factor of its
@@ -68,7 +77,8 @@ smallest (±11 % about the middle); wider, and the recordings do not fix it."""
 COST_RISE = 0.01
 """A parameter the recording pins raises the fit's cost by at least this fraction (1 %) when it alone is scaled by
 ``PINNED_RATIO`` either way. Without that test a parameter the recording never exercises (a force limit the servo never
-reaches, say) would look pinned: every fold starts from the fitted servo and leaves such a parameter where it is."""
+reaches, say) could look pinned: every fold starts from the same published gains, and the solver leaves a parameter
+the residuals do not feel near where it started."""
 
 MOVING_SPEED_DEG_S = 10.0
 """deg/s: a frame *moves* when some arm command changes faster than this. A first-order lag T makes a joint moving
@@ -225,13 +235,21 @@ class JointServos:
     """(5,) kv per arm joint, N·m·s/rad."""
     offsets_deg: tuple[float, ...] = (0.0,) * len(ARM_JOINTS)
     """(5,) c per arm joint, degrees: the actuator drives the joint towards ``ctrl - c``."""
+    delay: float = 0.0
+    """Command delay of every actuator, s (MuJoCo's ``actuator_delay``; 0: none)."""
 
     @classmethod
-    def uniform(cls, servo: ArmServo, offsets_deg: Sequence[float] | None = None) -> 'JointServos':
-        """``servo`` on every joint, with ``offsets_deg`` (default none)."""
+    def uniform(cls, servo: ArmServo, offsets_deg: Sequence[float] | None = None, delay: float = 0.0
+                ) -> 'JointServos':
+        """``servo`` on every joint, with ``offsets_deg`` (default none) and ``delay`` (s)."""
         n = len(ARM_JOINTS)
         offsets = (0.0,) * n if offsets_deg is None else tuple(float(c) for c in offsets_deg)
-        return cls(shared=servo, kp=(servo.kp,) * n, kv=(servo.kv,) * n, offsets_deg=offsets)
+        return cls(shared=servo, kp=(servo.kp,) * n, kv=(servo.kv,) * n, offsets_deg=offsets, delay=float(delay))
+
+    def model(self) -> servo_models.JointModel:
+        """The same servos as a ``servo_models.JointModel`` (the gripper keeps the shared servo)."""
+        shared = servo_models.JointModel.uniform(self.shared, delay=self.delay, offsets_deg=self.offsets_deg)
+        return shared.replace(kp=tuple(self.kp) + (self.shared.kp,), kv=tuple(self.kv) + (self.shared.kv,))
 
     @property
     def per_joint(self) -> bool:
@@ -277,23 +295,8 @@ def replay_models(models: Sequence[mujoco.MjModel], episodes: Sequence[Episode])
     fps = episodes[0].fps
     sub = max(1, round(1.0 / (fps * models[0].opt.timestep)))
     nframe = max(e.nframe for e in episodes)
-    actions = []
-    for e in episodes:
-        u = sysid.to_radians(e.action, e.joints)
-        actions.append(np.concatenate([u, np.repeat(u[-1:], nframe - e.nframe, axis=0)]))
+    qpos, warned = sysid.rollout([m for m in models for _ in episodes], list(episodes) * len(models), sub)
     nsim = len(models) * len(episodes)
-    batch = mujoco.batch.Batch(models[0], nsim)
-    batch.set_models([m for m in models for _ in episodes])
-    batch.reset()
-    starts = np.tile(np.stack([sysid.to_radians(e.state[:1], e.joints)[0] for e in episodes]), (len(models), 1))
-    batch.qpos[:] = starts
-    perturb.nudge(batch.qpos)
-    starts = batch.qpos.copy()
-    batch.forward()
-    control = np.tile(np.repeat(np.stack(actions)[:, :nframe - 1], sub, axis=1), (len(models), 1, 1))
-    out = batch.rollout((nframe - 1) * sub, control=control, record=('qpos',))
-    qpos = np.concatenate([starts[:, None], out['qpos'][:, sub - 1::sub]], axis=1)
-    warned = mj.bad_qacc(batch)
     arm = [JOINTS.index(j) for j in ARM_JOINTS]
     sim = np.rad2deg(qpos[:, :, arm]).reshape(len(models), len(episodes), nframe, len(ARM_JOINTS))
     for k in range(nsim):
@@ -301,6 +304,18 @@ def replay_models(models: Sequence[mujoco.MjModel], episodes: Sequence[Episode])
         sim[i, j, episodes[j].nframe:] = np.nan
         if mj.diverged(qpos[k, :episodes[j].nframe], warned=bool(warned[k])):
             sim[i, j] = np.nan
+    return sim
+
+
+def model_sim(models: Sequence[servo_models.JointModel], episodes: Sequence[Episode],
+              config: sysid.ReplayConfig) -> np.ndarray:
+    """:func:`replay_models`' array for ``servo_models.JointModel`` models (a delay included), one batch."""
+    nframe = max(e.nframe for e in episodes)
+    sim = np.full((len(models), len(episodes), nframe, len(ARM_JOINTS)), np.nan)
+    for i, row in enumerate(servo_models.replay(list(models), list(episodes), config=config)):
+        for j, rep in enumerate(row):
+            if not rep.diverged:
+                sim[i, j, :rep.sim_deg.shape[0]] = rep.sim_deg
     return sim
 
 
@@ -377,7 +392,7 @@ class Identification:
     """What the file holds."""
     fit_converged: bool
     folds: tuple[dict, ...]
-    """``servo_sysid.leave_one_out`` rows over every selected episode (the shared servo)."""
+    """``servo_truth.spring_rows`` over every selected episode: each fold's spring, fitted from ``START``."""
     static_offsets_deg: np.ndarray | None
     """(5,) command minus joint in the fit episodes' held poses, degrees (None: no held pose)."""
     ridge: tuple[dict, ...]
@@ -394,12 +409,19 @@ class Identification:
     warnings: tuple[str, ...]
     config: sysid.ReplayConfig = sysid.ReplayConfig()
     """The replay settings of the fit."""
+    structures: tuple = ()
+    """``servo_truth.Fold`` per selected episode: the spring and its rivals fitted on the other episodes."""
+    intervals: tuple[dict, ...] = ()
+    """``servo_truth.intervals`` rows: how far each parameter can move before the held-out error rises."""
+    truth: tuple[dict, ...] = ()
+    """``servo_truth.truth_table`` rows of the recording: every published set, the teleport, the structures."""
 
 
 def identify(dataset: LeRobotDataset, fit: Sequence[Episode], heldout: Sequence[Episode], *, source: str = '',
-             per_joint: bool = False, offsets: bool = False, config: sysid.ReplayConfig = sysid.ReplayConfig(),
-             max_iter: int = 50, progress: bool = True) -> Identification:
-    """Chapter 4's fit on ``fit``, its spread over leave-one-out folds, and the replays of every episode.
+             per_joint: bool = False, offsets: bool = False, delay: bool = False,
+             config: sysid.ReplayConfig = sysid.ReplayConfig(), max_iter: int = 50, progress: bool = True
+             ) -> Identification:
+    """Chapter 4's fit on ``fit``, its rivals and spread over leave-one-out folds, and the replays of every episode.
 
     Args:
       dataset: the recording (for its name and fps).
@@ -407,10 +429,14 @@ def identify(dataset: LeRobotDataset, fit: Sequence[Episode], heldout: Sequence[
       source: where the recording came from, for the report.
       per_joint: also fit each arm joint's kp and kv (:func:`fit_per_joint`).
       offsets: take the held-pose offsets to be calibration (see the module docstring).
+      delay: write the *spring + delay* structure (see the module docstring); not with ``per_joint``.
       config: the replay settings (the chapter's: contacts off, limits on, implicitfast, 1/210 s at 30 fps).
       max_iter: the fits' iteration cap.
       progress: tqdm bars on stderr.
     """
+    if delay and per_joint:
+        raise ValueError('delay and per_joint cannot be combined: the delay structure shares one servo on every '
+                         'joint, got both')
     fit, heldout = list(fit), list(heldout)
     fit_motion = motion(fit)
     warnings = recording_warnings(fit_motion, fps=dataset.fps)
@@ -434,11 +460,13 @@ def identify(dataset: LeRobotDataset, fit: Sequence[Episode], heldout: Sequence[
     rise = cost_rise(servo, fit_in, config=config)
     folds_data = dataclasses.replace(
         dataset, episodes=tuple(servo_sysid.shift_commands(everyone, use_offsets) if offsets else everyone))
-    main_fold = {heldout[0].index: servo} if len(heldout) == 1 else {}  # the main fit is that episode's fold
-    # folds start at the fit: only the solver's own tolerances stop them, so each travels as far along a flat valley
-    # as its data pull it and the spread shows what the recording leaves open (sysid.FTOL would stop them at once)
-    folds = servo_sysid.leave_one_out(folds_data, known=main_fold, starts={'fitted': servo}, config=config,
-                                      max_iter=FOLD_MAX_ITER, ftol=0.0, progress=progress)
+    main_fold = {heldout[0].index: servo} if len(heldout) == 1 else {}  # the main fit saw only that fold's episodes
+    # every other fold starts from START, which has seen none of the recording: no fold's start knows its episode
+    structures = servo_truth.compare_structures(folds_data, known=main_fold, start=START, config=config,
+                                                max_iter=FOLD_MAX_ITER, progress=progress)
+    folds = servo_truth.spring_rows(structures, folds_data, config=config)
+    spans = servo_truth.intervals(structures, folds_data, config=config)
+    truth = servo_truth.truth_table(folds_data, structures, config=config)
 
     kps = [kp for kp in servo_sysid.RIDGE_KPS[::2] if kp * servo.lag_ms / 1e3 >= servo.damping]
     ridge = servo_sysid.ridge(fit, servo, kps=sorted(set(kps) | {servo.kp}), offsets_deg=static,
@@ -448,16 +476,22 @@ def identify(dataset: LeRobotDataset, fit: Sequence[Episode], heldout: Sequence[
     if per_joint:
         servos = fit_per_joint(servo, fit, config=config, offsets_deg=use_offsets, max_iter=max_iter,
                                progress=progress)
-    fps = dataset.fps
-    sim = replay_models([joint_model(servos, config, fps=fps),
-                         sysid.arm_model(sysid.MENAGERIE, config, fps=fps)], everyone)
+    if delay:
+        start = servo_models.JointModel.uniform(servo, delay=1.0 / (dataset.fps * config.substeps(dataset.fps)),
+                                                offsets_deg=use_offsets)
+        delayed = servo_models.fit([(servo_models.SPRING_DELAY, fit, start)], config=config, max_iter=max_iter)[0]
+        shared = delayed.model.joint(ARM_JOINTS[0]).rounded(sysid.FIT_DIGITS)
+        servos = JointServos.uniform(shared, use_offsets, delay=robust.round_sig(delayed.model.delay,
+                                                                                  sysid.FIT_DIGITS))
+    sim = model_sim([servos.model(), servo_models.JointModel.uniform(sysid.MENAGERIE)], everyone, config)
     if np.isnan(sim[0][:, 0]).any():
         warnings.append('the fitted servo diverged on some episode: its errors are reported as NaN')
     result_ident = Identification(
         source=source, dataset=dataset, fit=tuple(fit), heldout=tuple(heldout), servos=servos,
         fit_converged=converged, folds=tuple(folds), static_offsets_deg=static, ridge=tuple(ridge),
         sim={'fitted': sim[0], 'menagerie': sim[1]}, cost_rise=rise, best_shift=servo_sysid.best_shift(fit),
-        motion=fit_motion, warnings=tuple(warnings), config=config)
+        motion=fit_motion, warnings=tuple(warnings), config=config, structures=tuple(structures),
+        intervals=tuple(spans), truth=tuple(truth))
     errors = heldout_errors(result_ident)
     if errors['fitted']['mean'] >= errors['teleport-best-shift']['mean']:
         warnings.append('the fitted servo is no closer to the held-out episodes than the teleport at its best shift: '
@@ -570,12 +604,28 @@ def ridge_summary(ident: Identification) -> dict | None:
     return out
 
 
+def offsets_structure_kp_ratio(ident: Identification) -> float:
+    """The largest factor, over the folds, between the kp of the *spring + offsets* structure and the fold's spring
+    kp (1: the fitted offsets leave kp where it was; NaN without that structure)."""
+    name, spring = servo_models.SPRING_OFFSETS.name, servo_models.SPRING.name
+    ratios = [f.models[name].kp[0] / f.models[spring].kp[0] for f in ident.structures if name in f.models]
+    return float(max(max(r, 1.0 / r) for r in ratios)) if ratios else math.nan
+
+
 def kp_hangs_on_offsets(ident: Identification) -> bool:
-    """Held-pose offsets of ``OFFSET_DEG`` or more, and with them taken off the commands the ridge of constant lag is
-    flat (within ``RIDGE_FLAT``) somewhere more than a factor ``PINNED_RATIO`` away from the fitted kp: then kp says
-    how the offsets are explained (sag or calibration), as on chapter 4's recording, not how stiff the servo is."""
+    """Whether kp says how the held-pose offsets are explained (sag or calibration) rather than how stiff the servo
+    is: held-pose offsets of ``OFFSET_DEG`` or more, and either the *spring + offsets* structure, fitted fold by fold
+    with the offsets free, moves kp by more than a factor ``PINNED_RATIO`` from the fold's spring, or (without that
+    structure) the ridge of constant lag with the offsets taken off is flat (within ``RIDGE_FLAT``) more than a factor
+    ``PINNED_RATIO`` from the fitted kp. On chapter 4's recording the fitted offsets stay under a degree and kp does
+    not move: the recording prefers the sag."""
     offsets, ridge = ident.static_offsets_deg, ridge_summary(ident)
-    if offsets is None or not np.any(np.abs(offsets) >= OFFSET_DEG) or not ridge or 'flat_kp_min' not in ridge:
+    if offsets is None or not np.any(np.abs(offsets) >= OFFSET_DEG):
+        return False
+    ratio = offsets_structure_kp_ratio(ident)
+    if not math.isnan(ratio):
+        return bool(ratio > PINNED_RATIO)
+    if not ridge or 'flat_kp_min' not in ridge:
         return False
     kp = ident.servos.shared.kp
     return bool(ridge['flat_kp_max'] > PINNED_RATIO * kp or ridge['flat_kp_min'] < kp / PINNED_RATIO)
@@ -617,8 +667,12 @@ def findings(ident: Identification) -> tuple[list[str], list[str]]:
                          f"{ridge['stiff_over_bottom']:.3g} times that at kp {ridge['stiff_kp']:.0f}; with the offsets "
                          f"taken off the commands it is within {100 * RIDGE_FLAT:.0f} % of its lowest from kp "
                          f"{_g(ridge['flat_kp_min'])} to {_g(ridge['flat_kp_max'])}")
+            ratio = offsets_structure_kp_ratio(ident)
+            if not math.isnan(ratio):
+                sentence += (f"; fitted as parameters fold by fold (spring + offsets), the offsets move kp by up to a "
+                             f"factor {ratio:.3g}")
             sentence += (': kp is pinned only by what the offsets are taken to be' if kp_hangs_on_offsets(ident) else
-                         ': either way the ridge bottoms near the fitted kp, so the offsets do not decide it')
+                         ': the recording itself prefers the sag, so the offsets do not decide kp')
     else:
         sentence += ('; the recording holds no still pose, so whether a calibration offset hides in it cannot be '
                      'checked: kp rests on the moves alone')
@@ -669,6 +723,10 @@ def write_mjcf(ident: Identification, path: str | pathlib.Path) -> pathlib.Path:
         _set_joint(joint, shared)
         _set_actuator(actuator, kp, kv, c, shared.forcerange)  # an element keeps the values its class had when parsed
         actuator.ctrlrange = np.asarray(actuator.ctrlrange) + c
+        if servos.delay > 0:  # MuJoCo's own command delay, read from a ctrl history
+            actuator.delay = servos.delay
+            actuator.nsample = servo_models.HISTORY_SAMPLES
+            actuator.interp = sysid.INTERP_LINEAR
     text = spec.to_xml()
     header = _header(ident, xml)
     text = re.sub(r'(<mujoco[^>]*>)', lambda m: m.group(1) + '\n' + header, text, count=1)
@@ -711,6 +769,9 @@ def _header(ident: Identification, xml: pathlib.Path) -> str:
     ]
     if ident.servos.per_joint:
         lines.append('Per-joint classes fitted_servo_<joint> carry each arm joint\'s own kp and kv (gainprm, biasprm).')
+    if ident.servos.delay > 0:
+        lines.append(f'Every actuator reads its ctrl {1e3 * ident.servos.delay:.3g} ms late from a history of '
+                     f'{servo_models.HISTORY_SAMPLES} samples (delay, nsample, interp="linear"; MuJoCo 3.5.0 or later).')
     if any(ident.servos.offsets_deg):
         lines += ['Calibration offsets c (degrees; the joint is driven towards ctrl - c): ' +
                   ', '.join(f'{j} {c:+.3f}' for j, c in zip(ARM_JOINTS, ident.servos.offsets_deg)) + '.',
@@ -729,14 +790,14 @@ def report(ident: Identification, out: str | pathlib.Path | None = None) -> dict
     data = ident.dataset
     servos = ident.servos
     pinned, loose = findings(ident)
-    folds = [{k: r[k] for k in ('heldout', *SPREAD_KEYS, 'fit_mae_deg', 'heldout_mae_deg',
-                                'menagerie_heldout_mae_deg')} for r in ident.folds]
+    folds = [{k: r[k] for k in ('heldout', *SPREAD_KEYS, 'heldout_mae_deg', 'menagerie_heldout_mae_deg',
+                                'teleport_shift_deg')} for r in ident.folds]
     summary = servo_sysid.fold_summary(ident.folds)
     return dict(
         source=ident.source, version=data.version, fps=data.fps, robot_type=data.robot_type,
         episodes=dict(fit=[e.index for e in ident.fit], heldout=[e.index for e in ident.heldout]),
         recording=ident.motion,
-        servo=servos.shared.as_dict() | dict(lag_ms=servos.shared.lag_ms),
+        servo=servos.shared.as_dict() | dict(lag_ms=servos.shared.lag_ms, delay_ms=1e3 * servos.delay),
         per_joint=({j: dict(kp=servos.kp[i], kv=servos.kv[i], lag_ms=float(servos.lag_ms()[i]))
                     for i, j in enumerate(ARM_JOINTS)} if servos.per_joint else None),
         offsets_deg=(dict(zip(ARM_JOINTS, servos.offsets_deg)) if any(servos.offsets_deg) else None),
@@ -745,6 +806,9 @@ def report(ident: Identification, out: str | pathlib.Path | None = None) -> dict
         spread=spread(ident), ridge=ridge_summary(ident), pinned=pinned, not_pinned=loose,
         heldout_mae_deg=heldout_errors(ident), folds=folds,
         leave_one_out=dict(fitted_deg=summary['fitted_deg'], menagerie_deg=summary['menagerie_deg']),
+        structures=servo_truth.structure_rows(ident.structures) if ident.structures else [],
+        intervals=list(ident.intervals), rise_pct=100 * servo_truth.RISE,
+        truth_table=[{k: r[k] for k, _ in servo_truth.TRUTH_COLUMNS} | dict(kind=r['kind']) for r in ident.truth],
         fit_converged=ident.fit_converged, warnings=list(ident.warnings),
         out=None if out is None else str(out))
 
@@ -799,5 +863,22 @@ def report_text(rep: dict) -> str:
     loo = rep['leave_one_out']
     lines.append(f"leave-one-out, every selected episode held out once: fitted {loo['fitted_deg']:.3f} deg, "
                  f"Menagerie {loo['menagerie_deg']:.3f} deg")
+    if rep['structures']:
+        lines += ['', 'model structures, leave-one-out (each fitted on the other episodes; held-out error, degrees):']
+        lines.append(format_table(rep['structures'], [('structure', 's'), ('loo_deg', '.3f'), ('loo_min', '.3f'),
+                                                      ('loo_max', '.3f'), ('kp_min', '.3g'), ('kp_max', '.3g'),
+                                                      ('lag_ms_min', '.0f'), ('lag_ms_max', '.0f'),
+                                                      ('delay_ms_max', '.1f'), ('offset_max_deg', '.2f')]))
+    if rep['intervals']:
+        lines += ['', f"how far each parameter can move before the held-out error, averaged over the folds, rises by "
+                      f"{rep['rise_pct']:g} % (factors of the fitted value; the delay in ms; degrees added to an "
+                      f"offset; a slice, the others kept):"]
+        lines.append(format_table(rep['intervals'], [('param', 's'), ('structure', 's'), ('fitted_min', '.3g'),
+                                                     ('fitted_max', '.3g'), ('low', '.3g'), ('high', '.3g'),
+                                                     ('edge', '')]))
+    if rep['truth_table']:
+        lines += ['', "chapter 4's truth table on this recording (leave-one-out, degrees; vs_shift: over the teleport "
+                      "at its best shift):"]
+        lines.append(format_table(rep['truth_table'], servo_truth.TRUTH_COLUMNS))
     lines += ['', 'warnings:'] + [f'  - {w}' for w in rep['warnings'] or ['none']]
     return '\n'.join(lines)

@@ -33,6 +33,7 @@ PROVIDERS = (
     'physai.experiments.actuator_models',
     'physai.experiments.where_pd_runs',
     'physai.experiments.servo_sysid',
+    'physai.experiments.servo_truth',
 )
 
 _REGISTRY: dict[str, 'Experiment'] = {}

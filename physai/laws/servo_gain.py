@@ -26,7 +26,8 @@ Symbols, units and where each number comes from:
   per tick of error per unit of P.
 - ``P``, the ``P_Coefficient`` register, an integer. Feetech's default is 32; LeRobot's SO-101 follower writes 16
   ("to avoid shakiness", ``src/lerobot/robots/so101_follower/so101_follower.py``, ``configure``).
-- ``V``, supply voltage, V: 7.4 V for the STS3215 BAM identified; the SO-101 kits also use a 12 V STS3215.
+- ``V``, supply voltage, V: 7.4 V for the STS3215 BAM identified; a 12 V version exists too (the static load test of
+  TheRobotStudio/SO-ARM100 issue #134 ran one), with its own motor and so its own kt and R.
 - ``kt``, N·m/A (= V·s/rad in SI), and ``R``, ohm: BAM's identification of the 7.4 V STS3215
   (``bam/params/feetech_sts3215_7_4V/m1.json``): kt = 1.2116, R = 2.6762.
 
