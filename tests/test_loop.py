@@ -72,3 +72,9 @@ def test_held_pd_tick_is_the_zero_order_hold_map(n):
     q1, v1 = loop.zoh_step(q, v, lambda q_, v_: -w2 * q_ - c * v_, h, substeps=(n,))
     assert v1 == pytest.approx(v + T * a, rel=1e-12)
     assert q1 == pytest.approx(q + T * v + beta * T**2 * a, rel=1e-12)
+
+
+@pytest.mark.parametrize('q, qd', [(None, 0.0), (0.0, None), ([0.0, None], 0.0), ('0.1', 0.0)])
+def test_mit_torque_refuses_a_state_that_is_not_numbers_instead_of_reading_none_as_nan(q, qd):
+    with pytest.raises(ValueError, match='must be a number or an array of numbers'):
+        loop.mit_torque(JointCommand(stiffness=10.0), q, qd)

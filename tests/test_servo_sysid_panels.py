@@ -1,6 +1,7 @@
 """physai.interface.servo_sysid_panels: chapter 4's live panel at extreme sliders and its static twin
 (byte-stable, redrawn in headless Chromium)."""
 
+import dataclasses
 import json
 import os
 import re
@@ -94,3 +95,20 @@ def test_panel_legends_sit_off_the_data_and_only_animated_artists_move(synthetic
         assert panel.error is None
     assert panel.full_redraws == before
     assert panel.state['status'].get_text().startswith(('stable', 'chatters', 'diverged'))
+
+
+def test_the_panel_refuses_a_wrong_servo_or_episode_by_name():
+    """Each once ended in an AttributeError when the panel first drew."""
+    episode = sysid.synthetic_dataset(nepisode=1, seconds=1.0)[0]
+    with pytest.raises(TypeError, match="base must be an ArmServo .*got 'x'"):
+        servo_sysid_panels.sysid_panel(episode, 'x')
+    with pytest.raises(TypeError, match="episode must be an Episode .*got 'x'"):
+        servo_sysid_panels.sysid_panel('x', sysid.MENAGERIE)
+    with pytest.raises(ValueError, match="joints must be arm joints"):
+        servo_sysid_panels.sysid_panel(episode, sysid.MENAGERIE, joints=('gripper',))
+    with pytest.raises(ValueError, match="joints must hold each item once"):
+        servo_sysid_panels.sysid_panel(episode, sysid.MENAGERIE, joints=('elbow_flex', 'elbow_flex'))
+    one = dataclasses.replace(episode, action=episode.action[:1], state=episode.state[:1],
+                              timestamp=episode.timestamp[:1])
+    with pytest.raises(ValueError, match='episode must hold at least 2 frames'):
+        servo_sysid_panels.sysid_panel(one, sysid.MENAGERIE)

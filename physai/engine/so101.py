@@ -198,6 +198,6 @@ def so101_hold(*, armature: float | None = None, forcelimited: bool = True, time
             mujoco.mj_step(m, d)
             if k >= nstep - ntail:
                 tail[k - (nstep - ntail)] = d.qpos[m.jnt_qposadr[m.actuator_trnid[:, 0]]]
-    if mj.diverged(tail, warned=mj.bad_qacc(d)):
+    if mj.diverged(tail, warned=mj.warned(d)):
         return np.full(m.nu, np.nan), True
     return np.degrees(np.ptp(tail, axis=0)), False

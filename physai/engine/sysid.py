@@ -478,7 +478,7 @@ def _replay_runs(servos: Sequence[ArmServo], episodes: Sequence[Episode], config
     control = np.stack([commands[id(e)][0] for e in episodes])
     out = batch.rollout((nframe - 1) * sub, control=control, record=('qpos',))
     qpos = np.concatenate([starts[:, None], out['qpos'][:, sub - 1::sub]], axis=1)
-    warned = mj.bad_qacc(batch)
+    warned = mj.warned(batch)
     arm = [JOINTS.index(j) for j in ARM_JOINTS]
     runs = []
     for k, (s, e) in enumerate(zip(servos, episodes)):

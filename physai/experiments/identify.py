@@ -293,7 +293,7 @@ def replay_models(models: Sequence[mujoco.MjModel], episodes: Sequence[Episode])
     control = np.tile(np.repeat(np.stack(actions)[:, :nframe - 1], sub, axis=1), (len(models), 1, 1))
     out = batch.rollout((nframe - 1) * sub, control=control, record=('qpos',))
     qpos = np.concatenate([starts[:, None], out['qpos'][:, sub - 1::sub]], axis=1)
-    warned = mj.bad_qacc(batch)
+    warned = mj.warned(batch)
     arm = [JOINTS.index(j) for j in ARM_JOINTS]
     sim = np.rad2deg(qpos[:, :, arm]).reshape(len(models), len(episodes), nframe, len(ARM_JOINTS))
     for k in range(nsim):
