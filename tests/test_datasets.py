@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import recordings  # tests/recordings.py: corrupted copies of the shipped recording
 from physai.engine import datasets
 from physai.engine.datasets import load_lerobot, read_lerobot
 
@@ -269,8 +270,6 @@ def test_joints_given_as_one_string_is_refused_not_split_into_letters():
 
 # ---------------------------------------------------------------------------------------------
 # recordings that load but are wrong: each once gave a plausible, wrong fit without a word (tests/recordings.py)
-
-import recordings  # noqa: E402  (tests/recordings.py, beside this file)
 
 
 @pytest.mark.parametrize('name', list(recordings.CORRUPTIONS))
