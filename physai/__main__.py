@@ -174,7 +174,7 @@ def fit_servo(argv: list[str]) -> int:
         return _fail(str(err))
     except KeyboardInterrupt:
         done = f'wrote {" and ".join(map(str, written))} only' if written else 'nothing written'
-        print(f'\nfit-servo: interrupted (Ctrl-C); {_inert(done)}', file=sys.stderr)
+        print(f'fit-servo: interrupted (Ctrl-C); {_inert(done)}', file=sys.stderr)
         return 130
     print(identify.report_json(rep) if args.json else identify.report_text(rep))
     return 0

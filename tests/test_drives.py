@@ -154,8 +154,8 @@ def test_configs_are_frozen_and_keyword_only():
 @pytest.mark.parametrize('kwargs, words', [
     (dict(saturation_effort=0.0, forcerange=0.0, velocity_limit=0.0), 'saturation_effort must be a finite number > 0'),
     (dict(saturation_effort=2.0, forcerange=0.0, velocity_limit=1.0), 'forcerange must be > 0'),
-    (dict(saturation_effort=2.0, forcerange=-1.0, velocity_limit=1.0), 'forcerange must be > 0 N·m (inf for no limit), '
-                                                                       'got -1.0'),
+    (dict(saturation_effort=2.0, forcerange=-1.0, velocity_limit=1.0),
+     'forcerange must be > 0 N·m (inf for no limit), got -1.0'),
     (dict(saturation_effort=2.0, forcerange=1.0, velocity_limit=0.0), 'velocity_limit must be a finite number > 0'),
 ])
 def test_the_dc_motor_envelope_refuses_limits_it_cannot_draw(kwargs, words):

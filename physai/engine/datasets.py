@@ -55,7 +55,8 @@ VERSIONS = ('v2.0', 'v2.1', 'v3.0')
 
 TIMESTAMP_TOLERANCE_S = 1e-4
 """s: consecutive timestamps must be 1/fps apart within this, LeRobot's own default ``tolerance_s`` (its
-``LeRobotDataset`` checks the same spacing when it loads a dataset)."""
+``LeRobotDataset`` checks the same spacing when it loads a dataset), plus the rounding of the two timestamps as
+float32, the type LeRobot stores them in (negligible for minutes, 2.4e-4 s each an hour into an episode)."""
 
 RANGE_DEG = 360.0
 """A joint value must lie within ±this. LeRobot's SO-101 calibration writes degrees as (raw - mid)·360/4095 from
@@ -316,8 +317,10 @@ def _check_timing(e: Episode) -> str | None:
         return None
     dt = np.diff(e.timestamp)
     period = 1.0 / e.fps
-    tol = TIMESTAMP_TOLERANCE_S
-    need = f'timestamps 1/fps = {1e3 * period:.3f} ms apart (fps {e.fps:g} in meta/info.json, ± {1e3 * tol:g} ms)'
+    # LeRobot stores timestamps as float32: add the rounding of both ends (2.4e-4 s an hour into an episode)
+    tol = TIMESTAMP_TOLERANCE_S + 2 * np.spacing(np.abs(e.timestamp[1:]).astype(np.float32)).astype(np.float64)
+    need = (f'timestamps 1/fps = {1e3 * period:.3f} ms apart (fps {e.fps:g} in meta/info.json, '
+            f'± {1e3 * TIMESTAMP_TOLERANCE_S:g} ms)')
     same = np.flatnonzero(np.abs(dt) <= tol)
     if same.size:
         return (f'must have {need}, got frames stored twice: {_count(same.size, "frame")} with the timestamp of the '
@@ -328,7 +331,7 @@ def _check_timing(e: Episode) -> str | None:
                 f'{_frames_text(back + 1)}; the first goes from {e.timestamp[back[0]]:.4f} s to '
                 f'{e.timestamp[back[0] + 1]:.4f} s)')
     typical = float(np.median(dt))
-    if abs(typical - period) > tol:
+    if abs(typical - period) > float(np.median(tol)):
         return (f'must have {need}, got {1e3 * typical:.3f} ms between most frames, as at {1.0 / typical:.4g} fps: '
                 f'either fps in meta/info.json or the timestamps are wrong, and a replay at the wrong rate fits a lag '
                 f'off by the same factor')
@@ -347,9 +350,9 @@ def _check_values(e: Episode) -> str | None:
         if outside.any():
             k, j = (int(i) for i in np.argwhere(outside)[0])
             frames = np.flatnonzero(outside.any(axis=1))
-            return (f'{feature} must lie within ±{RANGE_DEG:g} (degrees; the gripper 0..100), got {values[k, j]:g} for '
-                    f'{e.joints[j]} at frame {k} ({_count(frames.size, "frame")} out of range: {_frames_text(frames)}): '
-                    f'a glitch, or not LeRobot\'s degrees')
+            return (f'{feature} must lie within ±{RANGE_DEG:g} (degrees; the gripper 0..100), got {values[k, j]:g} '
+                    f'for {e.joints[j]} at frame {k} ({_count(frames.size, "frame")} out of range: '
+                    f'{_frames_text(frames)}): a glitch, or not LeRobot\'s degrees')
         step = np.diff(values, axis=0)
         wraps = np.abs(step) > WRAP_JUMP_DEG
         if wraps.any():

@@ -162,9 +162,14 @@ class Command:
     def __call__(self, t) -> np.ndarray:
         """``(q*, qd*, tau_ff)`` at the times ``t`` (n,), as an (n, 3) array."""
         t = np.asarray(t, dtype=float)
-        parts = [part(t) if callable(part) else part
-                 for part in (self.position, self.velocity, self.effort)]
-        return np.stack([np.asarray(x, dtype=float) * np.ones(t.shape) for x in parts], axis=-1)
+        parts = [checks.real_array(f'{name}(t)', part(t), unit) if callable(part) else part
+                 for name, unit, part in (('position', 'rad', self.position), ('velocity', 'rad/s', self.velocity),
+                                          ('effort', 'N·m', self.effort))]
+        try:
+            return np.stack([np.asarray(x, dtype=float) * np.ones(t.shape) for x in parts], axis=-1)
+        except ValueError:  # a function that answers an array of another shape
+            raise ValueError(f'a command function must return one value per tick time, {t.shape}, got shapes '
+                             f'{[np.shape(x) for x in parts]}') from None
 
     @property
     def position_only(self) -> bool:
@@ -468,8 +473,8 @@ def simulate(actuators: Sequence[Actuator], *,
     checks.finite('v0', v0, 'rad/s')
     q0 = q0 + perturb.size()  # a last-bit nudge when PHYSAI_PERTURB asks for one (physai.engine.perturb)
     if isinstance(actuators, (str, bytes, *ACTUATORS)) or not isinstance(actuators, (Sequence, np.ndarray)):
-        raise TypeError(f'actuators must be a sequence of actuator configs ({", ".join(a.__name__ for a in ACTUATORS)}),'
-                        f' got {actuators!r}')
+        names = ', '.join(a.__name__ for a in ACTUATORS)
+        raise TypeError(f'actuators must be a sequence of actuator configs ({names}), got {actuators!r}')
     actuators = list(actuators)
     for i, a in enumerate(actuators):
         if not isinstance(a, ACTUATORS):
@@ -488,11 +493,12 @@ def simulate(actuators: Sequence[Actuator], *,
     if implicit and not command.position_only:
         raise ValueError('command must be a position command (velocity = effort = 0) for an implicit '
                          f'PD (<position>), got velocity={command.velocity!r}, effort={command.effort!r}')
-    steps = [max(1, round(duration / p.timestep)) for p in pendulums]
-    if steps and max(steps) > mj.MAX_STEPS:  # the same cap as the link's runs: an error, not a hang
-        k = int(np.argmax(steps))
+    ratios = [duration / p.timestep for p in pendulums]  # a float: duration 1e308 gives inf, no int to round to
+    if ratios and max(ratios) > mj.MAX_STEPS + 0.5:  # the same cap as the link's runs: an error, not a hang
+        k = int(np.argmax(ratios))
         raise ValueError(f'duration / timestep must be at most MAX_STEPS = {mj.MAX_STEPS:,} steps per run, '
-                         f'got {duration!r} s / {pendulums[k].timestep!r} s = {steps[k]:,}')
+                         f'got {duration!r} s / {pendulums[k].timestep!r} s = {ratios[k]:,.0f}')
+    steps = [max(1, round(r)) for r in ratios]
     commands = [held_commands(command, p, n) for p, n in zip(pendulums, steps)]
     results: list = [None] * len(actuators)
     if implicit:

@@ -194,8 +194,8 @@ def check_lengths(fit: Sequence[Episode], heldout: Sequence[Episode]) -> None:
     for e in heldout:
         if e.nframe / e.fps < MIN_EPISODE_SECONDS:
             raise ValueError(f'a held-out episode must last at least {MIN_EPISODE_SECONDS:g} s '
-                             f'({math.ceil(MIN_EPISODE_SECONDS * e.fps)} frames at {e.fps:g} fps) to score the fit on a '
-                             f'move and its settling, got episode {e.index} with {e.nframe} frames '
+                             f'({math.ceil(MIN_EPISODE_SECONDS * e.fps)} frames at {e.fps:g} fps) to score the fit on '
+                             f'a move and its settling, got episode {e.index} with {e.nframe} frames '
                              f'({e.nframe / e.fps:.2f} s); hold out another with --heldout')
 
 
@@ -211,14 +211,17 @@ EVALUATIONS_PER_ITERATION = len(sysid.PARAMS) + 2
 """Candidate replays per iteration of a fit, as estimated: a Jacobian (one probe per parameter) and about two trial
 steps (a step the solver rejects costs another)."""
 
-MAX_FRAME_REPLAYS = 2e8
+MAX_FRAME_REPLAYS = 1e8
 """The most frame replays (one frame of one episode simulated for one candidate servo: ``ReplayConfig.substeps``
-physics steps) :func:`fit_cost` may estimate before the command refuses. The book's recording (4 episodes of 12 s)
-needs about a fiftieth of it; this is some hours of one CPU, where a reader wants to be asked first."""
+physics steps) :func:`fit_cost` may estimate before the command refuses. The book's recording (4 episodes of 12 s) is
+estimated at about a fiftieth of it (and replays about a quarter of its estimate), so a run at the budget takes some
+fifty times as long as the book's: long enough that a reader should choose it, with ``--max-frames`` or fewer
+episodes, rather than meet it."""
 
 MAX_BATCH_BYTES = 2e9
 """bytes: the most memory the largest batch of replays may take (commands and recorded joints of every simulation it
-holds, float64), as :func:`fit_cost` estimates it; a laptop or Colab has a few times this."""
+holds, float64), as :func:`fit_cost` estimates it. The book's recording needs under 20 MB; the 100,000-frame
+held-out episode that asked for this guard had passed 3.5 GB when it was stopped."""
 
 
 def fit_cost(fit: Sequence[Episode], heldout: Sequence[Episode], *, per_joint: bool = False, offsets: bool = False,
@@ -274,7 +277,8 @@ def check_cost(fit: Sequence[Episode], heldout: Sequence[Episode], *, max_frame_
     cost = fit_cost(fit, heldout, **kwargs)
     over = []
     if cost['frame_replays'] > max_frame_replays:
-        over.append(f"about {cost['frame_replays']:.2g} frame replays, over the budget of {max_frame_replays:.2g} "
+        over.append(f"up to {cost['frame_replays'] / 1e6:,.0f} million frame replays, over the budget of "
+                    f"{max_frame_replays / 1e6:,.0f} million "
                     f"({cost['frames']:,} frames in {len(fit) + len(heldout)} episodes of up to {cost['longest']:,} "
                     f"frames, {cost['fits']} fits (the main fit and the leave-one-out folds) of up to "
                     f"{cost['evaluations']} candidate replays each)")
@@ -769,7 +773,8 @@ def write_mjcf(ident: Identification, path: str | pathlib.Path) -> pathlib.Path:
     joint (``fitted_servo_<joint>``). Offsets go into each arm actuator's ``biasprm[0] = -kp c`` and ctrlrange. The
     meshes are read from Menagerie's folder by absolute path (``meshdir``); a comment at the top says what was fitted,
     on which recording, and how the replay was run (the recording's name made inert: ``outputs.comment_text``). The
-    file is written atomically (``outputs.write_atomic``): an interrupted write leaves any old file whole. Menagerie's own option (timestep, integrator) and contacts stay;
+    file is written atomically (``outputs.write_atomic``): an interrupted write leaves any old file whole.
+    Menagerie's own option (timestep, integrator) and contacts stay;
     the replay that scored the fit ran with contacts off and the timestep of ``sysid.ReplayConfig``.
     """
     xml = so101.menagerie_xml('so101')
@@ -923,7 +928,8 @@ def report_json(rep: dict) -> str:
 def report_text(rep: dict) -> str:
     """:func:`report` as the text the command prints."""
     text = outputs.inert  # names from the recording (its folder, robot_type) may hold terminal escapes
-    lines = [f"{text(rep['source'])}: LeRobot {text(rep['version'])}, {rep['fps']:g} fps, robot {text(rep['robot_type'])}",
+    lines = [f"{text(rep['source'])}: LeRobot {text(rep['version'])}, {rep['fps']:g} fps, "
+             f"robot {text(rep['robot_type'])}",
              f"fit on episodes {_ranges(rep['episodes']['fit'])} ({rep['recording']['seconds']:.1f} s, "
              f"{rep['recording']['moving_seconds']:.1f} s moving, {rep['recording']['held_frames']} held frames); "
              f"held out {_ranges(rep['episodes']['heldout'])}"]

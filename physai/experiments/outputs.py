@@ -86,7 +86,8 @@ def check_output(path, *, option: str, suffix: str, force: bool = False,
     try:  # the one sure test that the folder takes a new file (permissions, a read-only disk, a full quota)
         descriptor, probe = tempfile.mkstemp(dir=folder, prefix=f'.{path.name}.', suffix='.part')
     except OSError as err:
-        raise ValueError(f'{option} must be in a folder you can write to, got {name!r}: {inert(err.strerror)}') from None
+        raise ValueError(f'{option} must be in a folder you can write to, got {name!r}: '
+                         f'{inert(err.strerror)}') from None
     os.close(descriptor)
     os.unlink(probe)
     return path

@@ -107,10 +107,14 @@ def real_array(name: str, value, unit: str = '') -> np.ndarray:
     """
     try:
         array = np.asarray(value)
-    except (TypeError, ValueError):  # a ragged nesting
+        if array.dtype == object and all(is_real(x) for x in array.ravel()):  # ints beyond int64 (10**30)
+            array = array.astype(float)
+    except (TypeError, ValueError, OverflowError):  # a ragged nesting, an int beyond any float (10**400)
         array = None
     if array is None or array.dtype.kind not in 'iuf':
-        raise ValueError(f'{name} must be a number or an array of numbers{_unit(unit)}, got {value!r}')
+        shown = repr(value)
+        raise ValueError(f'{name} must be a number or an array of numbers{_unit(unit)}, got '
+                         f'{shown if len(shown) <= 80 else shown[:77] + "..."}')
     return array.astype(float)
 
 
