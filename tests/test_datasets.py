@@ -1,5 +1,6 @@
 """The LeRobot loader: tiny v3.0 and v2.1 datasets built here, every error it promises, the real recording."""
 
+import dataclasses
 import json
 import pathlib
 import sys
@@ -352,3 +353,20 @@ def test_the_checks_thresholds_sit_far_from_the_shipped_recording():
             step = np.diff(values, axis=0)
             back = np.where(np.sign(step[:-1]) == -np.sign(step[1:]), np.minimum(abs(step[:-1]), abs(step[1:])), 0)
             assert back.max() < datasets.SPIKE_DEG / 10 and np.abs(step).max() < datasets.WRAP_JUMP_DEG / 10
+
+
+def test_float32_timestamps_an_hour_into_an_episode_pass_and_a_dropped_frame_there_does_not():
+    """LeRobot stores timestamps as float32, whose rounding an hour in (2.4e-4 s) exceeds LeRobot's 1e-4 s tolerance:
+    the check allows for it, and still sees a frame missing at that point."""
+    n = 30 * 3600 + 30
+    t = np.arange(n) / 30
+    values = np.column_stack([10 * np.sin(0.3 * t + j) for j in range(6)]) + 20
+    episode = datasets.Episode(index=0, fps=30.0, joints=tuple(n[:-4] for n in NAMES), action=values,
+                               state=values.copy(), timestamp=t.astype(np.float32).astype(np.float64))
+    assert np.abs(np.diff(episode.timestamp) - 1 / 30).max() > datasets.TIMESTAMP_TOLERANCE_S
+    assert datasets.check_episode(episode) is episode
+    gap = np.delete(np.arange(n), n - 10)
+    dropped = dataclasses.replace(episode, action=values[gap], state=values[gap],
+                                  timestamp=episode.timestamp[gap])
+    with pytest.raises(ValueError, match=rf'1 step that is not \(frames {n - 10}; the first is 66.6'):
+        datasets.check_episode(dropped)

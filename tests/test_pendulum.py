@@ -2,6 +2,7 @@
 command held at 60 Hz and delayed whole, and the explicit and implicit PD compared in MuJoCo."""
 
 import math
+import re
 
 import mujoco
 import numpy as np
@@ -327,3 +328,17 @@ def test_the_slowest_control_rate_allowed_still_runs():
     p = PendulumParams(control_rate=1.0 / (0.5 * pendulum.mj.MAX_STEPS * pendulum.TIMESTEP))
     run = pendulum.simulate([IdealPD(kp=10.0)], pendulum=p, duration=0.1)[0]
     assert not run.diverged and p.decimation > len(run.q)
+
+
+@pytest.mark.parametrize('answer, words', [('abc', 'position(t) must be a number or an array of numbers rad'),
+                                           (None, 'position(t) must be a number'),
+                                           ([1.0, 2.0], 'one value per tick time')])
+def test_a_command_function_answering_no_numbers_is_named(answer, words):
+    """A function answering text once ended in numpy's own 'could not convert string to float'."""
+    with pytest.raises(ValueError, match=re.escape(words)):
+        pendulum.simulate([IdealPD(kp=10.0)], command=lambda t: answer, duration=0.1)
+
+
+def test_a_duration_beyond_any_float_step_count_is_refused_not_an_overflow():
+    with pytest.raises(ValueError, match='duration / timestep must be at most MAX_STEPS'):
+        pendulum.simulate([IdealPD(kp=10.0)], duration=1e308)
