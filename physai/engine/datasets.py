@@ -343,29 +343,34 @@ def _check_timing(e: Episode) -> str | None:
     return None
 
 
+def _first(mask: np.ndarray) -> tuple[int, int, np.ndarray]:
+    """The first (row, column) a (nframe, njoint) mask flags, and every row it flags."""
+    k, j = (int(i) for i in np.argwhere(mask)[0])
+    return k, j, np.flatnonzero(mask.any(axis=1))
+
+
 def _check_values(e: Episode) -> str | None:
     """What is wrong with an episode's values (range, wraps, glitches, repeated frames), or None."""
     for feature, values in ((ACTION, e.action), (STATE, e.state)):
         outside = np.abs(values) > RANGE_DEG
         if outside.any():
-            k, j = (int(i) for i in np.argwhere(outside)[0])
-            frames = np.flatnonzero(outside.any(axis=1))
+            k, j, frames = _first(outside)
             return (f'{feature} must lie within ±{RANGE_DEG:g} (degrees; the gripper 0..100), got {values[k, j]:g} '
                     f'for {e.joints[j]} at frame {k} ({_count(frames.size, "frame")} out of range: '
                     f'{_frames_text(frames)}): a glitch, or not LeRobot\'s degrees')
         step = np.diff(values, axis=0)
         wraps = np.abs(step) > WRAP_JUMP_DEG
         if wraps.any():
-            k, j = (int(i) for i in np.argwhere(wraps)[0])
-            frames = np.flatnonzero(wraps.any(axis=1)) + 1
+            k, j, frames = _first(wraps)
+            frames = frames + 1  # the frame after the jump
             return (f'{feature} must move less than {WRAP_JUMP_DEG:g}° in one frame, got {step[k, j]:+.1f}° for '
                     f'{e.joints[j]} from frame {k} to {k + 1} ({_count(frames.size, "such jump")}, at frames '
                     f'{_frames_text(frames)}): an encoder wrap past ±180°, or a glitch')
         out, back = step[:-1], step[1:]
         spikes = (np.sign(out) == -np.sign(back)) & (np.minimum(np.abs(out), np.abs(back)) > SPIKE_DEG)
         if spikes.any():
-            k, j = (int(i) for i in np.argwhere(spikes)[0])
-            frames = np.flatnonzero(spikes.any(axis=1)) + 1
+            k, j, frames = _first(spikes)
+            frames = frames + 1  # the frame out and back
             return (f'{feature} must not leave its neighbours by more than {SPIKE_DEG:g}° for one frame, got '
                     f'{out[k, j]:+.1f}° and back {back[k, j]:+.1f}° for {e.joints[j]} at frame {k + 1} '
                     f'({_count(frames.size, "such frame")}: {_frames_text(frames)}): a glitch')
