@@ -121,7 +121,7 @@ def _indices(name: str, values: list[str] | None) -> list[int] | None:
 
 def fit_servo(argv: list[str]) -> int:
     """``python -m physai fit-servo``: 0 on success; 2 with one line on stderr for bad arguments or data; 130 with one
-    line when interrupted (Ctrl-C), the files it would write left as they were.
+    line when interrupted (Ctrl-C) saying what was written, if anything (a file is written whole or not at all).
 
     Everything that can be checked is checked before the fit starts: the arguments, where the files go
     (``identify.check_outputs``: an existing file only with ``--force``, never through a symbolic link or into
@@ -171,7 +171,7 @@ def fit_servo(argv: list[str]) -> int:
         if png is not None:
             written.append(draw_fit_report(ident, png))
     except (ValueError, OSError, ModelUnavailable) as err:
-        return _fail(str(err))
+        return _fail(str(err) + (f' (wrote {" and ".join(map(str, written))} before that)' if written else ''))
     except KeyboardInterrupt:
         done = f'wrote {" and ".join(map(str, written))} only' if written else 'nothing written'
         print(f'fit-servo: interrupted (Ctrl-C); {_inert(done)}', file=sys.stderr)
