@@ -152,3 +152,9 @@ def test_flaw_growth_refuses_bad_input_naming_it(kwargs, message):
     args = dict(rate_hz=100, kp=998.0, kv=2.7, inertia=0.03) | kwargs
     with pytest.raises(ValueError, match=message):
         loop.flaw_growth(**args)
+
+
+@pytest.mark.parametrize('q, qd', [(None, 0.0), (0.0, None), ([0.0, None], 0.0), ('0.1', 0.0)])
+def test_mit_torque_refuses_a_state_that_is_not_numbers_instead_of_reading_none_as_nan(q, qd):
+    with pytest.raises(ValueError, match='must be a number or an array of numbers'):
+        loop.mit_torque(JointCommand(stiffness=10.0), q, qd)

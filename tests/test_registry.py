@@ -29,3 +29,17 @@ def test_table_uses_fixed_precision():
 
 def test_nan_becomes_null_in_json():
     assert json.loads(registry.to_json([{'a': math.nan, 'b': 1.5}])) == [{'a': None, 'b': 1.5}]
+
+
+def test_a_table_with_a_missing_key_or_a_bad_column_names_what_is_wrong():
+    """A missing key once ended in a bare KeyError."""
+    import pytest
+    with pytest.raises(ValueError,
+                       match=r'rows\[1\] must have a value for every column, got none for kv \(it has kp\)'):
+        registry.format_table([{'kp': 1.0, 'kv': 2.0}, {'kp': 3.0}], [('kp', '.1f'), ('kv', '.1f')])
+    with pytest.raises(ValueError, match=r'rows\[0\] must be a dict'):
+        registry.format_table([[1.0]], [('kp', '.1f')])
+    with pytest.raises(ValueError, match=r'columns must be \(key, format\) pairs'):
+        registry.format_table([{'kp': 1.0}], ['kp'])
+    with pytest.raises(ValueError, match=r"every value must fit its column's format \(kp: \.1q\)"):
+        registry.format_table([{'kp': 1.0}], [('kp', '.1q')])

@@ -1,6 +1,7 @@
 """physai.interface.servo_sysid_panels: chapter 4's live panel at extreme sliders and its static twin
 (byte-stable, redrawn in headless Chromium)."""
 
+import dataclasses
 import json
 import os
 import re
@@ -115,3 +116,20 @@ def test_a_chaotic_twin_frame_stores_its_verdict_and_survives_a_nudge(real, monk
     chaotic = [s for s in notes if s.startswith('chaotic')]
     assert len(chaotic) >= 1 and all(re.fullmatch(r'chaotic: no single replay is stored · MAE ≈ \d\.\d°', s)
                                      for s in chaotic)
+
+
+def test_the_panel_refuses_a_wrong_servo_or_episode_by_name():
+    """Each once ended in an AttributeError when the panel first drew."""
+    episode = sysid.synthetic_dataset(nepisode=1, seconds=1.0)[0]
+    with pytest.raises(TypeError, match="base must be an ArmServo .*got 'x'"):
+        servo_sysid_panels.sysid_panel(episode, 'x')
+    with pytest.raises(TypeError, match="episode must be an Episode .*got 'x'"):
+        servo_sysid_panels.sysid_panel('x', sysid.MENAGERIE)
+    with pytest.raises(ValueError, match="joints must be arm joints"):
+        servo_sysid_panels.sysid_panel(episode, sysid.MENAGERIE, joints=('gripper',))
+    with pytest.raises(ValueError, match="joints must hold each item once"):
+        servo_sysid_panels.sysid_panel(episode, sysid.MENAGERIE, joints=('elbow_flex', 'elbow_flex'))
+    one = dataclasses.replace(episode, action=episode.action[:1], state=episode.state[:1],
+                              timestamp=episode.timestamp[:1])
+    with pytest.raises(ValueError, match='episode must hold at least 2 frames'):
+        servo_sysid_panels.sysid_panel(one, sysid.MENAGERIE)

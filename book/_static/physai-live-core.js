@@ -1,6 +1,6 @@
 // The live panels' physics in the reader's browser: MuJoCo's WebAssembly build (mujoco-js, MuJoCo 3.3.8) running
 // the model physai wrote, and the figures physai reads off a run, ported line by line from Python:
-//   diverged        physai.engine.mj.diverged        (bad-acceleration warning, non-finite or |q| > 20π)
+//   diverged        physai.engine.mj.diverged        (MuJoCo's blow-up warnings, non-finite or |q| > 20π)
 //   summarize       physai.engine.link.summarize     (sag, 10-90 % rise, peak-to-peak, settled)
 //   unstable        physai.experiments.position_actuators.unstable   (the stability map's verdict)
 //   readout         physai.interface.plots.readout   (diverged / never settles / sag / rise)
@@ -85,9 +85,10 @@ export function kvFromDampratio(kp, dampratio, inertia) {
 }
 
 // One compiled model and its data, from the XML physai wrote (physai.interface.web).
-// MuJoCo resets a run whose position, velocity or acceleration went bad, and counts one of these warnings: their
-// indices in data.warning (resetWarnings), and whether any counter of `data` is above zero (wasReset).
-export const resetWarnings = (mujoco) => ['BADQPOS', 'BADQVEL', 'BADQACC'].map(
+// MuJoCo resets a run whose position, velocity or acceleration went bad, and zeroes the controls of a step whose
+// control went bad, counting one of these warnings (physai.engine.mj.BLOWUP_WARNINGS): their indices in
+// data.warning (resetWarnings), and whether any counter of `data` is above zero (wasReset).
+export const resetWarnings = (mujoco) => ['BADQPOS', 'BADQVEL', 'BADQACC', 'BADCTRL'].map(
   (w) => mujoco.mjtWarning[`mjWARN_${w}`].value);
 
 export function wasReset(data, indices) {

@@ -522,7 +522,7 @@ def rollout(models: Sequence[mujoco.MjModel], episodes: Sequence[Episode], subst
     batch.forward()
     out = batch.rollout((nframe - 1) * substeps, control=control, record=('qpos',))
     qpos = np.concatenate([starts[:, None], out['qpos'][:, substeps - 1::substeps]], axis=1)
-    return qpos, mj.bad_qacc(batch)
+    return qpos, mj.warned(batch)
 
 
 def _fill_history(batch: mujoco.batch.Batch, m: mujoco.MjModel, first: np.ndarray) -> None:

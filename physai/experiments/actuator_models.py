@@ -472,7 +472,7 @@ def explicit_through_clamped_motor(actuator, joint_limit: float, *, command=Step
             q[k + 1], v[k + 1] = d.qpos[0], d.qvel[0]
     full = np.concatenate([cmd, cmd[-1:]])
     run = Run(actuator, p, p.timestep * np.arange(nstep + 1), q, v, full[:, 0].copy(), applied,
-              mj.diverged(v=v, warned=mj.bad_qacc(d)), full)
+              mj.diverged(v=v, warned=mj.warned(d)), full)
     return run, requested
 
 

@@ -51,13 +51,14 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-from physai.engine import mj, servo_models, sysid
-from physai.engine.datasets import Episode, LeRobotDataset
+from physai.engine import mj, servo_models, so101, sysid
+from physai.engine.datasets import Episode, LeRobotDataset, check_episode
+from physai.engine.datasets import index_ranges as _ranges
 from physai.engine.so101 import ARM_JOINTS, JOINTS
 from physai.engine.sysid import ArmServo
-from physai.experiments import servo_sysid, servo_truth
+from physai.experiments import outputs, servo_sysid, servo_truth
 from physai.experiments.registry import format_table
-from physai.laws import robust
+from physai.laws import checks, robust
 
 
 ROBOTS = ('so101',)
@@ -135,8 +136,9 @@ def select_episodes(dataset: LeRobotDataset, episodes: Sequence[int] | None = No
       heldout: the indices among ``episodes`` kept out of the fit (default the last of ``episodes``).
 
     Raises:
-      ValueError: an index not in the dataset (or not among ``episodes``), one given twice, no held-out episode, or
-        fewer than 2 episodes left to fit.
+      ValueError: an index not in the dataset (or not among ``episodes``), one given twice, no held-out episode,
+        fewer than 2 episodes left to fit, or a chosen episode that ``datasets.check_episode`` refuses (timestamps
+        against fps, glitches, wraps, repeated frames).
     """
     available = [e.index for e in dataset]
     by_index = {e.index: e for e in dataset}
@@ -153,6 +155,8 @@ def select_episodes(dataset: LeRobotDataset, episodes: Sequence[int] | None = No
         return values
 
     chosen = indices('episodes', episodes, available, 'of the dataset') or available
+    for i in chosen:  # the loader checks what it reads; episodes made otherwise are checked here
+        check_episode(by_index[i], source=str(dataset.root))
     if len(chosen) < 3:
         raise ValueError(f'episodes must be at least 3 (2 to fit, 1 held out), got {len(chosen)}: {chosen}')
     held = indices('heldout', heldout, chosen, 'among the episodes used') or chosen[-1:]
@@ -165,15 +169,145 @@ def select_episodes(dataset: LeRobotDataset, episodes: Sequence[int] | None = No
     return [by_index[i] for i in fit], [by_index[i] for i in held]
 
 
-def _ranges(values: Sequence[int]) -> str:
-    """``[0, 1, 2, 5]`` as ``'0-2, 5'``."""
-    values, parts, start = sorted(values), [], None
-    for k, v in enumerate(values):
-        start = v if start is None else start
-        if k + 1 == len(values) or values[k + 1] != v + 1:
-            parts.append(f'{start}' if start == v else f'{start}-{v}')
-            start = None
-    return ', '.join(parts)
+def protected_folders(dataset: str | pathlib.Path | None = None) -> list[tuple[str, pathlib.Path]]:
+    """The folders the command reads and must never write into: MuJoCo Menagerie's SO-101 model (the folder of
+    ``so101.xml``, which every chapter loads, and the local Menagerie copy it sits in) and the dataset's folder."""
+    xml = so101.menagerie_xml('so101')
+    folders = [("MuJoCo Menagerie's SO-101 model", xml.parent)]
+    root = so101.menagerie_root()
+    if root is not None:
+        folders.append(('the local copy of MuJoCo Menagerie', pathlib.Path(root)))
+    if dataset is not None:
+        folders.append(("the dataset's folder", pathlib.Path(dataset)))
+    return folders
+
+
+def check_outputs(out: str | pathlib.Path, report: str | pathlib.Path | None = None, *, force: bool = False,
+                  dataset: str | pathlib.Path | None = None) -> tuple[pathlib.Path, pathlib.Path | None]:
+    """The MJCF file (``--out``) and the PNG (``--report``, or None) the command may write, checked before any work
+    (``outputs.check_output``): each names a file of its type in an existing folder the command can write to, is no
+    symbolic link, replaces an existing file only when ``force``, and lies in none of :func:`protected_folders`."""
+    folders = protected_folders(dataset)
+    out = outputs.check_output(out, option='--out', suffix='.xml', force=force, keep_out=folders)
+    if report is not None:
+        report = outputs.check_output(report, option='--report', suffix='.png', force=force, keep_out=folders)
+    return out, report
+
+
+def check_lengths(fit: Sequence[Episode], heldout: Sequence[Episode]) -> None:
+    """Refuse, before any fit, episodes too short to take part: a fit episode needs 2 frames to be replayed at all,
+    a held-out one ``MIN_EPISODE_SECONDS`` to hold a move and its settling (its error is the fit's score)."""
+    short = [e.index for e in fit if e.nframe < 2]
+    if short:
+        raise ValueError(f'every fit episode must have at least 2 frames to be replayed, got episode '
+                         f'{_ranges(short)} with {min(e.nframe for e in fit)}; leave it out with --episodes')
+    for e in heldout:
+        if e.nframe / e.fps < MIN_EPISODE_SECONDS:
+            raise ValueError(f'a held-out episode must last at least {MIN_EPISODE_SECONDS:g} s '
+                             f'({math.ceil(MIN_EPISODE_SECONDS * e.fps)} frames at {e.fps:g} fps) to score the fit on '
+                             f'a move and its settling, got episode {e.index} with {e.nframe} frames '
+                             f'({e.nframe / e.fps:.2f} s); hold out another with --heldout')
+
+
+def first_frames(episodes: Sequence[Episode], max_frames: int) -> list[Episode]:
+    """Each episode cut to its first ``max_frames`` frames (``--max-frames``)."""
+    max_frames = checks.whole('max_frames', max_frames, 2, None, 'frames')
+    return [e if e.nframe <= max_frames else dataclasses.replace(
+        e, action=e.action[:max_frames], state=e.state[:max_frames], timestamp=e.timestamp[:max_frames])
+        for e in episodes]
+
+
+EVALUATIONS_PER_ITERATION = len(sysid.PARAMS) + 2
+"""Candidate replays per iteration of a fit, as estimated: a Jacobian (one probe per parameter) and about two trial
+steps (a step the solver rejects costs another)."""
+
+MAX_FRAME_REPLAYS = 1e8
+"""The most frame replays (one frame of one episode simulated for one candidate servo: ``ReplayConfig.substeps``
+physics steps) :func:`fit_cost` may estimate before the command refuses. The book's recording (4 episodes of 12 s) is
+estimated at about a fiftieth of it (and replays about a quarter of its estimate), so a run at the budget takes some
+fifty times as long as the book's: long enough that a reader should choose it, with ``--max-frames`` or fewer
+episodes, rather than meet it."""
+
+MAX_BATCH_BYTES = 2e9
+"""bytes: the most memory the largest batch of replays may take (commands and recorded joints of every simulation it
+holds, float64), as :func:`fit_cost` estimates it. The book's recording needs under 20 MB; the 100,000-frame
+held-out episode that asked for this guard had passed 3.5 GB when it was stopped."""
+
+
+def fit_cost(fit: Sequence[Episode], heldout: Sequence[Episode], *, per_joint: bool = False, offsets: bool = False,
+             max_iter: int = 50, config: sysid.ReplayConfig = sysid.ReplayConfig()) -> dict:
+    """What :func:`identify` will cost, estimated from the episodes before it starts.
+
+    A batch replays every episode it holds for as many frames as its longest one, so the frames of a set of episodes
+    are ``len(set) * longest``. The fit, each leave-one-out fold (one per selected episode, less the main fit's own
+    when one episode is held out) and the per-joint fit each take up to ``max_iter`` (folds ``FOLD_MAX_ITER``)
+    iterations of ``EVALUATIONS_PER_ITERATION`` candidate replays of their frames (the per-joint fit has ten
+    parameters); the scores, the cost rises, the ridge and the final replays add a few replays more. The folds run
+    side by side, so their Jacobians form the largest batch.
+
+    Returns:
+      ``frames`` (the selected episodes' frames), ``fits`` (the main fit and the folds), ``evaluations`` (candidate
+      replays per fit, at most), ``frame_replays`` (the estimate, frames simulated), ``batch_bytes`` (the largest
+      batch's memory, bytes) and ``longest`` (frames of the longest episode).
+    """
+    fit, heldout = list(fit), list(heldout)
+    everyone = fit + heldout
+    sub = config.substeps(everyone[0].fps)
+    nparam = len(sysid.PARAMS)
+    longest = max(e.nframe for e in everyone)
+
+    def padded(episodes):
+        return len(episodes) * max(e.nframe for e in episodes)
+
+    evaluations = max_iter * EVALUATIONS_PER_ITERATION
+    replays = evaluations * padded(fit)  # the main fit
+    replays += (2 * nparam + 3) * padded(fit)  # cost_rise: the fit servo and each parameter scaled either way
+    folds = [everyone[:k] + everyone[k + 1:] for k in range(len(everyone))]
+    if len(heldout) == 1:  # the main fit is the held-out episode's fold
+        folds = [f for f, e in zip(folds, everyone) if e is not heldout[0]]
+    replays += sum(FOLD_MAX_ITER * EVALUATIONS_PER_ITERATION * padded(f) for f in folds)
+    replays += 2 * len(everyone) * padded(everyone)  # each fold's score: its servo and Menagerie's on every episode
+    ridge = len(servo_sysid.RIDGE_KPS[::2]) + 1
+    replays += ridge * 2 * padded(fit)  # the ridge, as recorded and with the offsets taken off
+    if per_joint:
+        replays += max_iter * (2 * len(ARM_JOINTS) + 2) * padded(fit)
+    replays += 2 * padded(everyone)  # the fitted and Menagerie's servo on every episode
+    # a batch holds each simulation's commands and its recorded joints for every physics step of the longest episode
+    per_sim = (longest - 1) * sub * 2 * len(JOINTS) * 8
+    sims = max([(nparam + 1) * (len(everyone) - 1) * len(folds), (nparam + 1) * len(fit), 2 * ridge * len(fit),
+                2 * len(everyone)] + ([(2 * len(ARM_JOINTS) + 1) * len(fit)] if per_joint else []))
+    return dict(frames=sum(e.nframe for e in everyone), fits=1 + len(folds), evaluations=evaluations,
+                frame_replays=float(replays), batch_bytes=float(sims * per_sim), longest=longest)
+
+
+def check_cost(fit: Sequence[Episode], heldout: Sequence[Episode], *, max_frame_replays: float = MAX_FRAME_REPLAYS,
+               max_batch_bytes: float = MAX_BATCH_BYTES, **kwargs) -> dict:
+    """:func:`fit_cost` if it is within the budgets, else a ValueError with the numbers and what to do: fewer
+    episodes (``--episodes``), or each cut to its first N frames (``--max-frames N``, the largest N that fits)."""
+    cost = fit_cost(fit, heldout, **kwargs)
+    over = []
+    if cost['frame_replays'] > max_frame_replays:
+        over.append(f"up to {cost['frame_replays'] / 1e6:,.0f} million frame replays, over the budget of "
+                    f"{max_frame_replays / 1e6:,.0f} million "
+                    f"({cost['frames']:,} frames in {len(fit) + len(heldout)} episodes of up to {cost['longest']:,} "
+                    f"frames, {cost['fits']} fits (the main fit and the leave-one-out folds) of up to "
+                    f"{cost['evaluations']} candidate replays each)")
+    if cost['batch_bytes'] > max_batch_bytes:
+        over.append(f"a batch of {cost['batch_bytes'] / 1e9:.2g} GB, over the budget of {max_batch_bytes / 1e9:.2g} GB "
+                    f"(every simulation of a batch runs as long as the longest episode, {cost['longest']:,} frames)")
+    if not over:
+        return cost
+    low, high = 2, cost['longest']  # the largest --max-frames whose cost fits, by bisection (the cost grows with it)
+    while high - low > 1:
+        mid = (low + high) // 2
+        c = fit_cost(first_frames(fit, mid), first_frames(heldout, mid), **kwargs)
+        ok = c['frame_replays'] <= max_frame_replays and c['batch_bytes'] <= max_batch_bytes
+        low, high = (mid, high) if ok else (low, mid)
+    shortest = math.ceil(MIN_EPISODE_SECONDS * fit[0].fps)
+    hint = (f'or keep the first {low:,} frames of each with --max-frames {low}' if low >= shortest else
+            'as even the shortest useful episodes would not fit')
+    raise ValueError(f"the fit must stay within its budget, got an estimate of {' and '.join(over)}; choose fewer "
+                     f"episodes with --episodes, {hint}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -692,14 +826,12 @@ def write_mjcf(ident: Identification, path: str | pathlib.Path) -> pathlib.Path:
     ``biasprm``, ``forcerange``) on every joint and actuator, and with per-joint servos one child class per arm
     joint (``fitted_servo_<joint>``). Offsets go into each arm actuator's ``biasprm[0] = -kp c`` and ctrlrange. The
     meshes are read from Menagerie's folder by absolute path (``meshdir``); a comment at the top says what was fitted,
-    on which recording, and how the replay was run. Menagerie's own option (timestep, integrator) and contacts stay;
+    on which recording, and how the replay was run (the recording's name made inert: ``outputs.comment_text``). The
+    file is written atomically (``outputs.write_atomic``): an interrupted write leaves any old file whole.
+    Menagerie's own option (timestep, integrator) and contacts stay;
     the replay that scored the fit ran with contacts off and the timestep of ``sysid.ReplayConfig``.
     """
-    import mujoco_menagerie
-
-    sysid.slim_arm()  # points mujoco_menagerie at the offline copy when there is one
-    robot = mujoco_menagerie.get('robotstudio_so101')
-    xml = pathlib.Path(robot.xml('so101'))
+    xml = so101.menagerie_xml('so101')
     spec = mujoco.MjSpec.from_file(str(xml))
     spec.meshdir = str((xml.parent / spec.meshdir).resolve())
     servos, shared = ident.servos, ident.servos.shared
@@ -730,9 +862,7 @@ def write_mjcf(ident: Identification, path: str | pathlib.Path) -> pathlib.Path:
     text = spec.to_xml()
     header = _header(ident, xml)
     text = re.sub(r'(<mujoco[^>]*>)', lambda m: m.group(1) + '\n' + header, text, count=1)
-    path = pathlib.Path(path)
-    path.write_text(text, encoding='utf-8')
-    return path
+    return outputs.write_atomic(path, lambda f: f.write(text.encode('utf-8')))
 
 
 def _set_joint(joint, servo: ArmServo) -> None:
@@ -777,7 +907,7 @@ def _header(ident: Identification, xml: pathlib.Path) -> str:
                   ', '.join(f'{j} {c:+.3f}' for j, c in zip(ARM_JOINTS, ident.servos.offsets_deg)) + '.',
                   'MuJoCo\'s <position> has no offset: each arm actuator carries it as biasprm[0] = -kp*c (written as',
                   '<general>), and its ctrlrange is moved by c so the clamp acts where the shifted command would.']
-    body = '\n'.join('  ' + line.replace('--', '- -') for line in lines)
+    body = '\n'.join('  ' + outputs.comment_text(line) for line in lines)  # the source is the recording's own text
     return f'<!--\n{body}\n-->'
 
 
@@ -785,9 +915,40 @@ def _header(ident: Identification, xml: pathlib.Path) -> str:
 # The report
 # --------------------------------------------------------------------------------------------------
 
+def fit_stops(ident: Identification) -> tuple[bool, list[str]]:
+    """Whether the main fit converged, and a sentence for each place it stopped that is not a minimum the data set.
+
+    A fit that ends where it started (``START`` as the fit holds it: clipped into ``sysid.LOG_BOUNDS`` and rounded
+    to ``sysid.FIT_DIGITS``) has not converged, whatever its solver said: the data did not move it (a glitch so large
+    that no servo changes the cost, say). A parameter that ends within ``BOUND_MARGIN`` of a bound of the fit's box
+    is where the box stopped it, not where the data put it; the report says so (and :func:`spread` never calls it
+    pinned). Per-joint kp and kv are checked the same way.
+    """
+    servo = ident.servos.shared
+    start = sysid.from_log(sysid.to_log(START)).rounded(sysid.FIT_DIGITS)
+    converged, notes = ident.fit_converged, []
+    if servo == start:
+        converged = False
+        notes.append('the fit ended where it started (TheRobotStudio\'s gains): the recording did not move it, so the '
+                     'written servo is the start, not a fit; check the recording for glitches and its moves')
+    low, high = (10.0 ** b for b in sysid.LOG_BOUNDS)
+    values = [(name, getattr(servo, name), k) for k, name in enumerate(sysid.PARAMS)]
+    if ident.servos.per_joint:
+        values += [(f'{j} {name}', v, sysid.PARAMS.index(name)) for name in ('kp', 'kv')
+                   for j, v in zip(ARM_JOINTS, getattr(ident.servos, name))]
+    for name, value, k in values:
+        if value <= low[k] * BOUND_MARGIN or value >= high[k] / BOUND_MARGIN:
+            edge, bound = ('lower', low[k]) if value <= low[k] * BOUND_MARGIN else ('upper', high[k])
+            notes.append(f'{name} ended at the {edge} bound of the fit ({_g(value)}, bound {bound:g}): there the bound '
+                         f'stopped it, not the data')
+    return converged, notes
+
+
 def report(ident: Identification, out: str | pathlib.Path | None = None) -> dict:
-    """The command's report as a JSON-ready dict (``--json`` prints it; :func:`report_text` formats it)."""
+    """The command's report as a JSON-ready dict (``--json`` prints it; :func:`report_text` formats it);
+    ``fit_converged`` and the warnings include :func:`fit_stops`."""
     data = ident.dataset
+    converged, stops = fit_stops(ident)
     servos = ident.servos
     pinned, loose = findings(ident)
     folds = [{k: r[k] for k in ('heldout', *SPREAD_KEYS, 'heldout_mae_deg', 'menagerie_heldout_mae_deg',
@@ -809,7 +970,7 @@ def report(ident: Identification, out: str | pathlib.Path | None = None) -> dict
         structures=servo_truth.structure_rows(ident.structures) if ident.structures else [],
         intervals=list(ident.intervals), rise_pct=100 * servo_truth.RISE,
         truth_table=[{k: r[k] for k, _ in servo_truth.TRUTH_COLUMNS} | dict(kind=r['kind']) for r in ident.truth],
-        fit_converged=ident.fit_converged, warnings=list(ident.warnings),
+        fit_converged=converged, warnings=list(ident.warnings) + stops,
         out=None if out is None else str(out))
 
 
@@ -830,12 +991,14 @@ def report_json(rep: dict) -> str:
 
 def report_text(rep: dict) -> str:
     """:func:`report` as the text the command prints."""
-    lines = [f"{rep['source']}: LeRobot {rep['version']}, {rep['fps']:g} fps, robot {rep['robot_type']}",
+    text = outputs.inert  # names from the recording (its folder, robot_type) may hold terminal escapes
+    lines = [f"{text(rep['source'])}: LeRobot {text(rep['version'])}, {rep['fps']:g} fps, "
+             f"robot {text(rep['robot_type'])}",
              f"fit on episodes {_ranges(rep['episodes']['fit'])} ({rep['recording']['seconds']:.1f} s, "
              f"{rep['recording']['moving_seconds']:.1f} s moving, {rep['recording']['held_frames']} held frames); "
              f"held out {_ranges(rep['episodes']['heldout'])}"]
     if rep['out']:
-        lines.append(f"wrote {rep['out']}")
+        lines.append(f"wrote {text(rep['out'])}")
     lines += ['', f"fitted servo (class {SERVO_CLASS}), and its range over {len(rep['folds'])} leave-one-out folds:"]
     rows = [dict(param=k, fitted=_g(v['fitted']), fold_min=_g(v['fold_min']), fold_max=_g(v['fold_max']),
                  cost_rise_pct='-' if math.isnan(v['cost_rise_pct']) else f"{v['cost_rise_pct']:.1f}",
@@ -880,5 +1043,5 @@ def report_text(rep: dict) -> str:
         lines += ['', "chapter 4's truth table on this recording (leave-one-out, degrees; vs_shift: over the teleport "
                       "at its best shift):"]
         lines.append(format_table(rep['truth_table'], servo_truth.TRUTH_COLUMNS))
-    lines += ['', 'warnings:'] + [f'  - {w}' for w in rep['warnings'] or ['none']]
+    lines += ['', 'warnings:'] + [f'  - {text(w)}' for w in rep['warnings'] or ['none']]
     return '\n'.join(lines)

@@ -499,7 +499,7 @@ def _simulate(m: mujoco.MjModel, *, q0: float, ctrl: float, duration: float) -> 
         for k in range(1, nstep + 1):
             mujoco.mj_step(m, d)
             q[k] = d.qpos[0]
-    return q, diverged(q, warned=mj.bad_qacc(d))
+    return q, diverged(q, warned=mj.warned(d))
 
 
 def motor_hold(gear: float = 1.0, *, duration: float = 1.0) -> list[dict]:
@@ -946,7 +946,7 @@ def velocity_trap(kv: float = VELOCITY_TRAP_KV, integrators=('Euler', 'implicitf
             for k in range(nstep):
                 mujoco.mj_step(m, d)
                 v[k] = d.qvel[0]
-        bad = diverged(v=v, warned=mj.bad_qacc(d))
+        bad = diverged(v=v, warned=mj.warned(d))
         inertia = LINK_INERTIA + SO101_ARMATURE
         rows.append({'integrator': integrator, 'h_kv_over_I': m.opt.timestep * kv / inertia,
                      'mujoco': 'diverged' if bad else 'stable',
@@ -992,7 +992,7 @@ def _hold_run(m: mujoco.MjModel, ctrl, *, q0: float = -0.5, duration: float = 3.
         for k in range(nstep):
             mujoco.mj_step(m, d)
             q[k + 1] = d.qpos[0]
-    if diverged(q, warned=mj.bad_qacc(d)):
+    if diverged(q, warned=mj.warned(d)):
         raise RuntimeError('a sag-cure run diverged')
     return q
 
@@ -1245,7 +1245,7 @@ def so101_joint_step(joint: str = STEP_TEST_JOINT, step: float = STEP_TEST_SIZE,
             mujoco.mj_step(m, d)
             force[k] = d.actuator_force[i]
             q[k + 1], v[k + 1] = d.qpos[adr], d.qvel[dof]
-            if mj.bad_qacc(d) or mj.runaway(v[k + 1]):
+            if mj.warned(d) or mj.runaway(v[k + 1]):
                 bad = True
                 q, v, force = q[:k + 2], v[:k + 2], force[:k + 1]
                 break

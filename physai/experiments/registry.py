@@ -140,9 +140,28 @@ def _cell(value: Any, fmt: str) -> str:
 
 
 def format_table(rows: Sequence[dict], columns: Sequence[tuple[str, str]]) -> str:
-    """Rows as a right-aligned text table with one header line; each cell uses its column's format."""
+    """Rows as a right-aligned text table with one header line; each cell uses its column's format.
+
+    Raises:
+      ValueError: a column that is not a (key, format) pair, a row that is not a dict or lacks a column's key, or a
+        value its column's format cannot print.
+    """
+    if isinstance(columns, (str, bytes)) or not all(
+            isinstance(c, (tuple, list)) and len(c) == 2 and all(isinstance(x, str) for x in c) for c in columns):
+        raise ValueError(f'columns must be (key, format) pairs of text, e.g. (("kp", ".0f"),), got {columns!r}')
     keys = [key for key, _ in columns]
-    cells = [[_cell(row[key], fmt) for key, fmt in columns] for row in rows]
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise ValueError(f'rows[{i}] must be a dict (one key per column), got {type(row).__name__}')
+        missing = [key for key in keys if key not in row]
+        if missing:
+            raise ValueError(f'rows[{i}] must have a value for every column, got none for {", ".join(missing)} '
+                             f'(it has {", ".join(map(str, row)) or "no keys"})')
+    try:
+        cells = [[_cell(row[key], fmt) for key, fmt in columns] for row in rows]
+    except (TypeError, ValueError) as err:  # a text in a number column, or a format Python does not know
+        raise ValueError(f'every value must fit its column\'s format ({", ".join(f"{k}: {f}" for k, f in columns)}), '
+                         f'got: {err}') from None
     widths = [max([len(key)] + [len(line[i]) for line in cells]) for i, key in enumerate(keys)]
     lines = ['  '.join(key.rjust(w) for key, w in zip(keys, widths))]
     lines += ['  '.join(cell.rjust(w) for cell, w in zip(line, widths)) for line in cells]

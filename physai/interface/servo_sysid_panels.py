@@ -21,7 +21,7 @@ from physai.engine.datasets import Episode
 from physai.engine.sysid import ArmServo, Replay, ReplayConfig, arm_columns, replay
 from physai.engine.so101 import ARM_JOINTS
 from physai.experiments.servo_sysid import hold_sag_deg
-from physai.laws import robust
+from physai.laws import checks, robust
 
 
 # --------------------------------------------------------------------------------------------------
@@ -65,7 +65,22 @@ def sysid_panel(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PAN
     damping and frictionloss stay at ``base``'s. Every change replays the episode and redraws the
     overlay of real and simulated ``joints``, the error per joint, the sag in held poses and whether
     the replay stayed stable, chatters (:attr:`Replay.chatters`) or diverged.
+
+    Raises:
+      TypeError: ``episode`` not an :class:`Episode` or ``base`` not an :class:`ArmServo`.
+      ValueError: an episode of fewer than 2 frames or without the five arm joints, or ``joints`` not arm joints
+        named once each.
     """
+    if not isinstance(episode, Episode):
+        raise TypeError(f'episode must be an Episode (a recording, e.g. load_lerobot(...)[0]), got {episode!r:.80}')
+    if not isinstance(base, ArmServo):
+        raise TypeError(f'base must be an ArmServo (e.g. sysid.MENAGERIE), got {base!r:.80}')
+    if episode.nframe < 2 or any(j not in episode.joints for j in ARM_JOINTS):
+        raise ValueError(f'episode must hold at least 2 frames of the arm joints {", ".join(ARM_JOINTS)}, got '
+                         f'{episode.nframe} frames of {", ".join(episode.joints)}')
+    if isinstance(joints, str) or not joints or any(j not in ARM_JOINTS for j in joints):
+        raise ValueError(f'joints must be arm joints ({", ".join(ARM_JOINTS)}), got {joints!r}')
+    checks.distinct('joints', joints)
 
     idx = [ARM_JOINTS.index(j) for j in joints]
     real_deg = episode.state[:, arm_columns(episode.joints)]
