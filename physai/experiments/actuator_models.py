@@ -579,8 +579,10 @@ STS3215_STALL_TORQUE = 2.94
 30 kg·cm)."""
 
 STS3215_NO_LOAD_SPEED = 45 * 2 * math.pi / 60
-"""rad/s (45 rpm, 0.222 s per 60°): an assumed no-load speed for the STS3215, not a measured or datasheet value;
-replace it with your servo's measured one. The chapter also runs twice this value."""
+"""rad/s (45 rpm, 0.222 s per 60°): the STS3215's no-load speed in the derivation behind Menagerie's gains
+(github.com/Gregory119/RBE501-RL-arm-project, ``gymnasium_env/calc_actuator_model.py``: ``omega_nl``, from the 12 V
+ST-3215-C047's figures); nobody has measured it on the book's arm, so replace it with your servo's measured one. The
+chapter also runs twice this value."""
 
 
 def so101_elbow_models(step: float = 0.2) -> dict:
