@@ -225,7 +225,7 @@ SO101_FORCERANGE = so101.MENAGERIE_FORCERANGE  # N·m, the actuators' forcerange
 PHYSICS_TIMESTEP = 0.001  # s: physics at 1 kHz
 
 STANDBY = (0.0, -1.0, 1.0, 0.5, 0.0, 0.0)
-"""Standby pose, rad per joint (shoulder_pan ... gripper): upper arm raised, forearm forward, wrist tilted."""
+"""Standby pose, rad per joint (shoulder_pan ... gripper): upper arm tilted back, forearm level, wrist tilted down."""
 
 MOVE_TIME = 0.5  # s, the move from the home pose (qpos0) to STANDBY
 DURATION = 3.0  # s simulated
@@ -339,7 +339,7 @@ def hold_model(params: HoldParams) -> mujoco.MjModel:
 
     In-step the actuators are Menagerie's ``<position>`` servos with kp, kv from ``params`` and forcerange
     ±forcerange; in-loop they are silenced (the PD writes ``qfrc_applied``). Contacts stay on: no contact
-    occurs during the move or the hold (see ``tests/test_control.py``), so they do not touch the result.
+    occurs during the move or the hold (``tests/test_hold.py`` checks it), so they do not touch the result.
     Returns a fresh copy the caller may edit.
     """
     return copy.copy(_model_of(params))
