@@ -185,10 +185,13 @@ def so101_without_armature(n: int = SO101_HOLD_ENSEMBLE) -> list[dict]:
     m = load_so101()
     rows = []
     for i in range(m.nu):
-        row = {'joint': mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, int(m.actuator_trnid[i, 0]))}
-        row.update({name: chatter_verdict(runs[:, i]) for name, runs in p2p.items()})
-        row['no_armature_p2p_low'], row['no_armature_p2p_high'] = chatter_range(p2p['no_armature'][:, i])
-        rows.append(row)
+        verdict = {name: chatter_verdict(runs[:, i]) for name, runs in p2p.items()}
+        low, high = chatter_range(p2p['no_armature'][:, i])
+        rows.append({'joint': mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, int(m.actuator_trnid[i, 0])),
+                     'shipped': verdict['shipped'], 'no_armature': verdict['no_armature'],
+                     'no_armature_p2p_low': low, 'no_armature_p2p_high': high,
+                     'no_armature_unclamped': verdict['no_armature_unclamped'],
+                     'no_armature_1ms': verdict['no_armature_1ms']})
     return rows
 
 
