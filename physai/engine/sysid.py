@@ -686,8 +686,10 @@ schedule and ``FTOL`` the fit takes 265."""
 FTOL = 1e-3
 """A start stops when an iteration lowers the cost by less than this fraction of it (0.1 %, a change of 0.05 % in
 the root-mean-square error): the flat valley of the fit (the kv/damping split) otherwise takes tens of iterations
-that each lower the cost by parts in 10^4 or 10^5 and move the servo along the valley, not its held-out error
-(chapter 4's fit: held-out error 0.699° stopping at 1e-3, 0.700° at 1e-4, 0.701° with no such stop)."""
+that each lower the cost by parts in 10^4 or 10^5 and move the servo along the valley. Chosen on the fit episodes'
+cost alone: chapter 4's fit stops after 10 iterations at a cost of 0.6100 deg²; with no such stop it takes 25, and
+its 91 evaluations of the residuals become 207, to reach 0.6094 (0.1 % lower), kp from 7.96 to 7.97, kv and the
+joint damping moved along the valley (0.733 and 0.135 to 0.781 and 0.087)."""
 
 
 class _Flat(Exception):

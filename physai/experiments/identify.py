@@ -1040,8 +1040,9 @@ def report_text(rep: dict) -> str:
                                                      ('fitted_max', '.3g'), ('low', '.3g'), ('high', '.3g'),
                                                      ('edge', '')]))
     if rep['truth_table']:
-        lines += ['', "chapter 4's truth table on this recording (leave-one-out, degrees; vs_shift: over the teleport "
-                      "at its best shift):"]
+        lines += ['', "chapter 4's truth table on this recording (leave-one-out, degrees; from_fit: 'partly' for a "
+                      "published set completed from each fold's own fit; vs_shift: over the teleport at its best "
+                      "shift, its min and max fold by fold):"]
         lines.append(format_table(rep['truth_table'], servo_truth.TRUTH_COLUMNS))
     lines += ['', 'warnings:'] + [f'  - {text(w)}' for w in rep['warnings'] or ['none']]
     return '\n'.join(lines)

@@ -49,7 +49,7 @@ class PublishedSet:
     """The replayed model, given the fold's own fit (the spring fitted on the fold's training episodes), which only a
     partial set uses."""
     uses_fit: bool = False
-    """The set is completed from the fold's fit (so it differs from fold to fold)."""
+    """The set is completed from the fold's fit (so it differs from fold to fold, and is not independent of it)."""
 
 
 def _joints(**values: Sequence[float]) -> JointModel:
@@ -62,21 +62,30 @@ def _mean_fill(read: Sequence[float | None]) -> tuple[float, ...]:
     return tuple(float(np.mean(known)) if v is None else float(v) for v in read)
 
 
-# The Isaac Lab SO-101 asset's AnchorBench fit as the dataset card lists it, JOINTS order; None: not read.
+# The Isaac Lab SO-101 asset's AnchorBench fit as the dataset card lists it, JOINTS order. None: a value of the card's
+# table that this book did not check against the card (the wrist joints, the gripper, the elbow's other columns); the
+# set replays them as the mean of the values it did check (_mean_fill), and says so.
 _ANCHOR = dict(kp=(48.42, 47.78, 14.72, None, None, None), kv=(3.335, 2.563, None, None, None, None),
                armature=(0.0676, 0.0276, None, None, None, None), frictionloss=(0.347, 0.345, None, None, None, None),
                damping=(1.591, 0.561, None, None, None, None), forcerange=(3.35, 3.35, None, None, None, None))
 
-# MuJoCo Playground v1.0.0, mujoco_playground/robots/so101/sim/constant.py, JOINTS order
+# MuJoCo Playground v1.0.0, mujoco_playground/robots/so101/sim/constant.py, JOINTS order. The file goes on to give
+# the position servo's PD gains, identified with these; the truth table does not use them (its row scores the armature
+# and the friction alone, on the fold's own spring).
 _PLAYGROUND_ARMATURE = (0.1088, 0.1472, 0.1224, 0.1133, 0.1146, 0.1985)
 _PLAYGROUND_FRICTIONLOSS = (0.0001, 0.0, 0.0, 0.0, 0.0, 0.2517)
 
-STATIC_LOAD_TORQUE = 1.5 * 9.81 * 0.10
-"""N·m: 1.5 kg on a 10 cm lever (TheRobotStudio/SO-ARM100 issue #134), taken horizontal."""
+STATIC_LOAD_LEVER_DEG = 45.0
+"""deg: the lever's angle in the load test of TheRobotStudio/SO-ARM100 issue #134 ("1.5 kg load, 10 cm lever, 45°
+angle"), read as 45° from the horizontal (from the vertical gives the same torque)."""
+STATIC_LOAD_TORQUE = 1.5 * 9.81 * 0.10 * math.cos(math.radians(STATIC_LOAD_LEVER_DEG))
+"""N·m: gravity's torque of 1.5 kg on a 10 cm lever at ``STATIC_LOAD_LEVER_DEG``, m·g·L·cos(45°) = 1.04 (the same
+issue)."""
 STATIC_LOAD_DEFLECTION_DEG = (1.8, 2.6)
-"""deg: the position error under that load, 20-30 encoder counts (the same issue; about 1 degree of it free play)."""
+"""deg: the position error under that load, 20-30 encoder counts (the same issue, which also measures about 1° of free
+play by hand; how much of the error that play is, it does not say)."""
 STATIC_LOAD_KP = STATIC_LOAD_TORQUE / math.radians(float(np.mean(STATIC_LOAD_DEFLECTION_DEG)))
-"""N·m/rad implied at the middle of the deflection range (32 to 47 over the range)."""
+"""N·m/rad implied at the middle of the deflection range: 27 (23 to 33 over the range)."""
 
 SECOND_SOLUTION = dict(kp=8.8, kv=0.52)
 """The second solution the servo study of the sources reports, from the same other rig as ``sysid.PUBLISHED_FIT``."""
@@ -95,10 +104,13 @@ PUBLISHED: tuple[PublishedSet, ...] = (
         assumes='P = 16 read as volts per degree of error, 12 V datasheet values (Gregory119/RBE501-RL-arm-project)',
         completion='none', model=lambda fit: JointModel.uniform(sysid.MENAGERIE)),
     PublishedSet(
-        name='BAM m1, P = 32', source='Rhoban/bam params/feetech_sts3215_7_4V/m1.json through the duty-gain law; '
-                                      'TheRobotStudio/SO-ARM100 Simulation/SO101/joints_properties.xml; Open Duck '
-                                      'Mini v2 until March 2025',
-        assumes='7.4 V STS3215, firmware P = 32 (Feetech default), duty gain 0.166/rad/P',
+        name='BAM m1, P = 32', source='TheRobotStudio/SO-ARM100 Simulation/SO101/joints_properties.xml (its README: '
+                                      'adapted from Open Duck Mini; the same file in apirrone/Open_Duck_Playground, '
+                                      'and that repository\'s open_duck_mini_v2.xml from 13 to 20 March 2025); kp and '
+                                      'forcerange are Rhoban/bam params/feetech_sts3215_7_4V/m1.json through the '
+                                      'duty-gain law',
+        assumes='7.4 V STS3215, firmware P = 32 (the default, LeRobot\'s so101_follower.py says), duty gain '
+                '0.166/rad/P',
         completion='none', model=lambda fit: JointModel.uniform(sysid.THEROBOTSTUDIO)),
     PublishedSet(
         name='BAM m1, P = 16', source='the same identification at the P = 16 LeRobot writes (physai.laws.servo_gain)',
@@ -109,7 +121,9 @@ PUBLISHED: tuple[PublishedSet, ...] = (
     PublishedSet(
         name='Open Duck Mini v2', source='apirrone/Open_Duck_Playground open_duck_mini_v2.xml (f6988368, 2025-03-23), '
                                          'class sts3215',
-        assumes='7.4 V STS3215 (BAM-identified); the file does not state P',
+        assumes='7.4 V STS3215; the file states neither P nor where its values come from (the kp 17.12 it held '
+                '20-23 March 2025, with this forcerange 3.23, is a pair BAM\'s export gives at P = 32: kp/forcerange '
+                '= 0.166 x 32)',
         completion='none', model=lambda fit: _joints(kp=[13.37] * 6, kv=[0.0] * 6, forcerange=[3.23] * 6,
                                                      damping=[0.56] * 6, frictionloss=[0.068] * 6,
                                                      armature=[0.027] * 6)),
@@ -117,22 +131,26 @@ PUBLISHED: tuple[PublishedSet, ...] = (
         name='Isaac Lab AnchorBench', source='Hugging Face dataset card sreetz-nv/so101_vials_actuators_sysid '
                                              '(the SO-101 asset\'s system-identification fit, per joint)',
         assumes='not stated; stiffness, damping, armature, static and viscous friction, effort limit per joint',
-        completion='shoulder_pan and shoulder_lift as listed, elbow_flex its stiffness; every value not read takes '
-                   'the mean of the joints read (static friction -> frictionloss, viscous -> joint damping)',
+        completion='shoulder_pan and shoulder_lift as the card lists them, elbow_flex its stiffness; the other '
+                   'values of the card\'s table (not checked here) take the mean of these (static friction -> '
+                   'frictionloss, viscous friction -> joint damping)',
         model=lambda fit: _joints(**{k: _mean_fill(v) for k, v in _ANCHOR.items()})),
     PublishedSet(
         name='MuJoCo Playground', source='google-deepmind/mujoco_playground v1.0.0 robots/so101/sim/constant.py '
-                                         '(ARMATURE, FRICTIONLOSS per joint, identified with mujoco.sysid)',
+                                         '(ARMATURE, FRICTIONLOSS per joint, identified from teleoperation with '
+                                         'mujoco.sysid, tasks/sysid/so101/README.md)',
         assumes='not stated',
         completion='armature and frictionloss per joint as published; kp, kv, forcerange and joint damping from this '
-                   'book\'s spring fitted on the fold\'s training episodes',
+                   'book\'s spring fitted on the fold\'s training episodes (the file\'s own PD gains are not '
+                   'used: the row scores the armature and friction alone)',
         model=lambda fit: fit.replace(armature=_PLAYGROUND_ARMATURE, frictionloss=_PLAYGROUND_FRICTIONLOSS),
         uses_fit=True),
     PublishedSet(
-        name='static load test', source='TheRobotStudio/SO-ARM100 issue #134: 1.8-2.6 deg at 1.5 kg on 10 cm',
+        name='static load test', source='TheRobotStudio/SO-ARM100 issue #134: 1.8-2.6 deg at 1.5 kg on a 10 cm '
+                                        'lever at 45°',
         assumes='12 V STS3215, firmware settings not stated',
-        completion=f'kp = {STATIC_LOAD_KP:.0f} N·m/rad (1.47 N·m over 2.2 deg); kv keeps the lag of this book\'s '
-                   f'spring fitted on the fold\'s training episodes, the rest from that fit',
+        completion=f'kp = {STATIC_LOAD_KP:.0f} N·m/rad ({STATIC_LOAD_TORQUE:.2f} N·m over 2.2 deg); kv keeps the lag '
+                   f'of this book\'s spring fitted on the fold\'s training episodes, the rest from that fit',
         model=lambda fit: _on_ridge(fit, STATIC_LOAD_KP), uses_fit=True),
     PublishedSet(
         name='servo study, published fit', source='the servo study of the sources (another SO-101 rig; not public)',
@@ -345,38 +363,47 @@ def truth_table(dataset: LeRobotDataset, folds: Sequence[Fold], *, config: Repla
     """Every published set, the teleport scale and this book's structures, each scored on every held-out episode.
 
     Returns:
-      One row per model: ``model``, ``kind`` ('published', 'scale' or 'fitted here'), ``kp`` (its shared kp, or the
-      range over joints and folds as ``kp_min``/``kp_max``), ``p_bam`` and ``p_menagerie`` (the P register each law
-      gives that kp: ``servo_gain.BAM_STS3215.p_register``, ``servo_gain.menagerie_p_register``), ``heldout_deg``
-      (on the fold that leaves out ``heldout_index``, default the last episode), ``loo_deg`` (mean over the folds),
-      ``loo_min``, ``loo_max`` and ``vs_shift`` (``loo_deg`` over the teleport-at-its-best-shift's).
+      One row per model: ``model``, ``kind`` ('published', 'scale' or 'fitted here'), ``from_fit`` ('no', 'partly'
+      for a published set completed from the fold's fit, 'yes' for this book's structures), ``kp`` (its shared kp, or
+      the range over joints and folds as ``kp_min``/``kp_max``), ``p_bam`` and ``p_menagerie`` (the P register each
+      law gives the largest kp: ``servo_gain.BAM_STS3215.p_register``, ``servo_gain.menagerie_p_register``),
+      ``heldout_deg`` (on the fold that leaves out ``heldout_index``, default the last episode), ``loo_deg`` (mean
+      over the folds), ``loo_min``, ``loo_max``, ``vs_shift`` (``loo_deg`` over the teleport-at-its-best-shift's) and
+      ``vs_shift_min``/``vs_shift_max`` (the same ratio fold by fold, each fold's error over its own shifted
+      teleport's: its spread), and ``heldout_folds`` (the held-out error of every fold, in the order of ``folds``).
     """
     folds = list(folds)
     by_index = {e.index: e for e in dataset.episodes}
     heldout_index = folds[-1].heldout if heldout_index is None else heldout_index
     spring = servo_models.SPRING.name
-    entries = []  # (name, kind, [model per fold])
+    entries = []  # (name, kind, from_fit, [model per fold])
     for s in PUBLISHED:
-        entries.append((s.name, 'published', [s.model(f.models[spring]) for f in folds]))
+        entries.append((s.name, 'published', 'partly' if s.uses_fit else 'no',
+                        [s.model(f.models[spring]) for f in folds]))
     for name in folds[0].models:
-        entries.append((f'this book: {name}', 'fitted here', [f.models[name] for f in folds]))
-    flat = [(m, by_index[f.heldout]) for _, _, ms in entries for m, f in zip(ms, folds)]
+        entries.append((f'this book: {name}', 'fitted here', 'yes', [f.models[name] for f in folds]))
+    flat = [(m, by_index[f.heldout]) for *_, ms in entries for m, f in zip(ms, folds)]
     runs = iter(r.mae_deg for r in servo_models._runs([m for m, _ in flat], [e for _, e in flat], config))
     rows = []
     for name, shifts in (('teleport', [1] * len(folds)), ('teleport, best shift', [f.best_shift for f in folds])):
         held = [float(servo_sysid.teleport_errors([by_index[f.heldout]], s).mean()) for f, s in zip(folds, shifts)]
-        rows.append(dict(model=name, kind='scale', kp_min=math.nan, kp_max=math.nan, heldout=held))
-    for name, kind, ms in entries:
+        rows.append(dict(model=name, kind='scale', from_fit='no', kp_min=math.nan, kp_max=math.nan, heldout=held))
+    for name, kind, from_fit, ms in entries:
         held = [next(runs) for _ in folds]
         kps = [k for m in ms for k in m.kp[:len(ARM_JOINTS)]]
-        rows.append(dict(model=name, kind=kind, kp_min=float(min(kps)), kp_max=float(max(kps)), heldout=held))
-    shift_mean = float(np.mean(rows[1]['heldout']))
+        rows.append(dict(model=name, kind=kind, from_fit=from_fit, kp_min=float(min(kps)), kp_max=float(max(kps)),
+                         heldout=held))
+    shifted = np.array(rows[1]['heldout'])
+    shift_mean = float(np.mean(shifted))
     k_out = [f.heldout for f in folds].index(heldout_index)
     for r in rows:
         held = r.pop('heldout')
         kp = r['kp_max']
-        r.update(heldout_deg=held[k_out], loo_deg=float(np.mean(held)), loo_min=float(min(held)),
+        per_fold = np.array(held) / shifted
+        r.update(heldout_folds=tuple(float(h) for h in held), heldout_deg=held[k_out], loo_deg=float(np.mean(held)),
+                 loo_min=float(min(held)),
                  loo_max=float(max(held)), vs_shift=float(np.mean(held)) / shift_mean,
+                 vs_shift_min=float(per_fold.min()), vs_shift_max=float(per_fold.max()),
                  p_bam=float(servo_gain.BAM_STS3215.p_register(kp)) if math.isfinite(kp) else math.nan,
                  p_menagerie=servo_gain.menagerie_p_register(kp) if math.isfinite(kp) else math.nan)
     return rows
@@ -387,8 +414,9 @@ def sources_rows() -> list[dict]:
     return [dict(model=s.name, source=s.source, assumes=s.assumes, completion=s.completion) for s in PUBLISHED]
 
 
-TRUTH_COLUMNS = (('model', 's'), ('kp_min', '.3g'), ('kp_max', '.3g'), ('p_bam', '.0f'), ('heldout_deg', '.2f'),
-                 ('loo_deg', '.2f'), ('loo_min', '.2f'), ('loo_max', '.2f'), ('vs_shift', '.2f'))
+TRUTH_COLUMNS = (('model', 's'), ('from_fit', 's'), ('kp_min', '.3g'), ('kp_max', '.3g'), ('p_bam', '.0f'),
+                 ('heldout_deg', '.2f'), ('loo_deg', '.2f'), ('loo_min', '.2f'), ('loo_max', '.2f'), ('vs_shift', '.2f'),
+                 ('vs_shift_min', '.2f'), ('vs_shift_max', '.2f'))
 
 
 @experiment('truth-table', summary='every published STS3215 model and this book\'s structures, leave-one-out on the '
