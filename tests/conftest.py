@@ -1,11 +1,33 @@
 """Fixtures shared by the tests."""
 
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import time
+
 import matplotlib
 import numpy as np
 import pytest
 from browser import chromium
 
 matplotlib.use('agg')  # the tests draw off-screen, before anything imports pyplot
+
+
+@pytest.fixture(scope='session')
+def built_book() -> pathlib.Path:
+    """Build the book once per test session, as ``make book`` does (strict, ``--all``), into the repository's
+    ``_build``; returns ``_build/html``. Every test of the built site shares this one build (a build takes minutes)."""
+    root = pathlib.Path(os.environ.get('PHYSAI_BOOK_ROOT', pathlib.Path(__file__).resolve().parents[1]))
+    jupyter_book = pathlib.Path(sys.executable).with_name('jupyter-book')
+    command = [str(jupyter_book if jupyter_book.exists() else shutil.which('jupyter-book')),
+               'build', '--all', '-W', '-n', '--keep-going', str(root)]
+    start = time.monotonic()
+    result = subprocess.run(command, cwd=root, capture_output=True, text=True)
+    assert result.returncode == 0, f'the book build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}'
+    print(f'\nbook built in {time.monotonic() - start:.1f} s')
+    return root / '_build' / 'html'
 
 
 @pytest.fixture(scope='module')

@@ -11,7 +11,6 @@ import pytest
 from physai.engine import servo_models, sysid
 from physai.engine.datasets import shipped_recording
 from physai.engine.servo_models import JointModel
-from physai.engine.so101 import ARM_JOINTS
 from physai.experiments import servo_sysid, servo_truth
 from physai.laws import servo_gain
 

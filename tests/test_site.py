@@ -32,11 +32,7 @@ import json
 import os
 import pathlib
 import re
-import shutil
-import subprocess
-import sys
 import threading
-import time
 import urllib.parse
 
 import pytest
@@ -83,17 +79,9 @@ SELECT_JS = """select => {
 
 
 @pytest.fixture(scope='module')
-def site():
-    """Build the book, then serve _build/html on 127.0.0.1; yields the base URL."""
-    jupyter_book = pathlib.Path(sys.executable).with_name('jupyter-book')
-    command = [str(jupyter_book if jupyter_book.exists() else shutil.which('jupyter-book')),
-               'build', '--all', '-W', '-n', '--keep-going', str(ROOT)]
-    start = time.monotonic()
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    assert result.returncode == 0, f'the book build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}'
-    print(f'\nbook built in {time.monotonic() - start:.1f} s')
-
-    handler = functools.partial(QuietHandler, directory=str(HTML))
+def site(built_book):
+    """The book built (once per session, ``built_book``), served on 127.0.0.1; yields the base URL."""
+    handler = functools.partial(QuietHandler, directory=str(built_book))
     server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -31,7 +31,6 @@ candidate replayed in the batch of the solvers' round (``sysid._Lockstep``).
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import math

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from physai.engine import servo_models, sysid
-from physai.engine.datasets import Episode, LeRobotDataset
+from physai.engine.datasets import LeRobotDataset
 from physai.engine.servo_models import JointModel, Structure
 from physai.engine.so101 import ARM_JOINTS, JOINTS
 from physai.engine.sysid import ArmServo, ReplayConfig
