@@ -56,15 +56,26 @@ class Experiment:
     """Allowed values of the one positional argument, or () when there is none."""
 
     def run(self, arg: str | None = None) -> list[dict]:
-        """Compute the rows; ``arg`` must be one of ``choices`` when there are choices."""
+        """Compute the rows; ``arg`` must be one of ``choices`` when there are choices.
+
+        Every row carries exactly the table's columns, in their order (what ``--json`` prints is what the table
+        shows): a row that does not is a bug of the experiment, raised here, so that every chapter that runs an
+        experiment checks it too.
+        """
         if self.choices:
             if arg not in self.choices:
                 raise ValueError(
                         f'{self.name}: PARAM must be one of {", ".join(self.choices)}, got {arg!r}')
-            return self.func(arg)
-        if arg is not None:
+            rows = self.func(arg)
+        elif arg is not None:
             raise ValueError(f'{self.name} takes no argument, got {arg!r}')
-        return self.func()
+        else:
+            rows = self.func()
+        keys = [key for key, _ in self.columns_for(rows, arg)]
+        for i, row in enumerate(rows):
+            if list(row) != keys:
+                raise RuntimeError(f'{self.name}: row {i} has the keys {list(row)}, its table the columns {keys}')
+        return rows
 
     def columns_for(self, rows: Sequence[dict], arg: str | None = None) -> tuple[tuple[str, str], ...]:
         """The columns of the table for ``arg``, or, without it, those whose keys the rows carry."""
