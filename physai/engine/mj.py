@@ -40,6 +40,9 @@ SPEED_BOUND = 1e3
 """rad/s: a joint faster than this has run away (a hinge that may turn freely is judged by speed, not angle)."""
 
 BADQACC = mujoco.mjtWarning.mjWARN_BADQACC
+BLOWUP_WARNINGS = (int(BADQACC),)
+"""MuJoCo's warnings that a run blew up (the bad-acceleration warning: MuJoCo then resets the run); the divergence
+rule counts these, and the page's live panels read this same list (``physai.interface.web.engine_block``)."""
 
 
 # ------------------------------------------------------------------------------------------------
