@@ -26,6 +26,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STATIC = ROOT / 'book' / '_static'
+MODULES = STATIC / 'physai'
 ENGINE_DIR = ROOT / 'node_modules' / '@mujoco' / 'mujoco'
 ENGINE = ENGINE_DIR / 'mujoco.wasm'
 ENGINE_JS = ENGINE_DIR / 'mujoco.js'
@@ -58,9 +59,20 @@ def node(script: str, data=None, *, timeout: float = 300) -> object:
     return json.loads(done.stdout.strip().rsplit('\n', 1)[-1])
 
 
+def module(name: str) -> str:
+    """The file URL of one of the page's modules (``'laws.js'``), for a Node script's import."""
+    return (MODULES / name).as_uri()
+
+
+def engine_url() -> str:
+    """The file URL of the engine's ``mujoco.js`` (``engine.load(url)`` in Node); skips the test when missing."""
+    require_engine()
+    return ENGINE_JS.as_uri()
+
+
 def require_engine() -> pathlib.Path:
     """The engine's file; skips the test when it is missing."""
-    if not ENGINE.is_file():
+    if not (ENGINE.is_file() and ENGINE_JS.is_file()):
         pytest.skip(NO_ENGINE)
     return ENGINE
 

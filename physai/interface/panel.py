@@ -295,7 +295,8 @@ class Plot:
     ylog: bool = False
     legend: tuple[Entry, ...] = ()
     corner: str = 'ur'
-    """Where the legend sits: ``ur``, ``ul``, ``lr``, ``ll`` (upper/lower, right/left), or ``above`` the box."""
+    """Where the legend sits: ``ur``, ``ul``, ``lr``, ``ll`` (upper/lower, right/left, inside the box), or in a row
+    ``above`` or ``below`` the box, clear of the data."""
     y2: Axis2 | None = None
     xticks: tuple[tuple[float, str], ...] = ()
     """Categorical x ticks (value, label), instead of numbers."""
@@ -308,8 +309,8 @@ class Plot:
     def __post_init__(self):
         if not _NAME.match(self.key):
             raise ValueError(f'plot key must be an identifier, got {self.key!r}')
-        if self.corner not in ('ur', 'ul', 'lr', 'll', 'above'):
-            raise ValueError(f'plot {self.key}: corner must be one of ur, ul, lr, ll, above, got {self.corner!r}')
+        if self.corner not in ('ur', 'ul', 'lr', 'll', 'above', 'below'):
+            raise ValueError(f'plot {self.key}: corner must be one of ur, ul, lr, ll, above, below, got {self.corner!r}')
         for axis, lim, log in (('x', self.xlim, self.xlog), ('y', self.ylim, self.ylog)):
             if not (len(lim) == 2 and all(math.isfinite(v) for v in lim) and lim[0] < lim[1]):
                 raise ValueError(f'plot {self.key}: {axis}lim must be two finite numbers low < high, got {lim}')

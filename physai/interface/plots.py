@@ -288,10 +288,12 @@ LEGEND_LOC = {'ur': 'upper right', 'ul': 'upper left', 'lr': 'lower right', 'll'
 
 
 def legend(ax: Axes, plot, **kwargs):
-    """The legend of a :class:`~physai.interface.panel.Plot` on ``ax``, in its corner (``above``: over the axes, in
-    a row, clear of the data); ``kwargs`` go to ``ax.legend``."""
-    where = (dict(loc='lower right', bbox_to_anchor=(1.0, 1.0), ncol=len(plot.legend), frameon=False,
-                  borderaxespad=0.2) if plot.corner == 'above' else dict(loc=LEGEND_LOC[plot.corner]))
+    """The legend of a :class:`~physai.interface.panel.Plot` on ``ax``, in its corner (``above`` or ``below``: outside
+    the axes, in a row, clear of the data); ``kwargs`` go to ``ax.legend``."""
+    rows = {'above': dict(loc='lower right', bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2),
+            'below': dict(loc='upper center', bbox_to_anchor=(0.5, -0.09))}
+    where = ({**rows[plot.corner], 'ncol': len(plot.legend), 'frameon': False} if plot.corner in rows
+             else dict(loc=LEGEND_LOC[plot.corner]))
     return ax.legend(handles=legend_handles(plot), **{'fontsize': MIN_FONT_PT - 1.5, **where, **kwargs})
 
 

@@ -111,7 +111,7 @@ def sysid_spec(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PANE
     errors = Plot(key='errors', title='error per joint', xlabel='joint', ylabel='mean |sim − real| (deg)',
                   xlim=(-0.6, len(ARM_JOINTS) - 0.4), ylim=(0.0, 6.0), xticks=x, width=280, height=290)
     sags = Plot(key='sags', title='sag in held poses', xlabel='joint', ylabel='command − joint (deg)',
-                xlim=(-0.6, len(ARM_JOINTS) - 0.4), ylim=(-4.0, 4.0), xticks=x, width=280, height=290, corner='lr',
+                xlim=(-0.6, len(ARM_JOINTS) - 0.4), ylim=(-4.0, 4.0), xticks=x, width=280, height=290, corner='below',
                 legend=(Entry('real', plots.COLORS['real'], 'box'), Entry('sim', SAG_COLOR, 'box')))
     words = {**STATUS_WORDS, 'running': 'running… {t:.1f} s',
              'chaotic': 'chaotic: no single replay is stored · MAE ≈ {mae:.2g}°'}
@@ -238,8 +238,7 @@ def replay_part(draws: Sequence[Replay], joints: Sequence[str]) -> dict:
     sag, _ = hold_sag_deg(rep)
     cols = [ARM_JOINTS.index(j) for j in joints]
     return {'sim': [web.pack(rep.sim_deg[:, c].tolist(), step) for c in cols],
-            'jointMae': [web.rounded(round(float(x) / step) * step, 6) for x in rep.joint_mae_deg],
-            'sag': [web.rounded(round(float(x) / step) * step, 6) for x in sag],
+            'jointMae': web.stepped(rep.joint_mae_deg, step), 'sag': web.stepped(sag, step),
             'status': replay_status(rep), 'diverged': replay_diverged(rep), 'chatters': bool(rep.chatters)}
 
 
@@ -256,7 +255,7 @@ def sysid_constants(episode: Episode, base: ArmServo, joints: Sequence[str]) -> 
             'armJoints': list(ARM_JOINTS), 'armIndex': [model_joints.index(j) for j in ARM_JOINTS],
             'joints': list(joints), 'chatterDeg': CHATTER_DEG, 'ctrlLowDeg': low.tolist(), 'ctrlHighDeg': high.tolist(),
             'servo': {'damping': base.damping, 'frictionloss': base.frictionloss},
-            'sagReal': [web.rounded(x, 6) for x in np.round(real_sag / STORED_STEP_DEG) * STORED_STEP_DEG],
+            'sagReal': web.stepped(real_sag, STORED_STEP_DEG),
             'steps': STORED_STEP_DEG,
             'note': {'index': int(episode.index), 'nframe': int(episode.nframe), 'fps': float(episode.fps),
                      'damping': base.damping, 'frictionloss': base.frictionloss}}

@@ -141,6 +141,12 @@ def rounded(x: float, digits: int = 4) -> float | None:
     return float(f'{x:.{digits}g}') if math.isfinite(x) else None
 
 
+def stepped(values, step: float) -> list[float | None]:
+    """Values in whole ``step`` s, as the page draws them (None where not finite): what a stored bar or number holds."""
+    digits = max(0, -math.floor(math.log10(step))) + 1
+    return [round(round(float(v) / step) * step, digits) if math.isfinite(v) else None for v in np.ravel(values)]
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The two blocks
 

@@ -30,8 +30,9 @@ export class Plot {
     this.spec = spec;
     this.w = width;
     this.h = spec.height;
-    const above = spec.corner === 'above' && spec.legend.length ? ROW + 2 : 0;
-    this.m = {l: 54, r: spec.y2 ? 52 : 12, t: 24 + ROW * spec.notes + above, b: 42};
+    const row = (corner) => (spec.corner === corner && spec.legend.length ? ROW + 2 : 0);
+    this.below = row('below');
+    this.m = {l: 54, r: spec.y2 ? 52 : 12, t: 24 + ROW * spec.notes + row('above'), b: 42 + this.below};
     this.svg = el('svg', {viewBox: `0 0 ${this.w} ${this.h}`, role: 'img', class: `pl-${spec.key} ${className}`.trim(),
                           'aria-label': `${spec.title || spec.key}: ${spec.ylabel} against ${spec.xlabel}`,
                           preserveAspectRatio: 'xMidYMid meet'}, parent);
@@ -93,7 +94,7 @@ export class Plot {
       el('text', {x: W - 10, y: mid, 'text-anchor': 'middle', fill: s.y2.color, transform: `rotate(90 ${W - 10} ${mid})`},
          g).textContent = s.y2.label;
     }
-    el('text', {x: (l + W - r) / 2, y: H - 8, 'text-anchor': 'middle'}, g).textContent = s.xlabel;
+    el('text', {x: (l + W - r) / 2, y: H - 8 - this.below, 'text-anchor': 'middle'}, g).textContent = s.xlabel;
     const mid = (t + H - b) / 2;
     el('text', {x: 12, y: mid, 'text-anchor': 'middle', transform: `rotate(-90 12 ${mid})`}, g).textContent = s.ylabel;
     this.titleNode = el('text', {x: (l + W - r) / 2, y: 16, 'text-anchor': 'middle', 'font-weight': 'bold'}, g);
@@ -186,15 +187,18 @@ export class Plot {
     return [xs, ys];
   }
 
-  // entries [label, color, mark] in a corner (ur, ul, lr, ll), or in a row above the plot box ('above')
+  // entries [label, color, mark] in a corner (ur, ul, lr, ll), or in a row above or below the plot ('above',
+  // 'below': right-aligned over the plot box, centred under the axis label)
   legend(entries, corner = 'ur') {
     const g = this.layer('top-legend');
     const {l, r, t, b} = this.m;
     const width = (label) => 30 + 6.2 * label.length;
     let place = null;
-    if (corner === 'above') {   // one row, right-aligned over the plot box
-      let x = this.w - r - entries.reduce((sum, [label]) => sum + width(label), 0);
-      place = entries.map(([label]) => { const at = [x, t - 4]; x += width(label); return at; });
+    if (corner === 'above' || corner === 'below') {
+      const total = entries.reduce((sum, [label]) => sum + width(label), 0);
+      let x = corner === 'above' ? this.w - r - total : (l + this.w - r - total) / 2;
+      const y = corner === 'above' ? t - 4 : this.h - 4;
+      place = entries.map(([label]) => { const at = [x, y]; x += width(label); return at; });
     }
     const rows = place ? 1 : entries.length;
     const boxW = Math.max(...entries.map(([label]) => width(label)));

@@ -8,10 +8,17 @@
 // ---------------------------------------------------------------------------------------------------------------
 // Numbers as Python's format() writes them
 
-// The exact decimal digits of |x| (a double is a finite binary fraction, so its decimal expansion ends): [int, frac].
+// The decimal digits of |x| (a double is a finite binary fraction, so its expansion ends): [int, frac]. Exact for a
+// whole number, and to 100 decimals otherwise, which decides every tie of the formats here for |x| >= 1e-60 (below,
+// where no panel writes a number, JavaScript's own rounding, whose ties go up, stands in).
 function exactDigits(x) {
-  const text = Math.abs(x).toFixed(100);   // exact for |x| >= 1e-20: a double's expansion ends well before 100
-  const [int, frac] = text.split('.');
+  const a = Math.abs(x);
+  if (a >= 1e21) return [BigInt(a).toString(), ''];
+  if (a !== 0 && a < 1e-60) {
+    const [mantissa, exp] = a.toExponential(30).split('e');
+    return ['0', '0'.repeat(-Number(exp) - 1) + mantissa.replace('.', '').replace(/0+$/, '')];
+  }
+  const [int, frac] = a.toFixed(100).split('.');
   return [int, frac.replace(/0+$/, '')];
 }
 

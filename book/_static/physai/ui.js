@@ -234,10 +234,12 @@ export class Panel {
     return {values: at, frame};
   }
 
-  // draw the first view's frame for the current values; the grid's controls show where it was computed
+  // draw the first view's frame nearest the current values; where MuJoCo cannot come (no WebAssembly, no engine
+  // block) the grid's controls move to where the frame was computed, else they keep the reader's values, which
+  // MuJoCo will run
   firstView(start = performance.now()) {
     const {values, frame} = this.nearestFrame();
-    if (this.mode === 'first-view') {
+    if (!this.canGoLive()) {
       for (const name of Object.keys(this.data.firstView.grid)) this.values[name] = values[name];
     }
     this.syncInputs();
