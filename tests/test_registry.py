@@ -29,3 +29,24 @@ def test_table_uses_fixed_precision():
 
 def test_nan_becomes_null_in_json():
     assert json.loads(registry.to_json([{'a': math.nan, 'b': 1.5}])) == [{'a': None, 'b': 1.5}]
+
+
+def test_the_registry_imports_every_module_that_registers_an_experiment():
+    """PROVIDERS, the modules the registry imports on first look-up, are exactly the modules of physai.experiments
+    that register an experiment (a new chapter's module must be added there, or its tables would be missing from
+    ``python -m physai list``); and importing them registers every experiment the command line names."""
+    import ast
+    import pathlib
+
+    package = pathlib.Path(registry.__file__).parent
+    registering = set()
+    for path in sorted(package.glob('*.py')):
+        if path.stem == 'registry':
+            continue
+        tree = ast.parse(path.read_text(encoding='utf-8'))
+        calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+                 and (getattr(node.func, 'id', None) == 'experiment' or getattr(node.func, 'attr', None) == 'experiment')]
+        if calls:
+            registering.add(f'physai.experiments.{path.stem}')
+    assert set(registry.PROVIDERS) == registering and len(registry.PROVIDERS) == len(registering)
+    assert len(registry.names()) >= len(registering)
