@@ -11,12 +11,12 @@ per joint, the sag in held poses and whether the replay stayed stable, chatters 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.collections import PolyCollection
 
-from physai.experiments import registry
 from physai.interface import live, plots, web
 from physai.interface.panel import Entry, LogSlider, PanelSpec, Plot, Slider, common_controls
 from physai.interface.where_pd_runs_panels import add_bitmap_text
@@ -54,6 +54,21 @@ STATUS_WORDS = {
     'stable': 'stable · MAE {mae:.3f}°',
 }
 """The words on a replay (:func:`replay_status`), templates of the panel's description."""
+
+
+SERVO_FIELDS = tuple(f.name for f in dataclasses.fields(ArmServo))
+"""The panel's controls named like a servo's fields (kp, kv, forcerange, damping, frictionloss, armature) set it."""
+
+CONFIG_FIELDS = ('timestep', 'integrator')
+"""The panel's controls that set the replay's step."""
+
+
+def panel_replay(episode: Episode, base: ArmServo, values: dict) -> Replay:
+    """The panel's physics: ``episode`` replayed open loop (:func:`physai.engine.sysid.replay`) with ``base`` changed by
+    the controls' values (SI), each control named like the servo's field or the replay's option it sets."""
+    servo = dataclasses.replace(base, **{k: v for k, v in values.items() if k in SERVO_FIELDS})
+    config = ReplayConfig(**{k: values[k] for k in CONFIG_FIELDS})
+    return replay([servo], [episode], config=config, nthread=1)[0][0]
 
 
 def replay_diverged(rep: Replay) -> bool:
@@ -127,8 +142,8 @@ def sysid_panel(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PAN
     replayed with ``base`` changed by the controls.
 
     Controls: the book's common four (kp, armature, timestep, integrator) plus kv and forcerange; joint
-    damping and frictionloss stay at ``base``'s. Every change replays the episode and redraws the
-    overlay of real and simulated ``joints``, the error per joint, the sag in held poses and whether
+    damping and frictionloss stay at ``base``'s. Every change replays the episode (:func:`panel_replay`) and redraws
+    the overlay of real and simulated ``joints``, the error per joint, the sag in held poses and whether
     the replay stayed stable, chatters (:attr:`Replay.chatters`) or diverged.
     """
     spec = sysid_spec(episode, base, joints=joints)
@@ -136,15 +151,13 @@ def sysid_panel(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PAN
     real_deg = episode.state[:, arm_columns(episode.joints)]
     t = np.arange(episode.nframe) / episode.fps
 
-    @registry.cached(maxsize=16)
-    def run(kp, kv, forcerange, armature, timestep, integrator):
-        servo = dataclasses.replace(base, kp=kp, kv=kv, forcerange=forcerange, armature=armature)
-        config = ReplayConfig(timestep=timestep, integrator=integrator)
-        rep = replay([servo], [episode], config=config, nthread=1)[0][0]
+    @functools.lru_cache(maxsize=16)
+    def run(setting: tuple):
+        rep = panel_replay(episode, base, dict(setting))
         return rep, hold_sag_deg(rep)
 
     def compute(values):
-        rep, (sag, real_sag) = run(**values)
+        rep, (sag, real_sag) = run(tuple(sorted(values.items())))
         return {'replay': rep, 'sag': sag, 'real_sag': real_sag}
 
     def setup(fig):
@@ -244,7 +257,7 @@ def replay_part(draws: Sequence[Replay], joints: Sequence[str]) -> dict:
 
 def sysid_constants(episode: Episode, base: ArmServo, joints: Sequence[str]) -> dict:
     """The numbers the page's panel draws and runs with (JSON-ready): the recording (degrees, arm joints), the
-    servo's fixed part, the joints' addresses and ctrl ranges, the chatter threshold."""
+    servo the controls change, the joints' addresses and ctrl ranges, the chatter threshold."""
     cols = arm_columns(episode.joints)
     model_joints = list(slim_arm_joints())
     low, high = np.degrees(slim_arm().actuator_ctrlrange[:len(ARM_JOINTS)]).T
@@ -254,7 +267,7 @@ def sysid_constants(episode: Episode, base: ArmServo, joints: Sequence[str]) -> 
                         'stateDeg': episode.state[:, cols].ravel().tolist()},
             'armJoints': list(ARM_JOINTS), 'armIndex': [model_joints.index(j) for j in ARM_JOINTS],
             'joints': list(joints), 'chatterDeg': CHATTER_DEG, 'ctrlLowDeg': low.tolist(), 'ctrlHighDeg': high.tolist(),
-            'servo': {'damping': base.damping, 'frictionloss': base.frictionloss},
+            'servo': dataclasses.asdict(base),
             'sagReal': web.stepped(real_sag, STORED_STEP_DEG),
             'steps': STORED_STEP_DEG,
             'note': {'index': int(episode.index), 'nframe': int(episode.nframe), 'fps': float(episode.fps),
@@ -282,10 +295,10 @@ def sysid_twin(episode: Episode, base: ArmServo, *, kps: Sequence[float] = TWIN_
     kp0 = spec.control('kp').default_value
     kps = tuple(sorted({float(k) for k in kps} | {kp0}))
     at = spec.defaults
-    servos = [dataclasses.replace(base, kp=k, kv=at['kv'], forcerange=at['forcerange'], armature=at['armature'])
-              for k in kps]
+    servos = [dataclasses.replace(base, **{k: v for k, v in {**at, 'kp': kp}.items() if k in SERVO_FIELDS})
+              for kp in kps]
     n = len(kps)
-    runs = replay(servos * len(TWIN_NUDGES), [episode], config=ReplayConfig(timestep=at['timestep']),
+    runs = replay(servos * len(TWIN_NUDGES), [episode], config=ReplayConfig(**{k: at[k] for k in CONFIG_FIELDS}),
                   offsets=np.repeat(TWIN_NUDGES, n))
     draws = {k: [runs[m * n + i][0] for m in range(len(TWIN_NUDGES))] for i, k in enumerate(kps)}
     parts = {'replay': web.Part(('kp',), lambda kp: replay_part(draws[kp], joints))}

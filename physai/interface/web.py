@@ -17,8 +17,8 @@ A chapter's live panel is described once (:class:`physai.interface.panel.PanelSp
 Without WebAssembly the first view stays, its other controls off, and the panel says why; without the book's script
 (Jupyter, Colab) the block shows one line pointing at the kernel panel.
 
-:data:`ENGINE` is MuJoCo 3.14.0 (npm ``@mujoco/mujoco``, its single-threaded build; the multi-threaded one needs
-cross-origin-isolation headers a static site cannot count on), the newest MuJoCo built for the browser; the book's
+:data:`ENGINE` is MuJoCo 3.14.0 (npm ``@mujoco/mujoco``, the newest release of that package; its single-threaded
+build: the multi-threaded one needs cross-origin-isolation headers a static site cannot count on); the book's
 numbers are Python MuJoCo 3.17.0's (``requirements.txt``). The two compile physai's models to the same fields, and
 their runs agree within stated tolerances, most of them bit for bit (``tests/test_web*.py``).
 """

@@ -48,9 +48,7 @@ export default class SysidPanel extends Panel {
 
   async update(start = performance.now()) {
     const generation = ++this.generation, v = this.values, k = this.constants;
-    const servo = {kp: v.kp, kv: v.kv, forcerange: v.forcerange, damping: k.servo.damping,
-                   frictionloss: k.servo.frictionloss, armature: v.armature, timestep: v.timestep,
-                   integrator: v.integrator};
+    const servo = {...k.servo, ...v};   // the fitted servo, changed by the controls named like its fields
     const run = replayRun(this.model, servo, this.episode, {sliceMs: SLICE_MS, firstSliceMs: FIRST_SLICE_MS});
     await this.drive(run, generation, start, ({run: record}) => this.draw(this.fromRecord(record, null), v),
                      (record) => {
