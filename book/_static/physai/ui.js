@@ -256,21 +256,20 @@ export class Panel {
     return Boolean(this.live) && typeof WebAssembly === 'object' && typeof WebAssembly.instantiate === 'function';
   }
 
-  // "Run MuJoCo live" in the head, or why there is none
+  // "Run MuJoCo live" in the head; where MuJoCo cannot come (no WebAssembly, or no engine block on the page), the
+  // controls the first view's grid does not hold are off, and the head says why when it is WebAssembly
   offerEngine() {
-    if (!this.live) return;
-    if (!this.canGoLive()) {
-      this.offer.textContent = 'The live MuJoCo version needs WebAssembly, which this browser has off.';
-      this.root.dataset.engine = 'no-wasm';
-      for (const name of Object.keys(this.inputs)) {
-        if (!(name in this.data.firstView.grid)) this.inputs[name].input.disabled = true;
-      }
+    if (this.canGoLive()) {
+      this.offerButton = this.button(this.offer, '▶ Run MuJoCo live', 'load MuJoCo into this page', () => this.goLive());
+      this.element('span', 'pl-offer-text', this.offer).textContent = ` ${ENGINE_TEXT(this.live)}`;
+      this.root.dataset.engine = 'offered';
       return;
     }
-    const button = this.button(this.offer, '▶ Run MuJoCo live', 'load MuJoCo into this page', () => this.goLive());
-    this.element('span', 'pl-offer-text', this.offer).textContent = ` ${ENGINE_TEXT(this.live)}`;
-    this.offerButton = button;
-    this.root.dataset.engine = 'offered';
+    this.root.dataset.engine = this.live ? 'no-wasm' : 'none';
+    if (this.live) this.offer.textContent = 'The live MuJoCo version needs WebAssembly, which this browser has off.';
+    for (const name of Object.keys(this.inputs)) {
+      if (!(name in this.data.firstView.grid)) this.inputs[name].input.disabled = true;
+    }
   }
 
   async goLive() {
