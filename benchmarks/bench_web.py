@@ -1,5 +1,5 @@
 """Latency of the page panels in the browser, control by control: from a slider input to the redrawn step response,
-with MuJoCo running in the page (physai.interface.web; book/_static/physai/position_actuators_panels.js for chapter 1's
+with MuJoCo running in the page (physai.interface.web; book/_static/panels/position_actuators_panels.js for chapter 1's
 panel, actuator_models_panels.js for chapter 2's).
 
 Builds the scratch page of tests/test_web_pendulum.py (chapter 1's and chapter 2's page panels, the site's modules

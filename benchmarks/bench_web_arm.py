@@ -1,6 +1,6 @@
 """Latency of chapter 3's and chapter 4's page panels in the browser, control by control: from a slider input to the
 redrawn plots, with MuJoCo running the SO-101's hold (chapter 3) or the held-out episode's replay (chapter 4) in the
-page (physai.interface.web_arm; book/_static/physai/where_pd_runs_panels.js, servo_sysid_panels.js).
+page (physai.interface.web_arm; book/_static/panels/where_pd_runs_panels.js, servo_sysid_panels.js).
 
 Builds the scratch page of tests/test_web_arm.py (the chapters' page panels, their first views shortened, the site's
 modules and the engine, with tests/browser.py) in a temporary directory, serves it over http and opens it in headless

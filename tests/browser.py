@@ -1,7 +1,7 @@
 """What the browser tests and benchmarks share: a scratch page of live blocks served over http, headless Chromium,
 the few moves every live panel answers to, and Node for the pages' JavaScript outside a browser.
 
-The scratch page holds the site's panel scripts (book/_static/physai/*.js), its style sheet (physai.css) and MuJoCo's
+The scratch page holds the site's panel scripts (book/_static/panels/*.js), its style sheet (physai.css) and MuJoCo's
 WebAssembly build (node_modules/@mujoco/mujoco, put there by ``npm ci``) where the book serves them, and an index.html
 with the blocks (first views and engine blocks, as the chapters' cells write them). Browsers run WebAssembly and ES modules only over http:
 :func:`serve` serves a directory on a thread. Used by tests/test_web*.py, tests/conftest.py (the ``browser``
@@ -26,7 +26,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STATIC = ROOT / 'book' / '_static'
-MODULES = STATIC / 'physai'
+MODULES = STATIC / 'panels'
 ENGINE_DIR = ROOT / 'node_modules' / '@mujoco' / 'mujoco'
 ENGINE = ENGINE_DIR / 'mujoco.wasm'
 ENGINE_JS = ENGINE_DIR / 'mujoco.js'
@@ -106,7 +106,7 @@ def scratch_site(directory: pathlib.Path, body_html: str, *, title: str = 'live 
                  max_width: int | None = None, theme: str = 'light') -> pathlib.Path:
     """Write a page into ``directory`` as the book serves one: ``body_html`` (first views and engine blocks) in a
     column ``max_width`` CSS px wide (by default the book's at a 1280 px window, ``plots.COLUMN_PX``), the site's panel
-    scripts in ``_static/physai/``, its style sheet in ``_static/`` and the engine in ``_static/mujoco/``; ``theme``
+    scripts in ``_static/panels/``, its style sheet in ``_static/`` and the engine in ``_static/mujoco/``; ``theme``
     ``dark`` sets the book's dark theme. Returns ``directory``; skips the test when the engine is missing."""
     require_engine()
     if max_width is None:
@@ -114,7 +114,7 @@ def scratch_site(directory: pathlib.Path, body_html: str, *, title: str = 'live 
         max_width = COLUMN_PX
     static = directory / '_static'
     (static / 'mujoco').mkdir(parents=True)
-    shutil.copytree(STATIC / 'physai', static / 'physai')
+    shutil.copytree(STATIC / 'panels', static / 'panels')
     shutil.copyfile(STATIC / 'physai.css', static / 'physai.css')
     for path in (ENGINE, ENGINE_JS):
         shutil.copyfile(path, static / 'mujoco' / path.name)
@@ -122,7 +122,7 @@ def scratch_site(directory: pathlib.Path, body_html: str, *, title: str = 'live 
         f'<!doctype html><html data-theme="{theme}"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width">'
         f'<title>{title}</title><link rel="stylesheet" href="_static/physai.css">'
-        '<script type="module" src="_static/physai/boot.js?v=0"></script></head><body>'
+        '<script type="module" src="_static/panels/boot.js?v=0"></script></head><body>'
         f'<main style="max-width:{max_width}px;margin:auto">{body_html}</main></body></html>', encoding='utf-8')
     return directory
 

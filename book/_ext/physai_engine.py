@@ -4,11 +4,12 @@ The engine is the npm package ``@mujoco/mujoco`` (MuJoCo's own build, ``physai.i
 ``package.json`` / ``package-lock.json`` and fetched by ``npm ci`` (``make book`` runs it) into ``node_modules/``.
 After the build this extension copies its single-threaded build, ``mujoco.js`` and ``mujoco.wasm`` (10.6 MB; a
 server that compresses with gzip sends about 2.6 MB), with the package's ``package.json`` (its licence, Apache-2.0)
-to ``_static/mujoco/``; ``book/_static/physai/engine.js`` imports it only when a reader first touches a live panel,
+to ``_static/mujoco/``; ``book/_static/panels/engine.js`` imports it only when a reader first touches a live panel,
 so no page fetches it on its first view, and nothing comes from a CDN.
 
-``book/_static/physai/boot.js`` (which imports the chapter's panel module, and that module its own) goes only onto
-the pages that hold a page panel (an element of class ``physai-panel``).
+``book/_static/panels/boot.js`` (which imports the chapter's panel module, and that module its own) goes only onto
+the pages that hold a page panel (an element of class ``physai-panel``). The folder is ``panels``, not ``physai``:
+Sphinx applies the book's ``exclude_patterns`` (which name the ``physai`` package) to static files too.
 """
 
 import shutil
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / 'node_modules' / '@mujoco' / 'mujoco'
 FILES = ('mujoco.js', 'mujoco.wasm')  # physai.interface.web.ENGINE.files
 TARGET = 'mujoco'  # under _static
-SCRIPT = 'physai/boot.js'
+SCRIPT = 'panels/boot.js'
 
 
 def engine_files() -> list[Path]:

@@ -2,7 +2,7 @@
 
 The panel is described once, :func:`actuator_spec` (controls, plots, words), and rendered twice: :func:`actuator_panel`
 in the kernel, :func:`forcerange_twin` with :func:`physai.interface.web.pendulum_live` on the published page
-(``book/_static/physai/actuator_models_panels.js``: the first view precomputed here over the model and the effort
+(``book/_static/panels/actuator_models_panels.js``: the first view precomputed here over the model and the effort
 limit, then MuJoCo in the reader's browser). Its physics is :func:`panel_run`: :func:`physai.engine.pendulum.simulate`
 for the chosen model (implicit, ideal PD, DC motor, delayed PD, remotized PD) with kp, kv, effort and velocity limits,
 delay, armature, timestep and integrator; it draws the step response with its readout (:func:`panel_readout`), the

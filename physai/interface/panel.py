@@ -17,7 +17,7 @@ The two renderers read the same description, so that adding a control is one lin
   control and a matplotlib axes of each plot (:func:`physai.interface.plots.apply_plot` sets its labels, limits and
   legend);
 - the page panel (the published book, no kernel): :mod:`physai.interface.web` writes the description as JSON
-  (:meth:`PanelSpec.to_json`) into the page, where ``book/_static/physai/ui.js`` builds the same controls and
+  (:meth:`PanelSpec.to_json`) into the page, where ``book/_static/panels/ui.js`` builds the same controls and
   ``figures.js`` the same plots, and ``spec.js`` fills in the same words (``format``, a mirror of ``str.format``
   for the specs used here, tested against it).
 
@@ -414,7 +414,7 @@ class PanelSpec:
         return template.format(**values)
 
     def to_json(self) -> dict:
-        """The description as the page reads it (``book/_static/physai/spec.js``)."""
+        """The description as the page reads it (``book/_static/panels/spec.js``)."""
         return {'key': self.key, 'title': self.title, 'controls': [c.to_json() for c in self.controls],
                 'plots': [p.to_json() for p in self.plots], 'words': dict(self.words), 'note': self.note,
                 'logPositions': LOG_POSITIONS}

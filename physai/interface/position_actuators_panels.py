@@ -2,7 +2,7 @@
 
 The panel is described once, :func:`servo_spec` (controls, plots, words), and rendered twice: :func:`servo_panel` in
 the kernel (ipywidgets, matplotlib), :func:`servo_twin` with :func:`physai.interface.web.servo_live` on the published
-page (``book/_static/physai/position_actuators_panels.js``: the first view precomputed here, then MuJoCo in the
+page (``book/_static/panels/position_actuators_panels.js``: the first view precomputed here, then MuJoCo in the
 reader's browser). Three plots answer every control: the step response with its sag and 10-90 % rise (or
 "diverged"), sag and rise time against kp, and where in (armature, kp) the step is stable, MuJoCo's runs against the
 linear bound. Its physics is :mod:`physai.experiments.position_actuators` (``servo_step``, ``servo_kp_curve``,
@@ -252,7 +252,7 @@ TRACE_STEP_DEG = 0.1
 def step_part(response: link.StepResponse, *, ylim: tuple[float, float]) -> dict:
     """A step response as the page stores it: the angle every step (degrees, clipped to the plot's range and 5°,
     packed at :data:`TRACE_STEP_DEG`), its figures to four digits and the readout's words
-    (``book/_static/physai/position_actuators_panels.js`` draws it as it draws a run of its own)."""
+    (``book/_static/panels/position_actuators_panels.js`` draws it as it draws a run of its own)."""
     return {'h': response.params.timestep,
             'q': web.trace(np.degrees(response.q), TRACE_STEP_DEG, (ylim[0] - 5.0, ylim[1] + 5.0)),
             'diverged': bool(response.diverged), 'settled': bool(response.settled),

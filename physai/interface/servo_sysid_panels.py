@@ -2,7 +2,7 @@
 
 The panel is described once, :func:`sysid_spec` (controls, plots, words), and rendered twice: :func:`sysid_panel` in
 the kernel, :func:`sysid_twin` with :func:`physai.interface.web_arm.sysid_live` on the published page
-(``book/_static/physai/servo_sysid_panels.js``: the first view precomputed here over kp, then MuJoCo in the reader's
+(``book/_static/panels/servo_sysid_panels.js``: the first view precomputed here over kp, then MuJoCo in the reader's
 browser). It replays one recorded episode (:func:`physai.engine.sysid.replay`) with the servo's kp, kv, forcerange,
 armature, timestep and integrator on the controls, and draws the simulated joints against the recording, the error
 per joint, the sag in held poses and whether the replay stayed stable, chatters or diverged.

@@ -1,7 +1,7 @@
 """The page panel: a chapter's panel on the published book, where no kernel runs, drawn by the book's JavaScript.
 
 A chapter's live panel is described once (:class:`physai.interface.panel.PanelSpec`); the kernel renders it with
-:mod:`physai.interface.live`, the page with ``book/_static/physai/`` from the two blocks this module writes:
+:mod:`physai.interface.live`, the page with ``book/_static/panels/`` from the two blocks this module writes:
 
 - :func:`first_view` (the chapter's ``*_twin`` function, e.g.
   :func:`physai.interface.position_actuators_panels.servo_twin`): the description as JSON, the chapter's constants,
@@ -86,7 +86,7 @@ def pack(values: Sequence[float | None], step: float) -> str:
     Each change d is written zigzagged (``z = 2d`` for d >= 0, ``-2d - 1`` below) in :data:`PACK_DIGITS`: one
     character when z < 61, else ``'_'``, z in base 62 and ``'.'``; a missing value (None, NaN) is ``'-'``. A trace
     that settles is then mostly ``'0'``, which compresses to almost nothing. The page reads it back with ``unpack``
-    (``book/_static/physai/laws.js``); the round trip gives ``round(v / step) * step``.
+    (``book/_static/panels/laws.js``); the round trip gives ``round(v / step) * step``.
     """
     out, before = [], 0
     for v in values:
@@ -173,7 +173,7 @@ def first_view(spec: PanelSpec, module: str, *, grid: Mapping[str, Sequence], pa
     Args:
       spec: the panel's description; its defaults are where the grid's controls start (the nearest grid value) and
         where the other controls stay.
-      module: the chapter's page module in ``book/_static/physai/`` (``position_actuators_panels.js``).
+      module: the chapter's page module in ``book/_static/panels/`` (``position_actuators_panels.js``).
       grid: for some controls (by name), the values the first view is precomputed at, each within the control's range.
       parts: the results by name, each computed once per combination of the grid values of the controls it is on.
       constants: the chapter's numbers the page needs to draw and to run (JSON-ready); the block adds the colours and

@@ -5,7 +5,7 @@ page panels of :func:`physai.interface.where_pd_runs_panels.pd_twin` and
 :func:`physai.interface.servo_sysid_panels.sysid_twin` run MuJoCo's WebAssembly build on :func:`arm_xml`, the
 mesh-free SO-101 of :func:`physai.engine.so101.load_mesh_free` without a geom: chapter 3's move and hold (the runs of
 :func:`physai.engine.hold.hold_responses`) and chapter 4's replay of a recorded episode
-(:func:`physai.engine.sysid.replay`), as ``book/_static/physai/runs.js`` mirrors them. ``tests/test_web_arm.py`` states
+(:func:`physai.engine.sysid.replay`), as ``book/_static/panels/runs.js`` mirrors them. ``tests/test_web_arm.py`` states
 how the browser's runs agree with Python MuJoCo 3.17.0's.
 """
 

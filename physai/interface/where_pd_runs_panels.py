@@ -2,7 +2,7 @@
 
 The panel is described once, :func:`pd_spec` (controls, plots, words), and rendered twice: :func:`pd_panel` in the
 kernel, :func:`pd_twin` with :func:`physai.interface.web_arm.pd_live` on the published page
-(``book/_static/physai/where_pd_runs_panels.js``: the first view precomputed here, then MuJoCo in the reader's
+(``book/_static/panels/where_pd_runs_panels.js``: the first view precomputed here, then MuJoCo in the reader's
 browser). It holds Menagerie's SO-101 at the standby pose with the controller at ``rate_hz`` and draws the worst
 joint's hold against the command and the growth per tick against the controller rate (the analytic bound from
 :mod:`physai.experiments.where_pd_runs`); a chattering hold is reported as its ensemble (:func:`ensemble_text`).
