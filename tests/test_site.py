@@ -55,11 +55,13 @@ SCREENSHOTS = ROOT / '_build' / 'screenshots'
 
 PAGES = toc_pages(ROOT)
 
-# JavaScript run in the page: the picture of a panel (SVG markup, canvas pixels, image sources) as one string.
+# JavaScript run in the page: the picture of a panel (SVG markup, canvas pixels, image sources) as one string, with the
+# setting its status line names (chapter 2's explicit models step alike under implicitfast and discrete: the same
+# picture, another setting).
 PICTURE_JS = """root => Array.from(root.querySelectorAll('svg, canvas, img')).map(el =>
     el.tagName === 'CANVAS' ? el.toDataURL() : el.tagName === 'IMG' ? el.currentSrc || el.src
     : el.outerHTML.replace(/pl-clip-[a-z0-9]+/g, 'clip')
-).join('|')"""
+).join('|') + (root.querySelector('.pl-status') || {}).textContent"""
 
 # The ids of the page panels' root elements.
 PANEL_ROOTS_JS = """() => Array.from(document.querySelectorAll('div.physai-panel[data-panel]')).map(el => el.id)"""
@@ -268,6 +270,8 @@ def test_every_page_panel_changes_its_picture_when_a_control_moves(site, browser
             controls = ([('slider', s, MOVE_JS) for s in sliders]
                         + [('choice', s, SELECT_JS) for s in panel.locator('select').all()])
             for index, (kind, control, move) in enumerate(controls):
+                if control.evaluate('c => c.closest("label").classList.contains("pl-off")'):
+                    continue  # the panel says the current model does not use it ("used by ... only")
                 before = panel.evaluate(PICTURE_JS)
                 control.evaluate(move)
                 try:

@@ -179,8 +179,8 @@ console.log(JSON.stringify({{
   zeta: c.dampratio.show(0.5), clamp: c.armature.value('0.5')}}));
 """
     out = node(script, [spec, pendulum])
-    assert out['kpAt'] == [1.0, 173.2, 30000.0]  # log positions, shown to the readout's four digits
-    assert out['kpPosition'] == '447' and out['kpShow'] == '485.6 N·m/rad'
+    assert out['kpAt'] == [1.0, 173.21, 30000.0]  # log positions, shown to the readout's five digits
+    assert out['kpPosition'] == '447' and out['kpShow'] == '485.59 N·m/rad'
     assert out['timestep'] == 0.0025 and out['timestepShow'] == '2.5 ms' and out['timestepUrl'] == '2.5'
     assert out['fromUrl'] == [0.0025, None, 'RK4', None, 0.5]
     assert out['defaultTimestep'] and out['zeta'] == 'dampratio 0.5'

@@ -240,7 +240,7 @@ def common_controls(*, kp: float = 100.0, armature: float = 0.028, timestep: flo
       ``[LogSlider kp, Slider armature, Slider timestep, Choice integrator]``.
     """
     return [
-        LogSlider('kp', 'kp', 1.0, 30000.0, kp, unit='N·m/rad', format='.4g'),
+        LogSlider('kp', 'kp', 1.0, 30000.0, kp, unit='N·m/rad', format='.5g'),
         Slider('armature', 'armature', 0.0, 0.1, armature, step=0.0005, unit='kg·m²', format='.4f'),
         Slider('timestep', 'timestep', 0.5, 20.0, timestep * 1e3, step=0.1, unit='ms', scale=1e-3, format='.1f',
                url='h', continuous_update=False),

@@ -87,7 +87,7 @@ def servo_spec(*, kp: float = 100.0, armature: float = 0.028, timestep: float = 
              'map_progress': 'MuJoCo {rows}/{total} rows'}
     note = ('Start at {q0_deg:.1f}° with command 0°; dampratio ζ sets kv = 2ζ√(kp·I) for every armature. Stability: '
             'each cell runs {steps} steps, red where MuJoCo diverges or the link still swings wider than it started.')
-    return PanelSpec(key='servo', title='The servo: kp, armature, timestep, integrator', controls=controls,
+    return PanelSpec(key='servo', title='The servo on the link', controls=controls,
                      plots=(step, curve, stability), words=words, note=note)
 
 

@@ -17,7 +17,6 @@ export default class SysidPanel extends Panel {
     o.svg.classList.add('pl-wide');
     this.plots.errors.svg.classList.add('pl-bars');
     this.plots.sags.svg.classList.add('pl-bars');
-    this.root.classList.add('pl-bars');
     this.jointIndex = k.joints.map((j) => k.armJoints.indexOf(j));
     const real = o.layer('real'), t = Array.from({length: e.nframe}, (_, i) => i / e.fps);
     for (const j of this.jointIndex) {

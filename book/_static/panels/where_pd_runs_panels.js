@@ -30,7 +30,6 @@ export default class PdPanel extends Panel {
       el('rect', {x: x0, y: plot.m.t, width: plot.x(h.duration) - x0, height: plot.h - plot.m.t - plot.m.b,
                   class: 'pl-shade'}, plot.layer('shade'));
     }
-    this.root.classList.add('pl-two');
     this.curves = new Map();
   }
 
