@@ -1,5 +1,6 @@
 """Fixtures shared by the tests."""
 
+import contextlib
 import os
 import pathlib
 import shutil
@@ -38,25 +39,28 @@ def browser():
 
 
 @pytest.fixture
-def twin_page(tmp_path):
-    """Open one static twin's HTML alone in headless Debian Chromium, as a kernel-less page shows it.
+def panel_page(tmp_path):
+    """Open a page panel's blocks (``physai.interface.web``) on a scratch page served over http, as the book serves
+    them (tests/browser.py), in headless Debian Chromium without WebAssembly: the precomputed first view alone.
 
-    Yields ``open(html) -> page`` and the list of JavaScript errors the pages raise. Skips when Chromium or
-    playwright is missing (the site test, not these, insists on them under CI).
+    Yields ``open(html) -> page`` and the list of JavaScript errors the pages raise. Skips when Chromium, playwright
+    or the engine's package is missing (the site test, not these, insists on them under CI).
     """
+    from browser import open_page, scratch_site, serve
     errors: list[str] = []
-    with chromium() as browser:
+    with chromium() as browser, contextlib.ExitStack() as stack:
+        count = iter(range(1000))
 
-        def open_page(html: str):
-            path = tmp_path / 'twin.html'
-            path.write_text('<!doctype html><html><head><meta charset="utf-8"></head><body>'
-                            f'{html}</body></html>', encoding='utf-8')
-            page = browser.new_page()
+        def open_(html: str):
+            site = scratch_site(tmp_path / f'site{next(count)}', html)
+            url = stack.enter_context(serve(site))
+            page, _, page_errors = open_page(browser, url + '/', webassembly=False)
             page.on('pageerror', lambda e: errors.append(str(e)))
-            page.goto(path.as_uri())
+            page.wait_for_selector('.physai-panel[data-drawn]', state='attached', timeout=60_000)
+            errors.extend(page_errors)
             return page
 
-        yield open_page, errors
+        yield open_, errors
 
 
 # --- chapter 1: the servo panel (test_live, test_position_actuators_panels) ------------------------

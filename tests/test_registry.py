@@ -43,3 +43,24 @@ def test_a_table_with_a_missing_key_or_a_bad_column_names_what_is_wrong():
         registry.format_table([{'kp': 1.0}], ['kp'])
     with pytest.raises(ValueError, match=r"every value must fit its column's format \(kp: \.1q\)"):
         registry.format_table([{'kp': 1.0}], [('kp', '.1q')])
+
+
+def test_the_registry_imports_every_module_that_registers_an_experiment():
+    """PROVIDERS, the modules the registry imports on first look-up, are exactly the modules of physai.experiments
+    that register an experiment (a new chapter's module must be added there, or its tables would be missing from
+    ``python -m physai list``); and importing them registers every experiment the command line names."""
+    import ast
+    import pathlib
+
+    package = pathlib.Path(registry.__file__).parent
+    registering = set()
+    for path in sorted(package.glob('*.py')):
+        if path.stem == 'registry':
+            continue
+        tree = ast.parse(path.read_text(encoding='utf-8'))
+        calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+                 and (getattr(node.func, 'id', None) == 'experiment' or getattr(node.func, 'attr', None) == 'experiment')]
+        if calls:
+            registering.add(f'physai.experiments.{path.stem}')
+    assert set(registry.PROVIDERS) == registering and len(registry.PROVIDERS) == len(registering)
+    assert len(registry.names()) >= len(registering)

@@ -46,7 +46,8 @@ BLOWUP_WARNINGS = tuple(int(w) for w in (mujoco.mjtWarning.mjWARN_BADQPOS, mujoc
 """MuJoCo's warnings that a run blew up (``mj_checkPos``, ``mj_checkVel``, ``mj_checkAcc`` in ``engine_forward.c``:
 a NaN, an infinity or a value above ``mjMAXVAL`` = 1e10 in ``qpos``, ``qvel`` or ``qacc`` resets the simulation to
 its start; the same in ``ctrl`` zeroes every control of that step, ``mj_fwdActuation``). After any of them the
-record goes on as if nothing happened (a reset arm, a servo without its command), so each one is a divergence."""
+record goes on as if nothing happened (a reset arm, a servo without its command), so each one is a divergence. The
+page's live panels read this same list (``physai.interface.web.engine_block``)."""
 
 
 # ------------------------------------------------------------------------------------------------
