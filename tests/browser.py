@@ -36,7 +36,7 @@ CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-backg
                  '--disable-component-update', '--disable-sync', '--no-first-run']
 NO_ENGINE = 'node_modules/@mujoco/mujoco is missing: run npm ci'
 LIVE_TIMEOUT_MS = 120000
-"""How long a page may take to load the engine and start a panel (10 MB of WebAssembly on a loaded machine)."""
+"""How long a page may take to load the engine and start a panel (10.6 MB of WebAssembly on a loaded machine)."""
 
 FRAME_AND_TASK = """
     const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
@@ -78,7 +78,7 @@ def require_engine() -> pathlib.Path:
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves files without a log line per request, and lets the browser cache them (the engine is 11 MB)."""
+    """Serves files without a log line per request, and lets the browser cache them (the engine is 10.6 MB)."""
 
     def log_message(self, format, *args):
         pass
