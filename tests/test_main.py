@@ -71,7 +71,7 @@ def test_every_registered_experiment_prints_json_with_its_columns(capsys):
         if name in KEYS or exp.choices:
             continue  # checked above, or by the chapter's own tests per argument
         rows = _json_rows(capsys, name)
-        assert all(list(row) == [key for key, _ in exp.columns] for row in rows), name
+        assert all(list(row) == registry.column_keys(exp.columns) for row in rows), name
 
 
 def test_table_and_json_come_from_the_same_rows(capsys):
