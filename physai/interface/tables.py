@@ -39,7 +39,7 @@ STYLE = (f'<style>'
          f'border-bottom:1px solid rgba(128,128,128,0.6)}}'
          f'.{CSS_CLASS} td{{white-space:nowrap;vertical-align:top}}'
          f'.{CSS_CLASS} .w{{text-align:left}}'
-         f'.{CSS_CLASS} td.w{{white-space:normal;min-width:6em;max-width:22em}}'
+         f'.{CSS_CLASS} td.w{{white-space:normal;min-width:6em;max-width:28em}}'
          f'.{CSS_CLASS} th .u{{font-weight:400}}'
          f'.{CSS_CLASS} tbody tr:nth-child(even){{background:rgba(128,128,128,0.09)}}'
          f'</style>')
