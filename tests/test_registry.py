@@ -39,7 +39,7 @@ def test_a_table_with_a_missing_key_or_a_bad_column_names_what_is_wrong():
         registry.format_table([{'kp': 1.0, 'kv': 2.0}, {'kp': 3.0}], [('kp', '.1f'), ('kv', '.1f')])
     with pytest.raises(ValueError, match=r'rows\[0\] must be a dict'):
         registry.format_table([[1.0]], [('kp', '.1f')])
-    with pytest.raises(ValueError, match=r'columns must be \(key, format\) pairs'):
+    with pytest.raises(ValueError, match=r'columns must be \(key, format\) or \(key, format, unit\) entries'):
         registry.format_table([{'kp': 1.0}], ['kp'])
     with pytest.raises(ValueError, match=r"every value must fit its column's format \(kp: \.1q\)"):
         registry.format_table([{'kp': 1.0}], [('kp', '.1q')])

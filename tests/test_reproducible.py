@@ -31,15 +31,15 @@ PRINTED_ELSEWHERE = {
 
 def printed_by_a_chapter() -> set[str]:
     """Experiments that a chapter runs and prints exactly as the command line does (``rows = exp.run()`` and
-    ``exp.table(rows)`` in one cell): the nudged nbval run of ``make test`` already shows their tables survive the
-    nudge, so this test need not compute them twice more."""
+    ``exp.table(rows)``, or ``tables.show(exp, rows)`` whose text is the same, in one cell): the nudged nbval run of
+    ``make test`` already shows their tables survive the nudge, so this test need not compute them twice more."""
     names = set()
     for path in sorted((ROOT / 'notebooks').glob('[0-9][0-9]_*.ipynb')):
         for cell in json.loads(path.read_text(encoding='utf-8'))['cells']:
             source = ''.join(cell['source']) if cell['cell_type'] == 'code' else ''
             for var, name in re.findall(r"(\w+) = registry\.get\('([^']+)'\)", source):
                 for rows in re.findall(rf"(\w+) = {var}\.run\(\)", source):
-                    if re.search(rf"{var}\.table\({rows}\)", source):
+                    if re.search(rf"{var}\.table\({rows}\)|tables\.show\({var}, {rows}\)", source):
                         names.add(name)
     return names
 

@@ -39,7 +39,7 @@ def damping():
 
 def test_pd_growth_table_has_its_columns_at_every_rate(growth_at):
     assert sorted(growth_at) == list(where_pd_runs.RATES_HZ)
-    keys = [key for key, _ in where_pd_runs.GROWTH_COLUMNS]
+    keys = registry.column_keys(where_pd_runs.GROWTH_COLUMNS)
     assert all(list(row) == keys for row in growth_at.values())
     assert registry.run('pd-growth') == list(growth_at.values())
 
@@ -241,7 +241,7 @@ def test_cause_names_the_flaw_that_is_unstable_on_its_own(growths, expected):
 def test_pd_cause_is_a_named_experiment_with_its_columns(cause_at):
     rows = registry.run('pd-cause')
     assert [row['rate_hz'] for row in rows] == list(where_pd_runs.RATES_HZ)
-    assert all(list(row) == [key for key, _ in where_pd_runs.CAUSE_COLUMNS] for row in rows)
+    assert all(list(row) == registry.column_keys(where_pd_runs.CAUSE_COLUMNS) for row in rows)
     assert rows == list(cause_at.values())
 
 

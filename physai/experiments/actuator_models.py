@@ -210,7 +210,7 @@ def sweep(param: str) -> Sweep:
         else:
             row = {key: x, 'delay_ms': 1e3 * x * run.pendulum.timestep, 'lag_ms': lag_ms(run),
                    'overshoot_pct': _square_overshoot(run)}
-        rows.append({k: row[k] for k, _ in SWEEP_COLUMNS[param]})
+        rows.append({k: row[k] for k, *_ in SWEEP_COLUMNS[param]})
     return Sweep(param, values, runs, step, rows)
 
 
@@ -231,10 +231,10 @@ SWEEP_COLUMNS = {
     'armature': (('armature', '.2f'), ('error_deg', '.3f'), ('overshoot_pct', '.2f'),
                  ('rise_ms', '.1f'), ('settling_s', '.3f')),
     'friction': (('frictionloss', '.2f'), ('decay_s', '.3f'), ('turns', '.2f'),
-                 ('final_speed', '.4f')),
-    'viscous-friction': (('damping', '.2f'), ('decay_s', '.3f'), ('turns', '.2f'), ('final_speed', '.4f')),
+                 ('final_speed', '.4f', 'rad/s')),
+    'viscous-friction': (('damping', '.2f'), ('decay_s', '.3f'), ('turns', '.2f'), ('final_speed', '.4f', 'rad/s')),
     'effort-limit': (('forcerange', '.1f'), ('mean_angle_rad', '.4f'), ('p2p_rad', '.4f')),
-    'velocity-limit': (('velocity_limit', '.0f'), ('peak_speed', '.3f'), ('error_deg', '.3f'),
+    'velocity-limit': (('velocity_limit', '.0f', 'rad/s'), ('peak_speed', '.3f', 'rad/s'), ('error_deg', '.3f'),
                        ('overshoot_pct', '.2f'), ('rise_ms', '.1f'), ('settling_s', '.3f')),
     'delay': (('delay_steps', '.0f'), ('delay_ms', '.1f'), ('lag_ms', '.1f'),
               ('overshoot_pct', '.2f')),
@@ -481,8 +481,8 @@ DOUBLE_CLIP_JOINT_LIMITS = (math.inf, 2.0)  # N·m: the joint's, none and one be
 
 
 @experiment('double-clip', summary="an explicit PD (E = 6 N m) through a joint that clamps again at 2 N m",
-            columns=(('joint_limit', '.1f'), ('model_peak', '.2f'), ('applied_peak', '.2f'),
-                     ('mean_angle_rad', '.4f'), ('p2p_rad', '.4f'), ('vs_model_limit_2', '.1e')))
+            columns=(('joint_limit', '.1f', 'N·m'), ('model_peak', '.2f', 'N·m'), ('applied_peak', '.2f', 'N·m'),
+                     ('mean_angle_rad', '.4f'), ('p2p_rad', '.4f'), ('vs_model_limit_2', '.1e', 'rad')))
 def double_clip() -> list[dict]:
     """The effort-limit sweep's explicit PD (kp 400, kv 20, E = 6 N·m) with the joint's own limit on top.
 
@@ -505,7 +505,7 @@ def double_clip() -> list[dict]:
 
 
 @experiment('solver-gains', summary='the gains MuJoCo holds for each model: zero for every explicit one',
-            columns=(('model', 's'), ('actuator', 's'), ('solver_kp', '.1f'), ('solver_kv', '.1f'),
+            columns=(('model', 's'), ('actuator', 's'), ('solver_kp', '.1f', 'N·m/rad'), ('solver_kv', '.1f', 'N·m·s/rad'),
                      ('forcelimited', 's')))
 def solver_gains(kp: float = 100.0, kv: float = 5.0) -> list[dict]:
     """What the compiled model holds for each actuator model at the same kp, kv and a 6 N·m limit.
@@ -612,7 +612,7 @@ def so101_elbow_models(step: float = 0.2) -> dict:
 
 @experiment('so101-elbow-models', summary="the SO-101's elbow after a 0.2 rad step: Menagerie's implicit servo "
                                           'against explicit models of the STS3215',
-            columns=(('model', 's'), ('rise_ms', '.1f'), ('overshoot_pct', '.1f'), ('peak_speed', '.2f'),
+            columns=(('model', 's'), ('rise_ms', '.1f'), ('overshoot_pct', '.1f'), ('peak_speed', '.2f', 'rad/s'),
                      ('error_deg', '.3f'), ('max_diff_deg', '.2f')))
 def so101_elbow_table() -> list[dict]:
     """Rows of :func:`so101_elbow_models`: rise time, overshoot, peak speed, settled error, and the largest angle

@@ -969,7 +969,7 @@ def report(ident: Identification, out: str | pathlib.Path | None = None) -> dict
         leave_one_out=dict(fitted_deg=summary['fitted_deg'], menagerie_deg=summary['menagerie_deg']),
         structures=servo_truth.structure_rows(ident.structures) if ident.structures else [],
         intervals=list(ident.intervals), rise_pct=100 * servo_truth.RISE,
-        truth_table=[{k: r[k] for k, _ in servo_truth.TRUTH_COLUMNS} | dict(kind=r['kind']) for r in ident.truth],
+        truth_table=[{k: r[k] for k, *_ in servo_truth.TRUTH_COLUMNS} | dict(kind=r['kind']) for r in ident.truth],
         fit_converged=converged, warnings=list(ident.warnings) + stops,
         out=None if out is None else str(out))
 

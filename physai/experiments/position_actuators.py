@@ -199,8 +199,8 @@ def _register_hold() -> None:
 
     experiment('so101-no-armature',
                summary='the SO-101 model with its armature dropped: does it chatter after a step, per joint',
-               columns=(('joint', 's'), ('shipped', 's'), ('no_armature', 's'), ('no_armature_p2p_low', '.1g'),
-                        ('no_armature_p2p_high', '.1g'), ('no_armature_unclamped', 's'),
+               columns=(('joint', 's'), ('shipped', 's'), ('no_armature', 's'), ('no_armature_p2p_low', '.1g', '°'),
+                        ('no_armature_p2p_high', '.1g', '°'), ('no_armature_unclamped', 's'),
                         ('no_armature_1ms', 's')))(so101_without_armature)
 
 
@@ -317,7 +317,7 @@ def _verdict(response: link.StepResponse) -> str:
 
 
 @experiment('actuator-laws', summary='one affine force law for motor, position and velocity vs qfrc_actuator',
-            columns=(('actuator', 's'), ('gainprm0', '.3f'), ('biasprm', '.3f'), ('max_error', '.1e')))
+            columns=(('actuator', 's'), ('gainprm0', '.3f'), ('biasprm', '.3f'), ('max_error', '.1e', 'N·m')))
 def actuator_laws(n: int = 100, seed: int = 0) -> list[dict]:
     m = mujoco.MjModel.from_xml_string(ACTUATOR_LAWS_XML)
     d = mujoco.MjData(m)
@@ -575,7 +575,7 @@ def motor_hold_table() -> list[dict]:
 
 
 @experiment('gear-sag', summary='exercise: <position kp=100> with gear 1 and 2, the sag',
-            columns=(('gear', '.0f'), ('joint_stiffness', '.1f'), ('sag_deg', '.5f'),
+            columns=(('gear', '.0f'), ('joint_stiffness', '.1f', 'N·m/rad'), ('sag_deg', '.5f'),
                      ('servo_sag_deg', '.5f'), ('mujoco', 's'), ('sag_ratio', '.4f')))
 def gear_sag_table() -> list[dict]:
     return gear_sag()
@@ -798,8 +798,8 @@ def _so101_link_spec(*, integrator: str = 'implicitfast') -> mujoco.MjSpec:
 
 
 @experiment('use-it', summary='d.ctrl in, d.actuator_force and d.qfrc_actuator out, kp and kv read back',
-            columns=(('ctrl', '.3f'), ('qpos', '.3f'), ('qvel', '.3f'), ('kp_read', '.2f'), ('kv_read', '.3f'),
-                     ('pd_law', '.4f'), ('actuator_force', '.4f'), ('qfrc_actuator', '.4f')))
+            columns=(('ctrl', '.3f', 'rad'), ('qpos', '.3f'), ('qvel', '.3f'), ('kp_read', '.2f', 'N·m/rad'), ('kv_read', '.3f', 'N·m·s/rad'),
+                     ('pd_law', '.4f', 'N·m'), ('actuator_force', '.4f'), ('qfrc_actuator', '.4f')))
 def use_it(states=USE_IT_STATES) -> list[dict]:
     """The SO-101 servo on the link driven from Python, one ``mj_forward`` per state.
 
@@ -918,7 +918,7 @@ VELOCITY_TRAP_CTRL = 1.0
 
 
 @experiment('velocity-trap', summary='<velocity kv=20> on the link: Euler takes kv explicitly and diverges',
-            columns=(('integrator', 's'), ('h_kv_over_I', '.3f'), ('mujoco', 's'), ('mean_speed', '.3f')))
+            columns=(('integrator', 's'), ('h_kv_over_I', '.3f'), ('mujoco', 's'), ('mean_speed', '.3f', 'rad/s')))
 def velocity_trap(kv: float = VELOCITY_TRAP_KV, integrators=('Euler', 'implicitfast')) -> list[dict]:
     """A ``<velocity kv>`` actuator (τ = kv(u − q̇), a pure damper toward the commanded speed) on the link.
 
@@ -1055,7 +1055,7 @@ LIMIT_SOLREFS = ((0.02, 1.0), (0.01, 1.0), (0.005, 1.0))
 
 
 @experiment('joint-limit', summary='a joint range is a soft constraint: how far the servo pushes the link past it',
-            columns=(('solreflimit', 's'), ('past_limit_deg', '.3f'), ('limit_torque', '.3f')))
+            columns=(('solreflimit', 's'), ('past_limit_deg', '.3f'), ('limit_torque', '.3f', 'N·m')))
 def joint_limit(solrefs=LIMIT_SOLREFS) -> list[dict]:
     """The link with the SO-101 servo (kp, kv, forcerange ±2.94, joint damping) and a joint ``range`` of ±0.3 rad,
     commanded to 0.5 rad: the servo presses the link into its upper limit with its clamped 2.94 N·m.
@@ -1276,7 +1276,7 @@ def joint_step_metrics(run: JointStep) -> dict:
 @experiment('elbow-step-test', summary="the SO-101 model's elbow after a 0.2 rad step: what a real step test "
                                        'is compared with',
             columns=(('joint', 's'), ('step_rad', '.2f'), ('error_deg', '.3f'), ('rise_ms', '.1f'),
-                     ('overshoot_pct', '.1f'), ('peak_speed', '.2f'), ('peak_force', '.2f'),
+                     ('overshoot_pct', '.1f'), ('peak_speed', '.2f', 'rad/s'), ('peak_force', '.2f', 'N·m'),
                      ('rise_frames', '.1f')))
 def elbow_step_test(steps=(STEP_TEST_SIZE, -STEP_TEST_SIZE)) -> list[dict]:
     """The model's side of the elbow step test: Menagerie's SO-101, elbow stepped up and down from home.

@@ -1,14 +1,18 @@
 """The book's experiments by name: one function per table, shared by the notebooks and the command line.
 
-Each experiment is a function returning rows (a list of dicts, one key per column). A chapter prints
-``format_table(rows, columns)``; ``python -m physai NAME`` prints the same table; ``--json`` prints the rows.
-Because both call the same function, the book and the command line cannot disagree.
+Each experiment is a function returning rows (a list of dicts, one key per column). A chapter shows
+the rows as a table (``physai.interface.tables.show``: on the page an HTML table, in text ``format_table(rows,
+columns)``); ``python -m physai NAME`` prints the same text table; ``--json`` prints the rows. Because both call the
+same function, the book and the command line cannot disagree.
 
 Register an experiment with the decorator::
 
         @experiment('kp-sweep', summary='sag and rise time against kp',
                                 columns=(('kp', '.0f'), ('sag_deg', '.4f')))
         def kp_sweep() -> list[dict]: ...
+
+A column is (key, format), or (key, format, unit) where the key does not say its unit
+(:mod:`physai.experiments.columns` reads names and units off the keys for the page's headers).
 
 An experiment that takes one argument lists its allowed values in ``choices``
 (``python -m physai actuator-sweep stiffness``).
@@ -25,6 +29,8 @@ import math
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from physai.experiments.columns import checked_spec
 
 
 # Modules that register experiments, imported on first look-up so that `import physai` stays light.
@@ -47,9 +53,10 @@ class Experiment:
     """The command-line name, e.g. ``kp-sweep``."""
     summary: str
     """One line for ``python -m physai list``."""
-    columns: tuple[tuple[str, str], ...] | dict[str, tuple[tuple[str, str], ...]]
-    """(key, format) per column; format is a format spec such as ``.3f``, or ``s`` for text.
-    An experiment with choices may give a dict from each choice to its own columns."""
+    columns: tuple[tuple[str, ...], ...] | dict[str, tuple[tuple[str, ...], ...]]
+    """(key, format) or (key, format, unit) per column; format is a format spec such as ``.3f``, or ``s`` for text;
+    the unit, where the key does not say it (:mod:`physai.experiments.columns`). An experiment with choices may give
+    a dict from each choice to its own columns."""
     func: Callable[..., list[dict]]
     """Computes the rows."""
     choices: tuple[str, ...] = ()
@@ -71,13 +78,13 @@ class Experiment:
             raise ValueError(f'{self.name} takes no argument, got {arg!r}')
         else:
             rows = self.func()
-        keys = [key for key, _ in self.columns_for(rows, arg)]
+        keys = column_keys(self.columns_for(rows, arg))
         for i, row in enumerate(rows):
             if list(row) != keys:
                 raise RuntimeError(f'{self.name}: row {i} has the keys {list(row)}, its table the columns {keys}')
         return rows
 
-    def columns_for(self, rows: Sequence[dict], arg: str | None = None) -> tuple[tuple[str, str], ...]:
+    def columns_for(self, rows: Sequence[dict], arg: str | None = None) -> tuple[tuple[str, ...], ...]:
         """The columns of the table for ``arg``, or, without it, those whose keys the rows carry."""
         if not isinstance(self.columns, dict):
             return self.columns
@@ -85,7 +92,7 @@ class Experiment:
             return self.columns[arg]
         keys = list(rows[0]) if rows else []
         for columns in self.columns.values():
-            if [key for key, _ in columns] == keys:
+            if column_keys(columns) == keys:
                 return columns
         raise ValueError(f'{self.name}: no column set matches the row keys {keys}')
 
@@ -94,7 +101,7 @@ class Experiment:
         return format_table(rows, self.columns_for(rows, arg))
 
 
-def experiment(name: str, *, summary: str, columns: Sequence[tuple[str, str]],
+def experiment(name: str, *, summary: str, columns: Sequence[tuple[str, ...]],
                               choices: Sequence[str] = ()) -> Callable[[Callable], Callable]:
     """Register the decorated function as experiment ``name``."""
 
@@ -104,9 +111,9 @@ def experiment(name: str, *, summary: str, columns: Sequence[tuple[str, str]],
         if isinstance(columns, dict):
             if set(columns) != set(choices):
                 raise ValueError(f'experiment {name!r}: columns per choice must name exactly {choices}')
-            cols = {choice: tuple(c) for choice, c in columns.items()}
+            cols = {choice: checked_spec(c) for choice, c in columns.items()}
         else:
-            cols = tuple(columns)
+            cols = checked_spec(columns)
         _REGISTRY[name] = Experiment(name=name, summary=summary, columns=cols,
                                                                   func=func, choices=tuple(choices))
         return func
@@ -150,17 +157,23 @@ def _cell(value: Any, fmt: str) -> str:
     return format(value, fmt)
 
 
-def format_table(rows: Sequence[dict], columns: Sequence[tuple[str, str]]) -> str:
-    """Rows as a right-aligned text table with one header line; each cell uses its column's format.
+def column_keys(columns: Sequence[Sequence[str]]) -> list[str]:
+    """The keys of a column spec, ``((key, format), ...)`` or ``((key, format, unit), ...)``."""
+    return [column[0] for column in columns]
+
+
+def cells(rows: Sequence[dict], columns: Sequence[Sequence[str]]) -> list[list[str]]:
+    """Every row's cells as text, each in its column's format: what :func:`format_table` prints.
+
+    A column is (key, format) or (key, format, unit); a list value prints as its items separated by spaces, None as
+    ``-``, a text and a non-finite float as they are.
 
     Raises:
-      ValueError: a column that is not a (key, format) pair, a row that is not a dict or lacks a column's key, or a
-        value its column's format cannot print.
+      ValueError: a column that is not (key, format) or (key, format, unit) of text, a row that is not a dict or
+        lacks a column's key, or a value its column's format cannot print.
     """
-    if isinstance(columns, (str, bytes)) or not all(
-            isinstance(c, (tuple, list)) and len(c) == 2 and all(isinstance(x, str) for x in c) for c in columns):
-        raise ValueError(f'columns must be (key, format) pairs of text, e.g. (("kp", ".0f"),), got {columns!r}')
-    keys = [key for key, _ in columns]
+    columns = checked_spec(columns)
+    keys = column_keys(columns)
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
             raise ValueError(f'rows[{i}] must be a dict (one key per column), got {type(row).__name__}')
@@ -169,13 +182,23 @@ def format_table(rows: Sequence[dict], columns: Sequence[tuple[str, str]]) -> st
             raise ValueError(f'rows[{i}] must have a value for every column, got none for {", ".join(missing)} '
                              f'(it has {", ".join(map(str, row)) or "no keys"})')
     try:
-        cells = [[_cell(row[key], fmt) for key, fmt in columns] for row in rows]
+        return [[_cell(row[c[0]], c[1]) for c in columns] for row in rows]
     except (TypeError, ValueError) as err:  # a text in a number column, or a format Python does not know
-        raise ValueError(f'every value must fit its column\'s format ({", ".join(f"{k}: {f}" for k, f in columns)}), '
+        raise ValueError(f'every value must fit its column\'s format ({", ".join(f"{c[0]}: {c[1]}" for c in columns)}), '
                          f'got: {err}') from None
-    widths = [max([len(key)] + [len(line[i]) for line in cells]) for i, key in enumerate(keys)]
+
+
+def format_table(rows: Sequence[dict], columns: Sequence[Sequence[str]]) -> str:
+    """Rows as a right-aligned text table with one header line, the keys; each cell uses its column's format.
+
+    Raises:
+      ValueError: as :func:`cells`.
+    """
+    lines_of_cells = cells(rows, columns)
+    keys = column_keys(columns)
+    widths = [max([len(key)] + [len(line[i]) for line in lines_of_cells]) for i, key in enumerate(keys)]
     lines = ['  '.join(key.rjust(w) for key, w in zip(keys, widths))]
-    lines += ['  '.join(cell.rjust(w) for cell, w in zip(line, widths)) for line in cells]
+    lines += ['  '.join(cell.rjust(w) for cell, w in zip(line, widths)) for line in lines_of_cells]
     return '\n'.join(lines)
 
 

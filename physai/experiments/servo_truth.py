@@ -426,7 +426,7 @@ def truth(progress: bool = False) -> list[dict]:
     """Chapter 4's truth table on its recording: the folds fitted from a start that has seen no data."""
     dataset = servo_sysid.load_book_dataset()
     folds = compare_structures(dataset, progress=progress)
-    return [{k: r[k] for k, _ in TRUTH_COLUMNS} for r in truth_table(dataset, folds)]
+    return [{k: r[k] for k, *_ in TRUTH_COLUMNS} for r in truth_table(dataset, folds)]
 
 
 def spring_rows(folds: Sequence[Fold], dataset: LeRobotDataset, *, config: ReplayConfig = ReplayConfig()
