@@ -1,6 +1,6 @@
 """The page around the figures, as a reader meets it: tables that fit, listings that wrap, no console error, a favicon.
 
-The module builds the book (``jupyter-book build --all -W -n --keep-going``, as ``tests/test_site.py`` does), serves
+The module takes the book built once per test session (``built_book``, as ``tests/test_site.py`` does), serves
 ``_build/html`` on 127.0.0.1 and opens its pages in headless Chromium (``tests/browser.py``), each in a fresh context
 with nothing stored: a first visit, as a reader's is. Requests off the site are aborted.
 
@@ -16,9 +16,6 @@ import functools
 import http.server
 import pathlib
 import re
-import shutil
-import subprocess
-import sys
 import threading
 import urllib.parse
 import urllib.request
@@ -27,14 +24,12 @@ import xml.etree.ElementTree as ElementTree
 import nbformat
 import pytest
 
-from browser import chromium
 from physai.book.edition import toc_pages
 from physai.interface import tables
 
-pytestmark = pytest.mark.slow  # it builds the whole book first
+pytestmark = pytest.mark.slow  # it needs the whole book built
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-HTML = ROOT / '_build' / 'html'
 PAGES = toc_pages(ROOT)
 CHAPTERS = [page for page in PAGES if page.startswith('notebooks/')]
 HIDDEN_AT_TOP = 2
@@ -42,29 +37,18 @@ HIDDEN_AT_TOP = 2
 
 
 @pytest.fixture(scope='module')
-def site():
-    """Build the book, then serve _build/html on 127.0.0.1; yields the base URL."""
-    jupyter_book = pathlib.Path(sys.executable).with_name('jupyter-book')
-    command = [str(jupyter_book if jupyter_book.exists() else shutil.which('jupyter-book')),
-               'build', '--all', '-W', '-n', '--keep-going', str(ROOT)]
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    assert result.returncode == 0, f'the book build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}'
+def site(built_book):
+    """The book built once per session (``built_book`` in conftest.py), served on 127.0.0.1; yields the base URL."""
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, format, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), functools.partial(Quiet, directory=str(HTML)))
+    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), functools.partial(Quiet, directory=str(built_book)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f'http://127.0.0.1:{server.server_address[1]}/'
     server.shutdown()
     server.server_close()
-
-
-@pytest.fixture(scope='module')
-def browser():
-    with chromium() as browser:
-        yield browser
 
 
 class Visit:
