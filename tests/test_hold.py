@@ -12,7 +12,8 @@ import pytest
 
 from physai.engine import hold, mj, perturb, so101
 from physai.laws import loop
-from physai.engine.hold import HoldParams, PDController
+from physai.engine.hold import HoldParams
+from physai.engine.pd_controller import PDController
 from physai.laws.loop import BACKENDS, JointCommand
 
 INTEGRATORS = ('Euler', 'implicitfast', 'implicit', 'RK4')
