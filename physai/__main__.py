@@ -177,8 +177,7 @@ def fit_servo(argv: list[str]) -> int:
         return _fail(str(err) + (f' (wrote {" and ".join(map(str, written))} before that)' if written else ''))
     except KeyboardInterrupt:
         done = f'wrote {" and ".join(map(str, written))} only' if written else 'nothing written'
-        # On a line of its own: the fit's progress bar may have drawn half a line when Ctrl-C came.
-        print(f'\nfit-servo: interrupted (Ctrl-C); {_inert(done)}', file=sys.stderr)
+        print(f'fit-servo: interrupted (Ctrl-C); {_inert(done)}', file=sys.stderr)
         return 130
     print(fit_report.report_json(rep) if args.json else fit_report.report_text(rep))
     return 0

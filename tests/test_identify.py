@@ -537,7 +537,9 @@ def test_a_real_sigint_during_the_fit_stops_it_with_one_line(tmp_path):
     proc = subprocess.Popen([sys.executable, '-m', 'physai', 'fit-servo', 'synthetic', '--out', str(out), '--force'],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
     seen = ''
-    while 'fitting' not in seen:  # tqdm draws the bar on stderr once the fit runs
+    # tqdm draws the bar on stderr once the fit runs; wait for its first line whole ("fitting: 0%| ... ?it/s]"), as a
+    # person who sees the bar and presses Ctrl-C does (a signal in the middle of that first draw glues the two lines)
+    while not re.search(r'fitting[^\r\n]*\]', seen):
         chunk = proc.stderr.read(1)
         assert chunk, f'the command ended before its fit: {seen}'
         seen += chunk

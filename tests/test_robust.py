@@ -77,10 +77,10 @@ def test_the_book_s_grids_are_far_from_a_rounding_boundary(grid):
     """A grid value moves on another processor only if its raw value, pow's result, lies within a few units in the
     last place of a rounding boundary; every raw value of the book's grids is a billion times farther than that
     (a relative nudge of 1e-9 either way rounds to the same value)."""
-    from physai.experiments import position_actuators
+    from physai.experiments import servo_panel
     from physai.interface import where_pd_runs_panels
 
-    module = where_pd_runs_panels if grid == 'PANEL_RATES_HZ' else position_actuators
+    module = where_pd_runs_panels if grid == 'PANEL_RATES_HZ' else servo_panel
     values = tuple(float(x) for x in getattr(module, grid))
     raw = {'PANEL_KP_GRID': (1.0, 30000.0, 25), 'STABILITY_KP': (1.0, 30000.0, 19),
            'PANEL_RATES_HZ': (10.0, 1000.0, 41)}[grid]
