@@ -173,6 +173,32 @@ def test_chapter_2_s_page_panel_opens_on_the_swinging_run_the_prose_discusses():
     assert part['data'][index]['readout'].startswith('still swinging:')
 
 
+def test_the_instructors_lecture_links_open_a_setting_each_chapter_s_panel_can_take():
+    """book/instructors.md's ready links: one per chapter, each to that chapter's page, every key one of its panel's
+    controls (or present), every value in its control's range or one of its options, as the page reads it."""
+    import urllib.parse
+    views = stored_first_views()
+    text = (ROOT / 'book' / 'instructors.md').read_text(encoding='utf-8')
+    links = re.findall(r'href="\.\./notebooks/([0-9a-z_]+)\.html(\?[^"#]*)#physai-panel-([a-z-]+)"', text)
+    assert sorted(page for page, _, _ in links) == sorted(p.stem for p in (ROOT / 'notebooks').glob('*.ipynb'))
+    for page, query, key in links:
+        name, data = views[key]
+        assert name == f'{page}.ipynb', f'{page}: the link names panel {key}, which is on {name}'
+        controls = {c['url']: c for c in data['spec']['controls']}
+        pairs = urllib.parse.parse_qsl(query[1:], strict_parsing=True)
+        assert pairs and all(k.startswith(f'{key}-') for k, _ in pairs), query
+        for k, v in pairs:
+            url = k[len(key) + 1:]
+            if url == 'present':
+                assert v == '1'
+                continue
+            c = controls[url]
+            if c['kind'] == 'choice':
+                assert v in [str(o) for o in c['options']], f'{page}: {url}={v} is not an option'
+            else:
+                assert c['min'] <= float(v) <= c['max'], f'{page}: {url}={v} is outside [{c["min"]}, {c["max"]}]'
+
+
 def test_an_address_writes_and_reads_back_each_control_and_refuses_what_its_panel_cannot_take():
     from physai.interface import actuator_models_panels
     spec = actuator_models_panels.actuator_spec()

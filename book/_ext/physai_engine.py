@@ -4,11 +4,11 @@ The engine is the npm package ``@mujoco/mujoco`` (MuJoCo's own build, ``physai.i
 ``package.json`` / ``package-lock.json`` and fetched by ``npm ci`` (``make book`` runs it) into ``node_modules/``.
 After the build this extension copies its single-threaded build, ``mujoco.js`` and ``mujoco.wasm`` (10.6 MB; a
 server that compresses with gzip sends about 2.6 MB), with the package's ``package.json`` (its licence, Apache-2.0)
-to ``_static/mujoco/``; ``book/_static/panels/engine.js`` imports it only when a reader first touches a live panel,
+to ``_static/mujoco/``; ``book/_static/panels/engine.js`` imports it only when a reader asks a live panel to run,
 so no page fetches it on its first view, and nothing comes from a CDN.
 
 The "Run MuJoCo live" button states the download's size: :func:`engine_size` measures the two files here (their bytes,
-and what gzip at level 6, a web server's usual setting, makes of them) when the site is built, and the pages with a
+and what gzip at level 6, zlib's default, makes of them) when the site is built, and the pages with a
 panel carry it as ``window.physaiEngineSize`` (``book/_static/panels/ui.js`` reads it).
 
 ``book/_static/panels/boot.js`` (which imports the chapter's panel module, and that module its own) goes only onto

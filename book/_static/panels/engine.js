@@ -1,6 +1,6 @@
 // MuJoCo in the reader's browser: MuJoCo's own WebAssembly build (npm @mujoco/mujoco, its single-threaded build)
 // served from the site (_static/mujoco/, copied there by book/_ext/physai_engine.py), loaded once, when a reader
-// first touches a live panel. One wrapper class, Model, in the style of MuJoCo's wasm/demo_app: a model and its data
+// asks a live panel to run (ui.js). One wrapper class, Model, in the style of MuJoCo's wasm/demo_app: a model and its data
 // from MJCF text, the fields physai's runners write, the warning counters, and delete() for what it made.
 //
 // The divergence rule is physai.engine.mj.diverged's, with Python's constants: the page's engine block
