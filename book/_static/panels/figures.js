@@ -66,7 +66,6 @@ export class Plot {
     const right = spec.y2 ? Math.max(...this.ticks(spec.y2.lim, spec.y2.log).map((v) => textWidth(tickText(v), this.size.tick))) : 0;
     const l = Math.ceil(left + 10 + this.size.label + 8);
     let r = spec.y2 ? Math.ceil(right + 8 + this.size.label + 8) : 12 * font;
-    this.y2LabelX = width - r + right + 8 + this.size.label / 2;
     // a plot much wider than tall (the present view) keeps its height for data: its legend goes in a column on the right
     this.side = spec.legend.length > 0 && width > 1.8 * height;
     const rowH = ROW * font;
@@ -77,6 +76,7 @@ export class Plot {
     } else {
       this.legendLayout = legendRows(spec.legend, this.size.legend, width - l - r, font);
     }
+    this.y2LabelX = width - r + right + 8 + this.size.label / 2;   // beside the second axis' ticks
     const legendH = this.side ? 0 : this.legendLayout.rows * rowH;
     this.below = spec.corner === 'below' ? legendH + 2 : 0;
     this.above = spec.corner === 'below' ? 0 : legendH + (legendH ? 2 : 0);

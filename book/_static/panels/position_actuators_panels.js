@@ -225,7 +225,8 @@ export default class ServoPanel extends Panel {
         if (curve.bad[i]) p.mark(g, kp, 1.6e-3, 'x', c.diverged, 4);
       });
     } else {
-      p.say(g, this.say('curve_pending', {}), p.x(30), p.y(1), {class: 'pl-muted pl-halo', 'text-anchor': 'middle'});
+      p.sayLines(g, this.say('curve_pending', {}), (p.m.l + p.w - p.m.r) / 2, (p.m.t + p.h - p.m.b) / 2,
+                 {class: 'pl-muted pl-halo', 'text-anchor': 'middle'}, 'top');
     }
     const marks = p.layer('top-kp');
     p.path(marks, [values.kp, values.kp], p.spec.ylim, {stroke: c.current, 'stroke-width': 1.2, 'stroke-dasharray': '5 3'});
