@@ -214,7 +214,8 @@ export class Plot {
     const y0 = this.y(0), y1 = this.y(shown);
     const rect = el('rect', {x: this.x(x - width / 2), y: Math.min(y0, y1), width: this.x(x + width / 2) - this.x(x - width / 2),
                              height: Math.abs(y1 - y0), fill: color}, g);
-    if (shown !== height) this.clipMark(g, this.x(x), y1, height > hi ? -1 : 1, color, height.toFixed(digits));
+    // the clip mark in the text's colour: a bar's own colour would hide it on the bar
+    if (shown !== height) this.clipMark(g, this.x(x), y1, height > hi ? -1 : 1, 'currentColor', height.toFixed(digits));
     return rect;
   }
 

@@ -86,7 +86,9 @@ export default class SysidPanel extends Panel {
     });
     const x = p.w - p.m.r - 6, y = p.m.t + 14 * p.fs;
     if (r.running !== undefined) {
-      p.say(marks, this.say('running', {t: r.running}), x, y, {'text-anchor': 'end', class: 'pl-muted pl-halo', 'font-size': 11});
+      const running = this.say('running', {t: r.running});
+      p.say(marks, running, x, y, {'text-anchor': 'end', class: 'pl-muted pl-halo', 'font-size': 11});
+      this.setReadout(running, false);   // not the verdict of the setting before
       return;
     }
     if (r.chaotic) {

@@ -137,8 +137,10 @@ export default class PdPanel extends Panel {
     p.path(g, xs, ys, {stroke: c.response, 'stroke-width': 1.4});
     p.title(this.say('title', {joint: k.joints[r.joint]}));
     if (!r.note) {
-      p.say(marks, this.say('running', {done: (done ?? 0) * values.timestep, total: k.hold.duration}),
-            p.x(k.hold.duration / 2), p.m.t + 14 * p.fs, {'text-anchor': 'middle', class: 'pl-muted pl-halo', 'font-size': 11});
+      const running = this.say('running', {done: (done ?? 0) * values.timestep, total: k.hold.duration});
+      p.say(marks, running, p.x(k.hold.duration / 2), p.m.t + 14 * p.fs,
+            {'text-anchor': 'middle', class: 'pl-muted pl-halo', 'font-size': 11});
+      this.setReadout(running, false);   // not the verdict of the setting before
       return;
     }
     const lines = r.note.split('\n').flatMap((line) => p.wrap(line));
