@@ -653,3 +653,27 @@ def test_legends_sit_off_the_plotted_data_and_going_live_keeps_the_first_view_s_
             _legends_clear(page, panel.evaluate(LEGENDS_JS))
     finally:
         visit.close()
+
+
+LECTURE_VERDICTS = {'servo': 'diverged', 'pendulum': 'diverged', 'pd': 'quiet', 'sysid': 'MAE'}
+"""What the readout of each lecture link's setting says, as book/instructors.md describes it."""
+
+
+def test_the_instructors_lecture_links_open_their_setting_live_in_the_present_view(site, browser):
+    text = (ROOT / 'book' / 'instructors.md').read_text(encoding='utf-8')
+    links = re.findall(r'href="\.\./(notebooks/[0-9a-z_]+\.html\?[^"]+)"', text)
+    assert len(links) == len(CHAPTERS)
+    for link in links:
+        visit = PageVisit(browser, urllib.parse.urljoin(site, link), width=1280, height=720)
+        try:
+            key = re.search(r'#physai-panel-([a-z-]+)', link).group(1)
+            root = f'#physai-panel-{key}'
+            visit.page.wait_for_selector(f'{root}[data-mode=live][data-state=idle]', state='attached',
+                                         timeout=PANEL_TIMEOUT_MS)
+            assert visit.page.eval_on_selector(root, 'p => p.classList.contains("physai-panel-present")'), link
+            assert visit.page.eval_on_selector(f'{root} .pl-address', 'e => e.hidden'), link  # every value in range
+            readout = visit.page.inner_text(f'{root} .pl-readout')
+            assert LECTURE_VERDICTS[key] in readout, f'{link}: {readout!r}'
+            assert not visit.our_errors(), '\n'.join(visit.our_errors())
+        finally:
+            visit.close()
