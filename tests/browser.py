@@ -175,9 +175,11 @@ def go_live(page, key: str) -> None:
 
 
 def set_control(page, key: str, name: str, value) -> None:
-    """Move control ``name`` of page panel ``key`` as a reader does: set its input's value, dispatch an input event."""
+    """Move control ``name`` of page panel ``key`` as a reader does: set its input's value, dispatch an input event
+    (a slider dragged) and a change event (let go; before MuJoCo runs, a changed value starts it)."""
     page.eval_on_selector(f'#physai-panel-{key}-{name}', """(input, value) => {
-        input.value = value; input.dispatchEvent(new Event('input', {bubbles: true})); }""", str(value))
+        input.value = value; input.dispatchEvent(new Event('input', {bubbles: true}));
+        input.dispatchEvent(new Event('change', {bubbles: true})); }""", str(value))
 
 
 def drawn(page, selector: str) -> str:

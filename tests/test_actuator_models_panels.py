@@ -99,11 +99,13 @@ def test_first_view_is_byte_stable_small_and_survives_a_nudge(monkeypatch):
     assert len(runs) == 5 * 6
     for model in range(5):  # every effort limit draws another run
         assert len({json.dumps(runs[model * 6 + k]) for k in range(6)}) == 6
-    # the default's run, in the panel's words
-    stored = runs[1 * 6 + 4]
-    run, metrics = actuator_models_panels.panel_run('ideal PD', 100.0, 5.0, 0.0, pendulum.TIMESTEP, 'implicitfast',
-                                                    6.0, 8.0, 12)
+    # the start's run (the effort-limit sweep's E = 2 N·m, at its gains), in the panel's words: it swings
+    stored = runs[1 * 6 + 1]
+    start = actuator_models_panels.TWIN_START
+    run, metrics = actuator_models_panels.panel_run('ideal PD', start['kp'], start['kv'], 0.0, pendulum.TIMESTEP,
+                                                    'implicitfast', start['forcerange'], 8.0, 12)
     assert stored['readout'] == actuator_models_panels.panel_readout(run, metrics)
+    assert stored['readout'].startswith('still swinging:')
     monkeypatch.setenv('PHYSAI_PERTURB', '1e-12')
     assert actuator_models_panels.forcerange_twin().data == first
 
@@ -114,11 +116,12 @@ def test_first_view_redraws_in_a_browser_without_a_kernel(panel_page):
     page = open_page(actuator_models_panels.forcerange_twin().data + web.pendulum_live().data)
     before = page.inner_html(f'{root} svg.pl-step')
     assert '<path' in before
-    page.eval_on_selector(f'{root}-forcerange', "e => { e.value = 2; e.dispatchEvent(new Event('input')); }")
+    assert 'still swinging' in page.inner_text(f'{root} .pl-readout')   # the start: the sweep's E = 2 N·m run
+    page.eval_on_selector(f'{root}-forcerange', "e => { e.value = 6; e.dispatchEvent(new Event('input')); }")
     assert page.inner_html(f'{root} svg.pl-step') != before
-    assert page.inner_text(f'{root}-forcerange-value') == '2.0 N·m'
+    assert page.inner_text(f'{root}-forcerange-value') == '6.0 N·m'
+    assert 'settling error' in page.inner_text(f'{root} .pl-readout')
     page.select_option(f'{root}-model', 'implicit')
-    assert 'still swinging' in page.inner_text(f'{root} .pl-readout')
     assert errors == []
 
 

@@ -87,7 +87,7 @@ def test_readout_calls_out_a_run_that_never_settles():
     assert plots.readout(link.step_response(100)) == 'sag 0.169°   rise 56.7 ms'
     swinging = link.step_response(30000)
     assert not swinging.diverged
-    assert plots.readout(swinging) == f'never settles, swing {swinging.p2p_deg:.2g}° p2p'
+    assert plots.readout(swinging) == f'never settles: swing {swinging.p2p_deg:.2g}° peak to peak'
     assert 'sag' not in plots.readout(swinging) and 'rise' not in plots.readout(swinging)
     creeping = link.step_response(100, kv=1e9)  # moved 1.5e-7 rad in 3 s: no sag, no rise to report
     assert not creeping.settled and plots.readout(creeping).startswith('never settles')

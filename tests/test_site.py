@@ -258,6 +258,11 @@ def test_every_page_panel_changes_its_picture_when_a_control_moves(site, browser
             controls = ([('slider', s, MOVE_JS) for s in sliders]
                         + [('choice', s, SELECT_JS) for s in panel.locator('select').all()])
             for index, (kind, control, move) in enumerate(controls):
+                # each control moved from the panel's start (after another's move it may not matter: chapter 2's kv
+                # at kp 30000 and E 2 N·m, where the clamp holds the torque whatever kv adds)
+                panel.locator('button:text("reset")').click()
+                visit.page.wait_for_selector(f'[id="{root_id}"][data-state=idle]', state='attached',
+                                             timeout=PANEL_TIMEOUT_MS)
                 if control.evaluate('c => c.closest("label").classList.contains("pl-off")'):
                     continue  # the panel says the current model does not use it ("used by ... only")
                 before = panel.evaluate(PICTURE_JS)
@@ -514,3 +519,164 @@ def test_first_view_is_within_the_weight_budget(site, browser, page):
         assert loads_mathjax == has_math, f'{page}: MathJax loaded {loads_mathjax}, math on the page {has_math}'
     finally:
         context.close()
+
+
+# --- the page panels as a reader and an instructor meet them ----------------------------------------------------------
+
+# The sizes a panel's text is shown at and its controls' heights, CSS px: every visible text of its plots (the font
+# size times the SVG's scale on the page) and of its HTML, and every input, select and button.
+PANEL_SIZES_JS = """root => {
+    const texts = [], targets = [];
+    for (const t of root.querySelectorAll('svg text')) {
+        const svg = t.ownerSVGElement, box = t.getBoundingClientRect();
+        if (!t.textContent.trim() || box.width === 0 || getComputedStyle(svg).display === 'none') continue;
+        const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+        texts.push([parseFloat(getComputedStyle(t).fontSize) * scale, t.textContent.slice(0, 40)]);
+    }
+    for (const e of root.querySelectorAll('*')) {
+        if (e.closest('svg') || e.offsetParent === null) continue;
+        const own = Array.from(e.childNodes).some((n) => n.nodeType === 3 && n.textContent.trim());
+        if (own) texts.push([parseFloat(getComputedStyle(e).fontSize), (e.className || e.tagName) + ': ' + e.textContent.slice(0, 30)]);
+    }
+    for (const e of root.querySelectorAll('input, select, button')) {
+        if (e.offsetParent !== null) targets.push([e.getBoundingClientRect().height, e.id || e.textContent.slice(0, 30)]);
+    }
+    const r = root.getBoundingClientRect();
+    const plots = Array.from(root.querySelectorAll('.pl-plots svg')).filter((s) => getComputedStyle(s).display !== 'none')
+        .map((s) => { const b = s.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; });
+    return {texts, targets, plots, overflowX: root.scrollWidth - root.clientWidth, overflowY: root.scrollHeight - root.clientHeight,
+            right: r.right, bottom: r.bottom, width: innerWidth, height: innerHeight};
+}"""
+
+
+def open_panels(browser, site, page, *, width, height):
+    """A chapter page at (width, height) CSS px with its panels drawn (their first view, no engine): (visit, ids)."""
+    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=width, height=height)
+    roots = visit.page.evaluate(PANEL_ROOTS_JS)
+    for root_id in roots:
+        visit.page.wait_for_selector(f'[id="{root_id}"][data-drawn]', state='attached', timeout=20_000)
+    return visit, roots
+
+
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_present_view_fits_a_projector_at_150_percent_with_text_of_13_px_or_more(site, browser, page):
+    """1280x720 at 150 % zoom is 853x480 CSS px: the present view fits it, no scrolling, and every text reads at 13 CSS
+    px (20 device px) or more; Esc leaves it."""
+    visit, roots = open_panels(browser, site, page, width=853, height=480)
+    try:
+        for root_id in roots:
+            panel = visit.page.locator(f'[id="{root_id}"]')
+            panel.locator('button:text("present")').click()
+            visit.page.wait_for_function('id => document.getElementById(id).classList.contains("physai-panel-present")',
+                                         arg=root_id)
+            sizes = panel.evaluate(PANEL_SIZES_JS)
+            panel.screenshot(path=SCREENSHOTS / f'{page.replace("/", "__")}-{root_id}-present-853x480.png')
+            assert sizes['overflowX'] <= 1 and sizes['overflowY'] <= 1, f'{page}: the present view scrolls: {sizes}'
+            assert all(b <= sizes['height'] + 1 and r <= sizes['width'] + 1 for _, _, r, b in sizes['plots']), sizes['plots']
+            small = [t for t in sizes['texts'] if t[0] < 13 - 0.01]
+            assert not small, f'{page}: text under 13 CSS px in the present view: {small[:5]}'
+            visit.page.keyboard.press('Escape')
+            assert not panel.evaluate('p => p.classList.contains("physai-panel-present")'), f'{page}: Esc did not leave'
+        assert not visit.our_errors(), '\n'.join(visit.our_errors())
+    finally:
+        visit.close()
+
+
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_on_a_phone_panel_text_is_10_px_or_more_targets_24_px_and_the_present_view_stacks(site, browser, page):
+    visit, roots = open_panels(browser, site, page, width=390, height=844)
+    try:
+        for root_id in roots:
+            panel = visit.page.locator(f'[id="{root_id}"]')
+            sizes = panel.evaluate(PANEL_SIZES_JS)
+            small = [t for t in sizes['texts'] if t[0] < 10 - 0.01]
+            assert not small, f'{page}: text under 10 px on a phone: {small[:5]}'
+            low = [t for t in sizes['targets'] if t[0] < 24 - 0.01]
+            assert not low, f'{page}: touch targets under 24 px: {low}'
+            assert sizes['right'] <= 390 + 1, f'{page}: the panel is wider than the phone'
+            panel.locator('button:text("present")').click()
+            sizes = panel.evaluate(PANEL_SIZES_JS)
+            lefts = {round(left) for left, _, _, _ in sizes['plots']}
+            assert len(lefts) == 1 and sizes['overflowX'] <= 1, f'{page}: the present view does not stack: {sizes["plots"]}'
+            visit.page.keyboard.press('Escape')
+    finally:
+        visit.close()
+
+
+# Each legend entry's box and the points of the data drawn in its plot (inside the plot box), in the SVG's units.
+LEGENDS_JS = """root => Array.from(root.querySelectorAll('.pl-plots svg')).filter((s) => getComputedStyle(s).display !== 'none')
+    .map((svg) => {
+        const frame = svg.querySelector('.pl-frame').getBBox();
+        const inside = (x, y) => x >= frame.x && x <= frame.x + frame.width && y >= frame.y && y <= frame.y + frame.height;
+        const points = [];
+        for (const path of svg.querySelectorAll('.pl-body path')) {
+            const d = path.getAttribute('d') || '';
+            for (const m of d.matchAll(/[ML]\\s*(-?[\\d.]+)[ ,](-?[\\d.]+)/g)) {
+                const x = Number(m[1]), y = Number(m[2]);
+                if (inside(x, y)) points.push([x, y]);
+            }
+        }
+        const entries = Array.from(svg.querySelectorAll('.pl-legend-entry')).map((g) => {
+            const b = g.getBBox();
+            return {label: g.textContent, box: [b.x, b.y, b.x + b.width, b.y + b.height]};
+        });
+        return {plot: svg.getAttribute('class'), frame: [frame.x, frame.y, frame.x + frame.width, frame.y + frame.height],
+                entries, points};
+    })"""
+
+
+def _legends_clear(page_name, plots):
+    for plot in plots:
+        for entry in plot['entries']:
+            x0, y0, x1, y1 = entry['box']
+            on = [p for p in plot['points'] if x0 <= p[0] <= x1 and y0 <= p[1] <= y1]
+            assert not on, f'{page_name}: legend "{entry["label"]}" of {plot["plot"]} covers data at {on[:3]}'
+            fx0, fy0, fx1, fy1 = plot['frame']
+            assert x1 <= fx0 or x0 >= fx1 or y1 <= fy0 or y0 >= fy1, (
+                f'{page_name}: legend "{entry["label"]}" of {plot["plot"]} sits inside the plot box')
+
+
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_legends_sit_off_the_plotted_data_and_going_live_keeps_the_first_view_s_setting(site, browser, page):
+    visit, roots = open_panels(browser, site, page, width=1280, height=800)
+    try:
+        for root_id in roots:
+            panel = visit.page.locator(f'[id="{root_id}"]')
+            plots_seen = panel.evaluate(LEGENDS_JS)
+            assert any(p['entries'] for p in plots_seen), f'{page}: #{root_id} draws no legend'
+            _legends_clear(page, plots_seen)
+            # the first view is the panel's own start, and going live keeps it: the same experiment
+            key = panel.get_attribute('data-panel')
+            values = visit.page.evaluate('key => window.physaiPanels[key].values', key)
+            assert json.loads(panel.get_attribute('data-frame')) == values, f'{page}: the first view is another setting'
+            panel.locator('.pl-run').click()
+            visit.page.wait_for_selector(f'[id="{root_id}"][data-mode=live][data-state=idle]', state='attached',
+                                         timeout=PANEL_TIMEOUT_MS)
+            assert visit.page.evaluate('key => window.physaiPanels[key].values', key) == values
+            _legends_clear(page, panel.evaluate(LEGENDS_JS))
+    finally:
+        visit.close()
+
+
+LECTURE_VERDICTS = {'servo': 'diverged', 'pendulum': 'diverged', 'pd': 'quiet', 'sysid': 'MAE'}
+"""What the readout of each lecture link's setting says, as book/instructors.md describes it."""
+
+
+def test_the_instructors_lecture_links_open_their_setting_live_in_the_present_view(site, browser):
+    text = (ROOT / 'book' / 'instructors.md').read_text(encoding='utf-8')
+    links = re.findall(r'href="\.\./(notebooks/[0-9a-z_]+\.html\?[^"]+)"', text)
+    assert len(links) == len(CHAPTERS)
+    for link in links:
+        visit = PageVisit(browser, urllib.parse.urljoin(site, link), width=1280, height=720)
+        try:
+            key = re.search(r'#physai-panel-([a-z-]+)', link).group(1)
+            root = f'#physai-panel-{key}'
+            visit.page.wait_for_selector(f'{root}[data-mode=live][data-state=idle]', state='attached',
+                                         timeout=PANEL_TIMEOUT_MS)
+            assert visit.page.eval_on_selector(root, 'p => p.classList.contains("physai-panel-present")'), link
+            assert visit.page.eval_on_selector(f'{root} .pl-address', 'e => e.hidden'), link  # every value in range
+            readout = visit.page.inner_text(f'{root} .pl-readout')
+            assert LECTURE_VERDICTS[key] in readout, f'{link}: {readout!r}'
+            assert not visit.our_errors(), '\n'.join(visit.our_errors())
+        finally:
+            visit.close()

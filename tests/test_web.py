@@ -128,6 +128,96 @@ def test_stored_page_panels_have_the_current_layout():
     assert found == set(current)
 
 
+def stored_first_views() -> dict[str, tuple[str, dict]]:
+    """Every chapter's page panel as stored in its notebook: key -> (notebook name, the first view's JSON)."""
+    out = {}
+    for path in sorted((ROOT / 'notebooks').glob('*.ipynb')):
+        for cell in json.loads(path.read_text(encoding='utf-8'))['cells']:
+            for output in cell.get('outputs', []):
+                block = ''.join(output.get('data', {}).get('text/html', ''))
+                if '<div class="physai-panel" id="physai-panel-' in block:
+                    data = web.block_data(block)
+                    out[data['spec']['key']] = (path.name, data)
+    return out
+
+
+def test_every_chapter_s_first_view_is_computed_at_its_panel_s_own_start():
+    """Going live must not change the experiment: the first view a page opens on is computed at exactly the values the
+    live panel starts (and resets) at. Every control of its grid holds its default as a grid value, and every other
+    control is fixed at its default."""
+    views = stored_first_views()
+    assert set(views) == {'servo', 'pendulum', 'pd', 'sysid'}
+    for key, (name, data) in views.items():
+        view = data['firstView']
+        for c in data['spec']['controls']:
+            default = c['default'] * c.get('scale', 1.0) if c['kind'] != 'choice' else c['default']
+            if c['name'] in view['grid']:
+                assert any(v == default or (isinstance(v, float) and math.isclose(v, default, rel_tol=1e-12))
+                           for v in view['grid'][c['name']]), f'{name}: {c["name"]} starts off its grid'
+            else:
+                assert math.isclose(view['at'][c['name']], default, rel_tol=1e-12) if c['kind'] != 'choice' \
+                    else view['at'][c['name']] == default, f'{name}: {c["name"]} is fixed off its start'
+
+
+def test_chapter_2_s_page_panel_opens_on_the_swinging_run_the_prose_discusses():
+    """Chapter 2's prose discusses the effort-limit sweep's E = 2 N·m run (the ideal PD at the sweep's gains), which
+    swings for good: the page panel opens (and resets) there, and its first view says so."""
+    from physai.experiments import actuator_models
+    name, data = stored_first_views()['pendulum']
+    spec = {c['name']: c['default'] for c in data['spec']['controls']}
+    assert spec['model'] == 'ideal PD' and spec['kp'] == actuator_models.EFFORT_KP
+    assert spec['kv'] == actuator_models.EFFORT_KV and spec['forcerange'] == actuator_models.EFFORT_SWINGING
+    part = data['firstView']['parts']['run']
+    grid = data['firstView']['grid']
+    index = grid['model'].index('ideal PD') * len(grid['forcerange']) + grid['forcerange'].index(spec['forcerange'])
+    assert part['data'][index]['readout'].startswith('still swinging:')
+
+
+def test_the_instructors_lecture_links_open_a_setting_each_chapter_s_panel_can_take():
+    """book/instructors.md's ready links: one per chapter, each to that chapter's page, every key one of its panel's
+    controls (or present), every value in its control's range or one of its options, as the page reads it."""
+    import urllib.parse
+    views = stored_first_views()
+    text = (ROOT / 'book' / 'instructors.md').read_text(encoding='utf-8')
+    links = re.findall(r'href="\.\./notebooks/([0-9a-z_]+)\.html(\?[^"#]*)#physai-panel-([a-z-]+)"', text)
+    assert sorted(page for page, _, _ in links) == sorted(p.stem for p in (ROOT / 'notebooks').glob('*.ipynb'))
+    for page, query, key in links:
+        name, data = views[key]
+        assert name == f'{page}.ipynb', f'{page}: the link names panel {key}, which is on {name}'
+        controls = {c['url']: c for c in data['spec']['controls']}
+        pairs = urllib.parse.parse_qsl(query[1:], strict_parsing=True)
+        assert pairs and all(k.startswith(f'{key}-') for k, _ in pairs), query
+        for k, v in pairs:
+            url = k[len(key) + 1:]
+            if url == 'present':
+                assert v == '1'
+                continue
+            c = controls[url]
+            if c['kind'] == 'choice':
+                assert v in [str(o) for o in c['options']], f'{page}: {url}={v} is not an option'
+            else:
+                assert c['min'] <= float(v) <= c['max'], f'{page}: {url}={v} is outside [{c["min"]}, {c["max"]}]'
+
+
+def test_an_address_writes_and_reads_back_each_control_and_refuses_what_its_panel_cannot_take():
+    from physai.interface import actuator_models_panels
+    spec = actuator_models_panels.actuator_spec()
+    values = {'model': 'DC motor', 'kp': 512.0, 'timestep': 1 / 360, 'integrator': 'RK4', 'delay': 5.0}
+    query = web.address(spec, values, present=True)
+    assert query.startswith('?pendulum-model=DC+motor&pendulum-kp=512&pendulum-h=2.77777777778')
+    assert query.endswith('&pendulum-present=1#physai-panel-pendulum')
+    back = web.read_address(spec, query)
+    assert back.keys() == values.keys() and back['timestep'] == pytest.approx(1 / 360, rel=1e-11)
+    servo = position_actuators_panels.servo_spec()
+    assert web.address(servo, {'dampratio': 1.0}) == '?servo-zeta=1#physai-panel-servo'  # as JavaScript writes 1.0
+    with pytest.raises(ValueError, match=r'kp must be in \[1, 30000\] N·m/rad'):
+        web.address(spec, {'kp': 1e5})
+    with pytest.raises(ValueError, match='has no address key'):
+        web.read_address(spec, '?pendulum-gain=3')
+    with pytest.raises(ValueError, match='integrator must be one of'):
+        web.read_address(spec, '?pendulum-integrator=rk4')
+
+
 def test_first_view_size_stays_small():
     """The first view is part of the chapter's page: its compressed size is what a reader pays for it."""
     block = (first_view() + web.servo_live().data).encode()
@@ -174,15 +264,22 @@ console.log(JSON.stringify({{
   kpAt: [0, 500, 1000].map((s) => c.kp.value(String(s))), kpPosition: c.kp.position(100),
   kpShow: c.kp.show(c.kp.value('600')), timestep: c.timestep.value('2.5'), timestepShow: c.timestep.show(0.0025),
   timestepUrl: c.timestep.urlText(0.0025), fromUrl: [c.timestep.fromUrl('2.5'), c.timestep.fromUrl('25'),
-  c.integrator.fromUrl('RK4'), c.integrator.fromUrl('rk4') ?? null, c.dampratio.fromUrl('0.5')],
-  defaultTimestep: p.timestep.fromUrl(p.timestep.urlText(1 / 360)) === 1 / 360,
+  c.integrator.fromUrl('RK4'), c.integrator.fromUrl('rk4'), c.dampratio.fromUrl('0.5'), c.kp.fromUrl('abc')],
+  defaultTimestep: p.timestep.fromUrl(p.timestep.urlText(1 / 360)).value === 1 / 360,
   zeta: c.dampratio.show(0.5), clamp: c.armature.value('0.5')}}));
 """
     out = node(script, [spec, pendulum])
     assert out['kpAt'] == [1.0, 173.21, 30000.0]  # log positions, shown to the readout's five digits
     assert out['kpPosition'] == '447' and out['kpShow'] == '485.59 N·m/rad'
     assert out['timestep'] == 0.0025 and out['timestepShow'] == '2.5 ms' and out['timestepUrl'] == '2.5'
-    assert out['fromUrl'] == [0.0025, None, 'RK4', None, 0.5]
+    values = [r.get('value') for r in out['fromUrl']]
+    problems = [r['problem'] for r in out['fromUrl']]
+    # in range: the value; beyond the slider: its end, and the panel says which control, what value, what range
+    assert values == [0.0025, 0.02, 'RK4', None, 0.5, None]
+    assert problems[0] is None and problems[2] is None and problems[4] is None
+    assert problems[1] == 'timestep = 25 ms is outside 0.5 … 20 ms; set to 20.0 ms'
+    assert problems[3].startswith('integrator = rk4 is not one of Euler, RK4') and 'kept implicitfast' in problems[3]
+    assert problems[5] == 'kp = abc is not a number; kept 100 N·m/rad'
     assert out['defaultTimestep'] and out['zeta'] == 'dampratio 0.5'
     assert out['clamp'] == 0.1  # beyond the slider: its end
 
@@ -409,3 +506,66 @@ def test_first_view_stays_with_webassembly_off_and_says_why_without_javascript(s
 
 if __name__ == '__main__':  # build the scratch page into a directory to look at: python tests/test_web.py DIR
     scratch_site(pathlib.Path(sys.argv[1]), servo_blocks())
+
+
+LONG_TASKS_JS = """() => {
+    window.physaiLongTasks = [];
+    new PerformanceObserver((list) => {
+        for (const e of list.getEntries()) window.physaiLongTasks.push(e.duration);
+    }).observe({type: 'longtask', buffered: false});
+}"""
+
+
+@pytest.mark.slow
+def test_the_engine_loads_only_on_intent_never_on_a_scroll_a_touch_or_a_tab(site, browser):
+    """A reader who scrolls past the panel (a finger or a wheel, starting on a figure or a slider) or tabs through its
+    controls fetches nothing; a real change of a value (an arrow key on a focused slider) or the button starts MuJoCo,
+    whose size the button states. Prints the longest task while MuJoCo starts."""
+    context = browser.new_context(viewport={'width': 390, 'height': 844}, has_touch=True, is_mobile=True)
+    page = context.new_page()
+    requests = []
+    page.on('request', lambda r: requests.append(r.url))
+    page.goto(site + '/')
+    wait_built(page, 'servo')
+    engine = lambda: [r for r in requests if '/_static/mujoco/' in r]  # noqa: E731
+    button = page.inner_text('#physai-panel-servo .pl-run')
+    assert re.fullmatch(r'▶ Run MuJoCo live \(\d+(\.\d)? MB download\)', button), button
+    cdp = context.new_cdp_session(page)
+    for selector in ('#physai-panel-servo svg.pl-step', '#physai-panel-servo svg.pl-map',
+                     '#physai-panel-servo-kp', '#physai-panel-servo-armature'):
+        page.locator(selector).scroll_into_view_if_needed()
+        box = page.locator(selector).bounding_box()
+        x, y = box['x'] + box['width'] / 2, box['y'] + box['height'] / 2
+        cdp.send('Input.synthesizeScrollGesture', {'x': x, 'y': y, 'yDistance': -250, 'xDistance': 0,
+                                                   'gestureSourceType': 'touch', 'speed': 800})
+        cdp.send('Input.synthesizeScrollGesture', {'x': x, 'y': y, 'yDistance': 250, 'xDistance': 0,
+                                                   'gestureSourceType': 'touch', 'speed': 800})
+        page.mouse.move(x, y)
+        page.mouse.wheel(0, 300)
+        page.mouse.wheel(0, -300)
+    page.locator('body').focus()
+    for _ in range(12):
+        page.keyboard.press('Tab')
+    page.wait_for_timeout(500)
+    assert engine() == [], f'scrolling and tabbing fetched the engine: {engine()}'
+    assert page.get_attribute('#physai-panel-servo', 'data-mode') == 'first-view'
+    page.evaluate(LONG_TASKS_JS)
+    page.focus('#physai-panel-servo-kp')
+    page.keyboard.press('ArrowRight')   # a real change of a value
+    wait_live(page, 'servo')
+    assert any(r.endswith('/mujoco.wasm') for r in engine())
+    longest = max(page.evaluate('() => window.physaiLongTasks') or [0])
+    print(f'longest task while MuJoCo started: {longest:.0f} ms')
+    context.close()
+
+
+@pytest.mark.slow
+def test_an_address_out_of_range_is_clamped_and_the_panel_says_which_value_and_range(site, browser):
+    page, _, errors = open_page(browser, site + '/?servo-kp=99999&servo-integrator=rk4&servo-h=2.5')
+    wait_live(page, 'servo')   # an address that carries a setting starts MuJoCo
+    note = page.inner_text('#physai-panel-servo .pl-address')
+    assert 'kp = 99999 N·m/rad is outside 1 … 30000 N·m/rad; set to 30000 N·m/rad' in note
+    assert 'integrator = rk4 is not one of Euler, RK4, implicit, implicitfast, discrete; kept implicitfast' in note
+    values = page.evaluate('() => window.physaiPanels.servo.values')
+    assert values['kp'] == 30000 and values['integrator'] == 'implicitfast' and values['timestep'] == 0.0025
+    assert errors == []

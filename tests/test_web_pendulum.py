@@ -8,6 +8,7 @@ WebAssembly build on a grid of settings against Python MuJoCo. The slow browser 
 round-trips the setting; the first view stays with WebAssembly off; every panel's text is at least 10 px at 1280 px.
 """
 
+import json
 import math
 
 import mujoco
@@ -319,4 +320,24 @@ def test_every_panel_s_text_is_at_least_10_px_at_1280(site, browser):
         print(f'smallest panel text at 1280 px: {small["px"]:.1f} px ({small["text"]!r} in {small["panel"]}), '
               f'{len(texts)} texts')
         assert small['px'] >= MIN_TEXT_PX, small
+    assert errors == []
+
+
+@pytest.mark.slow
+def test_going_live_keeps_the_experiment_the_first_view_shows(site, browser):
+    """The page opens on the effort-limit sweep's E = 2 N·m run, which swings; pressing Run MuJoCo live keeps every
+    value and the verdict, and reset comes back to the same setting."""
+    page, _, errors = open_page(browser, site + '/')
+    wait_built(page, 'pendulum')
+    before = page.evaluate('() => ({...window.physaiPanels.pendulum.values})')
+    frame = json.loads(page.get_attribute('#physai-panel-pendulum', 'data-frame'))
+    assert frame == before  # the first view was computed at the panel's own values
+    first = page.inner_text('#physai-panel-pendulum .pl-readout')
+    assert first.startswith('still swinging:')
+    go_live(page, 'pendulum')
+    assert page.evaluate('() => window.physaiPanels.pendulum.values') == before
+    assert page.inner_text('#physai-panel-pendulum .pl-readout').startswith('still swinging:')
+    set_control(page, 'pendulum', 'forcerange', 6)
+    page.click('#physai-panel-pendulum button:text("reset")')
+    assert page.evaluate('() => window.physaiPanels.pendulum.values') == before
     assert errors == []

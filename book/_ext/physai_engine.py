@@ -4,14 +4,21 @@ The engine is the npm package ``@mujoco/mujoco`` (MuJoCo's own build, ``physai.i
 ``package.json`` / ``package-lock.json`` and fetched by ``npm ci`` (``make book`` runs it) into ``node_modules/``.
 After the build this extension copies its single-threaded build, ``mujoco.js`` and ``mujoco.wasm`` (10.6 MB; a
 server that compresses with gzip sends about 2.6 MB), with the package's ``package.json`` (its licence, Apache-2.0)
-to ``_static/mujoco/``; ``book/_static/panels/engine.js`` imports it only when a reader first touches a live panel,
+to ``_static/mujoco/``; ``book/_static/panels/engine.js`` imports it only when a reader asks a live panel to run,
 so no page fetches it on its first view, and nothing comes from a CDN.
+
+The "Run MuJoCo live" button states the download's size: :func:`engine_size` measures the two files here (their bytes,
+and what gzip at level 6, zlib's default, makes of them) when the site is built, and the pages with a
+panel carry it as ``window.physaiEngineSize`` (``book/_static/panels/ui.js`` reads it).
 
 ``book/_static/panels/boot.js`` (which imports the chapter's panel module, and that module its own) goes only onto
 the pages that hold a page panel (an element of class ``physai-panel``). The folder is ``panels``, not ``physai``:
 Sphinx applies the book's ``exclude_patterns`` (which name the ``physai`` package) to static files too.
 """
 
+import functools
+import gzip
+import json
 import shutil
 from pathlib import Path
 
@@ -38,12 +45,23 @@ def engine_files() -> list[Path]:
     return files
 
 
+@functools.cache
+def engine_size() -> dict:
+    """The engine's files as a reader's browser fetches them: ``megabytes`` (10⁶ bytes, one decimal) and
+    ``compressedMegabytes`` (gzip level 6, one decimal)."""
+    raw = [f.read_bytes() for f in engine_files()]
+    total = sum(len(b) for b in raw)
+    packed = sum(len(gzip.compress(b, compresslevel=6)) for b in raw)
+    return {'megabytes': round(total / 1e6, 1), 'compressedMegabytes': round(packed / 1e6, 1)}
+
+
 def _check_engine(app, config):
     engine_files()  # fail early, before any page is read
 
 
 def _script_where_needed(app, pagename, templatename, context, doctree):
     if 'class="physai-panel"' in context.get('body', ''):
+        app.add_js_file(None, body=f'window.physaiEngineSize = {json.dumps(engine_size())};')
         app.add_js_file(SCRIPT, type='module')
 
 

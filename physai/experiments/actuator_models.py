@@ -130,6 +130,13 @@ SWEEP_KEY = {'stiffness': 'kp', 'damping': 'kv', 'armature': 'armature', 'fricti
              'viscous-friction': 'damping', 'effort-limit': 'forcerange', 'velocity-limit': 'velocity_limit',
              'delay': 'delay_steps'}
 
+EFFORT_KP = 400.0
+"""N·m/rad: the effort-limit sweep's (and the double clip's) explicit PD stiffness."""
+EFFORT_KV = 20.0
+"""N·m·s/rad: its damping."""
+EFFORT_SWINGING = 2.0
+"""N·m: the sweep's limit the chapter discusses, below the hold torque: the link swings and never settles."""
+
 DC_SATURATION = 12.0  # N·m
 DC_EFFORT = 6.0  # N·m
 FREE_SWING_SPEED = 4 * math.pi  # rad/s
@@ -176,7 +183,7 @@ def sweep(param: str) -> Sweep:
         step = None
     elif param == 'effort-limit':
         step = Step(at=0.0)
-        runs = simulate([IdealPD(kp=400.0, kv=20.0, forcerange=x) for x in values], command=step,
+        runs = simulate([IdealPD(kp=EFFORT_KP, kv=EFFORT_KV, forcerange=x) for x in values], command=step,
                         duration=6.0)
     elif param == 'velocity-limit':
         runs = simulate([DCMotor(kp=100.0, kv=5.0, forcerange=DC_EFFORT,
@@ -492,11 +499,11 @@ def double_clip() -> list[dict]:
       ``vs_model_limit_2``: the largest angle difference (rad) from the same PD with its own limit at 2 N·m (a
       round-off bound when they are the same run).
     """
-    reference = simulate([IdealPD(kp=400.0, kv=20.0, forcerange=2.0)], command=Step(at=0.0), duration=6.0)[0]
+    reference = simulate([IdealPD(kp=EFFORT_KP, kv=EFFORT_KV, forcerange=2.0)], command=Step(at=0.0), duration=6.0)[0]
     rows = []
     for limit in DOUBLE_CLIP_JOINT_LIMITS:
         run, requested = explicit_through_clamped_motor(
-            IdealPD(kp=400.0, kv=20.0, forcerange=DOUBLE_CLIP_MODEL_LIMIT), limit)
+            IdealPD(kp=EFFORT_KP, kv=EFFORT_KV, forcerange=DOUBLE_CLIP_MODEL_LIMIT), limit)
         tail = _tail(run, 2.0)
         rows.append({'joint_limit': limit, 'model_peak': float(np.max(np.abs(requested))),
                      'applied_peak': float(np.max(np.abs(run.torque))), 'mean_angle_rad': float(np.mean(tail)),

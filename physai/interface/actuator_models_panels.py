@@ -11,16 +11,19 @@ applied torque and the path in the torque-speed plane. :func:`plot_runs` draws a
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Sequence
 
 import numpy as np
+from IPython.display import HTML
 
 from physai.experiments import registry
 from physai.interface import live, plots, web
 from physai.interface.panel import Choice, Entry, LogSlider, PanelSpec, Plot, Slider, common_controls
 from physai.engine.pendulum import CONTROL_RATE, PendulumParams, Run, Step, TAU_G, TIMESTEP, simulate
-from physai.experiments.actuator_models import DC_SATURATION, SWEEPS, TAIL, step_metrics
+from physai.experiments.actuator_models import (DC_SATURATION, EFFORT_KP, EFFORT_KV, EFFORT_SWINGING, SWEEPS, TAIL,
+                                               step_metrics)
 from physai.interface.plots import SWINGING_P2P_DEG
 from physai.engine.link import RISE_START
 from physai.laws.drives import Actuator, DCMotor, DelayedPD, IdealPD, ImplicitPD, MODELS, RemotizedPD
@@ -367,16 +370,23 @@ def pendulum_constants() -> dict:
             'onlyFor': {k: v for k, v in ONLY_FOR.items() if v}, 'note': note_values()}
 
 
+TWIN_START = {'model': 'ideal PD', 'kp': EFFORT_KP, 'kv': EFFORT_KV, 'forcerange': EFFORT_SWINGING}
+"""Where the page panel opens (and resets to): the experiment the chapter's prose discusses, the effort-limit sweep's
+explicit ideal PD at its gains with the limit below the hold torque, which swings and never settles."""
+
+
 def forcerange_twin(*, forceranges: Sequence[float] = TWIN_FORCERANGES, models: Sequence[str] = MODELS, **defaults):
     """Chapter 2's page panel (:func:`actuator_spec`) with its first view precomputed: a run of every model at every
     effort limit of ``forceranges`` (the chapter's effort-limit sweep and no limit), the other controls at the
-    panel's start (``defaults``, as :func:`actuator_panel`'s). On the page a reader's model or effort limit picks the
-    precomputed run until MuJoCo runs in the page (:func:`physai.interface.web.pendulum_live`, in the next cell).
+    panel's start: :data:`TWIN_START` (the sweep's E = 2 N·m run), changed by ``defaults`` (as :func:`actuator_panel`'s
+    keywords), the rest as :func:`actuator_panel` starts. On the page a reader's model or effort limit picks the
+    precomputed run until MuJoCo runs in the page (:func:`physai.interface.web.pendulum_live`, in the next cell), which
+    starts from the same setting.
 
     Returns:
       ``IPython.display.HTML`` (see :func:`physai.interface.web.first_view`).
     """
-    spec = actuator_spec(**defaults)
+    spec = actuator_spec(**{**TWIN_START, **defaults})
     fixed = {name: v for name, v in spec.defaults.items() if name not in ('model', 'forcerange')}
     parts = {'run': web.Part(('model', 'forcerange'),
                              lambda model, forcerange: run_part({**fixed, 'model': model, 'forcerange': forcerange}))}
@@ -384,3 +394,12 @@ def forcerange_twin(*, forceranges: Sequence[float] = TWIN_FORCERANGES, models: 
                           parts=parts, constants=pendulum_constants(),
                           fallback='This panel draws on the book\'s page; in Jupyter or Colab use the live panel '
                                    'above.')
+
+
+def try_links() -> HTML:
+    """Links that open the page panel (:func:`forcerange_twin`) on each Try-it suggestion (:data:`PANEL_TRIES`, each a
+    change of :data:`PANEL_DEFAULTS`), numbered as the chapter lists them: the page panel opens on another setting."""
+    spec = actuator_spec(**TWIN_START)
+    links = [f'<a href="{html.escape(web.address(spec, {**PANEL_DEFAULTS, **change}))}">{html.escape(name)}</a>'
+             for name, change in PANEL_TRIES.items()]
+    return HTML('<p class="physai-try-links">Open the panel on a suggestion: ' + ' · '.join(links) + '</p>')

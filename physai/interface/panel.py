@@ -296,7 +296,8 @@ class Plot:
     legend: tuple[Entry, ...] = ()
     corner: str = 'ur'
     """Where the legend sits: ``ur``, ``ul``, ``lr``, ``ll`` (upper/lower, right/left, inside the box), or in a row
-    ``above`` or ``below`` the box, clear of the data."""
+    ``above`` or ``below`` the box, clear of the data. The page never puts a legend on the data: it sets it outside
+    the box, in rows above it aligned to the corner's side (below it for ``below``), each entry measured."""
     y2: Axis2 | None = None
     xticks: tuple[tuple[float, str], ...] = ()
     """Categorical x ticks (value, label), instead of numbers."""

@@ -429,7 +429,7 @@ SWINGING_P2P_DEG = SETTLED_P2P_DEG
 STEP_WORDS = {
     'diverged': 'diverged',
     'diverged_after': 'diverged after {t:.3f} s',
-    'never': 'never settles, swing {p2p:.2g}° p2p',
+    'never': 'never settles: swing {p2p:.2g}° peak to peak',
     'settled': 'sag {sag:.3f}°   rise {rise}',
     'rise': '{rise_ms:.1f} ms',
     'no_rise': 'n/a',

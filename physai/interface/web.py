@@ -9,8 +9,8 @@ A chapter's live panel is described once (:class:`physai.interface.panel.PanelSp
   draws it at once, with the same code that draws the live panel, and a control of the grid moves between its
   precomputed positions. Its traces are stored packed (:func:`pack`), so the first view stays small.
 - :func:`engine_block` (``servo_live``, ``pendulum_live`` here; ``pd_live``, ``sysid_live`` in
-  :mod:`physai.interface.web_arm`): the model as MJCF text and the engine's rule, hidden. When the reader first touches
-  the panel (or presses "Run MuJoCo live", or the page's address carries a setting of it), the page loads MuJoCo's own
+  :mod:`physai.interface.web_arm`): the model as MJCF text and the engine's rule, hidden. When the reader presses "Run
+  MuJoCo live" or changes a control (or the page's address carries a setting of it: :func:`address`), the page loads MuJoCo's own
   WebAssembly build (:data:`ENGINE`, served from the site: ``book/_ext/physai_engine.py`` copies it there) and from then
   on every control reruns the physics in the page.
 
@@ -30,6 +30,7 @@ import html
 import itertools
 import json
 import math
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 
 import mujoco
@@ -39,7 +40,7 @@ from IPython.display import HTML
 from physai.engine import mj
 from physai.engine.link import LINK_XML
 from physai.engine.pendulum import PENDULUM_XML
-from physai.interface.panel import PanelSpec
+from physai.interface.panel import Choice, PanelSpec
 from physai.interface.plots import COLORS
 from physai.laws.sim import DIVERGED_BOUND
 
@@ -226,6 +227,53 @@ def pendulum_live() -> HTML:
     :data:`physai.engine.pendulum.PENDULUM_XML`, the text physai compiles. Show it in the cell after
     :func:`~physai.interface.actuator_models_panels.forcerange_twin`."""
     return engine_block('pendulum', PENDULUM_XML)
+
+
+def url_text(control, value) -> str:
+    """A control's value as the page's address writes it (``Control.urlText`` in ``spec.js``): a slider's displayed
+    value to 12 significant digits, a choice's option as JavaScript prints it (1.0 as ``1``)."""
+    if isinstance(control, Choice):
+        option = control.check(value)
+        if isinstance(option, float) and option.is_integer():
+            return str(int(option))
+        return str(option)
+    return f'{control.check(value) / control.scale:.12g}'
+
+
+def address(spec: PanelSpec, values: Mapping, *, present: bool = False) -> str:
+    """The address relative to the chapter's page (``?servo-kp=3000&servo-h=2#physai-panel-servo``) that opens ``spec``'s
+    page panel on ``values`` (SI, by control name; each must be within its control's range, else ValueError naming
+    it), in the present view if ``present``. The page reads it back (``fromUrl`` in ``ui.js``) and starts MuJoCo on
+    it."""
+    query = {f'{spec.key}-{spec.control(name).url}': url_text(spec.control(name), v) for name, v in values.items()}
+    if present:
+        query[f'{spec.key}-present'] = '1'
+    return '?' + urllib.parse.urlencode(query) + f'#physai-panel-{spec.key}'
+
+
+def read_address(spec: PanelSpec, query: str) -> dict:
+    """The values (SI, by control name) an address (or its query) gives ``spec``'s panel, as the page reads it: ValueError for a key
+    the panel does not have or a value out of its control's range (the page would clamp it and say so)."""
+    out = {}
+    query = urllib.parse.urlsplit(query).query
+    for key, text in urllib.parse.parse_qsl(query, keep_blank_values=True):
+        if not key.startswith(f'{spec.key}-'):
+            raise ValueError(f'address key {key!r} is not panel {spec.key!r}\'s')
+        url = key[len(spec.key) + 1:]
+        if url == 'present':
+            continue
+        control = next((c for c in spec.controls if c.url == url), None)
+        if control is None:
+            raise ValueError(f'panel {spec.key} has no address key {url!r}; keys: '
+                             f'{", ".join(c.url for c in spec.controls)}, present')
+        if isinstance(control, Choice):
+            option = next((o for o in control.options if url_text(control, o) == text), None)
+            if option is None:
+                raise ValueError(f'{control.name} must be one of {", ".join(map(str, control.options))}, got {text!r}')
+            out[control.name] = option
+        else:
+            out[control.name] = control.check(float(text) * control.scale)
+    return out
 
 
 def block_data(block: str) -> dict:

@@ -177,7 +177,7 @@ BACKEND_COLORS = {'in-loop': plots.COLORS['diverged'], 'in-step': plots.COLORS['
 NOTE_WORDS = {
     'where': '{backend} at {rate:.0f} Hz',
     'diverged': '{where}: diverged\ngrowth per tick {growth:.3g}',
-    'held': '{where}: p2p over the last second {p2p:.2e} rad{chatter}\n{state}, growth per tick {growth:.3f}',
+    'held': '{where}: p2p over the last second {p2p:.2g} rad{chatter}\n{state}, growth per tick {growth:.3f}',
     'tone': ', chatter {hz:.0f} Hz',
     'broadband': ', broadband chatter',
 }

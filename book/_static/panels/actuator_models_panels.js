@@ -2,7 +2,6 @@
 // the pendulum under each actuator model, its step response, the applied torque with the limits that clip it, and
 // its path in the torque-speed plane. A run takes a few milliseconds, so every input reruns it on the page.
 import {Model} from './engine.js';
-import {Plot} from './figures.js';
 import {degrees, forceLimits, reverses, stepMetrics, unpack} from './laws.js';
 import {pendulumRun} from './runs.js';
 import {Panel} from './ui.js';
@@ -50,8 +49,8 @@ export default class PendulumPanel extends Panel {
     if (top === this.top) return;
     this.top = top;
     for (const key of ['torque', 'plane']) {
-      const old = this.plots[key], spec = {...old.spec, ylim: [-top, top]};
-      const fresh = new Plot(null, spec, {width: old.w});
+      const old = this.plots[key], fresh = old.remake({...old.spec, ylim: [-top, top]});
+      if (old.svg.style.cssText) fresh.svg.style.cssText = old.svg.style.cssText;
       old.svg.replaceWith(fresh.svg);
       this.plots[key] = fresh;
     }
@@ -106,6 +105,11 @@ export default class PendulumPanel extends Panel {
     return this.say('settled', {error: m.errorDeg, rise});
   }
 
+  // whether a readout is the settled verdict (the others: diverged, still swinging, still creeping, chaotic)
+  settled(readout) {
+    return readout.startsWith(this.spec.words.settled.split('{')[0]);
+  }
+
   // ---- the picture
 
   draw({run, actuator, readout, diverged, chaotic = false}, values) {
@@ -129,9 +133,9 @@ export default class PendulumPanel extends Panel {
       p.say(marks, this.say('flag', {}), p.x(k.duration / 2), p.y(65), {fill: c.diverged, 'font-size': 24,
             'font-weight': 'bold', 'text-anchor': 'middle'});
     }
-    p.say(marks, readout, p.w - p.m.r - 6, p.h - p.m.b - 8, {'text-anchor': 'end', 'font-size': 12,
-          fill: diverged ? c.diverged : 'currentColor'});
-    this.setReadout(readout, diverged);
+    const bad = diverged || chaotic || !this.settled(readout);
+    p.sayLines(marks, readout, p.w - p.m.r - 6, p.h - p.m.b - 8 * p.fs, this.verdictAttrs(bad, {'text-anchor': 'end'}));
+    this.setReadout(readout, bad);
     // the applied torque and the limits that clip it; the path in the torque-speed plane and the allowed band
     const torque = this.plots.torque, plane = this.plots.plane;
     const tg = torque.layer('trace'), limits = torque.layer('limits'), pg = plane.layer('path'), band = plane.layer('band');

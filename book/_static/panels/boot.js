@@ -1,6 +1,6 @@
 // The book's page panels (physai.interface.web writes their blocks): this script finds each panel's block, imports
 // its chapter's module (named in the block, one module per chapter), builds the panel and draws its precomputed first
-// view. A live block naming the panel (data-panel) brings MuJoCo on the reader's first touch (ui.js). Nothing here
+// view. A live block naming the panel (data-panel) brings MuJoCo when the reader asks (ui.js). Nothing here
 // loads the engine. The page loads this module once (Sphinx adds it with a ?v= digest); no module imports it.
 async function boot() {
   for (const root of document.querySelectorAll('div.physai-panel[data-panel]')) {

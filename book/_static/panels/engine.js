@@ -1,6 +1,6 @@
 // MuJoCo in the reader's browser: MuJoCo's own WebAssembly build (npm @mujoco/mujoco, its single-threaded build)
 // served from the site (_static/mujoco/, copied there by book/_ext/physai_engine.py), loaded once, when a reader
-// first touches a live panel. One wrapper class, Model, in the style of MuJoCo's wasm/demo_app: a model and its data
+// asks a live panel to run (ui.js). One wrapper class, Model, in the style of MuJoCo's wasm/demo_app: a model and its data
 // from MJCF text, the fields physai's runners write, the warning counters, and delete() for what it made.
 //
 // The divergence rule is physai.engine.mj.diverged's, with Python's constants: the page's engine block
@@ -8,13 +8,49 @@
 // by name), the angle bound and the speed bound. No DOM here: the page, its worker and Node (the tests) share it.
 
 const ENGINE_URL = new URL('../mujoco/mujoco.js', import.meta.url).href;
+const WASM_URL = new URL('../mujoco/mujoco.wasm', import.meta.url).href;
 
 let loading = null;
 
-// The engine's module, loaded once (url: where mujoco.js is; Node passes the package's own).
+// The engine's module, loaded once (url: where mujoco.js is; Node passes the package's own, which the package loads
+// its own way). From the site it comes in three steps, each a task of its own, so that the page paints and takes input
+// between them: the WebAssembly compiled while it downloads (compileStreaming, off the page's thread), the glue script
+// imported, then the two instantiated (MuJoCo's module factory with instantiateWasm, the hook Emscripten provides).
+// Run in one go they make one long task (about twice the longest of the three: tests/test_web.py prints it).
 export function load(url = ENGINE_URL) {
-  if (!loading) loading = import(url).then((module) => module.default());
+  if (!loading) {
+    const inSteps = url === ENGINE_URL && typeof fetch === 'function' && typeof WebAssembly.compile === 'function';
+    loading = inSteps ? loadInSteps(url) : import(url).then((module) => module.default());
+  }
   return loading;
+}
+
+const pause = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+async function compileEngine() {
+  if (typeof WebAssembly.compileStreaming === 'function') {
+    try {
+      return await WebAssembly.compileStreaming(fetch(WASM_URL));
+    } catch (error) {
+      // a server that does not send application/wasm: compile the bytes instead
+    }
+  }
+  const response = await fetch(WASM_URL);
+  if (!response.ok) throw new Error(`${WASM_URL}: HTTP ${response.status}`);
+  return WebAssembly.compile(await response.arrayBuffer());
+}
+
+async function loadInSteps(url) {
+  const wasm = await compileEngine();
+  await pause();
+  const {default: factory} = await import(url);
+  await pause();
+  return factory({
+    instantiateWasm(imports, done) {
+      WebAssembly.instantiate(wasm, imports).then((instance) => done(instance, wasm));
+      return {};
+    },
+  });
 }
 
 // physai.engine.mj.diverged: MuJoCo warned that the run blew up, or an angle is not finite or past the bound, or a

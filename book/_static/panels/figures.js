@@ -14,25 +14,73 @@ export function el(name, attrs = {}, parent = null) {
   return node;
 }
 
-// A tick label: plain decimals, decades of log axes as 1e4 beyond 1000s.
+// A tick label: plain decimals as the readouts write them (kp 10000, not 1e4), powers of ten as 1e5 beyond.
 export const tickText = (v) => {
   if (v === 0) return '0';
   const a = Math.abs(v);
-  if (a >= 1e4 || a < 1e-2) return `1e${Math.round(Math.log10(a))}`;
+  if (a >= 1e5 || a < 1e-3) return `1e${Math.round(Math.log10(a))}`;
   return String(Number(v.toPrecision(3)));
 };
 
-const ROW = 15;   // px per line of a legend or a note
+const ROW = 15;   // px per line of a legend or a note, at font scale 1
+const FONT = 'sans-serif';   // the panel's font (physai.css), which the plots' text inherits
+
+let measure = null;
+// the width in px of a text at a size in the panel's font: measured by the browser (a canvas), not guessed
+export function textWidth(text, size, weight = 'normal') {
+  if (!measure) measure = document.createElement('canvas').getContext('2d');
+  measure.font = `${weight} ${size}px ${FONT}`;
+  return measure.measureText(text).width;
+}
+
+// The legend's entries laid out in rows across `room` px: [[x offset, row] per entry, rows, widest row]. Each entry
+// is its mark (22 px at scale 1) and its label, measured, then a gap.
+export function legendRows(entries, size, room, scale = 1) {
+  const widths = entries.map(([label]) => 22 * scale + textWidth(label, size) + 12 * scale);
+  const place = [], rowWidths = [0];
+  widths.forEach((w) => {
+    let row = rowWidths.length - 1;
+    if (rowWidths[row] > 0 && rowWidths[row] + w > room) { rowWidths.push(0); row += 1; }
+    place.push([rowWidths[row], row]);
+    rowWidths[row] += w;
+  });
+  return {place, widths, rowWidths, rows: entries.length ? rowWidths.length : 0};
+}
 
 export class Plot {
-  // spec: a Plot of the panel's description (PanelSpec.to_json()['plots'][i]); width overrides spec.width (a phone)
-  constructor(parent, spec, {width = spec.width, className = ''} = {}) {
+  // spec: a Plot of the panel's description (PanelSpec.to_json()['plots'][i]); width and height override the
+  // description's (a phone, the present view: the plot then draws at the size it is shown, one unit a CSS px); font
+  // scales every text and the margins that hold them (the present view reads from the back of a room).
+  //
+  // The legend never sits on the data: it goes in rows outside the plot box, above it (below for corner 'below'),
+  // on the side its corner names, each entry measured.
+  constructor(parent, spec, {width = spec.width, height = spec.height, font = 1, className = ''} = {}) {
     this.spec = spec;
+    this.options = {width, height, font, className};
     this.w = width;
-    this.h = spec.height;
-    const row = (corner) => (spec.corner === corner && spec.legend.length ? ROW + 2 : 0);
-    this.below = row('below');
-    this.m = {l: 54, r: spec.y2 ? 52 : 12, t: 24 + ROW * spec.notes + row('above'), b: 42 + this.below};
+    this.h = height;
+    this.fs = font;
+    this.size = {tick: 12 * font, label: 12 * font, legend: 11 * font, text: 12 * font};
+    const yTicks = this.ticks(spec.ylim, spec.ylog).map(tickText);
+    const left = Math.max(...yTicks.map((t) => textWidth(t, this.size.tick)), 0);
+    const right = spec.y2 ? Math.max(...this.ticks(spec.y2.lim, spec.y2.log).map((v) => textWidth(tickText(v), this.size.tick))) : 0;
+    const l = Math.ceil(left + 10 + this.size.label + 8);
+    let r = spec.y2 ? Math.ceil(right + 8 + this.size.label + 8) : 12 * font;
+    // a plot much wider than tall (the present view) keeps its height for data: its legend goes in a column on the right
+    this.side = spec.legend.length > 0 && width > 1.8 * height;
+    const rowH = ROW * font;
+    if (this.side) {
+      this.legendLayout = legendRows(spec.legend, this.size.legend, 0, font);
+      this.legendWidth = Math.max(...this.legendLayout.widths);
+      r += this.legendWidth + 4 * font;
+    } else {
+      this.legendLayout = legendRows(spec.legend, this.size.legend, width - l - r, font);
+    }
+    this.y2LabelX = width - r + right + 8 + this.size.label / 2;   // beside the second axis' ticks
+    const legendH = this.side ? 0 : this.legendLayout.rows * rowH;
+    this.below = spec.corner === 'below' ? legendH + 2 : 0;
+    this.above = spec.corner === 'below' ? 0 : legendH + (legendH ? 2 : 0);
+    this.m = {l, r, t: 24 * font + rowH * spec.notes + this.above, b: 42 * font + this.below};
     this.svg = el('svg', {viewBox: `0 0 ${this.w} ${this.h}`, role: 'img', class: `pl-${spec.key} ${className}`.trim(),
                           'aria-label': `${spec.title || spec.key}: ${spec.ylabel} against ${spec.xlabel}`,
                           preserveAspectRatio: 'xMidYMid meet'}, parent);
@@ -44,10 +92,15 @@ export class Plot {
     el('rect', {x: this.m.l, y: this.m.t, width: this.w - this.m.l - this.m.r, height: this.h - this.m.t - this.m.b},
        clip);
     this.axes();
-    this.body = el('g', {'clip-path': `url(#${id})`}, this.svg);
+    this.body = el('g', {'clip-path': `url(#${id})`, class: 'pl-body'}, this.svg);
     this.top = el('g', {}, this.svg);
     this.layers = {};
     if (spec.legend.length) this.legend(spec.legend, spec.corner);
+  }
+
+  // the same plot again, with a changed description (e.g. other limits), at the same size and font
+  remake(spec, parent = null) {
+    return new Plot(parent, spec, this.options);
   }
 
   scale([lo, hi], log, a, b) {
@@ -73,31 +126,46 @@ export class Plot {
 
   axes() {
     const s = this.spec, {l, r, t, b} = this.m, W = this.w, H = this.h;
-    const g = el('g', {'font-size': 12, fill: 'currentColor'}, this.svg);
+    const g = el('g', {'font-size': this.size.tick, fill: 'currentColor'}, this.svg);
+    const fs = this.fs;
     el('rect', {x: l, y: t, width: W - l - r, height: H - t - b, fill: 'none', stroke: '#888', class: 'pl-frame'}, g);
+    // tick labels never collide: where they would, every second (third, ...) label is kept, the grid lines all
+    const every = (positions, sizes) => {
+      for (let k = 1; k < positions.length; k++) {
+        if (positions.every((p, i) => i < k || (i % k) || Math.abs(p - positions[i - k]) >= sizes[i] / 2 + sizes[i - k] / 2 + 4)) return k;
+      }
+      return positions.length || 1;
+    };
     const xticks = s.xticks ?? this.ticks(s.xlim, s.xlog).map((v) => [v, tickText(v)]);
-    for (const [v, text] of xticks) {
+    const xk = every(xticks.map(([v]) => this.x(v)), xticks.map(([, text]) => textWidth(text, this.size.tick)));
+    xticks.forEach(([v, text], i) => {
       const x = this.x(v);
       if (!s.xticks) el('line', {x1: x, x2: x, y1: t, y2: H - b, stroke: '#eee', class: 'pl-grid'}, g);
-      el('text', {x, y: H - b + 14, 'text-anchor': 'middle'}, g).textContent = text;
-    }
-    for (const v of this.ticks(s.ylim, s.ylog)) {
+      if (i % xk === 0) el('text', {x, y: H - b + 14 * fs, 'text-anchor': 'middle'}, g).textContent = text;
+    });
+    const yticks = this.ticks(s.ylim, s.ylog), lineH = 1.1 * this.size.tick;
+    const yk = every(yticks.map((v) => this.y(v)), yticks.map(() => lineH));
+    yticks.forEach((v, i) => {
       const y = this.y(v);
       el('line', {x1: l, x2: W - r, y1: y, y2: y, stroke: '#eee', class: 'pl-grid'}, g);
-      el('text', {x: l - 4, y: y + 4, 'text-anchor': 'end'}, g).textContent = tickText(v);
-    }
+      if (i % yk === 0) el('text', {x: l - 4, y: y + 4 * fs, 'text-anchor': 'end'}, g).textContent = tickText(v);
+    });
     if (s.y2) {
-      for (const v of this.ticks(s.y2.lim, s.y2.log)) {
-        el('text', {x: W - r + 4, y: this.y2(v) + 4, fill: s.y2.color}, g).textContent = tickText(v);
-      }
+      const y2ticks = this.ticks(s.y2.lim, s.y2.log), y2k = every(y2ticks.map((v) => this.y2(v)), y2ticks.map(() => lineH));
+      y2ticks.forEach((v, i) => {
+        if (i % y2k === 0) el('text', {x: W - r + 4, y: this.y2(v) + 4 * fs, fill: s.y2.color}, g).textContent = tickText(v);
+      });
       const mid = (t + H - b) / 2;
-      el('text', {x: W - 10, y: mid, 'text-anchor': 'middle', fill: s.y2.color, transform: `rotate(90 ${W - 10} ${mid})`},
-         g).textContent = s.y2.label;
+      const x2 = this.y2LabelX;
+      el('text', {x: x2, y: mid, 'text-anchor': 'middle', 'dominant-baseline': 'central', fill: s.y2.color,
+                  transform: `rotate(90 ${x2} ${mid})`}, g).textContent = s.y2.label;
     }
-    el('text', {x: (l + W - r) / 2, y: H - 8 - this.below, 'text-anchor': 'middle'}, g).textContent = s.xlabel;
+    el('text', {x: (l + W - r) / 2, y: H - 8 * fs - this.below, 'text-anchor': 'middle'}, g).textContent = s.xlabel;
     const mid = (t + H - b) / 2;
-    el('text', {x: 12, y: mid, 'text-anchor': 'middle', transform: `rotate(-90 12 ${mid})`}, g).textContent = s.ylabel;
-    this.titleNode = el('text', {x: (l + W - r) / 2, y: 16, 'text-anchor': 'middle', 'font-weight': 'bold'}, g);
+    const x1 = 4 + this.size.label / 2;
+    el('text', {x: x1, y: mid, 'text-anchor': 'middle', 'dominant-baseline': 'central',
+                transform: `rotate(-90 ${x1} ${mid})`}, g).textContent = s.ylabel;
+    this.titleNode = el('text', {x: (l + W - r) / 2, y: 16 * fs, 'text-anchor': 'middle', 'font-weight': 'bold'}, g);
     this.titleNode.textContent = s.title;
   }
 
@@ -128,6 +196,7 @@ export class Plot {
   mark(g, x, y, kind, color, size = 5, sx = this.x, sy = this.y) {
     if (!Number.isFinite(x) || !Number.isFinite(y) || (sy.log && y <= 0) || (sx.log && x <= 0)) return null;
     const px = sx(x), py = sy(y);
+    size *= this.fs;
     if (kind === 's') return el('rect', {x: px - size / 2, y: py - size / 2, width: size, height: size, fill: color}, g);
     if (kind === 'x') {
       return el('path', {d: `M${px - size} ${py - size}L${px + size} ${py + size}M${px - size} ${py + size}L${px + size} ${py - size}`,
@@ -137,16 +206,51 @@ export class Plot {
     return el('circle', {cx: px, cy: py, r: size, fill: 'none', stroke: color, 'stroke-width': 2}, g);
   }
 
-  // a bar from 0 to height, centred on x, `width` wide (data units), clipped to the y limits
-  bar(g, x, width, height, color) {
+  // a bar from 0 to height, centred on x, `width` wide (data units), clipped to the y limits; a clipped bar gets a
+  // clip mark at its end (a triangle pointing on) and its value, so its height is not read as the limit's
+  bar(g, x, width, height, color, digits = 2) {
     if (!Number.isFinite(height)) return null;
-    const y0 = this.y(0), y1 = this.y(Math.max(this.y.lim[0], Math.min(this.y.lim[1], height)));
-    return el('rect', {x: this.x(x - width / 2), y: Math.min(y0, y1), width: this.x(x + width / 2) - this.x(x - width / 2),
-                       height: Math.abs(y1 - y0), fill: color}, g);
+    const [lo, hi] = this.y.lim, shown = Math.max(lo, Math.min(hi, height));
+    const y0 = this.y(0), y1 = this.y(shown);
+    const rect = el('rect', {x: this.x(x - width / 2), y: Math.min(y0, y1), width: this.x(x + width / 2) - this.x(x - width / 2),
+                             height: Math.abs(y1 - y0), fill: color}, g);
+    // the clip mark in the text's colour: a bar's own colour would hide it on the bar
+    if (shown !== height) this.clipMark(g, this.x(x), y1, height > hi ? -1 : 1, 'currentColor', height.toFixed(digits));
+    return rect;
+  }
+
+  // The clip mark, one style in every chapter: a triangle at (px, py) (pixels, on the plot box's edge) pointing out
+  // of the box (dir -1 up, +1 down), and the true value beside it, in the mark's colour over a halo.
+  clipMark(g, px, py, dir, color, value = null) {
+    const s = 5 * this.fs, tip = py + dir * 1, base = py - dir * 2 * s;
+    const mark = el('path', {d: `M${px - s} ${base}L${px + s} ${base}L${px} ${tip}Z`, fill: color, class: 'pl-clip'}, g);
+    if (value !== null) {
+      this.say(g, value, px, dir < 0 ? base + 12 * this.fs : base - 4 * this.fs,
+               {'text-anchor': 'middle', 'font-size': 11, fill: color, class: 'pl-halo pl-clip-value'});
+    }
+    return mark;
+  }
+
+  // a polyline of values clipped to the y limits (at most `limit`): the clipped runs drawn along the edge, each with
+  // a clip mark in its middle
+  clippedPath(g, xs, ys, attrs, limit = this.y.lim[1]) {
+    this.path(g, xs, ys.map((v) => (Number.isFinite(v) ? Math.min(v, limit) : v)), attrs);
+    let first = -1;
+    const flush = (end) => {
+      if (first < 0) return;
+      const mid = Math.floor((first + end) / 2);
+      this.clipMark(g, this.x(xs[mid]), this.y(limit), -1, attrs.stroke);
+      first = -1;
+    };
+    ys.forEach((v, i) => {
+      if (v > limit) { if (first < 0) first = i; } else flush(i - 1);
+    });
+    flush(ys.length - 1);
   }
 
   text(g, s, x, y, attrs = {}) {
-    const node = el('text', {x, y, 'font-size': 12, fill: 'currentColor', ...attrs}, g);
+    const size = (attrs['font-size'] ?? 12) * this.fs;
+    const node = el('text', {x, y, fill: 'currentColor', ...attrs, 'font-size': size}, g);
     node.textContent = s;
     return node;
   }
@@ -156,9 +260,33 @@ export class Plot {
     return this.text(g, s, x, y, {class: 'pl-halo', 'paint-order': 'stroke', ...attrs});
   }
 
+  // a text over data in as many lines as the plot box's width needs, its last line's baseline at y (or its first's,
+  // with from: 'top')
+  sayLines(g, text, x, y, attrs = {}, from = 'bottom') {
+    const lines = this.wrap(text, attrs['font-size'] ?? 12), step = this.line(attrs['font-size'] ?? 12);
+    const y0 = from === 'top' ? y : y - step * (lines.length - 1);
+    return lines.map((line, i) => this.say(g, line, x, y0 + step * i, attrs));
+  }
+
   // the baseline of note line i between the title and the plot box (the description's notes)
   noteY(i) {
-    return 24 + ROW * i + 10;
+    return (24 + ROW * i + 10) * this.fs;
+  }
+
+  // a text in lines that fit `room` px at font-size `size` (scale 1), broken at spaces
+  wrap(text, size = 12, room = this.w - this.m.l - this.m.r - 12) {
+    const lines = [];
+    for (const word of text.split(' ')) {
+      const last = lines.length ? `${lines[lines.length - 1]} ${word}` : null;
+      if (last !== null && textWidth(last, size * this.fs) <= room) lines[lines.length - 1] = last;
+      else lines.push(word);
+    }
+    return lines;
+  }
+
+  // the height of a line of text at font-size `size` (scale 1), px
+  line(size = 12) {
+    return 1.2 * size * this.fs;
   }
 
   // n samples (time(i), value(i)) as a trace's points: all of them where there are few, else the lowest and the
@@ -187,35 +315,29 @@ export class Plot {
     return [xs, ys];
   }
 
-  // entries [label, color, mark] in a corner (ur, ul, lr, ll), or in a row above or below the plot ('above',
-  // 'below': right-aligned over the plot box, centred under the axis label)
+  // the legend's entries [label, color, mark] outside the plot box (laid out by legendRows when the plot was made): in
+  // rows above it, right-aligned (corners ur, lr, above) or left-aligned (ul, ll), or centred below the axis label
+  // (below); in a column on its right in a plot much wider than tall
   legend(entries, corner = 'ur') {
     const g = this.layer('top-legend');
-    const {l, r, t, b} = this.m;
-    const width = (label) => 30 + 6.2 * label.length;
-    let place = null;
-    if (corner === 'above' || corner === 'below') {
-      const total = entries.reduce((sum, [label]) => sum + width(label), 0);
-      let x = corner === 'above' ? this.w - r - total : (l + this.w - r - total) / 2;
-      const y = corner === 'above' ? t - 4 : this.h - 4;
-      place = entries.map(([label]) => { const at = [x, y]; x += width(label); return at; });
-    }
-    const rows = place ? 1 : entries.length;
-    const boxW = Math.max(...entries.map(([label]) => width(label)));
-    const x0 = corner.endsWith('r') ? this.w - r - boxW - 4 : l + 4;
-    const y0 = corner.startsWith('u') ? t + 4 : this.h - b - 4 - ROW * rows;
-    if (!place) el('rect', {x: x0, y: y0, width: boxW, height: ROW * rows + 4, fill: '#fff', 'fill-opacity': 0.85,
-                            class: 'pl-legend-bg'}, g);
+    g.setAttribute('class', 'pl-legend');
+    const {l, r, t} = this.m, fs = this.fs, rowH = ROW * fs, {place, rowWidths} = this.legendLayout;
+    const room = this.w - l - r;
+    const top = corner === 'below' ? this.h - this.below : t - this.above;
     entries.forEach(([label, color, mark], i) => {
-      const [x, y] = place ? place[i] : [x0, y0 + 12 + ROW * i];
-      if (mark === 'box') el('rect', {x: x + 4, y: y - 8, width: 14, height: 9, fill: color}, g);
+      const [offset, row] = place[i], rowWidth = rowWidths[row];
+      const start = corner === 'below' ? l + (room - rowWidth) / 2 : corner.endsWith('l') ? l : this.w - r - rowWidth;
+      const [x, y] = this.side ? [this.w - this.legendWidth, t + rowH * i + 11 * fs]
+        : [start + offset, top + rowH * row + 11 * fs];
+      const item = el('g', {class: 'pl-legend-entry'}, g);
+      if (mark === 'box') el('rect', {x: x + 4 * fs, y: y - 8 * fs, width: 14 * fs, height: 9 * fs, fill: color}, item);
       else if (mark === 'x' || mark === 'o' || mark === 's') {
-        this.mark(g, x + 11, y - 4, mark, color, mark === 's' ? 6 : 4, (v) => v, (v) => v);
+        this.mark(item, x + 11 * fs, y - 4 * fs, mark, color, mark === 's' ? 6 : 4, (v) => v, (v) => v);
       } else {
-        el('line', {x1: x + 4, x2: x + 18, y1: y - 4, y2: y - 4, stroke: color, 'stroke-width': 2,
-                    'stroke-dasharray': {dash: '4 3', dot: '2 3'}[mark] || 'none'}, g);
+        el('line', {x1: x + 4 * fs, x2: x + 18 * fs, y1: y - 4 * fs, y2: y - 4 * fs, stroke: color, 'stroke-width': 2,
+                    'stroke-dasharray': {dash: '4 3', dot: '2 3'}[mark] || 'none'}, item);
       }
-      this.text(g, label, x + 22, y, {'font-size': 11});
+      this.text(item, label, x + 22 * fs, y, {'font-size': 11});
     });
   }
 }

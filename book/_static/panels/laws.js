@@ -2,7 +2,7 @@
 // mirrors; tests/test_web*.py compare each with it in Node, on the same inputs):
 //   round                         Python's round() (ties to even): a run's step count, round(duration / h)
 //   summarizeStep, crossingTime,  physai.engine.link.summarize, crossing_time, rise_window (chapter 1's figures)
-//   riseWindow, unstable          physai.experiments.position_actuators.unstable (the stability map's verdict)
+//   riseWindow, unstable          physai.experiments.servo_panel.unstable (the stability map's verdict)
 //   torqueLaw, forceLimits        physai.laws.drives (the explicit models' force laws and their limits)
 //   heldCommands                  physai.engine.pendulum.held_commands for a Step (chapter 2)
 //   stepMetrics                   physai.experiments.actuator_models.step_metrics
@@ -10,7 +10,7 @@
 //   tickPattern
 //   growthCurve                   physai.experiments.where_pd_runs.growth_curve (the growth per controller tick)
 //   summarizeHold, chatterFrequency  physai.engine.hold._summarize, chatter_frequency (chapter 3)
-//   summarizeReplay               physai.engine.sysid.Replay's figures, physai.experiments.servo_sysid.hold_sag_deg
+//   summarizeReplay               physai.engine.arm_replay.Replay's figures, physai.experiments.servo_sysid.hold_sag_deg
 //   unpack                        physai.interface.web.unpack (the precomputed first view's packed traces)
 // Sums are plain left-to-right sums (numpy sums pairwise): a mean may differ from numpy's in its last bits, which
 // the figures, printed to a few digits, do not show (the tests state the tolerance). No words here (the chapters'
@@ -75,7 +75,7 @@ export function summarizeStep(h, q, isDiverged, link, u = 0.0) {
           settled: true};
 }
 
-// physai.experiments.position_actuators.unstable: diverged, or still wider than 1.5 |q0| over the last sixth.
+// physai.experiments.servo_panel.unstable: diverged, or still wider than 1.5 |q0| over the last sixth.
 export function unstable(r, q0) {
   if (r.diverged) return true;
   const n = r.q.length;
@@ -388,7 +388,7 @@ function median(values) {
   return n % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
 }
 
-// physai.engine.sysid.Replay (sim_deg, mae_deg, joint_mae_deg, chatter_deg, chatters) and
+// physai.engine.arm_replay.Replay (sim_deg, mae_deg, joint_mae_deg, chatter_deg, chatters) and
 // physai.experiments.servo_sysid.hold_sag_deg for a replay's arm joints (armIndex: their qpos addresses):
 // simDeg (nframe * 5, NaN after a divergence), MAE overall and per joint, chatter (deg per frame), whether it
 // chatters, the sag in held poses simulated and real (deg, NaN without one). isDiverged: the engine's rule.

@@ -3,7 +3,7 @@
 // the stability map run in a Web Worker (worker.js) when armature, timestep, integrator or damping change, and
 // arrive when ready, the map row by row, so a control never waits for them. The analytic bound is drawn at once.
 import {Model} from './engine.js';
-import {edges, el} from './figures.js';
+import {Plot, edges, el} from './figures.js';
 import {degrees, unpack} from './laws.js';
 import {kpCurve, stabilityRows, stepResponse} from './runs.js';
 import {Panel, nextTask} from './ui.js';
@@ -11,9 +11,16 @@ import {Panel, nextTask} from './ui.js';
 const WORKER_URL = new URL('worker.js', import.meta.url).href;
 const fix = (x) => (x === null ? NaN : x);
 
+// the rise plot's time spans, ms: the shortest that holds 2.5 times the 90 % time (or the first 0.5 s without one)
+const ZOOM_MS = [5, 10, 20, 50, 100, 200, 500, 1000, 3000];
+
 export default class ServoPanel extends Panel {
   buildPlots(container) {
     super.buildPlots(container);
+    // the rise, zoomed: the step plot's trace over its first milliseconds, beside it, so that the 10-90 % rise the
+    // readout reports is as wide as the plot rather than a few pixels of a 3 s axis
+    this.zoom = null;
+    this.zoomPlot(500);
     const c = this.constants, map = this.plots.map;
     const kpEdges = edges(c.stabilityKp, true), armEdges = edges(c.stabilityArmature, false);
     const cells = map.layer('cells');   // one rectangle per cell, made once; a redraw sets the fills that changed
@@ -22,6 +29,34 @@ export default class ServoPanel extends Panel {
       return el('rect', {x, y, width: map.x(armEdges[j + 1]) - x, height: map.y(kpEdges[i]) - y, fill: c.mapFills[0]},
                 cells);
     }));
+  }
+
+  zoomSpec(ms) {
+    const step = this.spec.plots.find((p) => p.key === 'step');
+    return {...step, key: 'rise', title: `the rise: first ${ms} ms`, xlabel: 'time (ms)', xlim: [0, ms], legend: [],
+            notes: 0};
+  }
+
+  // the rise plot spanning `ms`, made again only when the span changes
+  zoomPlot(ms) {
+    if (this.zoom && this.zoom.spec.xlim[1] === ms) return this.zoom;
+    const fresh = new Plot(null, this.zoomSpec(ms), this.plotOptions(this.zoomSpec(ms)));
+    if (this.zoom) {
+      if (this.zoom.svg.style.cssText) fresh.svg.style.cssText = this.zoom.svg.style.cssText;
+      this.zoom.svg.replaceWith(fresh.svg);
+    } else {
+      this.plots.step.svg.after(fresh.svg);
+    }
+    this.zoom = fresh;
+    return fresh;
+  }
+
+  extraPlots() {
+    return [this.zoomSpec(500)];
+  }
+
+  allPlots() {
+    return {...this.plots, rise: this.zoom};
   }
 
   // ---- the two sources of results
@@ -135,7 +170,7 @@ export default class ServoPanel extends Panel {
     if (r.diverged) {
       p.say(marks, this.say('flag', {}), p.x(k.duration / 2), p.y(0.45 * q0), {fill: c.diverged, 'font-size': 24,
             'font-weight': 'bold', 'text-anchor': 'middle'});
-      p.say(marks, this.say('after', {t: r.tEnd}), p.x(k.duration / 2), p.y(0.45 * q0) + 18,
+      p.say(marks, this.say('after', {t: r.tEnd}), p.x(k.duration / 2), p.y(0.45 * q0) + 18 * p.fs,
             {fill: c.diverged, 'text-anchor': 'middle'});
     } else if (r.settled) {
       const qf = -r.sagDeg;
@@ -148,10 +183,33 @@ export default class ServoPanel extends Panel {
         p.path(marks, [t10, t90], [q90, q90], {stroke: c.rise, 'stroke-width': 3});
       }
     }
-    p.say(marks, r.readout, p.w - p.m.r - 6, p.h - p.m.b - 8, {'text-anchor': 'end', 'font-size': 12,
-          fill: r.diverged ? c.diverged : 'currentColor'});
+    p.sayLines(marks, r.readout, p.w - p.m.r - 6, p.h - p.m.b - 8 * p.fs, this.verdictAttrs(r.diverged || !r.settled,
+                                                                                {'text-anchor': 'end'}));
     p.title(this.say('step_title', {integrator: values.integrator, h_ms: values.timestep * 1e3}));
     this.setReadout(r.readout, r.diverged || !r.settled);
+    this.drawZoom(r);
+  }
+
+  // the rise plot: the trace over its first milliseconds, the settled line and the 10-90 % rise marked
+  drawZoom(r) {
+    const c = this.colors, k = this.constants, [t10, t90] = r.riseWindow ?? [NaN, NaN];
+    const rises = r.settled && Number.isFinite(t90);
+    const ms = rises ? ZOOM_MS.find((x) => x >= 2500 * t90) ?? ZOOM_MS[ZOOM_MS.length - 1] : 500;
+    const z = this.zoomPlot(ms), [lo, hi] = z.spec.ylim, g = z.layer('trace'), marks = z.layer('top-marks');
+    z.path(g, [0, ms], [0, 0], {stroke: c.command, 'stroke-width': 1, 'stroke-dasharray': '4 3'});
+    const n = Math.min(r.qDeg.length, Math.ceil(ms / 1e3 / r.h) + 2);
+    const [xs, ys] = z.columns(n, (i) => 1e3 * r.h * i, (i) => Math.max(lo - 5, Math.min(hi + 5, r.qDeg[i])));
+    z.path(g, xs, ys, {stroke: c.response, 'stroke-width': 1.6});
+    if (!rises) {
+      z.say(marks, this.say('no_rise', {}), (z.m.l + z.w - z.m.r) / 2, z.m.t + 16 * z.fs, {'text-anchor': 'middle', class: 'pl-muted pl-halo'});
+      return;
+    }
+    const q0 = degrees(k.q0), qf = -r.sagDeg, q10 = q0 + 0.1 * (qf - q0), q90 = q0 + 0.9 * (qf - q0);
+    z.path(marks, [0, ms], [qf, qf], {stroke: c.sag, 'stroke-width': 1, 'stroke-dasharray': '2 2'});
+    z.path(marks, [1e3 * t10, 1e3 * t10], [q10 - 2, q10 + 2], {stroke: c.rise, 'stroke-width': 1.5});
+    z.path(marks, [1e3 * t90, 1e3 * t90], [q90 - 2, q90 + 2], {stroke: c.rise, 'stroke-width': 1.5});
+    z.path(marks, [1e3 * t10, 1e3 * t90], [q90, q90], {stroke: c.rise, 'stroke-width': 3});
+    z.say(marks, this.say('rise', {rise_ms: r.riseMs}), z.x(1e3 * t90) + 6 * z.fs, z.y(q90) + 16 * z.fs, {fill: c.rise});
   }
 
   drawCurve(curve, r, values) {
@@ -167,7 +225,8 @@ export default class ServoPanel extends Panel {
         if (curve.bad[i]) p.mark(g, kp, 1.6e-3, 'x', c.diverged, 4);
       });
     } else {
-      p.say(g, this.say('curve_pending', {}), p.x(30), p.y(1), {class: 'pl-muted pl-halo', 'text-anchor': 'middle'});
+      p.sayLines(g, this.say('curve_pending', {}), (p.m.l + p.w - p.m.r) / 2, (p.m.t + p.h - p.m.b) / 2,
+                 {class: 'pl-muted pl-halo', 'text-anchor': 'middle'}, 'top');
     }
     const marks = p.layer('top-kp');
     p.path(marks, [values.kp, values.kp], p.spec.ylim, {stroke: c.current, 'stroke-width': 1.2, 'stroke-dasharray': '5 3'});

@@ -3,7 +3,7 @@
 //   stepResponse   physai.engine.link.step_responses, one run: the link from rest at q0, command 0
 //   pendulumRun    physai.engine.pendulum.simulate, one run: the pendulum under one actuator model
 //   holdRun        physai.engine.hold.hold_responses, one run: the SO-101 moving to its standby pose and holding it
-//   replayRun      physai.engine.sysid.replay, one run: an episode's commands replayed open loop
+//   replayRun      physai.engine.arm_replay.replay, one run: an episode's commands replayed open loop
 // Each writes its model's fields as the Python runner does (engine.js's Model), steps MuJoCo and records what the
 // Python record holds. MuJoCo's warning counters are read every WARNING_EVERY steps; a chunk in which one rose is
 // replayed one step at a time to end the record where Python's ends. holdRun and replayRun are generators that
@@ -189,7 +189,7 @@ export function* holdRun(model, params, hold, {sliceMs = 30, firstSliceMs = slic
   return run;
 }
 
-// physai.engine.sysid._servo_arm: <position kp kv forcerange> on every actuator, the joints' damping and friction
+// physai.engine.arm_replay._servo_arm: <position kp kv forcerange> on every actuator, the joints' damping and friction
 // loss, the timestep that fits a whole number of steps in a frame, contacts off, the armature. Returns the physics
 // steps per frame.
 function configureReplay(model, {kp, kv, forcerange, damping, frictionloss, armature, timestep, integrator}, fps) {
@@ -203,7 +203,7 @@ function configureReplay(model, {kp, kv, forcerange, damping, frictionloss, arma
   return sub;
 }
 
-// One replay (physai.engine.sysid.replay for one servo and episode) as a generator, sliced like holdRun: frame t's
+// One replay (physai.engine.arm_replay.replay for one servo and episode) as a generator, sliced like holdRun: frame t's
 // command u[t] (rad, every joint) is held for the `sub` steps that lead to frame t + 1; the record run.q
 // ((nframe * nq) rad, frame 0 the start) holds run.frames frames. episode: {fps, nframe, u, start}.
 export function* replayRun(model, servo, episode, {sliceMs = 30, firstSliceMs = sliceMs, now = () => performance.now()} = {}) {
@@ -246,7 +246,7 @@ export function runToEnd(generator) {
 // ---------------------------------------------------------------------------------------------------------------
 // Chapter 1's background runs (the panel's worker runs them, worker.js)
 
-// physai.experiments.position_actuators.servo_kp_curve as a generator: one step response per kp of kpGrid at the
+// physai.experiments.servo_panel.servo_kp_curve as a generator: one step response per kp of kpGrid at the
 // other values (yields after each); returns {kp, sagDeg, riseMs, bad} (NaN where the run did not settle).
 export function* kpCurve(model, values, {kpGrid, q0, duration, link}) {
   const out = {kp: kpGrid, sagDeg: [], riseMs: [], bad: []};
@@ -260,7 +260,7 @@ export function* kpCurve(model, values, {kpGrid, q0, duration, link}) {
   return out;
 }
 
-// physai.experiments.position_actuators.servo_stability one kp row at a time: yields [row, cells] (true where the
+// physai.experiments.servo_panel.servo_stability one kp row at a time: yields [row, cells] (true where the
 // short run is unstable, laws.unstable) for each kp of stabilityKp over stabilityArmature.
 export function* stabilityRows(model, values, {stabilityKp, stabilityArmature, stabilitySteps, q0, link}) {
   for (let i = 0; i < stabilityKp.length; i++) {

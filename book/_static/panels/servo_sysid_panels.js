@@ -84,16 +84,17 @@ export default class SysidPanel extends Panel {
     (r.traces || []).forEach((trace, i) => {
       p.path(g, trace.map((_, t) => t / e.fps), trace, {stroke: legend[i + 1][1], 'stroke-width': 1.3});
     });
-    const x = p.w - p.m.r - 6, y = p.m.t + 14;
+    const x = p.w - p.m.r - 6, y = p.m.t + 14 * p.fs;
     if (r.running !== undefined) {
-      p.say(marks, this.say('running', {t: r.running}), x, y, {'text-anchor': 'end', class: 'pl-muted pl-halo', 'font-size': 11});
+      const running = this.say('running', {t: r.running});
+      p.say(marks, running, x, y, {'text-anchor': 'end', class: 'pl-muted pl-halo', 'font-size': 11});
+      this.setReadout(running, false);   // not the verdict of the setting before
       return;
     }
     if (r.chaotic) {
-      p.say(marks, r.status, (p.m.l + p.w - p.m.r) / 2, p.m.t + 40, {'text-anchor': 'middle', 'font-size': 13,
-            fill: c.diverged});
+      p.say(marks, r.status, (p.m.l + p.w - p.m.r) / 2, p.m.t + 40 * p.fs, this.verdictAttrs(true, {'text-anchor': 'middle'}));
     } else {
-      p.say(marks, r.status, x, y, {'text-anchor': 'end', 'font-size': 12, fill: r.bad ? c.diverged : 'currentColor'});
+      p.sayLines(marks, r.status, x, y, this.verdictAttrs(r.bad, {'text-anchor': 'end'}), 'top');
     }
     const sim = legend[1][1], sag = this.plots.sags.spec.legend[1][1];
     for (let j = 0; j < na; j++) {

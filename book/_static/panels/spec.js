@@ -153,17 +153,28 @@ export class Control {
     return this.kind === 'choice' ? String(value) : String(Number((value / this.scale).toPrecision(12)));
   }
 
-  // the value an address text gives (undefined when it is not one the control can take); within 1e-9 of the default
-  // it is the default itself (1/360 s does not survive 12 digits)
+  // What an address text gives: {value, problem}. A text the control can take gives its value (within 1e-9 of the
+  // default, the default itself: 1/360 s does not survive 12 digits). A number outside the slider's range gives the
+  // range's end and a problem naming the control, the value and the range; a text that is no number, or no option
+  // of a choice, gives no value (the default stays) and a problem listing what is allowed.
   fromUrl(text) {
     if (this.kind === 'choice') {
       const option = this.options.find((o) => String(o) === text);
-      return option === undefined ? undefined : option;
+      if (option !== undefined) return {value: option, problem: null};
+      return {value: undefined, problem: `${this.label} = ${text} is not one of ${this.labels.join(', ')}; ` +
+                                         `kept ${this.show(this.defaultValue)}`};
     }
-    const shown = Number(text);
-    if (!Number.isFinite(shown) || shown < this.min || shown > this.max) return undefined;
+    const shown = Number(text), unit = this.unit ? ` ${this.unit}` : '';
+    if (text.trim() === '' || !Number.isFinite(shown)) {
+      return {value: undefined, problem: `${this.label} = ${text} is not a number; kept ${this.show(this.defaultValue)}`};
+    }
+    if (shown < this.min || shown > this.max) {
+      const value = this.clamp(shown * this.scale);
+      return {value, problem: `${this.label} = ${text}${unit} is outside ${formatValue(this.min, 'g')} … ` +
+                              `${formatValue(this.max, 'g')}${unit}; set to ${this.show(value)}`};
+    }
     const value = shown * this.scale, d = this.defaultValue;
-    return Math.abs(value - d) <= 1e-9 * Math.abs(d) ? d : value;
+    return {value: Math.abs(value - d) <= 1e-9 * Math.abs(d) ? d : value, problem: null};
   }
 }
 

@@ -6,8 +6,13 @@
 // - the precomputed first view (physai.interface.web.first_view: the panel's results computed by Python MuJoCo on a
 //   grid of some controls, the others fixed), drawn at once, with no engine: a control of the grid snaps to its
 //   nearest precomputed position;
-// - MuJoCo itself (engine.js), loaded when the reader first touches the panel (or its address carries a setting,
-//   or the reader presses "Run MuJoCo live"), after which every control reruns the physics in the page.
+// - MuJoCo itself (engine.js), loaded only on the reader's intent: the "Run MuJoCo live" button (which states the
+//   download's size, measured from the engine's files when the site was built), a control's value really changed
+//   (a change event: not a focus, a tab, a scroll or a touch that moves nothing), or an address that carries a
+//   setting; after that every control reruns the physics in the page.
+//
+// The present view (for a projector) draws the plots again at the size they are shown, in rows that fit the screen
+// (one column on a phone), with every text at least 13 CSS px.
 //
 // A chapter's panel (one module per chapter, named like the Python panels) extends Panel with buildPlots(plots),
 // decode(frame) (the stored first view as results), start(mujoco, live) (its models), update(start) (the physics,
@@ -23,8 +28,21 @@ export const nextTask = () => new Promise((resolve) => {
   channel.port2.postMessage(0);
 });
 
-const ENGINE_TEXT = (live) => `MuJoCo ${live.engine.version} (${live.engine.megabytes} MB, about ` +
-  `${live.engine.compressedMegabytes} MB compressed) loads into this page and every control reruns it.`;
+// The engine's size: measured from its files when the site was built (book/_ext/physai_engine.py writes
+// window.physaiEngineSize into the page), else the engine block's own figures.
+export function engineSize(live) {
+  const built = typeof window === 'object' ? window.physaiEngineSize : undefined;
+  return built ?? {megabytes: live.engine.megabytes, compressedMegabytes: live.engine.compressedMegabytes};
+}
+
+const ENGINE_TEXT = (live) => `MuJoCo ${live.engine.version} loads into this page (${engineSize(live).megabytes} MB, ` +
+  `about ${engineSize(live).compressedMegabytes} MB compressed) and every control reruns it.`;
+
+// the present view: the least width of a plot in a row (else the plots go in more rows), and its text scale, so that
+// the smallest text of a plot (11 units) reads at 13 CSS px or more
+const PRESENT_MIN_PLOT = 260;
+const TOUCH_DRAG = 10;   // px a finger must drag along a slider for its touch to count as a change
+const PRESENT_FONT = 1.2;
 
 export class Panel {
   // root: the panel's element (physai.interface.web.first_view's block); data: its JSON; live: the live block's
@@ -44,6 +62,7 @@ export class Panel {
     this.drawn = 0;
     this.generation = 0;
     this.engineVersion = null;
+    this.urlProblems = [];
     this.values = {...this.defaults(), ...this.fromUrl()};
   }
 
@@ -62,17 +81,26 @@ export class Panel {
     for (const c of this.controls) row.appendChild(this.control(c, id));
     this.button(row, 'reset', 'back to the chapter\'s setting', () => this.reset());
     this.presentButton = this.button(row, 'present', 'full screen for a projector (Esc to leave)', () => this.togglePresent());
+    this.addressNote = this.element('div', 'pl-address', this.root);
+    if (this.urlProblems.length) this.addressNote.textContent = `From the address: ${this.urlProblems.join('; ')}.`;
+    else this.addressNote.hidden = true;
     this.readout = this.element('div', 'pl-readout', this.root);
     this.readout.setAttribute('aria-live', 'polite');
-    const plots = this.element('div', 'pl-plots', this.root);
+    this.plotsBox = this.element('div', 'pl-plots', this.root);
     this.plots = {};
-    this.buildPlots(plots);
+    this.buildPlots(this.plotsBox);
     this.note = this.element('div', 'pl-note', this.root);
     this.note.textContent = this.say('note', this.constants.note ?? {});
     this.root.dataset.mode = this.mode;
     document.addEventListener('keydown', (event) => { if (event.key === 'Escape' && this.present) this.togglePresent(); });
+    window.addEventListener('resize', () => {
+      if (!this.present) return;
+      clearTimeout(this.resizeTimer);
+      this.resizeTimer = setTimeout(() => this.redrawPlots(), 150);
+    });
     this.offerEngine();
     this.firstView();
+    this.committed = Object.fromEntries(this.controls.map((c) => [c.name, this.inputs[c.name].input.value]));
     if (this.presentAtStart) this.togglePresent();
     if (this.fromAddress && this.canGoLive()) this.goLive();
   }
@@ -119,23 +147,104 @@ export class Panel {
     input.id = `${id}-${c.name}`;
     this.inputs[c.name] = {input, out, label};
     input.addEventListener('input', (event) => this.onInput(c.name, event));
+    input.addEventListener('change', () => this.onChange(c.name));
+    if (c.kind !== 'choice') {
+      // A finger that lands on a slider moves its thumb at once, before the browser knows the finger means to scroll
+      // the page: a touch counts as a change only when it drags along the slider (at least TOUCH_DRAG px, more across
+      // than down); else the slider goes back to where it was.
+      input.addEventListener('pointerdown', (event) => {
+        if (event.pointerType === 'touch') this.touch = {name: c.name, x: event.clientX, y: event.clientY, position: input.value};
+      });
+      const end = (event, cancelled) => {
+        const touch = this.touch;
+        if (!touch || touch.name !== c.name) return;
+        this.touch = null;
+        const dx = Math.abs(event.clientX - touch.x), dy = Math.abs(event.clientY - touch.y);
+        if (cancelled || dx < TOUCH_DRAG || dy > dx) this.revert(c.name, touch.position);
+        else if (touch.changed) this.onChange(c.name);
+      };
+      input.addEventListener('pointerup', (event) => end(event, false));
+      input.addEventListener('pointercancel', (event) => end(event, true));
+    }
     this.showValue(c.name);
     return label;
   }
 
-  // the plots of the description (chapters may add to them); returns {key: Plot}
-  buildPlots(container, widths = {}) {
-    for (const spec of this.spec.plots) {
-      this.plots[spec.key] = new Plot(container, spec, {width: widths[spec.key] ?? this.plotWidth(spec)});
-    }
+  // the plots of the description (chapters may add to them, with plotOptions); returns {key: Plot}
+  buildPlots(container) {
+    for (const spec of this.spec.plots) this.plots[spec.key] = new Plot(container, spec, this.plotOptions(spec));
     return this.plots;
   }
 
-  // a plot's drawing width: its own, or at most 400 where the page has less room than that (a phone), so that its
-  // text stays about the size of the other plots' instead of shrinking with the whole drawing
-  plotWidth(spec) {
-    const room = Math.min(window.innerWidth, this.root.parentElement?.clientWidth || Infinity);
-    return room < spec.width ? Math.min(spec.width, 400) : spec.width;
+  // how a plot is drawn: in the page, at its description's size, or at the room's width where the page has less
+  // (a phone: one unit a CSS px, so its text keeps its size instead of shrinking with the drawing); in the present
+  // view, at the size the layout gives it, its text scaled up
+  plotOptions(spec) {
+    if (this.present && this.presentSizes?.[spec.key]) return {...this.presentSizes[spec.key], font: PRESENT_FONT};
+    const room = Math.floor(Math.min(window.innerWidth, this.root.clientWidth || Infinity) - 20);
+    return {width: room < spec.width ? Math.max(room, 240) : spec.width, height: spec.height, font: 1};
+  }
+
+  // The present view's sizes: the plots (the description's and any a chapter adds, `extraPlots`) in rows as wide
+  // as the screen, each plot's width in proportion to its description's, as many to a row as keep each at least
+  // PRESENT_MIN_PLOT px wide; the rows share the height left under the controls (one plot a row on a phone, each
+  // then about as tall as it is wide, the view scrolling).
+  presentLayout() {
+    const specs = [...this.spec.plots, ...this.extraPlots()];
+    const order = [...this.plotsBox.children].map((svg) => specs.find((p) => svg.classList.contains(`pl-${p.key}`)));
+    const shown = order.filter((p, i) => p && order.indexOf(p) === i);
+    const box = this.plotsBox.getBoundingClientRect();
+    const width = Math.floor(this.root.clientWidth - 24), height = Math.floor(window.innerHeight - box.top - 10);
+    // a phone: one plot a row, the view scrolling; a wider screen: every plot on it, as many to a row as keep each at
+    // least PRESENT_MIN_PLOT wide, the count whose plots come nearest a 16:10 box, then the one leaving fewer gaps
+    let best = {perRow: 1, rows: shown.length};
+    if (width >= 2 * PRESENT_MIN_PLOT) {
+      best = null;
+      for (let perRow = shown.length; perRow >= 1; perRow--) {
+        if (perRow > 1 && width / perRow < PRESENT_MIN_PLOT) continue;
+        const rows = Math.ceil(shown.length / perRow), score = Math.min(width / perRow, 1.6 * height / rows);
+        const gaps = rows * perRow - shown.length;
+        if (!best || score > best.score + 1 || (Math.abs(score - best.score) <= 1 && gaps < best.gaps)) {
+          best = {perRow, rows, score, gaps};
+        }
+      }
+    }
+    const {perRow, rows} = best, sizes = {};
+    for (let r = 0; r < rows; r++) {
+      const row = shown.slice(r * perRow, (r + 1) * perRow), total = row.reduce((sum, p) => sum + p.width, 0);
+      const h = width < 2 * PRESENT_MIN_PLOT ? Math.max(Math.min(height, Math.round(0.8 * width)), 200)
+        : Math.floor((height - 4 * (rows - 1)) / rows);
+      let used = 0;
+      row.forEach((p, i) => {
+        const w = i === row.length - 1 ? width - used : Math.floor((width - 4 * (row.length - 1)) * p.width / total);
+        sizes[p.key] = {width: Math.max(w, 120), height: Math.max(h, 120)};
+        used += w + 4;
+      });
+    }
+    return sizes;
+  }
+
+  // plots a chapter adds to its description's (the present view sizes them too): [{key, width, height}]
+  extraPlots() {
+    return [];
+  }
+
+  // draw every plot again at the current sizes, then what it showed
+  redrawPlots() {
+    this.presentSizes = this.present ? this.presentLayout() : null;
+    this.plotsBox.replaceChildren();
+    this.plots = {};
+    this.buildPlots(this.plotsBox);
+    for (const [key, plot] of Object.entries(this.allPlots())) {
+      const size = this.presentSizes?.[key];
+      if (size) Object.assign(plot.svg.style, {width: `${size.width}px`, height: `${size.height}px`});
+    }
+    if (this.mode === 'live') this.update(); else this.firstView();
+  }
+
+  // every plot drawn, by key (a chapter with more than its description's says so)
+  allPlots() {
+    return this.plots;
   }
 
   // ---- values: defaults, the address, the inputs
@@ -150,7 +259,8 @@ export class Panel {
     for (const c of this.controls) {
       const text = q.get(`${k}-${c.url}`);
       if (text === null) continue;
-      const value = c.fromUrl(text);
+      const {value, problem} = c.fromUrl(text);
+      if (problem) this.urlProblems.push(problem);
       if (value !== undefined) out[c.name] = value;
     }
     this.presentAtStart = q.get(`${k}-present`) === '1';
@@ -196,7 +306,25 @@ export class Panel {
       return;
     }
     this.firstView(start);
-    if (this.canGoLive()) this.goLive();
+  }
+
+  // a control's value committed (a change event: a slider let go, a choice made, a key that moved it): MuJoCo
+  // starts if the value differs from the one the panel last ran or showed, never on a focus, a tab or a scroll
+  onChange(name) {
+    if (this.touch?.name === name) { this.touch.changed = true; return; }   // decided when the finger lifts
+    const position = this.inputs[name].input.value, before = this.committed[name];
+    this.committed[name] = position;
+    if (position !== before && this.mode === 'first-view' && this.canGoLive()) this.goLive();
+  }
+
+  // a slider back at `position` (a touch that was a scroll, not a drag)
+  revert(name, position) {
+    const input = this.inputs[name].input;
+    if (input.value === position) return;
+    input.value = position;
+    this.values[name] = this.byName[name].value(position);
+    this.showValue(name);
+    if (this.mode === 'live') this.update(); else this.firstView();
   }
 
   reset() {
@@ -209,7 +337,8 @@ export class Panel {
   togglePresent() {
     this.present = !this.present;
     this.root.classList.toggle('physai-panel-present', this.present);
-    this.presentButton.textContent = this.present ? 'leave present' : 'present';
+    this.presentButton.textContent = this.present ? 'leave present (Esc)' : 'present';
+    this.redrawPlots();
     this.writeUrl();
   }
 
@@ -260,7 +389,10 @@ export class Panel {
   // controls the first view's grid does not hold are off, and the head says why when it is WebAssembly
   offerEngine() {
     if (this.canGoLive()) {
-      this.offerButton = this.button(this.offer, '▶ Run MuJoCo live', 'load MuJoCo into this page', () => this.goLive());
+      const size = engineSize(this.live);
+      this.offerButton = this.button(this.offer, `▶ Run MuJoCo live (${size.compressedMegabytes} MB download)`,
+                                     'load MuJoCo into this page', () => this.goLive());
+      this.offerButton.classList.add('pl-run');
       this.element('span', 'pl-offer-text', this.offer).textContent = ` ${ENGINE_TEXT(this.live)}`;
       this.root.dataset.engine = 'offered';
       return;
@@ -280,13 +412,15 @@ export class Panel {
     this.status.textContent = `loading MuJoCo ${this.live.engine.version}…`;
     try {
       const mujoco = await load();
+      await nextTask();   // the page paints and takes input between instantiating the engine and compiling the model
       await this.start(mujoco, this.live);
+      await nextTask();
       this.engineVersion = mujoco.mj_versionString();
       this.mode = this.root.dataset.mode = 'live';
       this.root.dataset.engine = 'live';
       this.offer.replaceChildren();
       this.status.textContent = this.liveStatus();
-      this.update();
+      if (this.present) this.redrawPlots(); else this.update();   // the head lost its button: the plots have more room
     } catch (error) {
       this.mode = this.root.dataset.mode = 'first-view';
       this.root.dataset.engine = 'failed';
@@ -343,8 +477,15 @@ export class Panel {
     return format(word === 'note' ? this.spec.note : this.spec.words[word], values);
   }
 
+  // The verdict, in one style in every chapter: a bad run (diverged, never settles, still swinging, chatters) reads
+  // in the diverged colour, bold, in the readout line and on its plot (verdictAttrs), a good one in the text colour.
   setReadout(text, bad) {
     this.readout.textContent = text;
     this.readout.classList.toggle('pl-bad', Boolean(bad));
+  }
+
+  verdictAttrs(bad, attrs = {}) {
+    return bad ? {...attrs, fill: this.colors.diverged, 'font-weight': 'bold', class: 'pl-halo pl-verdict pl-bad'}
+      : {...attrs, fill: 'currentColor', class: 'pl-halo pl-verdict'};
   }
 }

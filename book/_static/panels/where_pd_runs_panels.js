@@ -7,9 +7,10 @@
 // slices of about 20 ms, the page free between two, its partial trace redrawn at most every 100 ms; the next input
 // drops the run in progress.
 import {Model, diverged} from './engine.js';
-import {Plot, el} from './figures.js';
+import {el} from './figures.js';
 import {degrees, growthCurve, summarizeHold, unpack} from './laws.js';
 import {holdRun} from './runs.js';
+import {formatValue} from './spec.js';
 import {Panel} from './ui.js';
 
 const SLICE_MS = 20;
@@ -20,7 +21,7 @@ export default class PdPanel extends Panel {
     super.buildPlots(container);
     const k = this.constants, p = this.plots.hold, h = k.hold;
     // the trace has two ranges, as the kernel's panel: ±80° holds every joint's move, ±180° every joint's range
-    const wide = new Plot(container, {...p.spec, ylim: [-k.ylimDeg[1], k.ylimDeg[1]]}, {width: p.w});
+    const wide = p.remake({...p.spec, ylim: [-k.ylimDeg[1], k.ylimDeg[1]]}, container);
     container.insertBefore(wide.svg, p.svg.nextSibling);
     wide.svg.style.display = 'none';
     this.holdPlots = [p, wide];
@@ -110,9 +111,13 @@ export default class PdPanel extends Panel {
     const p = this.plots.growth, c = this.colors, rates = this.constants.rates;
     const layer = p.layer('curves');
     p.path(layer, [rates[0], rates[rates.length - 1]], [1, 1], {stroke: c.bound, 'stroke-width': 1, 'stroke-dasharray': '5 3'});
-    p.path(layer, rates, g.curves['in-loop'].map((x) => Math.min(x, 2.0)), {stroke: c.diverged, 'stroke-width': 1.6});
-    p.path(layer, rates, g.curves['in-step'].map((x) => Math.min(x, 2.0)), {stroke: c.response, 'stroke-width': 1.6});
-    p.mark(p.layer('top-point'), v.rate_hz, Math.min(g.current, 2.0), 'o', c.current);
+    // growth above the axis' top runs along it, with clip marks; the current point, clipped, gives its value
+    const top = p.spec.ylim[1];
+    p.clippedPath(layer, rates, g.curves['in-loop'], {stroke: c.diverged, 'stroke-width': 1.6});
+    p.clippedPath(layer, rates, g.curves['in-step'], {stroke: c.response, 'stroke-width': 1.6});
+    const point = p.layer('top-point');
+    p.mark(point, v.rate_hz, Math.min(g.current, top), 'o', c.current);
+    if (g.current > top) p.clipMark(point, p.x(v.rate_hz), p.y(top), -1, c.current, formatValue(g.current, '.3g'));
     p.title(this.say('growth_title', {growth: g.current, backend: v.backend, rate: v.rate_hz}));
   }
 
@@ -132,15 +137,16 @@ export default class PdPanel extends Panel {
     p.path(g, xs, ys, {stroke: c.response, 'stroke-width': 1.4});
     p.title(this.say('title', {joint: k.joints[r.joint]}));
     if (!r.note) {
-      p.say(marks, this.say('running', {done: (done ?? 0) * values.timestep, total: k.hold.duration}),
-            p.x(k.hold.duration / 2), p.m.t + 14, {'text-anchor': 'middle', class: 'pl-muted pl-halo', 'font-size': 11});
+      const running = this.say('running', {done: (done ?? 0) * values.timestep, total: k.hold.duration});
+      p.say(marks, running, p.x(k.hold.duration / 2), p.m.t + 14 * p.fs,
+            {'text-anchor': 'middle', class: 'pl-muted pl-halo', 'font-size': 11});
+      this.setReadout(running, false);   // not the verdict of the setting before
       return;
     }
-    const lines = r.note.split('\n');
+    const lines = r.note.split('\n').flatMap((line) => p.wrap(line));
     const down = k.hold.standby[r.joint] < 0;   // the note goes where the move leaves room, as the kernel's panel
-    const y0 = down ? p.m.t + 16 : p.h - p.m.b - 8 - 14 * (lines.length - 1);
-    lines.forEach((line, i) => p.say(marks, line, p.m.l + 6, y0 + 14 * i,
-                                     {'font-size': 11, fill: r.diverged ? c.diverged : 'currentColor'}));
+    const step = p.line(12), y0 = down ? p.m.t + step : p.h - p.m.b - 8 * p.fs - step * (lines.length - 1);
+    lines.forEach((line, i) => p.say(marks, line, p.m.l + 6, y0 + step * i, this.verdictAttrs(r.bad)));
     if (r.diverged) {
       p.say(marks, this.say('flag', {}), p.x(k.hold.duration / 2), p.y(0), {fill: c.diverged, 'font-size': 24,
             'font-weight': 'bold', 'text-anchor': 'middle'});
