@@ -361,14 +361,16 @@ def stored_figures(page: str) -> list[dict]:
     return figures
 
 
+@pytest.mark.parametrize('width', [1280, 390])
 @pytest.mark.parametrize('page', CHAPTERS)
-def test_every_figure_shows_its_smallest_text_at_least_the_minimum(site, browser, page):
+def test_every_figure_shows_its_smallest_text_at_least_the_minimum(site, browser, page, width):
+    """On a laptop a figure fits the column; on a phone it keeps its own size and scrolls sideways in its box."""
     figures = stored_figures(page)
     assert figures, f'{page}: no stored figure'
     missing = [f['cell'] for f in figures if not f['text']]
     assert not missing, (f'{page}: figures of cells {missing} carry no text record '
                          '(plots.use_book_style() installs it; re-execute the notebook)')
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'))
+    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=width, height=844)
     try:
         visit.page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
         load_every_image(visit.page)
@@ -380,8 +382,8 @@ def test_every_figure_shows_its_smallest_text_at_least_the_minimum(site, browser
 
             px = plots.shown_text_px(figure['text'], figure['png_width'], shown)
             assert px >= plots.MIN_TEXT_PX, (
-                f'{page}: cell {figure["cell"]}\'s smallest text is {figure["text"]["min_font_pt"]} pt in a '
-                f'{figure["text"]["width_in"]} in figure shown {shown:.0f} px wide: {px:.1f} px, under '
+                f'{page} at {width} px: cell {figure["cell"]}\'s smallest text is {figure["text"]["min_font_pt"]} pt '
+                f'in a {figure["text"]["width_in"]} in figure shown {shown:.0f} px wide: {px:.1f} px, under '
                 f'{plots.MIN_TEXT_PX} px')
     finally:
         visit.close()
