@@ -131,8 +131,10 @@ export function buildArm(arm, { ghost = false } = {}) {
         const key = ghost ? 'ghost' : rgba.join(',');
         if (!materials.has(key)) {
             materials.set(key, ghost
+                // pushed back in depth, so where the ghost coincides with the solid arm (the fixed base) the solid shows
                 ? new THREE.MeshStandardMaterial({ color: GHOST.color, transparent: true, opacity: GHOST.opacity,
-                                                   depthWrite: false, roughness: 0.7 })
+                                                   depthWrite: false, roughness: 0.7, polygonOffset: true,
+                                                   polygonOffsetFactor: 2, polygonOffsetUnits: 2 })
                 : new THREE.MeshStandardMaterial({ color: colour(rgba), roughness: 0.55, metalness: 0.05,
                                                    transparent: rgba[3] < 1, opacity: rgba[3] }));
         }
@@ -339,6 +341,7 @@ export class Arm3D {
         const renderer = new THREE.WebGLRenderer({ antialias: true, alpha: true });
         renderer.setPixelRatio(Math.min(window.devicePixelRatio || 1, 2));
         renderer.outputColorSpace = THREE.SRGBColorSpace;
+        renderer.toneMapping = THREE.NeutralToneMapping;  // lit faces keep their hue instead of clipping to white
         this.renderer = renderer;
         const canvas = renderer.domElement;
         canvas.setAttribute('role', 'img');
@@ -355,12 +358,6 @@ export class Arm3D {
         const sky = new THREE.HemisphereLight(0xffffff, 0x303030, 1.2);
         sky.position.set(0, 0, 1);  // MuJoCo's z is up
         scene.add(sky);
-        const key = new THREE.DirectionalLight(0xffffff, 2.2);
-        key.position.set(1.2, -0.8, 2);
-        scene.add(key);
-        const fill = new THREE.DirectionalLight(0xffffff, 0.6);
-        fill.position.set(-1.5, 1, 0.5);
-        scene.add(fill);
         const grid = new THREE.GridHelper(0.4, 8, 0x888888, 0x888888);  // 5 cm squares
         grid.rotation.x = Math.PI / 2;  // three's grid lies in x-z; MuJoCo's floor is x-y
         grid.material.transparent = true;
@@ -382,6 +379,12 @@ export class Arm3D {
         const camera = new THREE.PerspectiveCamera(30, 1, 0.01, 20);
         camera.up.set(0, 0, 1);
         this.camera = camera;
+        // A headlight, as MuJoCo's viewer has: it turns with the camera, so every side the reader turns to is lit.
+        const headlight = new THREE.DirectionalLight(0xffffff, 2.0);
+        headlight.position.set(-0.5, 1, 1);  // above and left of the eye, in the camera's frame
+        headlight.target.position.set(0, 0, -1);
+        camera.add(headlight, headlight.target);
+        scene.add(camera);
 
         const root = element('div', 'physai-arm3d');
         const stage = element('div', 'physai-arm3d-stage');
