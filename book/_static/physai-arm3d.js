@@ -27,7 +27,7 @@
  */
 import * as THREE from './three/three.module.js';
 import { OrbitControls } from './three/OrbitControls.js';
-import { toCreasedNormals } from './three/BufferGeometryUtils.js';
+import { mergeVertices, toCreasedNormals } from './three/BufferGeometryUtils.js';
 
 /** The layout of the arm's description this module reads (physai.book.arm_meshes.FORMAT). */
 export const FORMAT = 'physai-arm3d/1';
@@ -42,16 +42,28 @@ export const UNAVAILABLE = '3D view unavailable: ';
  * @returns {string|null}
  */
 export function webglUnavailable() {
-    if (typeof document === 'undefined') return `${UNAVAILABLE}no document to draw in`;
+    return probeWebGL().reason;
+}
+
+/**
+ * Whether this browser has WebGL 2 and whether it draws on the CPU (SwiftShader, llvmpipe: a browser without a
+ * GPU, or headless). A software renderer pays for every pixel on the CPU, so the view then draws without
+ * multisampling (4 samples a pixel), which costs it most of its frame time there.
+ * @returns {{reason: string|null, software: boolean, renderer: string}}
+ */
+export function probeWebGL() {
+    if (typeof document === 'undefined') return { reason: `${UNAVAILABLE}no document to draw in`, software: false, renderer: '' };
     try {
         const canvas = document.createElement('canvas');
         const gl = canvas.getContext('webgl2');
-        if (!gl) return `${UNAVAILABLE}this browser has no WebGL 2`;
+        if (!gl) return { reason: `${UNAVAILABLE}this browser has no WebGL 2`, software: false, renderer: '' };
+        const info = gl.getExtension('WEBGL_debug_renderer_info');
+        const renderer = String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
         gl.getExtension('WEBGL_lose_context')?.loseContext();
+        return { reason: null, software: /swiftshader|llvmpipe|software/i.test(renderer), renderer };
     } catch (error) {
-        return `${UNAVAILABLE}this browser has no WebGL 2 (${error.message})`;
+        return { reason: `${UNAVAILABLE}this browser has no WebGL 2 (${error.message})`, software: false, renderer: '' };
     }
-    return null;
 }
 
 /**
@@ -122,21 +134,26 @@ export function buildArm(arm, { ghost = false } = {}) {
         const indexed = new THREE.BufferGeometry();
         indexed.setAttribute('position', new THREE.BufferAttribute(positions, 3));
         indexed.setIndex(new THREE.BufferAttribute(index, 1));
+        // Normals sharp at the parts' creases, smooth elsewhere; then the corners that share a position and a
+        // normal merged again, so each is shaded once (a software renderer spends most of a frame on vertices).
         const creased = toCreasedNormals(indexed, CREASE_ANGLE);
+        const merged = mergeVertices(creased);
         indexed.dispose();
-        return creased;
+        creased.dispose();
+        return merged;
     });
     const materials = new Map();
     const material = (rgba) => {
         const key = ghost ? 'ghost' : rgba.join(',');
         if (!materials.has(key)) {
+            // Lambert shading: a CAD part needs no physically based highlights, and a software renderer (no GPU)
+            // draws it in about half the time. The ghost writes depth so that only its nearest surface shows
+            // (one translucent layer, not every inner face of the part), and is pushed back in depth so that where
+            // it coincides with the solid arm (the fixed base) the solid shows.
             materials.set(key, ghost
-                // pushed back in depth, so where the ghost coincides with the solid arm (the fixed base) the solid shows
-                ? new THREE.MeshStandardMaterial({ color: GHOST.color, transparent: true, opacity: GHOST.opacity,
-                                                   depthWrite: false, roughness: 0.7, polygonOffset: true,
-                                                   polygonOffsetFactor: 2, polygonOffsetUnits: 2 })
-                : new THREE.MeshStandardMaterial({ color: colour(rgba), roughness: 0.55, metalness: 0.05,
-                                                   transparent: rgba[3] < 1, opacity: rgba[3] }));
+                ? new THREE.MeshLambertMaterial({ color: GHOST.color, transparent: true, opacity: GHOST.opacity,
+                                                  polygonOffset: true, polygonOffsetFactor: 2, polygonOffsetUnits: 2 })
+                : new THREE.MeshLambertMaterial({ color: colour(rgba), transparent: rgba[3] < 1, opacity: rgba[3] }));
         }
         return materials.get(key);
     };
@@ -292,11 +309,13 @@ export class Arm3D {
      * @param {number} [options.height] CSS px; by default 0.62 x the width, within [200, 520]
      * @param {{azimuth?: number, elevation?: number}} [options.camera] degrees; the view looks at the arm's box
      * @param {(t: number, frame: number) => void} [options.onTime] see the onTime property
+     * @param {boolean} [options.antialias] multisampling; by default on, except on a software renderer (probeWebGL)
      */
     static async create(container, options = {}) {
         const view = new Arm3D(container, options);
-        const reason = webglUnavailable();
-        if (reason) return view._unavailable(reason);
+        const probe = probeWebGL();
+        if (probe.reason) return view._unavailable(probe.reason);
+        view.webgl = probe;
         const arm = await loadArm(options.assetsUrl);
         try {
             view._start(arm);
@@ -338,7 +357,8 @@ export class Arm3D {
         this.nbody = description.nbody;
         this.parents = description.bodies.map((b) => b.parent);
 
-        const renderer = new THREE.WebGLRenderer({ antialias: true, alpha: true });
+        const antialias = this.options.antialias ?? !this.webgl.software;
+        const renderer = new THREE.WebGLRenderer({ antialias, alpha: true });
         renderer.setPixelRatio(Math.min(window.devicePixelRatio || 1, 2));
         renderer.outputColorSpace = THREE.SRGBColorSpace;
         renderer.toneMapping = THREE.NeutralToneMapping;  // lit faces keep their hue instead of clipping to white
