@@ -14,7 +14,8 @@ import-linter, the contract is in ``pyproject.toml``). Read it from the bottom u
    MuJoCo's warnings captured per run, the one divergence rule, position-servo gains and armature set on a
    compiled model), ``perturb`` (the last-bit nudge), ``link`` (chapter 1's link and its step responses),
    ``pendulum`` (chapter 2's pendulum under each actuator model), ``so101`` (the SO-101 from MuJoCo
-   Menagerie), ``hold`` (chapter 3's arm holding a pose, PD in the loop or in the step), ``sysid``
+   Menagerie), ``bodies`` (what a 3D view needs: each body's pose per frame, each visible mesh on its body),
+   ``hold`` (chapter 3's arm holding a pose, PD in the loop or in the step), ``sysid``
    (chapter 4's open-loop replay and servo fit), ``datasets`` (LeRobot recordings).
 3. ``physai.experiments``: every table of the book, one module per chapter (``position_actuators``,
    ``actuator_models``, ``where_pd_runs``, ``servo_sysid``), the ``registry`` behind
@@ -22,9 +23,11 @@ import-linter, the contract is in ``pyproject.toml``). Read it from the bottom u
 4. ``physai.interface``: what a reader sees. ``plots`` (the figure style), ``diagrams``, ``live`` (the
    live-panel framework: sliders, choices, the blitted figure), ``twin`` (kernel-free static twins for the
    published page), ``web`` and ``web_arm`` (live panels running MuJoCo's WebAssembly build in the reader's
-   browser), and one ``*_panels`` module per chapter with its live panel and static twin.
+   browser), ``arm_frames`` (the SO-101 rendered by MuJoCo for the notebook), and one ``*_panels`` module per
+   chapter with its live panel and static twin.
 5. ``physai.book``: the book's own tooling. ``prose`` (numbers glued into the text), ``colab`` (every
-   chapter's first cell), ``edition`` (the Colab edition), ``buildit`` (the learner's Build-it checks).
+   chapter's first cell), ``edition`` (the Colab edition), ``buildit`` (the learner's Build-it checks),
+   ``arm_meshes`` (the SO-101's meshes for the page's 3D view).
 
 ``python -m physai`` (``physai.__main__``) is the command line over the registry.
 

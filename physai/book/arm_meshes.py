@@ -4,9 +4,13 @@
 ``_static/arm3d/``) writes what ``book/_static/physai-arm3d.js`` loads when a reader opens the 3D view:
 
 ``so101.json``
-    the description: the model's bodies (name, parent), each visible mesh geom (:func:`physai.engine.bodies.visual_geoms`:
-    its body, its mesh, ``geom_pos``, ``geom_quat`` and colour, float64 as MuJoCo compiled them), each mesh's
-    place in ``so101.bin`` and how to read it, and where it all came from (versions, licence).
+    the description: ``format`` (:data:`FORMAT`), ``nbody`` and ``bodies`` (name, ``parent`` = ``body_parentid``;
+    body 0 is the world), ``geoms`` (each visible mesh geom, :func:`physai.engine.bodies.visual_geoms`: ``geom`` id,
+    ``body``, ``mesh`` = an index into ``meshes``, ``pos``/``quat`` = ``geom_pos``/``geom_quat`` and ``rgba``,
+    float64 as MuJoCo compiled them), ``meshes`` (``name``, MuJoCo's mesh ``id``, ``offset`` in ``so101.bin``,
+    ``vertices``, ``triangles``, ``min`` and ``step`` to read the vertices, ``source_triangles``, ``error_m``),
+    ``home`` (every body's ``xpos``/``xquat`` at ``qpos0``, flat, for the first picture), ``bin``, ``bin_bytes``,
+    ``bin_sha256`` and ``source`` (versions of MuJoCo, Menagerie and meshoptimizer, ``max_error_m``, the licence).
 ``so101.bin``
     per mesh, its vertices as uint16 triples then its triangles as uint16 triples (little-endian). A vertex is
     ``min + q * step`` per axis, in m, in the frame MuJoCo compiled the mesh in (``mesh_vert``; see

@@ -126,8 +126,12 @@ def mesh_geometry(model: mujoco.MjModel, mesh: int) -> tuple[np.ndarray, np.ndar
             np.array(model.mesh_face[fstart:fstart + fcount], dtype=np.int32))
 
 
-def _frames(model: mujoco.MjModel, qpos, name: str = 'qpos') -> np.ndarray:
-    """``qpos`` as (nframe, nq) float64; one pose (nq,) becomes one frame."""
+def as_frames(model: mujoco.MjModel, qpos, name: str = 'qpos') -> np.ndarray:
+    """``qpos`` as (nframe, nq) float64, checked (finite, nq columns); one pose (nq,) becomes one frame.
+
+    Raises:
+        ValueError: naming ``name``, if the shape is not (nq,) or (nframe, nq) or a value is not finite.
+    """
     q = np.asarray(qpos, dtype=np.float64)
     if q.ndim == 1:
         q = q[None, :]
@@ -155,7 +159,7 @@ def body_poses(model: mujoco.MjModel, qpos, *, data: mujoco.MjData | None = None
         ``xpos`` (nframe, nbody, 3) in m and ``xquat`` (nframe, nbody, 4) unit quaternions (w, x, y, z), each
         body's frame in the world, float64.
     """
-    q = _frames(model, qpos)
+    q = as_frames(model, qpos)
     d = mujoco.MjData(model) if data is None else data
     xpos = np.empty((len(q), model.nbody, 3))
     xquat = np.empty((len(q), model.nbody, 4))
@@ -211,10 +215,10 @@ def magnify(model: mujoco.MjModel, qpos, reference, factor: float) -> np.ndarray
     kinds = {int(t) for t in model.jnt_type}
     if kinds - {int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)}:
         raise ValueError('model must have only hinge and slide joints to magnify qpos, got a ball or free joint')
-    ref = _frames(model, reference, 'reference')
+    ref = as_frames(model, reference, 'reference')
     if len(ref) != 1:
         raise ValueError(f'reference must have shape (nq,) with nq = {model.nq}, got {np.shape(reference)}')
     q = np.asarray(qpos, dtype=np.float64)
-    frames = _frames(model, q)
+    frames = as_frames(model, q)
     out = ref + factor * (frames - ref)
     return out[0] if q.ndim == 1 else out
