@@ -88,3 +88,21 @@ def test_the_renderer_draws_the_bodies_the_3d_view_poses():
     arm, scene = so101.load_so101(), so101.load_so101('scene')
     assert [scene.body(i).name for i in range(scene.nbody)] == [arm.body(i).name for i in range(arm.nbody)]
     assert scene.nq == arm.nq and np.all(scene.jnt_type == mujoco.mjtJoint.mjJNT_HINGE)
+
+
+def test_a_view_clip_holds_mujoco_s_body_poses_at_the_frames_shown():
+    model = so101.load_mesh_free(collision_meshes=False)
+    time = np.arange(0, 1.0005, 0.005)
+    qpos = np.outer(time, TARGET)
+    clip = arm_frames.view_clip(time, qpos, fps=10, ghost_qpos=qpos[::-1])
+    assert clip['time'] == [round(0.1 * k, 12) for k in range(11)] or np.allclose(clip['time'], np.arange(11) / 10)
+    shown = np.rint(np.array(clip['time']) / 0.005).astype(int)
+    data = mujoco.MjData(model)
+    for i, step in enumerate(shown):
+        data.qpos[:] = qpos[step]
+        mujoco.mj_forward(model, data)
+        np.testing.assert_array_equal(np.array(clip['xpos']).reshape(-1, model.nbody, 3)[i], data.xpos)
+        np.testing.assert_array_equal(np.array(clip['xquat']).reshape(-1, model.nbody, 4)[i], data.xquat)
+    assert len(clip['ghost']['xpos']) == len(clip['xpos'])
+    with pytest.raises(ValueError, match='qpos must have one row per time \\(201\\), got 2'):
+        arm_frames.view_clip(time, qpos[:2])

@@ -1,4 +1,8 @@
-"""The SO-101 in pictures from MuJoCo's own renderer, for the notebook and Colab: a short strip of a run's frames.
+"""The SO-101's frames: a run's poses as the page's 3D view plays them, and as pictures from MuJoCo's own renderer for
+the notebook and Colab.
+
+:func:`view_clip` turns a run (times and ``qpos``) into the clip the page's view plays (``Arm3D.setClip``): every
+body's ``xpos``/``xquat`` at the frames shown, as MuJoCo computes them.
 
 The published page draws the arm in 3D in the reader's browser (``book/_static/physai-arm3d.js``); a notebook has no
 such view, so it shows the same poses as a strip of still frames rendered by ``mujoco.Renderer``: the solid arm, and
@@ -189,6 +193,39 @@ def show_strip(strip: Strip, *, title: str | None = None):
         figure.suptitle(title, fontsize=10)
     figure.tight_layout()
     return figure
+
+
+def view_clip(time, qpos, *, fps: float = 30.0, ghost_qpos=None, model=None) -> dict:
+    """A run as the page's 3D view plays it (``Arm3D.setClip`` of ``book/_static/physai-arm3d.js``): its samples
+    at ``fps`` frames per second (:func:`physai.engine.bodies.sample_frames`) and every body's pose at each, as
+    MuJoCo computes it (:func:`physai.engine.bodies.body_poses`), flat, JSON-ready.
+
+    Args:
+        time: (nstep,) the run's sample times, s.
+        qpos: (nstep, nq) its joint positions.
+        fps: frames per second of the clip.
+        ghost_qpos: (nstep, nq) the ghost arm's joint positions at the same times (e.g. the recording), or None.
+        model: the arm's model; by default the SO-101 without visual meshes (the same bodies, quicker to load).
+
+    Returns:
+        ``{'time': [nframe], 'xpos': [nframe * nbody * 3], 'xquat': [nframe * nbody * 4]}``, plus ``'ghost':
+        {'xpos', 'xquat'}`` with a ghost; floats as MuJoCo computed them (m; w, x, y, z).
+    """
+    model = so101.load_mesh_free(collision_meshes=False) if model is None else model
+    shown = bodies.sample_frames(time, fps)
+    q = bodies.as_frames(model, qpos)
+    if len(q) != len(np.atleast_1d(time)):
+        raise ValueError(f'qpos must have one row per time ({len(np.atleast_1d(time))}), got {len(q)}')
+    xpos, xquat = bodies.body_poses(model, q[shown])
+    clip = {'time': [float(t) for t in np.asarray(time, dtype=np.float64)[shown]],
+            'xpos': xpos.ravel().tolist(), 'xquat': xquat.ravel().tolist()}
+    if ghost_qpos is not None:
+        ghost = bodies.as_frames(model, ghost_qpos, 'ghost_qpos')
+        if ghost.shape != q.shape:
+            raise ValueError(f'ghost_qpos must have the shape of qpos, {q.shape}, got {ghost.shape}')
+        gpos, gquat = bodies.body_poses(model, ghost[shown])
+        clip['ghost'] = {'xpos': gpos.ravel().tolist(), 'xquat': gquat.ravel().tolist()}
+    return clip
 
 
 def _child(job: str, out: str) -> int:
