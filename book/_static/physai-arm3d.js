@@ -310,6 +310,8 @@ export class Arm3D {
      * @param {{azimuth?: number, elevation?: number}} [options.camera] degrees; the view looks at the arm's box
      * @param {(t: number, frame: number) => void} [options.onTime] see the onTime property
      * @param {boolean} [options.antialias] multisampling; by default on, except on a software renderer (probeWebGL)
+     * @param {number} [options.pixelRatio] drawing-buffer pixels per CSS px; by default the screen's, at most 2
+     *     (a software renderer's time per frame falls with it: benchmarks/bench_arm3d.py)
      */
     static async create(container, options = {}) {
         const view = new Arm3D(container, options);
@@ -359,7 +361,7 @@ export class Arm3D {
 
         const antialias = this.options.antialias ?? !this.webgl.software;
         const renderer = new THREE.WebGLRenderer({ antialias, alpha: true });
-        renderer.setPixelRatio(Math.min(window.devicePixelRatio || 1, 2));
+        renderer.setPixelRatio(this.options.pixelRatio ?? Math.min(window.devicePixelRatio || 1, 2));
         renderer.outputColorSpace = THREE.SRGBColorSpace;
         renderer.toneMapping = THREE.NeutralToneMapping;  // lit faces keep their hue instead of clipping to white
         this.renderer = renderer;
