@@ -36,10 +36,18 @@ book: $(STAMP) node_modules/.package-lock.json
 # moves the last bits the way another processor would; the stored outputs must survive both.
 NBVAL := $(BIN)/python -m pytest --nbval notebooks --nbval-sanitize-with notebooks/nbval_sanitize.cfg -p no:cacheprovider
 
-# lint-imports: physai's layer contract (pyproject.toml [tool.importlinter]); then physai, then the chapters.
+# lint-imports: physai's layer contract (pyproject.toml [tool.importlinter]); then physai's tests and the chapters,
+# side by side (two jobs: most of either is one thread, and the machines here have two cores). -O prints each job's
+# output whole when it ends.
 test: $(STAMP) node_modules/.package-lock.json
 	$(BIN)/lint-imports --no-cache
+	$(MAKE) --no-print-directory -j2 -O test-physai test-chapters
+
+.PHONY: test-physai test-chapters
+test-physai: $(STAMP) node_modules/.package-lock.json
 	$(BIN)/python -m pytest tests
+
+test-chapters: $(STAMP)
 	$(NBVAL)
 	PHYSAI_PERTURB=1e-12 $(NBVAL)
 

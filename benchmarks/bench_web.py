@@ -1,18 +1,18 @@
-"""Latency of the live panels in the browser, control by control: from a slider input to the redrawn step response,
-with MuJoCo running in the page (physai.interface.web; book/_static/physai-live.js for chapter 1's panel,
-physai-live-pendulum.js for chapter 2's).
+"""Latency of the page panels in the browser, control by control: from a slider input to the redrawn step response,
+with MuJoCo running in the page (physai.interface.web; book/_static/panels/position_actuators_panels.js for chapter 1's
+panel, actuator_models_panels.js for chapter 2's).
 
-Builds the scratch page of tests/test_web_pendulum.py (chapter 1's and chapter 2's twins and live blocks, the site's
-_static files and the engine, with tests/browser.py) in a temporary directory, serves it over http and opens it in
-headless Chromium (/usr/bin/chromium). For every control of a panel it makes ``--values`` changes spread over the
+Builds the scratch page of tests/test_web_pendulum.py (chapter 1's and chapter 2's page panels, the site's modules
+and the engine, with tests/browser.py) in a temporary directory, serves it over http and opens it in headless
+Chromium (/usr/bin/chromium), MuJoCo started from the page's address. For every control of a panel it makes ``--values`` changes spread over the
 control's range (log-spaced on kp and kv, every option of a choice, cycling) and times each inside the page,
 dispatching the input in a task of its own (as the browser dispatches a slider's input): from just before the input
 event is dispatched to (a) the return of the panel's handler, which has rerun MuJoCo and redrawn the step response,
 and (b) the next animation frame, when the browser paints it (up to 17 ms after (a) at 60 Hz). Chapter 1's kp curve
 and stability map run in the panel's Web Worker meanwhile; the main thread never waits for them, which is what these
 figures show. Chapter 2's velocity limit is timed on the DC motor and its delay on the delayed PD (the models that use
-them). The row ``kp, discrete`` moves kp with the discrete integrator, which the browser's MuJoCo 3.3.8 lacks: the
-panel redraws the nearest run physai precomputed.
+them). The row ``kp, discrete`` moves kp with the discrete integrator, which MuJoCo 3.14.0 runs in the page like the
+others.
 
 Baseline in the same run: each chapter's kernel panel (position_actuators_panels.servo_panel,
 actuator_models_panels.actuator_panel) updating for the same kp changes (rerun with Python MuJoCo and redraw the
@@ -69,7 +69,7 @@ def control_values(n: int) -> dict[str, list]:
         'kp': kp_positions,
         'armature': np.round(np.linspace(0.0, 0.1, n) / 0.0005).astype(int).tolist(),  # in 0.0005 steps
         'timestep': np.round(np.linspace(0.5, 20.0, n), 1).tolist(),
-        'integrator': [('Euler', 'RK4', 'implicit', 'implicitfast')[i % 4] for i in range(n)],
+        'integrator': [('Euler', 'RK4', 'implicit', 'implicitfast', 'discrete')[i % 5] for i in range(n)],
         'dampratio': [(0, 0.5, 1, 2)[i % 4] for i in range(n)],
         'kp, discrete': kp_positions,
     }
@@ -84,7 +84,7 @@ def pendulum_values(n: int) -> dict[str, list]:
         'kp': log,
         'armature': [round(x, 4) for x in np.round(np.linspace(0.0, 0.1, n) / 0.0005) * 0.0005],
         'timestep': np.round(np.linspace(0.5, 20.0, n), 1).tolist(),
-        'integrator': [('Euler', 'RK4', 'implicit', 'implicitfast')[i % 4] for i in range(n)],
+        'integrator': [('Euler', 'RK4', 'implicit', 'implicitfast', 'discrete')[i % 5] for i in range(n)],
         'kv': log,
         'forcerange': np.round(np.linspace(0.5, 100.0, n) * 2).astype(int).tolist(),  # in 0.5 steps, halved below
         'velocity_limit': np.round(np.linspace(1, 40, n)).astype(int).tolist(),
@@ -106,22 +106,22 @@ def browser_latencies(n: int, chapters: list[int]) -> dict[int, dict[str, tuple[
             key, values = ('servo', control_values(n)) if chapter == 1 else ('pendulum', pendulum_values(n))
             page, _, _ = open_page(browser, f'{url}/?{key}-kp=100')
             wait_live(page, key)
-            reset = f'#physai-live-{key}-panel button:text("reset")'
+            reset = f'#physai-panel-{key} button:text("reset")'
             out[chapter] = {}
             for row, positions in values.items():
                 # a row 'kp, discrete' moves kp with the discrete integrator: the panel shows precomputed runs
                 name, _, integrator = row.partition(', ')
                 if integrator:
-                    page.select_option(f'#physai-live-{key}-integrator', integrator)
+                    page.select_option(f'#physai-panel-{key}-integrator', integrator)
                 if chapter == 1 and name == 'armature':
                     positions = [round(k * 0.0005, 4) for k in positions]
                 if chapter == 2 and name == 'forcerange':
                     positions = [k / 2 for k in positions]
                 if chapter == 2 and name in PENDULUM_MODEL_FOR:
-                    page.select_option(f'#physai-live-{key}-model', PENDULUM_MODEL_FOR[name])
+                    page.select_option(f'#physai-panel-{key}-model', PENDULUM_MODEL_FOR[name])
                 handled, painted = [], []
                 for value in tqdm(positions, desc=f'chapter {chapter} {row}', leave=False):
-                    a, b = page.evaluate(MEASURE, [f'physai-live-{key}-{name}', value])
+                    a, b = page.evaluate(MEASURE, [f'physai-panel-{key}-{name}', value])
                     handled.append(a)
                     painted.append(b)
                 page.click(reset)

@@ -1,10 +1,10 @@
-"""Latency of chapter 3's and chapter 4's live panels in the browser, control by control: from a slider input to the
+"""Latency of chapter 3's and chapter 4's page panels in the browser, control by control: from a slider input to the
 redrawn plots, with MuJoCo running the SO-101's hold (chapter 3) or the held-out episode's replay (chapter 4) in the
-page (physai.interface.web_arm, book/_static/physai-live-arm.js).
+page (physai.interface.web_arm; book/_static/panels/where_pd_runs_panels.js, servo_sysid_panels.js).
 
-Builds the scratch page of tests/test_web_arm.py (the chapter's twin or a stand-in for it, the live block, the site's
-_static files and the engine, with tests/browser.py) in a temporary directory, serves it over http and opens it in
-headless Chromium (/usr/bin/chromium). For every control it makes ``--values`` changes spread over the control's range
+Builds the scratch page of tests/test_web_arm.py (the chapters' page panels, their first views shortened, the site's
+modules and the engine, with tests/browser.py) in a temporary directory, serves it over http and opens it in headless
+Chromium (/usr/bin/chromium), MuJoCo started from the page's address. For every control it makes ``--values`` changes spread over the control's range
 (log-spaced on kp and the rate, every option of a choice, cycling) and times each, dispatching the input in a task of
 its own (as the browser dispatches a slider's input), from the input event to:
 
@@ -16,7 +16,7 @@ its own (as the browser dispatches a slider's input), from the input event to:
 
 (a) and (b) are the figures chapters 1 and 2 report (bench_web.py: the handler has rerun MuJoCo and redrawn); (c) adds
 the wait for the screen's next frame, up to 17 ms at 60 Hz. The row ``kp, discrete`` moves kp with the discrete
-integrator, which the browser's MuJoCo 3.3.8 lacks: the panel redraws what physai precomputed.
+integrator, which MuJoCo 3.14.0 runs in the page like the others.
 
 Baseline in the same run: the kernel's panel (physai.interface.where_pd_runs_panels.pd_panel, or
 physai.interface.servo_sysid_panels.sysid_panel) updating for the same kp changes (rerun with Python MuJoCo 3.17.0
@@ -48,14 +48,14 @@ sys.path.insert(0, str(ROOT / 'tests'))
 from browser import (CHROMIUM, ENGINE, FRAME_AND_TASK, NO_ENGINE, chromium, open_page,  # noqa: E402
                      scratch_site, serve, wait_live)
 from latency import kernel_kp_latencies, p95, preflight  # noqa: E402
-from test_web_arm import ARM_COLUMN_PX, held_out, idle, pd_blocks, sysid_blocks  # noqa: E402
+from test_web_arm import ARM_COLUMN_PX, held_out, pd_blocks, sysid_blocks  # noqa: E402
 
 from physai.interface.servo_sysid_panels import sysid_panel  # noqa: E402
 from physai.interface.where_pd_runs_panels import pd_panel  # noqa: E402
 
 MEASURE = """async ([key, name, value]) => {
-    const panel = window.physaiLive[key];
-    const input = document.getElementById(`physai-live-${key}-${name}`);""" + FRAME_AND_TASK + """
+    const panel = window.physaiPanels[key];
+    const input = document.getElementById(`physai-panel-${key}-${name}`);""" + FRAME_AND_TASK + """
     await frame();
     await task();
     const drawn = panel.drawn;
@@ -77,19 +77,19 @@ def control_values(chapter: int, n: int) -> dict[str, list]:
             'kp': log,
             'armature': [round(x, 4) for x in np.round(np.linspace(0.0, 0.1, n) / 0.0005) * 0.0005],
             'timestep': np.round(np.linspace(0.5, 20.0, n), 1).tolist(),
-            'integrator': [('Euler', 'RK4', 'implicit', 'implicitfast')[i % 4] for i in range(n)],
+            'integrator': [('Euler', 'RK4', 'implicit', 'implicitfast', 'discrete')[i % 5] for i in range(n)],
             'kv': log,
             'forcerange': np.round(np.linspace(0.2, 5.0, n), 2).tolist(),
             'kp, discrete': log,
         }
     return {
-        'rateHz': np.round(np.linspace(0, 400, n)).astype(int).tolist(),   # log slider over 0..400
+        'rate_hz': log,                                                   # log slider over 0..1000
         'backend': [('in-loop', 'in-step')[i % 2] for i in range(n)],
         'kp': log,
         'kv': np.round(np.linspace(0.0, 10.0, n), 2).tolist(),
         'armature': [round(x, 4) for x in np.round(np.linspace(0.0, 0.1, n) / 0.0005) * 0.0005],
         'timestep': np.round(np.linspace(0.5, 20.0, n), 1).tolist(),
-        'integrator': [('Euler', 'RK4', 'implicit', 'implicitfast')[i % 4] for i in range(n)],
+        'integrator': [('Euler', 'RK4', 'implicit', 'implicitfast', 'discrete')[i % 5] for i in range(n)],
         'kp, discrete': log,
     }
 
@@ -102,18 +102,17 @@ def browser_latencies(chapter: int, n: int) -> dict[str, tuple[list[float], list
           serve(scratch_site(pathlib.Path(tmp), blocks, max_width=ARM_COLUMN_PX)) as url, chromium() as browser):
         page, _, _ = open_page(browser, f'{url}/?{key}-integrator=implicitfast')
         wait_live(page, key)
-        idle(page, key)
         for row, values in control_values(chapter, n).items():
             name, _, integrator = row.partition(', ')
             if integrator:
-                page.select_option(f'#physai-live-{key}-integrator', integrator)
-                idle(page, key)
+                page.select_option(f'#physai-panel-{key}-integrator', integrator)
+                wait_live(page, key)
             times = [], [], []
             for value in tqdm(values, desc=row, leave=False):
                 for column, t in zip(times, page.evaluate(MEASURE, [key, name, value])):
                     column.append(t)
-            page.click(f'#physai-live-{key}-panel button:text("reset")')
-            idle(page, key)
+            page.click(f'#physai-panel-{key} button:text("reset")')
+            wait_live(page, key)
             out[row] = times
     return out
 

@@ -9,16 +9,19 @@ import-linter, the contract is in ``pyproject.toml``). Read it from the bottom u
    step), ``stability`` (h²ω² < 4 ± 2hc, critical armature, growth per step of every integrator),
    ``drives`` (chapter 2's force laws: PD, DC-motor envelope, remotized limit, delay, and their configs),
    ``loop`` (chapter 3's MIT-form command, controller ticks, zero-order hold, the in-loop PD's two flaws one at a
-   time).
+   time), ``servo_gain`` (the STS3215's firmware P register to MuJoCo's kp and back, BAM's duty-gain law beside
+   Menagerie's reading).
 2. ``physai.engine``: models and runners on MuJoCo. ``mj`` (the shared plumbing: integrators by name,
    MuJoCo's warnings captured per run, the one divergence rule, position-servo gains and armature set on a
    compiled model), ``perturb`` (the last-bit nudge), ``link`` (chapter 1's link and its step responses),
    ``pendulum`` (chapter 2's pendulum under each actuator model), ``so101`` (the SO-101 from MuJoCo
    Menagerie), ``bodies`` (what a 3D view needs: each body's pose per frame, each visible mesh on its body),
    ``hold`` (chapter 3's arm holding a pose, PD in the loop or in the step), ``sysid``
-   (chapter 4's open-loop replay and servo fit), ``datasets`` (LeRobot recordings).
+   (chapter 4's open-loop replay and servo fit), ``servo_models`` (per-joint servos, MuJoCo's command delay and
+   calibration offsets, and the structures fitted against the spring), ``datasets`` (LeRobot recordings).
 3. ``physai.experiments``: every table of the book, one module per chapter (``position_actuators``,
-   ``actuator_models``, ``where_pd_runs``, ``servo_sysid``), the ``registry`` behind
+   ``actuator_models``, ``where_pd_runs``, ``servo_sysid``, and ``servo_truth``, chapter 4's truth table), the
+   ``registry`` behind
    ``python -m physai NAME``, and ``identify`` (``python -m physai fit-servo``: chapter 4's fit on your own recording).
 4. ``physai.interface``: what a reader sees. ``plots`` (the figure style), ``diagrams``, ``live`` (the
    live-panel framework: sliders, choices, the blitted figure), ``twin`` (kernel-free static twins for the

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import pathlib
 import sys
@@ -91,14 +92,20 @@ def _fit_servo_parser() -> argparse.ArgumentParser:
     parser.add_argument('--heldout', nargs='+', metavar='N',
                         help='episode indices kept out of the fit (default the last of --episodes)')
     parser.add_argument('--per-joint', action='store_true', help="also fit each arm joint's kp and kv")
+    parser.add_argument('--delay', action='store_true',
+                        help="write the spring + delay structure (MuJoCo's actuator delay) instead of the spring")
     parser.add_argument('--offsets', action='store_true',
                         help='take the held-pose offsets to be calibration: fit without them, write them into the '
                              'actuators')
     parser.add_argument('--out', default=None, metavar='FILE',
-                        help=f'the MJCF file to write (default {identify.OUT_DEFAULT})')
+                        help=f'the MJCF file to write (default {identify.OUT_DEFAULT}); an existing file is kept '
+                             f'unless --force is given')
     parser.add_argument('--json', action='store_true', help='print the report as JSON')
     parser.add_argument('--report', default=None, metavar='FILE.png',
                         help='draw the replay against the recording per joint into this PNG')
+    parser.add_argument('--force', action='store_true', help='replace --out and --report if they exist')
+    parser.add_argument('--max-frames', default=None, metavar='N',
+                        help='use only the first N frames of each episode (when the fit would exceed its budget)')
     parser.add_argument('--download', action='store_true', help='allow downloading DATASET from the Hugging Face Hub')
     return parser
 
@@ -108,62 +115,95 @@ def _indices(name: str, values: list[str] | None) -> list[int] | None:
         return None
     out = []
     for v in (x for value in values for x in value.split(',') if x):
-        if not v.isdigit():
+        if not (v.isascii() and v.isdigit()):
             raise ValueError(f'{name} must be whole episode indices >= 0, got {v!r}')
         out.append(int(v))
     return out
 
 
 def fit_servo(argv: list[str]) -> int:
-    """``python -m physai fit-servo``: 0 on success; 2 with one line on stderr for bad arguments or data."""
-    from physai.experiments import identify, servo_sysid  # here: `list` and the tables need neither
+    """``python -m physai fit-servo``: 0 on success; 2 with one line on stderr for bad arguments or data; 130 with one
+    line when interrupted (Ctrl-C) saying what was written, if anything (a file is written whole or not at all).
 
+    Everything that can be checked is checked before the fit starts: the arguments, where the files go
+    (``identify.check_outputs``: an existing file only with ``--force``, never through a symbolic link or into
+    Menagerie's or the dataset's folder), the recording (the loader's checks on the episodes asked for), the episodes'
+    lengths and the fit's estimated cost (``identify.check_cost``). The files are written atomically.
+    """
+    from physai.experiments import identify, servo_sysid  # here: `list` and the tables need neither
+    from physai.engine.datasets import load_lerobot
+
+    written = []
     try:
         args, unknown = _fit_servo_parser().parse_known_args(argv)
         if unknown:
             raise ValueError(f'unrecognized arguments: {" ".join(unknown)}')
         identify.check_robot(args.robot)
         episodes, heldout = _indices('--episodes', args.episodes), _indices('--heldout', args.heldout)
-        out = pathlib.Path(args.out or identify.OUT_DEFAULT)
-        if out.suffix.lower() != '.xml':
-            raise ValueError(f'--out must name an .xml file, got {str(out)!r}')
-        if not out.resolve().parent.is_dir():
-            raise ValueError(f'--out must be in an existing folder, got {str(out)!r}')
-        if args.report is not None and not args.report.lower().endswith('.png'):
-            raise ValueError(f'--report must name a .png file, got {args.report!r}')
-        if args.dataset != 'synthetic' and not pathlib.Path(args.dataset).is_dir() and not args.download:
+        max_frames = args.max_frames
+        if max_frames is not None:
+            if not (max_frames.isascii() and max_frames.isdigit() and int(max_frames) >= 2):
+                raise ValueError(f'--max-frames must be a whole number of frames >= 2, got {max_frames!r}')
+            max_frames = int(max_frames)
+        local = args.dataset != 'synthetic' and pathlib.Path(args.dataset).is_dir()
+        if args.dataset != 'synthetic' and not local and not args.download:
             raise ValueError(f'DATASET must be a LeRobot dataset folder, got {args.dataset!r}, which is none; '
                              f'for a Hugging Face Hub id (owner/name) add --download')
-        try:
-            data, origin = servo_sysid.find_dataset(args.dataset, download=args.download)
-        except ImportError:
-            raise ValueError('--download needs the huggingface_hub package: pip install "physai[hub]"') from None
+        out, png = identify.check_outputs(args.out or identify.OUT_DEFAULT, args.report, force=args.force,
+                                          dataset=args.dataset if local else None)
+        if args.dataset == 'synthetic':
+            data, origin = servo_sysid.find_dataset('synthetic')
+        else:
+            try:
+                data = load_lerobot(args.dataset, download=args.download, episodes=episodes)
+            except ImportError:
+                raise ValueError('--download needs the huggingface_hub package: pip install "physai[hub]"') from None
+            origin = f'recording {args.dataset}'
+            if not local:  # downloaded: its folder is known only now
+                out, png = identify.check_outputs(out, png, force=args.force, dataset=data.root)
+        if max_frames is not None:
+            data = dataclasses.replace(data, episodes=tuple(identify.first_frames(data.episodes, max_frames)))
         fit, held = identify.select_episodes(data, episodes, heldout)
+        identify.check_lengths(fit, held)
+        identify.check_cost(fit, held, per_joint=args.per_joint, offsets=args.offsets)
         ident = identify.identify(data, fit, held, source=origin, per_joint=args.per_joint, offsets=args.offsets,
-                                  progress=True)
-        written = identify.write_mjcf(ident, out)
-        rep = identify.report(ident, written)
-        if args.report is not None:
-            draw_fit_report(ident, args.report)
+                                 delay=args.delay, progress=True)
+        written.append(identify.write_mjcf(ident, out))
+        rep = identify.report(ident, written[0])
+        if png is not None:
+            written.append(draw_fit_report(ident, png))
     except (ValueError, OSError, ModelUnavailable) as err:
-        return _fail(str(err))
+        return _fail(str(err) + (f' (wrote {" and ".join(map(str, written))} before that)' if written else ''))
+    except KeyboardInterrupt:
+        done = f'wrote {" and ".join(map(str, written))} only' if written else 'nothing written'
+        print(f'fit-servo: interrupted (Ctrl-C); {_inert(done)}', file=sys.stderr)
+        return 130
     print(identify.report_json(rep) if args.json else identify.report_text(rep))
     return 0
 
 
+def _inert(text: str) -> str:
+    from physai.experiments.outputs import inert
+    return inert(text)
+
+
 def _fail(message: str) -> int:
-    print(f'error: {message}', file=sys.stderr)
+    print(f'error: {_inert(message)}', file=sys.stderr)  # the message may quote a recording's names or paths
     return 2
 
 
-def draw_fit_report(ident, path: str) -> None:
+def draw_fit_report(ident, path) -> pathlib.Path:
     """The replay against the recording, per arm joint, every selected episode end to end; held-out ones shaded.
 
     Args:
       ident: an ``identify.Identification``.
-      path: the PNG to write.
+      path: the PNG to write (atomically: ``outputs.write_atomic``).
+
+    Returns:
+      The path written.
     """
     import numpy as np
+    from physai.experiments.outputs import inert, write_atomic
     from matplotlib.figure import Figure  # no pyplot: the command changes no backend and keeps no figure open
     from physai.engine.so101 import ARM_JOINTS
     from physai.engine.sysid import arm_columns
@@ -193,9 +233,10 @@ def draw_fit_report(ident, path: str) -> None:
         ax.grid(alpha=0.3)
     axes[-1].set_xlabel('time over the episodes, end to end (s)')
     axes[0].legend(fontsize=8, ncols=4, loc='lower right')
-    fig.suptitle(f'{ident.source}: open-loop replay against the recording', fontsize=10)
+    # the source is the recording's own name: shown as text, never read as mathtext ($...$) or control characters
+    fig.suptitle(f'{inert(ident.source)}: open-loop replay against the recording', fontsize=10, parse_math=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    return write_atomic(path, lambda f: fig.savefig(f, format='png', dpi=110))
 
 
 if __name__ == '__main__':

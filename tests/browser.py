@@ -1,9 +1,9 @@
 """What the browser tests and benchmarks share: a scratch page of live blocks served over http, headless Chromium,
 the few moves every live panel answers to, and Node for the pages' JavaScript outside a browser.
 
-The scratch page holds the site's live scripts (book/_static/physai-live*.js) and MuJoCo's WebAssembly build
-(node_modules/mujoco-js, put there by ``npm ci``) where the book serves them, and an index.html with the blocks
-(twins and live blocks, as the chapters' cells write them). Browsers run WebAssembly and ES modules only over http:
+The scratch page holds the site's panel scripts (book/_static/panels/*.js), its style sheet (physai.css) and MuJoCo's
+WebAssembly build (node_modules/@mujoco/mujoco, put there by ``npm ci``) where the book serves them, and an index.html
+with the blocks (first views and engine blocks, as the chapters' cells write them). Browsers run WebAssembly and ES modules only over http:
 :func:`serve` serves a directory on a thread. Used by tests/test_web*.py, tests/conftest.py (the ``browser``
 fixture) and benchmarks/bench_web*.py (which put tests/ on ``sys.path``); not a test module itself.
 """
@@ -26,14 +26,17 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STATIC = ROOT / 'book' / '_static'
-ENGINE = ROOT / 'node_modules' / 'mujoco-js' / 'dist' / 'mujoco_wasm.js'
+MODULES = STATIC / 'panels'
+ENGINE_DIR = ROOT / 'node_modules' / '@mujoco' / 'mujoco'
+ENGINE = ENGINE_DIR / 'mujoco.wasm'
+ENGINE_JS = ENGINE_DIR / 'mujoco.js'
 NODE = shutil.which('node')
 CHROMIUM = '/usr/bin/chromium'
 CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
                  '--disable-component-update', '--disable-sync', '--no-first-run']
-NO_ENGINE = 'node_modules/mujoco-js is missing: run npm ci'
+NO_ENGINE = 'node_modules/@mujoco/mujoco is missing: run npm ci'
 LIVE_TIMEOUT_MS = 120000
-"""How long a page may take to load the engine and start a panel (11 MB of WebAssembly on a loaded machine)."""
+"""How long a page may take to load the engine and start a panel (10.6 MB of WebAssembly on a loaded machine)."""
 
 FRAME_AND_TASK = """
     const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
@@ -56,15 +59,26 @@ def node(script: str, data=None, *, timeout: float = 300) -> object:
     return json.loads(done.stdout.strip().rsplit('\n', 1)[-1])
 
 
+def module(name: str) -> str:
+    """The file URL of one of the page's modules (``'laws.js'``), for a Node script's import."""
+    return (MODULES / name).as_uri()
+
+
+def engine_url() -> str:
+    """The file URL of the engine's ``mujoco.js`` (``engine.load(url)`` in Node); skips the test when missing."""
+    require_engine()
+    return ENGINE_JS.as_uri()
+
+
 def require_engine() -> pathlib.Path:
     """The engine's file; skips the test when it is missing."""
-    if not ENGINE.is_file():
+    if not (ENGINE.is_file() and ENGINE_JS.is_file()):
         pytest.skip(NO_ENGINE)
     return ENGINE
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves files without a log line per request, and lets the browser cache them (the engine is 11 MB)."""
+    """Serves files without a log line per request, and lets the browser cache them (the engine is 10.6 MB)."""
 
     def log_message(self, format, *args):
         pass
@@ -89,23 +103,26 @@ def serve(directory: pathlib.Path) -> Iterator[str]:
 
 
 def scratch_site(directory: pathlib.Path, body_html: str, *, title: str = 'live panel',
-                 max_width: int | None = None) -> pathlib.Path:
-    """Write a page into ``directory`` as the book serves one: ``body_html`` (twins and live blocks) in a column
-    ``max_width`` CSS px wide (by default the book's at a 1280 px window, ``plots.COLUMN_PX``), the site's live
-    scripts in ``_static/`` and the engine in ``_static/mujoco/``. Returns ``directory``; skips the test when the
-    engine is missing."""
+                 max_width: int | None = None, theme: str = 'light') -> pathlib.Path:
+    """Write a page into ``directory`` as the book serves one: ``body_html`` (first views and engine blocks) in a
+    column ``max_width`` CSS px wide (by default the book's at a 1280 px window, ``plots.COLUMN_PX``), the site's panel
+    scripts in ``_static/panels/``, its style sheet in ``_static/`` and the engine in ``_static/mujoco/``; ``theme``
+    ``dark`` sets the book's dark theme. Returns ``directory``; skips the test when the engine is missing."""
     require_engine()
     if max_width is None:
         from physai.interface.plots import COLUMN_PX
         max_width = COLUMN_PX
     static = directory / '_static'
     (static / 'mujoco').mkdir(parents=True)
-    for path in STATIC.glob('physai-live*.js'):
-        shutil.copyfile(path, static / path.name)
-    shutil.copyfile(ENGINE, static / 'mujoco' / ENGINE.name)
+    shutil.copytree(STATIC / 'panels', static / 'panels')
+    shutil.copyfile(STATIC / 'physai.css', static / 'physai.css')
+    for path in (ENGINE, ENGINE_JS):
+        shutil.copyfile(path, static / 'mujoco' / path.name)
     (directory / 'index.html').write_text(
-        '<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">'
-        f'<title>{title}</title><script type="module" src="_static/physai-live.js?v=0"></script></head><body>'
+        f'<!doctype html><html data-theme="{theme}"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width">'
+        f'<title>{title}</title><link rel="stylesheet" href="_static/physai.css">'
+        '<script type="module" src="_static/panels/boot.js?v=0"></script></head><body>'
         f'<main style="max-width:{max_width}px;margin:auto">{body_html}</main></body></html>', encoding='utf-8')
     return directory
 
@@ -139,14 +156,27 @@ def open_page(browser, url: str, *, viewport: tuple[int, int] = (1280, 800), web
     return page, requests, errors
 
 
+def wait_built(page, key: str) -> None:
+    """Wait until the page panel ``key`` (servo, pendulum, pd, sysid) has drawn its first view."""
+    page.wait_for_selector(f'#physai-panel-{key}[data-drawn]', state='attached', timeout=LIVE_TIMEOUT_MS)
+
+
 def wait_live(page, key: str) -> None:
-    """Wait until the live panel ``key`` (servo, pendulum, pd, sysid) runs MuJoCo."""
-    page.wait_for_selector(f'#physai-live-{key}[data-state=live]', state='attached', timeout=LIVE_TIMEOUT_MS)
+    """Wait until the page panel ``key`` runs MuJoCo and has drawn a picture of its own."""
+    page.wait_for_selector(f'#physai-panel-{key}[data-mode=live][data-state=idle]', state='attached',
+                           timeout=LIVE_TIMEOUT_MS)
+
+
+def go_live(page, key: str) -> None:
+    """Press the panel's "Run MuJoCo live" and wait until it runs."""
+    wait_built(page, key)
+    page.click(f'#physai-panel-{key} .pl-offer button')
+    wait_live(page, key)
 
 
 def set_control(page, key: str, name: str, value) -> None:
-    """Move control ``name`` of live panel ``key`` as a reader does: set its input's value, dispatch an input event."""
-    page.eval_on_selector(f'#physai-live-{key}-{name}', """(input, value) => {
+    """Move control ``name`` of page panel ``key`` as a reader does: set its input's value, dispatch an input event."""
+    page.eval_on_selector(f'#physai-panel-{key}-{name}', """(input, value) => {
         input.value = value; input.dispatchEvent(new Event('input', {bubbles: true})); }""", str(value))
 
 

@@ -1,11 +1,34 @@
 """Fixtures shared by the tests."""
 
+import contextlib
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import time
+
 import matplotlib
 import numpy as np
 import pytest
 from browser import chromium
 
 matplotlib.use('agg')  # the tests draw off-screen, before anything imports pyplot
+
+
+@pytest.fixture(scope='session')
+def built_book() -> pathlib.Path:
+    """Build the book once per test session, as ``make book`` does (strict, ``--all``), into the repository's
+    ``_build``; returns ``_build/html``. Every test of the built site shares this one build (a build takes minutes)."""
+    root = pathlib.Path(os.environ.get('PHYSAI_BOOK_ROOT', pathlib.Path(__file__).resolve().parents[1]))
+    jupyter_book = pathlib.Path(sys.executable).with_name('jupyter-book')
+    command = [str(jupyter_book if jupyter_book.exists() else shutil.which('jupyter-book')),
+               'build', '--all', '-W', '-n', '--keep-going', str(root)]
+    start = time.monotonic()
+    result = subprocess.run(command, cwd=root, capture_output=True, text=True)
+    assert result.returncode == 0, f'the book build failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}'
+    print(f'\nbook built in {time.monotonic() - start:.1f} s')
+    return root / '_build' / 'html'
 
 
 @pytest.fixture(scope='module')
@@ -16,25 +39,28 @@ def browser():
 
 
 @pytest.fixture
-def twin_page(tmp_path):
-    """Open one static twin's HTML alone in headless Debian Chromium, as a kernel-less page shows it.
+def panel_page(tmp_path):
+    """Open a page panel's blocks (``physai.interface.web``) on a scratch page served over http, as the book serves
+    them (tests/browser.py), in headless Debian Chromium without WebAssembly: the precomputed first view alone.
 
-    Yields ``open(html) -> page`` and the list of JavaScript errors the pages raise. Skips when Chromium or
-    playwright is missing (the site test, not these, insists on them under CI).
+    Yields ``open(html) -> page`` and the list of JavaScript errors the pages raise. Skips when Chromium, playwright
+    or the engine's package is missing (the site test, not these, insists on them under CI).
     """
+    from browser import open_page, scratch_site, serve
     errors: list[str] = []
-    with chromium() as browser:
+    with chromium() as browser, contextlib.ExitStack() as stack:
+        count = iter(range(1000))
 
-        def open_page(html: str):
-            path = tmp_path / 'twin.html'
-            path.write_text('<!doctype html><html><head><meta charset="utf-8"></head><body>'
-                            f'{html}</body></html>', encoding='utf-8')
-            page = browser.new_page()
+        def open_(html: str):
+            site = scratch_site(tmp_path / f'site{next(count)}', html)
+            url = stack.enter_context(serve(site))
+            page, _, page_errors = open_page(browser, url + '/', webassembly=False)
             page.on('pageerror', lambda e: errors.append(str(e)))
-            page.goto(path.as_uri())
+            page.wait_for_selector('.physai-panel[data-drawn]', state='attached', timeout=60_000)
+            errors.extend(page_errors)
             return page
 
-        yield open_page, errors
+        yield open_, errors
 
 
 # --- chapter 1: the servo panel (test_live, test_position_actuators_panels) ------------------------

@@ -170,6 +170,20 @@ def test_damping_sweep_overshoot_falls_as_damping_rises():
     assert overshoot[:3] == sorted(overshoot[:3], reverse=True)
 
 
+def test_armature_leaves_the_steady_error_at_the_sag_and_only_slows_the_settling():
+    """Armature adds inertia, not weight: run long enough, every armature of the sweep settles at the sag. The
+    sweep's heaviest row reads a little less only because its lightly damped swing has not died out in 4 s."""
+    rows = actuator_models.sweep('armature').rows
+    sag = math.degrees(servo_sag(100.0, pendulum.TAU_G))
+    assert rows[0]['error_deg'] == pytest.approx(sag, abs=1e-3)
+    assert abs(rows[-1]['error_deg'] - sag) > 0.01  # the 4 s run's tail is still swinging
+    long = pendulum.simulate([ImplicitPD(kp=100.0, kv=5.0)],
+                             pendulum=[pendulum.PendulumParams(armature=1.0)], command=pendulum.Step(),
+                             duration=12.0)[0]
+    tail = long.t > long.t[-1] - 0.5
+    assert math.degrees(math.pi / 2 - float(np.mean(long.q[tail]))) == pytest.approx(sag, abs=1e-3)
+
+
 def test_velocity_limit_caps_the_speed_of_the_dc_motor():
     sweep = actuator_models.sweep('velocity-limit')
     for value, row in zip(sweep.values, sweep.rows):

@@ -1,5 +1,6 @@
-"""physai.interface.actuator_models_panels: chapter 2's live panel at extreme settings, its readout, and the
-forcerange twin (byte-stable, redrawn in headless Chromium)."""
+"""physai.interface.actuator_models_panels: chapter 2's live panel at extreme settings, its readout, and its page's
+precomputed first view over the model and the effort limit (byte-stable, robust to a nudge, redrawn in headless
+Chromium)."""
 
 import io
 import json
@@ -8,7 +9,7 @@ import numpy as np
 from PIL import Image
 
 from physai.engine import pendulum
-from physai.interface import actuator_models_panels, plots
+from physai.interface import actuator_models_panels, plots, web
 from physai.laws import drives
 
 
@@ -87,30 +88,47 @@ def test_the_try_it_suggestions_do_what_their_worked_answers_say():
     assert held['p2p_deg'] < plots.SWINGING_P2P_DEG < weak['p2p_deg']
 
 
-def test_forcerange_twin_is_byte_stable_small_and_changes_with_the_limit():
-    first, second = actuator_models_panels.forcerange_twin().data, actuator_models_panels.forcerange_twin().data
-    assert first == second
-    assert len(first) < 500_000
-    start = first.index('"frames":') + len('"frames":')
-    frames = json.loads(first[start:first.index('}</script>', start)])
-    assert len(frames) == 10  # (effort limit, model): model varies fastest
-    for model in (0, 1):
-        assert len({json.dumps(frames[2 * k + model]) for k in range(5)}) == 5
+def test_first_view_is_byte_stable_small_and_survives_a_nudge(monkeypatch):
+    first = actuator_models_panels.forcerange_twin().data
+    assert actuator_models_panels.forcerange_twin().data == first
+    assert len(first) < 300_000
+    view = web.block_data(first)['firstView']
+    assert view['grid'] == {'model': list(actuator_models_panels.MODELS),
+                            'forcerange': list(actuator_models_panels.TWIN_FORCERANGES)}
+    runs = view['parts']['run']['data']
+    assert len(runs) == 5 * 6
+    for model in range(5):  # every effort limit draws another run
+        assert len({json.dumps(runs[model * 6 + k]) for k in range(6)}) == 6
+    # the default's run, in the panel's words
+    stored = runs[1 * 6 + 4]
+    run, metrics = actuator_models_panels.panel_run('ideal PD', 100.0, 5.0, 0.0, pendulum.TIMESTEP, 'implicitfast',
+                                                    6.0, 8.0, 12)
+    assert stored['readout'] == actuator_models_panels.panel_readout(run, metrics)
+    monkeypatch.setenv('PHYSAI_PERTURB', '1e-12')
+    assert actuator_models_panels.forcerange_twin().data == first
 
 
-def test_forcerange_twin_redraws_in_a_browser_without_a_kernel(twin_page):
-    open_page, errors = twin_page
-    root = 'physai-twin-ch2-effort-limit'
-    page = open_page(actuator_models_panels.forcerange_twin().data)
-    before = page.inner_html(f'#{root}-plot-0')
+def test_first_view_redraws_in_a_browser_without_a_kernel(panel_page):
+    open_page, errors = panel_page
+    root = '#physai-panel-pendulum'
+    page = open_page(actuator_models_panels.forcerange_twin().data + web.pendulum_live().data)
+    before = page.inner_html(f'{root} svg.pl-step')
     assert '<path' in before
-    page.eval_on_selector(f'#{root}-forcerange',
-                          "e => { e.value = 4; e.dispatchEvent(new Event('input')); }")
-    assert page.inner_html(f'#{root}-plot-0') != before
-    assert page.inner_text(f'#{root}-forcerange-value') == '6'
-    page.select_option(f'#{root}-model', label='implicit')
-    assert page.inner_html(f'#{root}-plot-1') != ''
+    page.eval_on_selector(f'{root}-forcerange', "e => { e.value = 2; e.dispatchEvent(new Event('input')); }")
+    assert page.inner_html(f'{root} svg.pl-step') != before
+    assert page.inner_text(f'{root}-forcerange-value') == '2.0 N·m'
+    page.select_option(f'{root}-model', 'implicit')
+    assert 'still swinging' in page.inner_text(f'{root} .pl-readout')
     assert errors == []
+
+
+def test_kernel_panel_renders_the_description():
+    panel = actuator_models_panels.actuator_panel()
+    spec = actuator_models_panels.actuator_spec()
+    assert [c.name for c in spec.controls] == list(panel.controls) and panel.values == spec.defaults
+    for ax, plot in zip(panel.figure.axes[:3], spec.plots):
+        assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == (plot.xlabel, plot.ylabel, plot.title)
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == [e.label for e in plot.legend]
 
 
 def test_panel_offers_the_remotized_pd_whose_default_table_just_holds_the_link():

@@ -378,12 +378,12 @@ def test_the_removed_output_check_catches_prose_quoting_a_table_the_page_removes
 
 # --- the engine's size, said the same everywhere (issue 30) ------------------------------------------------------
 
-ENGINE_FILE = ROOT / 'node_modules' / 'mujoco-js' / 'dist' / 'mujoco_wasm.js'
-"""MuJoCo's WebAssembly build as the site serves it (book/_ext/physai_engine.py copies it); when the engine changes,
-change this one path and the test lists every sentence whose size is then stale."""
+ENGINE_FILES = tuple(ROOT / 'node_modules' / '@mujoco' / 'mujoco' / name for name in ('mujoco.js', 'mujoco.wasm'))
+"""MuJoCo's WebAssembly build as the site serves it (book/_ext/physai_engine.py copies them); when the engine changes,
+change these paths and the test lists every sentence whose size is then stale."""
 
 SIZE_SOURCES = sorted({ROOT / 'README.md', *(ROOT / 'book').glob('*.md'), *(ROOT / 'book' / '_ext').glob('*.py'),
-                       *(ROOT / 'book' / '_static').glob('*.js'), *(ROOT / 'physai').rglob('*.py'),
+                       *(ROOT / 'book' / '_static').rglob('*.js'), *(ROOT / 'physai').rglob('*.py'),
                        ROOT / 'tests' / 'browser.py', *NOTEBOOKS})
 MEGABYTES = re.compile(r'(?<![\d.])(?P<value>\d+(?:\.\d+)?) MB\b')
 ABOUT_THE_ENGINE = re.compile(r'WebAssembly|mujoco_wasm|\bengine\b|MuJoCo \(', re.I)
@@ -415,12 +415,13 @@ def _stated(value: float, actual_mb: float) -> bool:
 @pytest.fixture(scope='module')
 def engine_megabytes() -> tuple[float, list[float]]:
     """The engine's raw size in MB (10⁶ bytes), and its gzip-compressed sizes at levels 1 to 9 (servers pick their
-    own: 3.5 MB at level 1, 2.9 MB at level 9 for mujoco-js 0.0.7's 11 MB), measured once."""
+    own), measured once."""
     import gzip
-    if not ENGINE_FILE.is_file():
-        pytest.skip('no node_modules/mujoco-js (npm ci)')
-    data = ENGINE_FILE.read_bytes()
-    return len(data) / 1e6, [len(gzip.compress(data, compresslevel=level)) / 1e6 for level in range(1, 10)]
+    if not all(path.is_file() for path in ENGINE_FILES):
+        pytest.skip('no node_modules/@mujoco/mujoco (npm ci)')
+    data = [path.read_bytes() for path in ENGINE_FILES]
+    return (sum(map(len, data)) / 1e6,
+            [sum(len(gzip.compress(d, compresslevel=level)) for d in data) / 1e6 for level in range(1, 10)])
 
 
 @pytest.mark.parametrize('path', SIZE_SOURCES, ids=[str(p.relative_to(ROOT)) for p in SIZE_SOURCES])

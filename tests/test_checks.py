@@ -45,3 +45,31 @@ def test_an_int_too_large_for_a_float_is_refused_not_an_overflow():
         checks.positive('kp', 10**400)
     with pytest.raises(ValueError, match='timestep must be in'):
         checks.timestep(10**400)
+
+
+@pytest.mark.parametrize('value, ok', [(0, True), (5, True), (np.int64(7), True), (-1, False), (11, False),
+                                       (1.0, False), (True, False), (None, False), (10**30, False)])
+def test_whole_takes_only_integers_in_range(value, ok):
+    if ok:
+        assert checks.whole('n', value, 0, 10) == value
+    else:
+        with pytest.raises(ValueError, match=r'n must be a whole number in \[0, 10\]'):
+            checks.whole('n', value, 0, 10)
+
+
+@pytest.mark.parametrize('value', [None, 'abc', [1.0, None], True, [True, False], 1 + 2j, [[1.0], [1.0, 2.0]],
+                                   10**400, {'q': 1.0}])
+def test_real_array_refuses_what_numpy_would_turn_into_nan_or_objects(value):
+    with pytest.raises(ValueError, match=r'q must be a number or an array of numbers rad, got'):
+        checks.real_array('q', value, 'rad')
+
+
+def test_real_array_passes_numbers_nan_and_infinity_as_floats():
+    out = checks.real_array('q', [1, 2.5, math.nan, -math.inf])
+    assert out.dtype == np.float64 and out[0] == 1.0 and math.isnan(out[2]) and out[3] == -math.inf
+
+
+def test_distinct_names_every_repeated_item_once():
+    assert checks.distinct('joints', ('a', 'b')) == ['a', 'b']
+    with pytest.raises(ValueError, match=r"joints must hold each item once, got 'a', 'b' more than once in "):
+        checks.distinct('joints', ['a', 'b', 'a', 'b', 'a'])

@@ -1,5 +1,6 @@
 """The LeRobot loader: tiny v3.0 and v2.1 datasets built here, every error it promises, the real recording."""
 
+import dataclasses
 import json
 import pathlib
 import sys
@@ -9,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import recordings  # tests/recordings.py: corrupted copies of the shipped recording
 from physai.engine import datasets
 from physai.engine.datasets import load_lerobot, read_lerobot
 
@@ -265,3 +267,106 @@ def test_a_truncated_info_json_names_its_file(tmp_path):
 def test_joints_given_as_one_string_is_refused_not_split_into_letters():
     with pytest.raises(TypeError, match='joints must be a sequence of joint names'):
         read_lerobot(datasets.shipped_recording(), joints="shoulder_pan")
+
+
+# ---------------------------------------------------------------------------------------------
+# recordings that load but are wrong: each once gave a plausible, wrong fit without a word (tests/recordings.py)
+
+
+@pytest.mark.parametrize('name', list(recordings.CORRUPTIONS))
+def test_a_corrupted_recording_is_refused_naming_the_episode_and_what_is_wrong(tmp_path, name):
+    frames, meta = recordings.CORRUPTIONS[name](recordings.table(), recordings.info())
+    root = recordings.write(tmp_path, frames, meta)
+    with pytest.raises(ValueError, match=r'^episode \d+ of .* (must|timestamps)') as err:
+        load_lerobot(root)
+    assert 'leave the episode out' in str(err.value)
+
+
+@pytest.mark.parametrize('fps, words', [(15, ['66.667 ms apart', '33.333 ms between most frames', 'as at 30 fps']),
+                                        (60, ['16.667 ms apart', 'as at 30 fps'])])
+def test_a_wrong_fps_says_which_rate_the_timestamps_show(tmp_path, fps, words):
+    """fps 15 fitted a lag of 217 ms instead of 109 ms, fps 60 one of 57 ms, each called pinned."""
+    root = recordings.write(tmp_path, meta={**recordings.info(), 'fps': fps})
+    with pytest.raises(ValueError) as err:
+        load_lerobot(root)
+    assert all(w in str(err.value) for w in words), err.value
+
+
+@pytest.mark.parametrize('corrupt, words', [
+    (recordings.reversed_time, ['episode 1', 'time running backwards']),
+    (lambda f, m: recordings.stored_twice(f, m, restamp=False), ['episode 0', 'frames stored twice', 'frames 1, 3, 5']),
+    (recordings.stored_twice, ['episode 0', 'must not repeat its frames', 'moving frames', 'stored twice']),
+    (recordings.dropped_frame, ['episode 2', 'frames 100', '66.6', 'dropped']),
+    (recordings.glitch(1e30), ['episode 1', 'observation.state must lie within ±360', '1e+30', 'shoulder_lift',
+                               'frame 120']),
+    (recordings.wrap(), ['episode 0', 'observation.state must move less than 180° in one frame', '+360.',
+                         'wrist_roll', 'from frame 199 to 200', 'encoder wrap']),
+    (recordings.spike(45.0), ['episode 3', 'action must not leave its neighbours by more than 20°', '+45.0°',
+                              'elbow_flex', 'frame 50', 'glitch']),
+])
+def test_each_kind_of_bad_episode_names_its_frames(tmp_path, corrupt, words):
+    root = recordings.write(tmp_path, *corrupt(recordings.table(), recordings.info()))
+    with pytest.raises(ValueError) as err:
+        load_lerobot(root)
+    assert all(w in str(err.value) for w in words), err.value
+
+
+def test_a_bad_episode_can_be_left_out_and_the_others_load_unchanged(tmp_path):
+    root = recordings.write(tmp_path, *recordings.glitch(1e30, episode=1)(recordings.table(), recordings.info()))
+    ds = load_lerobot(root, episodes=[0, 2, 3])
+    shipped = load_lerobot(datasets.shipped_recording())
+    assert [e.index for e in ds] == [0, 2, 3]
+    for e in ds:
+        np.testing.assert_array_equal(e.state, shipped[e.index].state)
+    with pytest.raises(ValueError, match=r'episodes must be episode indices of the dataset \(0-3\), got 7'):
+        load_lerobot(root, episodes=[0, 7])
+    with pytest.raises(ValueError, match=r"episodes must hold each item once, got 0 more than once"):
+        load_lerobot(root, episodes=[0, 0, 2])
+
+
+def test_the_shipped_and_the_synthetic_recordings_pass_every_check():
+    from physai.engine import sysid
+    for e in list(load_lerobot(datasets.shipped_recording())) + list(sysid.synthetic_dataset(seconds=4.0)):
+        assert datasets.check_episode(e) is e
+
+
+def test_a_recording_without_timestamps_is_refused_since_its_fps_cannot_be_checked(tmp_path):
+    root = recordings.write(tmp_path, recordings.table().drop(columns=['timestamp']))
+    with pytest.raises(ValueError, match='must have a timestamp column'):
+        load_lerobot(root)
+
+
+def test_a_joint_named_twice_is_refused_in_the_request_and_in_info_json(tmp_path):
+    with pytest.raises(ValueError, match=r"joints must hold each item once, got 'elbow_flex' more than once"):
+        load_lerobot(datasets.shipped_recording(), joints=['elbow_flex', 'shoulder_pan', 'elbow_flex'])
+    make_v30(tmp_path, info=_info('v3.0', names=NAMES[:5] + ['wrist_roll.pos']))
+    with pytest.raises(ValueError, match=r"joint names of action in meta/info.json must hold each item once, got "
+                                         r"'wrist_roll' more than once"):
+        read_lerobot(tmp_path)
+
+
+def test_the_checks_thresholds_sit_far_from_the_shipped_recording():
+    """The largest out-and-back and the largest frame-to-frame jump of the real arm stay well inside the glitch and
+    wrap thresholds, and its repeats well under the refused share."""
+    for e in load_lerobot(datasets.shipped_recording()):
+        for values in (e.action, e.state):
+            step = np.diff(values, axis=0)
+            back = np.where(np.sign(step[:-1]) == -np.sign(step[1:]), np.minimum(abs(step[:-1]), abs(step[1:])), 0)
+            assert back.max() < datasets.SPIKE_DEG / 10 and np.abs(step).max() < datasets.WRAP_JUMP_DEG / 10
+
+
+def test_float32_timestamps_an_hour_into_an_episode_pass_and_a_dropped_frame_there_does_not():
+    """LeRobot stores timestamps as float32, whose rounding an hour in (2.4e-4 s) exceeds LeRobot's 1e-4 s tolerance:
+    the check allows for it, and still sees a frame missing at that point."""
+    n = 30 * 3600 + 30
+    t = np.arange(n) / 30
+    values = np.column_stack([10 * np.sin(0.3 * t + j) for j in range(6)]) + 20
+    episode = datasets.Episode(index=0, fps=30.0, joints=tuple(n[:-4] for n in NAMES), action=values,
+                               state=values.copy(), timestamp=t.astype(np.float32).astype(np.float64))
+    assert np.abs(np.diff(episode.timestamp) - 1 / 30).max() > datasets.TIMESTAMP_TOLERANCE_S
+    assert datasets.check_episode(episode) is episode
+    gap = np.delete(np.arange(n), n - 10)
+    dropped = dataclasses.replace(episode, action=values[gap], state=values[gap],
+                                  timestamp=episode.timestamp[gap])
+    with pytest.raises(ValueError, match=rf'1 step that is not \(frames {n - 10}; the first is 66.6'):
+        datasets.check_episode(dropped)

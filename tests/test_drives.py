@@ -3,6 +3,7 @@ every clipping corner, the configs' input checks, and the implicit PD's law agai
 
 import dataclasses
 import math
+import re
 
 import mujoco
 import numpy as np
@@ -128,7 +129,7 @@ def test_implicit_pd_law_is_mujocos_position_actuator_force():
      'saturation_effort must be a finite number > 0'),
     (lambda: DCMotor(kp=1.0, forcerange=1.0, saturation_effort=1.0, velocity_limit=-2.0),
      'velocity_limit must be a finite number > 0 rad/s, got -2.0'),
-    (lambda: DelayedPD(kp=1.0, delay=-1), 'delay must be a whole number of physics steps >= 0, got -1'),
+    (lambda: DelayedPD(kp=1.0, delay=-1), 'delay must be a whole number in [0, 1,000,000] physics steps, got -1'),
     (lambda: DelayedPD(kp=1.0, delay=1.5), 'delay must be a whole number'),
     (lambda: RemotizedPD(kp=1.0, table=((1.0, 1.0), (0.0, 2.0))), 'table angles must be strictly'),
     (lambda: RemotizedPD(kp=1.0, table=((0.0, -1.0),)), 'table torques must be >= 0'),
@@ -138,7 +139,7 @@ def test_implicit_pd_law_is_mujocos_position_actuator_force():
     (lambda: actuator_models.sweep('stifness'), 'param must be one of stiffness'),
 ])
 def test_bad_input_names_the_parameter_the_value_and_what_is_allowed(make, message):
-    with pytest.raises(ValueError, match=message.replace('(', r'\(').replace(')', r'\)')):
+    with pytest.raises(ValueError, match=re.escape(message)):
         make()
 
 
@@ -148,3 +149,34 @@ def test_configs_are_frozen_and_keyword_only():
         pd.kp = 2.0
     with pytest.raises(TypeError):
         IdealPD(1.0)
+
+
+@pytest.mark.parametrize('kwargs, words', [
+    (dict(saturation_effort=0.0, forcerange=0.0, velocity_limit=0.0), 'saturation_effort must be a finite number > 0'),
+    (dict(saturation_effort=2.0, forcerange=0.0, velocity_limit=1.0), 'forcerange must be > 0'),
+    (dict(saturation_effort=2.0, forcerange=-1.0, velocity_limit=1.0),
+     'forcerange must be > 0 N·m (inf for no limit), got -1.0'),
+    (dict(saturation_effort=2.0, forcerange=1.0, velocity_limit=0.0), 'velocity_limit must be a finite number > 0'),
+])
+def test_the_dc_motor_envelope_refuses_limits_it_cannot_draw(kwargs, words):
+    """Zero limits once divided by zero; a negative forcerange gave a band whose lower edge sat above its upper."""
+    with pytest.raises(ValueError, match=re.escape(words)):
+        drives.dc_motor_envelope(1.0, **kwargs)
+    low, high = drives.dc_motor_envelope(1.0, saturation_effort=2.0, forcerange=math.inf, velocity_limit=1.0)
+    assert low <= high
+
+
+@pytest.mark.parametrize('commands, delay, words', [
+    ([None, 1.0], 1, 'commands must be a number or an array of numbers'),
+    ([0.0, 1.0], 10**30, 'delay must be a whole number in [0, 1,000,000] physics steps, got 10000000'),
+    ([0.0, 1.0], True, 'delay must be a whole number'),
+])
+def test_delay_commands_refuses_none_and_a_delay_beyond_any_run(commands, delay, words):
+    """None once became NaN silently and 10**30 an OverflowError."""
+    with pytest.raises(ValueError, match=re.escape(words)):
+        drives.delay_commands(commands, delay)
+    assert drives.delay_commands([0.0, 1.0, 2.0], drives.MAX_DELAY_STEPS).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_the_longest_delay_is_as_many_steps_as_one_run_may_take():
+    assert drives.MAX_DELAY_STEPS == pendulum.mj.MAX_STEPS

@@ -9,7 +9,6 @@ every number the book page shows (myst-nb's own formatting of the stored glue va
 import json
 import pathlib
 import re
-import sys
 
 import pytest
 from markdown_it import MarkdownIt
@@ -497,14 +496,9 @@ def test_the_colab_launch_url_is_turned_into_the_editions():
 
 
 @pytest.mark.slow
-def test_the_built_pages_colab_button_opens_the_edition(tmp_path):
-    """Build the book (strict, as make book does) into a scratch folder and read each chapter's Colab link."""
-    import subprocess
-    result = subprocess.run([str(pathlib.Path(sys.executable).parent / 'jupyter-book'), 'build', '--all', '-W', '-n',
-                             '--keep-going', '--path-output', str(tmp_path), str(ROOT)],
-                            capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, f'the book build failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}'
-    html_dir = tmp_path / '_build' / 'html'
+def test_the_built_pages_colab_button_opens_the_edition(built_book):
+    """The book as make book builds it (strict; the session's one build): each chapter's Colab link."""
+    html_dir = built_book
     assert not (html_dir / 'colab').exists(), 'the edition must not become pages of the book'
     for page in CHAPTERS:
         links = set(re.findall(r'href="(https://colab\.research\.google\.com/[^"]+)"',

@@ -377,3 +377,19 @@ def test_implicit_kv_moves_kv_into_the_damping_that_implicitfast_takes_implicitl
     diagonal = d.qDeriv[what_if.D_rowadr + what_if.D_diag]  # qDeriv is stored sparse, row by row
     np.testing.assert_allclose(-diagonal, base.dof_damping + 2.5, rtol=1e-12)
     assert np.all(hold.hold_model(HoldParams(backend='in-loop')).dof_damping == base.dof_damping)
+
+
+def test_a_controller_refuses_a_joint_given_twice_and_another_models_data():
+    """A joint twice got two PDs, the last silently winning; another model's data ended in an IndexError (or, of the
+    same size, in gains written where the data never looks)."""
+    xml = ('<mujoco><worldbody><body><joint name="hinge" axis="0 1 0"/><geom size="0.05" mass="1"/></body>'
+           '</worldbody><actuator><motor joint="hinge"/></actuator></mujoco>')
+    m = mujoco.MjModel.from_xml_string(xml)
+    with pytest.raises(ValueError, match=r"joints must hold each item once, got 'hinge' more than once"):
+        PDController(m, ['hinge', 0])
+    controller = PDController(m, ['hinge'])
+    twin = mujoco.MjModel.from_xml_string(xml)  # the same model compiled again: its data never sees the gains
+    for data in (mujoco.MjData(twin), mujoco.MjData(mujoco.MjModel.from_xml_string('<mujoco/>'))):
+        with pytest.raises(ValueError, match="data must be the MjData of the controller's own model"):
+            controller.write(data, [JointCommand(stiffness=1.0)])
+    controller.write(mujoco.MjData(m), [JointCommand(stiffness=1.0)])

@@ -1,12 +1,13 @@
-"""physai.interface.live: the live-panel framework (sliders, choices, the blitted figure, errors drawn not
-raised, the widget), exercised through chapter 1's servo panel."""
+"""physai.interface.live: the kernel's renderer of a panel description (its controls as ipywidgets, the blitted
+figure, errors drawn not raised, the widget), exercised through chapter 1's servo panel; and
+physai.interface.panel: the description itself (controls, plots, words)."""
 
 import io
 
 import numpy as np
 import pytest
 
-from physai.interface import live
+from physai.interface import live, panel as panel_module
 from physai.laws.checks import INTEGRATORS
 
 
@@ -33,7 +34,7 @@ def test_reset_brings_every_control_back(panel):
     panel.update(kp=5000.0, armature=0.07, timestep=0.012, integrator='RK4')
     panel.reset()
     assert panel.values == {'kp': 100.0, 'armature': 0.028, 'timestep': 0.005,
-                            'integrator': 'implicitfast'}
+                            'integrator': 'implicitfast', 'dampratio': 1.0}
 
 
 def test_blitted_image_equals_a_full_redraw(panel):
@@ -74,10 +75,39 @@ def test_controls_validate_their_ranges():
         live.LogSlider('kp', 'kp', 0, 10, 1)
     with pytest.raises(ValueError, match='default must be one of'):
         live.Choice('integrator', 'integrator', INTEGRATORS, 'Verlet')
+    with pytest.raises(ValueError, match='format spec must be'):
+        live.Slider('x', 'x', 0, 1, 0.5, format='.3%')
     kp, armature, timestep, integrator = live.common_controls()
     assert (kp.min, kp.max, armature.min, armature.max) == (1.0, 30000.0, 0.0, 0.1)
     assert timestep.clamp(1.0) == pytest.approx(0.020)  # shown in ms, passed in s
+    assert timestep.url == 'h' and kp.url == 'kp'  # the page's address keys
     assert integrator.options == INTEGRATORS
+    with pytest.raises(ValueError, match=r'timestep must be in \[0.5, 20\] ms'):
+        timestep.check(0.05)
+
+
+def test_a_panel_description_names_its_parts_once_and_fills_in_its_words():
+    panel = panel_module
+    spec = panel.PanelSpec(key='demo', title='demo', controls=live.common_controls(),
+                           plots=(panel.Plot(key='step', xlim=(0, 3), ylim=(-40, 10)),),
+                           words={'sag': 'sag {sag:.3f}°'}, note='{n} runs')
+    assert spec.say('sag', sag=0.16875) == 'sag 0.169°' and spec.say('note', n=3) == '3 runs'
+    assert spec.defaults == {'kp': 100.0, 'armature': 0.028, 'timestep': 0.005, 'integrator': 'implicitfast'}
+    assert spec.with_defaults(kp=300.0).defaults['kp'] == 300.0
+    with pytest.raises(ValueError, match='kp must be in'):
+        spec.with_defaults(kp=1e6)
+    with pytest.raises(ValueError, match='control names must be unique'):
+        panel.PanelSpec(key='demo', title='demo', controls=live.common_controls() * 2, plots=())
+    with pytest.raises(ValueError, match='fields must be plain names'):
+        panel.PanelSpec(key='demo', title='demo', controls=(), plots=(), words={'x': '{a[0]}'})
+    with pytest.raises(ValueError, match='format spec must be'):
+        panel.PanelSpec(key='demo', title='demo', controls=(), plots=(), words={'x': '{a:>8}'})
+    with pytest.raises(ValueError, match='a log y axis needs ylim > 0'):
+        panel.Plot(key='p', ylim=(0, 1), ylog=True)
+    data = spec.to_json()
+    assert [c['name'] for c in data['controls']] == ['kp', 'armature', 'timestep', 'integrator']
+    assert data['controls'][2] == {'name': 'timestep', 'label': 'timestep', 'kind': 'linear', 'min': 0.5, 'max': 20.0,
+                                   'default': 5.0, 'step': 0.1, 'unit': 'ms', 'scale': 1e-3, 'format': '.1f', 'url': 'h'}
 
 
 def test_panel_widget_holds_controls_reset_and_image(panel):
@@ -110,8 +140,8 @@ def test_displaying_the_panel_without_a_front_end_adds_no_output():
         assert 'application/vnd.jupyter.widget-view+json' in output.data
         assert 'image/png' not in output.data
         assert output.data['text/plain'] == (
-            'live panel (kp, armature, timestep, integrator): move the sliders in Jupyter or '
-            'Colab; the static twin works without a kernel')
+            'live panel (kp, armature, timestep, integrator, dampratio): move the sliders in Jupyter or '
+            "Colab; on the book's page the same panel runs without a kernel")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -76,6 +76,27 @@ def test_held_pd_tick_is_the_zero_order_hold_map(n):
     assert q1 == pytest.approx(q + T * v + beta * T**2 * a, rel=1e-12)
 
 
+@pytest.mark.parametrize('n', [1, 2, 5, 20])
+@pytest.mark.parametrize('c', [0.0, 90.0, 400.0])
+def test_held_tick_map_has_the_trace_and_determinant_of_jurys_test(n, c):
+    """The core idea's Jury test: one held tick of n steps (no joint damping) is a 2×2 map with trace 2 - beta*x - c*T
+    and determinant 1 - c*T + (1 - beta)*x, x = (T*w)²; both eigenvalues inside the unit circle exactly when
+    (1 - beta)*x < c*T and (2*beta - 1)*x < 4 - 2*c*T."""
+    h, w2 = 1e-3, 3.0e4
+    T, beta = n * h, (n + 1) / (2 * n)
+    x = T * T * w2
+    columns = [loop.zoh_step(q, v, lambda q_, v_: -w2 * q_ - c * v_, h, substeps=(n,)) for q, v in ((1.0, 0.0),
+                                                                                                   (0.0, 1.0))]
+    A = np.array(columns).T
+    assert np.trace(A) == pytest.approx(2 - beta * x - c * T, rel=1e-12, abs=1e-12)
+    assert np.linalg.det(A) == pytest.approx(1 - c * T + (1 - beta) * x, rel=1e-12, abs=1e-12)
+    if n == 1 and c == 0:  # on the boundary: determinant 1, both eigenvalues on the unit circle
+        assert np.abs(np.linalg.eigvals(A)) == pytest.approx([1.0, 1.0], abs=1e-12)
+        return
+    stable = (1 - beta) * x < c * T and (2 * beta - 1) * x < 4 - 2 * c * T
+    assert stable == (np.max(np.abs(np.linalg.eigvals(A))) < 1)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The in-loop PD's two flaws, one at a time
 
@@ -152,3 +173,9 @@ def test_flaw_growth_refuses_bad_input_naming_it(kwargs, message):
     args = dict(rate_hz=100, kp=998.0, kv=2.7, inertia=0.03) | kwargs
     with pytest.raises(ValueError, match=message):
         loop.flaw_growth(**args)
+
+
+@pytest.mark.parametrize('q, qd', [(None, 0.0), (0.0, None), ([0.0, None], 0.0), ('0.1', 0.0)])
+def test_mit_torque_refuses_a_state_that_is_not_numbers_instead_of_reading_none_as_nan(q, qd):
+    with pytest.raises(ValueError, match='must be a number or an array of numbers'):
+        loop.mit_torque(JointCommand(stiffness=10.0), q, qd)

@@ -63,15 +63,15 @@ def test_json_rows_have_exactly_the_documented_keys(capsys, name):
     assert rows and all(list(row) == KEYS[name] for row in rows)
 
 
-@pytest.mark.slow
-def test_every_registered_experiment_prints_json_with_its_columns(capsys):
-    """Whatever a chapter registers, its JSON rows carry exactly the table's columns."""
-    for name in registry.names():
-        exp = registry.get(name)
-        if name in KEYS or exp.choices:
-            continue  # checked above, or by the chapter's own tests per argument
-        rows = _json_rows(capsys, name)
-        assert all(list(row) == [key for key, _ in exp.columns] for row in rows), name
+def test_an_experiment_whose_rows_differ_from_its_columns_is_refused_by_name():
+    """Experiment.run checks every row against the table's columns (so every chapter that runs an experiment checks
+    its JSON keys): a key missing, added or out of order is an error naming the experiment and the row."""
+    for rows in ([{'b': 1, 'a': 2}], [{'a': 1}], [{'a': 1, 'b': 2, 'c': 3}]):
+        exp = registry.Experiment(name='demo', summary='', columns=(('a', 'd'), ('b', 'd')), func=lambda r=rows: r)
+        with pytest.raises(RuntimeError, match=r"demo: row 0 has the keys"):
+            exp.run()
+    ok = registry.Experiment(name='demo', summary='', columns=(('a', 'd'), ('b', 'd')), func=lambda: [{'a': 1, 'b': 2}])
+    assert ok.run() == [{'a': 1, 'b': 2}]
 
 
 def test_table_and_json_come_from_the_same_rows(capsys):

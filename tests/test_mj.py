@@ -39,7 +39,7 @@ def test_physai_leaves_the_process_wide_warning_handler_as_it_found_it(capfd):
     capfd.readouterr()
     for _ in range(200):
         mujoco.mj_step(m, d)
-    assert mj.bad_qacc(d)
+    assert mj.warned(d)
     printed = capfd.readouterr()
     assert 'WARNING' in printed.out + printed.err
 
@@ -118,3 +118,38 @@ def test_captures_open_on_two_threads_restore_the_handler_whichever_closes_first
     assert not thread.is_alive()
     assert seen_by_worker and seen_by_worker[0] is not before  # still captured while one block is open
     assert mujoco.get_mju_user_warning() is before
+
+
+@pytest.mark.parametrize('name, setup', [
+    ('BADCTRL', lambda m, d: d.ctrl.__setitem__(0, math.nan)),  # MuJoCo zeroes every control of that step
+    ('BADCTRL', lambda m, d: d.ctrl.__setitem__(0, 1e308)),
+    ('BADQVEL', lambda m, d: d.qvel.__setitem__(0, 1e308)),  # MuJoCo resets the run to its start
+    ('BADQPOS', lambda m, d: d.qpos.__setitem__(0, math.inf)),
+    ('BADQACC', lambda m, d: m.actuator_gainprm.__setitem__((0, 0), 1e308) or d.ctrl.__setitem__(0, 1.0)),
+])
+def test_every_warning_after_which_mujoco_resets_or_zeroes_a_run_counts_as_divergence(name, setup):
+    """The record of such a run looks finite and calm afterwards, so MuJoCo's counter is the only witness."""
+    m = _compiled('<general joint="j" gaintype="fixed" biastype="affine" gainprm="10" biasprm="0 -10 0"/>')
+    d = mujoco.MjData(m)
+    setup(m, d)
+    with mj.captured_warnings():
+        mujoco.mj_step(m, d)
+    assert d.warning[getattr(mujoco.mjtWarning, f'mjWARN_{name}')].number > 0
+    assert np.all(np.isfinite(d.qpos)) and np.all(np.isfinite(d.qvel))  # nothing in the state gives it away
+    assert mj.warned(d) and mj.diverged(d.qpos, warned=mj.warned(d))
+    clean = mujoco.MjData(m)
+    mujoco.mj_step(m, clean)
+    assert not mj.warned(clean)
+
+
+def test_a_batch_reports_each_simulation_that_blew_up():
+    import mujoco.batch
+    m = _compiled('<general joint="j" gaintype="fixed" biastype="affine" gainprm="10" biasprm="0 -10 0"/>')
+    batch = mujoco.batch.Batch(m, 3, nthread=1)
+    batch.reset()
+    control = np.zeros((3, 5, 1))
+    control[1, 2, 0] = math.nan  # a bad control in run 1 only
+    batch.qvel[2, 0] = 1e308  # a bad start speed in run 2
+    with mj.captured_warnings():
+        batch.rollout(5, control=control, record=('qpos',))
+    assert mj.warned(batch).tolist() == [False, True, True]

@@ -2,6 +2,7 @@
 command held at 60 Hz and delayed whole, and the explicit and implicit PD compared in MuJoCo."""
 
 import math
+import re
 
 import mujoco
 import numpy as np
@@ -279,3 +280,65 @@ def test_the_fast_explicit_loop_is_the_worked_solution_to_the_bit(integrator, ti
             for a, b in zip(slow[:3], fast[:3]):
                 np.testing.assert_array_equal(a, b)
             assert slow[3] == fast[3], actuator
+
+
+@pytest.mark.parametrize('actuator', [ImplicitPD(kp=10.0, kv=1.0), IdealPD(kp=10.0, kv=1.0)],
+                         ids=['implicit', 'explicit'])
+@pytest.mark.parametrize('case', ['nan command', '1e308 command', 'v0 1e308'])
+def test_a_command_or_start_mujoco_rejects_is_a_diverged_run_not_a_calm_one(actuator, case):
+    """MuJoCo zeroes a NaN or huge control and resets a huge speed, then carries on: the record stayed finite and
+    was reported normal before its warnings counted as divergence."""
+    kwargs = {'nan command': dict(command=lambda t: np.full_like(t, np.nan)),
+              '1e308 command': dict(command=lambda t: np.full_like(t, 1e308)),
+              'v0 1e308': dict(v0=1e308)}[case]
+    run = pendulum.simulate([actuator], duration=0.5, **kwargs)[0]
+    assert run.diverged and len(run.q) == 1  # flagged where MuJoCo flagged it: at the first step
+
+
+@pytest.mark.parametrize('actuator', [ImplicitPD(kp=1e308, kv=1.0), IdealPD(kp=1e308, kv=1.0)],
+                         ids=['implicit', 'explicit'])
+def test_a_gain_of_1e308_diverges_when_the_step_command_arrives(actuator):
+    run = pendulum.simulate([actuator], duration=1.0, command=Step(at=0.5))[0]
+    assert run.diverged and run.t[-1] <= 0.5 + 1e-9
+
+
+def test_the_same_gain_that_never_meets_a_command_change_is_an_honest_calm_run():
+    run = pendulum.simulate([IdealPD(kp=1e308, kv=1.0)], duration=0.4, command=Step(at=0.5))[0]
+    assert not run.diverged and np.all(run.q == run.q[0])
+
+
+@pytest.mark.parametrize('call, error, words', [
+    (lambda: pendulum.simulate(['ideal']), TypeError, ["actuators[0] must be an actuator config", "'ideal'"]),
+    (lambda: pendulum.simulate(IdealPD(kp=1.0)), TypeError, ['actuators must be a sequence']),
+    (lambda: pendulum.simulate([IdealPD(kp=1.0)], pendulum='x'), TypeError, ['pendulum must be a PendulumParams']),
+    (lambda: pendulum.simulate([IdealPD(kp=1.0)], q0=None), ValueError, ['q0 must be a finite number', 'None']),
+    (lambda: pendulum.simulate([IdealPD(kp=1.0)], v0=math.inf), ValueError, ['v0 must be a finite number']),
+    (lambda: PendulumParams(control_rate=1e-300), ValueError, ['control_rate must be at least one command per',
+                                                               'MAX_STEPS', 'got 1e-300']),
+    (lambda: pendulum.simulate([DelayedPD(kp=1.0, delay=10**30)]), ValueError, ['delay must be a whole number in']),
+])
+def test_entry_points_refuse_wrong_types_and_ranges_by_name(call, error, words):
+    """Each once ended in an AttributeError or an OverflowError deep inside the runner."""
+    with pytest.raises(error) as err:
+        call()
+    assert all(w in str(err.value) for w in words), err.value
+
+
+def test_the_slowest_control_rate_allowed_still_runs():
+    p = PendulumParams(control_rate=1.0 / (0.5 * pendulum.mj.MAX_STEPS * pendulum.TIMESTEP))
+    run = pendulum.simulate([IdealPD(kp=10.0)], pendulum=p, duration=0.1)[0]
+    assert not run.diverged and p.decimation > len(run.q)
+
+
+@pytest.mark.parametrize('answer, words', [('abc', 'position(t) must be a number or an array of numbers rad'),
+                                           (None, 'position(t) must be a number'),
+                                           ([1.0, 2.0], 'one value per tick time')])
+def test_a_command_function_answering_no_numbers_is_named(answer, words):
+    """A function answering text once ended in numpy's own 'could not convert string to float'."""
+    with pytest.raises(ValueError, match=re.escape(words)):
+        pendulum.simulate([IdealPD(kp=10.0)], command=lambda t: answer, duration=0.1)
+
+
+def test_a_duration_beyond_any_float_step_count_is_refused_not_an_overflow():
+    with pytest.raises(ValueError, match='duration / timestep must be at most MAX_STEPS'):
+        pendulum.simulate([IdealPD(kp=10.0)], duration=1e308)

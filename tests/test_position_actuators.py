@@ -115,6 +115,54 @@ def test_kp_limit_implicitfast_diverges_at_high_kp_discrete_never():
         assert row['discrete'] == 'stable', row
 
 
+def test_growth_is_root_det_and_blind_to_kp_while_the_step_eigenvalues_are_complex():
+    """Step 4's rows kp 998.22 and 3000 (armature 0.028) share their growth: while the step's eigenvalues are
+    complex both have magnitude √det A, and det A = (1 − h·c_e)/(1 + h·c_i) does not contain kp. At kp 10000 the
+    eigenvalues are real and the growth leaves √det A (it diverges)."""
+    rows = {(r['kp'], r['armature']): r for r in registry.run('growth')}
+    h, inertia = 0.005, LINK_INERTIA + position_actuators.SO101_ARMATURE
+    c = (position_actuators.SO101_KV + position_actuators.SO101_DAMPING) / inertia
+    for integrator, c_implicit in (('euler', position_actuators.SO101_DAMPING / inertia), ('implicitfast', c)):
+        roots = []
+        for kp in (SO101_KP, 3000):
+            eig = np.linalg.eigvals(position_actuators.step_matrix(h, kp / inertia, c, c_implicit))
+            det = float(np.prod(eig).real)
+            assert np.all(np.abs(eig.imag) > 0), (integrator, kp, eig)
+            assert np.max(np.abs(eig)) == pytest.approx(math.sqrt(det), rel=1e-12)
+            assert rows[(kp, position_actuators.SO101_ARMATURE)][f'{integrator}_growth'] == pytest.approx(
+                math.sqrt(det), rel=1e-9)
+            roots.append(math.sqrt(det))
+        assert roots[0] == pytest.approx(roots[1], rel=1e-12)
+        eig = np.linalg.eigvals(position_actuators.step_matrix(h, 10000 / inertia, c, c_implicit))
+        assert np.all(eig.imag == 0) and np.max(np.abs(eig)) > 1 > roots[0]
+
+
+def test_implicitfast_holds_the_so101_servo_at_any_armature_but_not_at_any_kp():
+    """Check yourself: lowering I raises ω² and c = (kv + damping)/I together, so implicitfast's bound
+    h²kp/I < 4 + 2h(kv + damping)/I holds for every I once h·kp < 2(kv + damping), as it does for the SO-101 servo
+    at 5 ms. Raising kp at fixed kv breaks it."""
+    h, kv, damping = 0.005, position_actuators.SO101_KV, position_actuators.SO101_DAMPING
+    assert h * SO101_KP < 2 * (kv + damping)
+    for inertia in (LINK_INERTIA + 0.028, LINK_INERTIA, 1e-4, 1e-7):
+        growth = stability.integrator_growth('implicitfast', h, SO101_KP / inertia, (kv + damping) / inertia)
+        assert growth < 1, inertia
+    inertia = LINK_INERTIA + 0.028
+    assert stability.integrator_growth('implicitfast', h, 10000 / inertia, (kv + damping) / inertia) > 1
+
+
+def test_the_measured_rise_is_fast_because_of_the_timestep_except_where_gravity_bends_it():
+    """Going further, "Why the measured rise is a little fast": at kp 100 the rise over the continuous formula
+    climbs toward 1 as the timestep shrinks (the integrator's lag); at kp 1 gravity's cos(q) holds it near 0.89
+    however small the step."""
+    def ratio(kp, h):
+        return link.step_response(kp, timestep=h).rise_ms / (1e3 * stability.critical_rise_time(
+            kp, LINK_INERTIA + position_actuators.SO101_ARMATURE))
+    stiff = [ratio(100.0, h) for h in (0.005, 0.001, 0.0002)]
+    assert stiff[0] < stiff[1] < stiff[2] and stiff[0] < 0.95 and abs(stiff[2] - 1) < 0.005
+    soft = [ratio(1.0, h) for h in (0.005, 0.0002)]
+    assert abs(soft[1] - soft[0]) < 0.01 and 0.87 < soft[1] < 0.9
+
+
 def test_clamped_euler_chatters_instead_of_exploding():
     """With forcerange ±2.94 N·m the unstable Euler servo cannot run away: it stays bounded.
 

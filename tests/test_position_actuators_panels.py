@@ -1,14 +1,14 @@
-"""physai.interface.position_actuators_panels: chapter 1's servo panel (its caches, the extreme corner of
-every slider) and its static twin's HTML, redrawn in headless Chromium."""
+"""physai.interface.position_actuators_panels: chapter 1's panel, its description, its kernel rendering (its caches,
+the extreme corner of every slider) and its page's precomputed first view (its blocks, redrawn in headless
+Chromium)."""
 
-import json
 import re
 
 import numpy as np
 import pytest
 
 from physai.experiments import position_actuators
-from physai.interface import plots, position_actuators_panels
+from physai.interface import plots, position_actuators_panels, web
 from physai.laws.checks import INTEGRATORS
 
 
@@ -83,7 +83,7 @@ def test_drawn_curve_and_map_equal_the_uncached_computation(panel):
     curve = position_actuators.servo_kp_curve.__wrapped__(armature, h, integrator)
     step = position_actuators.servo_step.__wrapped__(kp, armature, h, integrator)
     assert state['mesh'].get_visible() and not state['map_note'].get_visible()
-    assert np.array_equal(np.asarray(state['mesh'].get_array()).ravel(), stab['diverged'].astype(float).ravel())
+    assert np.array_equal(np.asarray(state['mesh'].get_array()).ravel(), 1.0 + stab['diverged'].astype(float).ravel())
     assert stab['diverged'].any() and not stab['diverged'].all()  # the map shows both kinds of cell
     assert np.array_equal(state['rise'].get_ydata(), curve['rise_ms'], equal_nan=True)
     assert np.array_equal(state['bound'].get_ydata(), stab['bound_kp'], equal_nan=True)
@@ -102,59 +102,71 @@ def test_a_diverged_setting_is_flagged_on_all_three_plots(panel):
     assert state['marks'].readout.get_text().startswith('diverged after')
     assert len(state['bad_kp'].get_xdata()) > 0 and max(state['bad_kp'].get_xdata()) == 30000.0
     diverged = np.asarray(state['mesh'].get_array()).reshape(len(position_actuators.STABILITY_KP), -1)
-    assert diverged[-1, 0] == 1.0  # top kp, no armature
+    assert diverged[-1, 0] == 2.0  # top kp, no armature: red
     panel.reset()
 
 
 # ---------------------------------------------------------------------------------------------
-# the static twin
+# the description, read by both renderers, and the page's precomputed first view
+
+def test_kernel_panel_renders_the_description(panel):
+    spec = position_actuators_panels.servo_spec()
+    assert [c.name for c in spec.controls] == list(panel.controls)
+    assert panel.values == spec.defaults
+    ax1, ax2, ax3 = panel.figure.axes[:3]
+    for ax, plot in zip((ax1, ax2, ax3), spec.plots):
+        assert (ax.get_xlabel(), ax.get_ylabel()) == (plot.xlabel, plot.ylabel)
+        assert ax.get_xlim() == pytest.approx(plot.xlim) and ax.get_ylim() == pytest.approx(plot.ylim)
+        assert [t.get_text() for t in ax.get_legend().get_texts()] == [e.label for e in plot.legend]
+
 
 @pytest.fixture(scope='module')
-def twin_text():
+def first_view():
     return position_actuators_panels.servo_twin().data
 
 
-def test_twin_html_is_byte_identical_across_calls(twin_text):
-    assert position_actuators_panels.servo_twin().data == twin_text
+def test_first_view_is_byte_identical_across_calls_and_self_contained(first_view):
+    assert position_actuators_panels.servo_twin().data == first_view
+    assert first_view.startswith('<div class="physai-panel" id="physai-panel-servo" data-panel="servo">')
+    assert not re.search(r'<script[^>]*\bsrc=', first_view) and not re.search(r'<link\b', first_view)
+    assert 'http://' not in first_view and 'https://' not in first_view
+    assert len(first_view.encode()) < 300_000
 
 
-def test_twin_has_deterministic_ids_and_no_external_resources(twin_text):
-    for suffix in ('', '-kp', '-armature', '-integrator', '-plot-0', '-plot-1', '-plot-2',
-                   '-data'):
-        assert f'id="physai-twin-servo{suffix}"' in twin_text
-    assert not re.search(r'<script[^>]*\bsrc=', twin_text)
-    assert not re.search(r'<link\b', twin_text)
-    assert 'http://' not in twin_text.replace('http://www.w3.org/2000/svg', '')
-    assert 'https://' not in twin_text
-    assert len(twin_text.encode()) < 1_500_000
+def test_first_view_holds_each_part_once_per_combination_of_its_controls(first_view):
+    data = web.block_data(first_view)
+    view, grid = data['firstView'], data['firstView']['grid']
+    assert grid == {'kp': list(position_actuators_panels.TWIN_KP), 'armature': list(position_actuators_panels.TWIN_ARMATURE),
+                    'integrator': list(position_actuators_panels.TWIN_INTEGRATORS)}
+    assert view['at'] == {'timestep': 0.005, 'dampratio': 1.0}
+    sizes = {name: len(part['data']) for name, part in view['parts'].items()}
+    assert sizes == {'step': 10 * 6 * 3, 'curve': 6 * 3, 'map': 3}
+    # the step at kp 300, armature 0.028, implicitfast: the frame the page draws for that setting, in physai's words
+    index = (5 * 6 + 4) * 3 + 1
+    stored = view['parts']['step']['data'][index]
+    r = position_actuators.servo_step(300.0, 0.028, 0.005, 'implicitfast')
+    assert stored['readout'] == plots.readout(r) and stored['diverged'] == r.diverged
+    angles = web.unpack(stored['q'], position_actuators_panels.TRACE_STEP_DEG)
+    assert max(abs(a - b) for a, b in zip(angles, np.degrees(r.q))) <= 0.05 + 1e-9
+    assert any(s['diverged'] for s in view['parts']['step']['data'])  # Euler at high kp and no armature
+    assert view['parts']['map']['data'][0] == position_actuators.servo_stability(0.005, 'Euler')['diverged'].astype(int).tolist()
 
 
-def test_twin_data_holds_one_frame_per_slider_combination(twin_text):
-    raw = re.search(r'<script type="application/json" id="physai-twin-servo-data">(.*?)</script>',
-                    twin_text, re.S).group(1)
-    data = json.loads(raw)
-    assert len(data['frames']) == (len(position_actuators_panels.TWIN_KP) * len(position_actuators_panels.TWIN_ARMATURE)
-                                   * len(position_actuators_panels.TWIN_INTEGRATORS))
-    assert [s['name'] for s in data['spec']['sliders']] == ['kp', 'armature', 'integrator']
-    assert all(len(frame) == 3 for frame in data['frames'])
-    texts = {item['s'] for item in data['items'] if item['k'] == 't'}
-    assert 'diverged' in texts  # Euler at low armature and high kp
-
-
-def test_twin_redraws_when_a_slider_moves_in_a_browser(twin_text, twin_page):
-    """No kernel: the page's own script redraws the SVG when kp, armature or integrator change."""
-    open_page, errors = twin_page
-    root = 'physai-twin-servo'
-    page = open_page(twin_text)
-    before = page.inner_html(f'#{root}-plot-0')
-    assert '<path' in before and 'sag' in before
-    page.eval_on_selector(f'#{root}-kp', "e => { e.value = 8; e.dispatchEvent(new Event('input')); }")
-    assert page.inner_html(f'#{root}-plot-0') != before
-    assert page.inner_text(f'#{root}-kp-value') == f'{position_actuators_panels.TWIN_KP[8]:g}'
-    page.select_option(f'#{root}-integrator', label='Euler')
-    page.eval_on_selector(f'#{root}-armature', "e => { e.value = 0; e.dispatchEvent(new Event('input')); }")
-    assert 'diverged' in page.inner_html(f'#{root}-plot-0')
-    assert page.inner_html(f'#{root}-plot-2') != ''
+def test_first_view_redraws_when_a_control_of_its_grid_moves_in_a_browser(first_view, panel_page):
+    """No kernel, no WebAssembly: the page's own script draws the stored frames; kp snaps to its grid, and the
+    controls the grid does not hold are off."""
+    open_page, errors = panel_page
+    page = open_page(first_view + web.servo_live().data)
+    root = '#physai-panel-servo'
+    before = page.inner_html(f'{root} svg.pl-step')
+    assert '<path' in before and 'sag 0.169°' in before
+    page.eval_on_selector(f'{root}-kp', "e => { e.value = 800; e.dispatchEvent(new Event('input')); }")
+    assert page.inner_html(f'{root} svg.pl-step') != before
+    assert page.inner_text(f'{root}-kp-value') == '3000 N·m/rad'  # the nearest precomputed kp
+    page.select_option(f'{root}-integrator', 'Euler')
+    page.eval_on_selector(f'{root}-armature', "e => { e.value = 0; e.dispatchEvent(new Event('input')); }")
+    assert 'diverged' in page.inner_html(f'{root} svg.pl-step')
+    assert page.is_disabled(f'{root}-timestep') and 'WebAssembly' in page.inner_text(f'{root} .pl-offer')
     assert errors == []
 
 

@@ -923,3 +923,253 @@ def test_cli_turns_a_corrupted_dataset_into_one_error_line(recording, monkeypatc
     assert main(['sysid']) == 2
     err = capsys.readouterr().err
     assert err.startswith('error: ') and 'info.json must be valid JSON' in err and len(err.splitlines()) == 1
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# generated recordings through the loader and fit-servo: wrong rates, glitches, wraps, duplicates, huge episodes,
+# hostile names (issue 27). Each drawn recording knows what it is: a clean one must load as written, a corrupted one
+# (of a kind the loader promises to catch, above its threshold) must be refused naming its episode.
+
+import functools  # noqa: E402
+import xml.etree.ElementTree as ElementTree  # noqa: E402
+
+from physai.experiments import identify, outputs  # noqa: E402
+
+GENERATED_FPS = (10.0, 15.0, 29.97, 30.0, 50.0, 60.0)
+KINDS = ('clean', 'info fps', 'stamped fps', 'glitch', 'wrap', 'spike', 'timestamp twice', 'reversed', 'dropped',
+         'stored twice', 'hostile names')
+HOSTILE_TEXT = st.sampled_from(['x--->', '<option gravity="0 0 9.81"/>', '\x1b[2J\x1b[31mred', 'two\nlines',
+                                '\u202eevil', 'tab\there', '$x^$ {math}', 'ok name', 'émoji 🤖'])
+MAX_STEP_DEG = 5.0  # the generated arm moves at most this per frame, so a spike of 30° or more stands out
+
+
+@dataclasses.dataclass(frozen=True)
+class Generated:
+    """A drawn recording: what was written and which corruption (``kind``) went into which episode."""
+    fps: float
+    episodes: tuple  # (index, action (n, 6), state (n, 6), timestamp (n,)) as written before the corruption
+    kind: str
+    target: int  # the corrupted episode's index
+    frames: pd.DataFrame
+    info: dict
+
+
+def _motion(rng, n, fps):
+    """(n, 6) smooth joint values in the dataset's units: arm joints in degrees around a mid-range pose, at most
+    ``MAX_STEP_DEG`` per frame; the gripper in 0..100."""
+    t = np.arange(n) / fps
+    out = np.empty((n, 6))
+    for j in range(6):
+        freq = rng.uniform(0.05, 0.5)
+        amplitude = min(rng.uniform(2.0, 60.0), MAX_STEP_DEG * fps / (2 * np.pi * freq) * 0.9)
+        centre = rng.uniform(-60.0, 60.0) if j < 5 else 50.0
+        amplitude = min(amplitude, 45.0) if j == 5 else amplitude
+        out[:, j] = centre + amplitude * np.sin(2 * np.pi * freq * t + rng.uniform(0, 2 * np.pi))
+    return out
+
+
+@st.composite
+def generated_recordings(draw, kinds=KINDS):
+    fps = draw(st.sampled_from(GENERATED_FPS))
+    lengths = draw(st.lists(st.one_of(st.integers(2, 240), st.integers(2, 12), st.sampled_from([3000, 20000])),
+                            min_size=1, max_size=3))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    kind = draw(st.sampled_from(kinds))
+    target = draw(st.integers(0, len(lengths) - 1))
+    episodes, rows = [], []
+    for index, n in enumerate(lengths):
+        action = _motion(rng, n, fps).astype(np.float32).astype(float)
+        state = np.concatenate([action[:1].repeat(min(2, n - 1), axis=0), action[:n - min(2, n - 1)]])
+        state = np.round(state / (360 / 4096)) * (360 / 4096)  # the follower, two frames behind, in encoder counts
+        stamp = (np.arange(n) / fps).astype(np.float32).astype(float)
+        episodes.append((index, action, state, stamp))
+        rows.append(pd.DataFrame({'action': list(action.astype(np.float32)),
+                                  'observation.state': list(state.astype(np.float32)),
+                                  'timestamp': stamp.astype(np.float32), 'frame_index': np.arange(n),
+                                  'episode_index': np.full(n, index)}))
+    frames = pd.concat(rows, ignore_index=True)
+    info = {'codebase_version': 'v3.0', 'robot_type': 'so101_follower', 'fps': fps,
+            'features': {f: {'dtype': 'float32', 'shape': [6], 'names': [f'{j}.pos' for j in so101_joints()]}
+                         for f in ('action', 'observation.state')}}
+    rows_of = np.flatnonzero(frames['episode_index'] == target)
+    n = len(rows_of)
+    feature = draw(st.sampled_from(['action', 'observation.state']))
+    joint = draw(st.integers(0, 5))
+
+    def put(row, change):
+        values = np.array(frames.at[row, feature], dtype=np.float64)
+        values[joint] = change(values[joint])
+        with np.errstate(over='ignore'):  # a glitch beyond float32 is stored as inf, as LeRobot would store it
+            frames.at[row, feature] = values.astype(np.float32)
+
+    if kind == 'info fps':
+        info['fps'] = draw(st.sampled_from([f for f in GENERATED_FPS if abs(1 / f - 1 / fps) > 1e-3]))
+    elif kind == 'stamped fps':
+        other = draw(st.sampled_from([f for f in GENERATED_FPS if abs(1 / f - 1 / fps) > 1e-3]))
+        frames.loc[rows_of, 'timestamp'] = (np.arange(n) / other).astype(np.float32)
+    elif kind == 'glitch':
+        value = draw(st.one_of(st.floats(361.0, 1e300), st.floats(-1e300, -361.0), st.just(1e30)))
+        put(rows_of[draw(st.integers(0, n - 1))], lambda v: value)
+    elif kind == 'wrap' and n >= 2:
+        start = draw(st.integers(1, n - 1))  # the jump of a turn lies inside the episode
+        turn = draw(st.sampled_from([360.0, -360.0]))
+        for row in rows_of[start:start + draw(st.integers(1, n))]:
+            put(row, lambda v: v + turn)
+    elif kind == 'spike' and n >= 3:
+        size = draw(st.floats(30.0, 170.0)) * draw(st.sampled_from([1, -1]))
+        put(rows_of[draw(st.integers(1, n - 2))], lambda v: v + size)
+    elif kind == 'timestamp twice':
+        k = rows_of[draw(st.integers(0, n - 1))]
+        frames = pd.concat([frames.iloc[:k + 1], frames.iloc[k:]], ignore_index=True)
+        frames.loc[frames['episode_index'] == target, 'frame_index'] = np.arange(n + 1)
+    elif kind == 'reversed' and n >= 2:
+        frames.loc[rows_of, 'timestamp'] = frames.loc[rows_of, 'timestamp'].to_numpy()[::-1]
+    elif kind == 'dropped' and n >= 3:
+        frames = frames.drop(index=rows_of[draw(st.integers(1, n - 2))]).reset_index(drop=True)
+        frames.loc[frames['episode_index'] == target, 'frame_index'] = np.arange(n - 1)
+    elif kind == 'stored twice':
+        twice = frames.loc[np.repeat(rows_of, 2)].copy()
+        twice['frame_index'] = np.arange(2 * n)
+        twice['timestamp'] = (np.arange(2 * n) / fps).astype(np.float32)
+        frames = pd.concat([frames[frames['episode_index'] != target], twice], ignore_index=True)
+    elif kind == 'hostile names':
+        info['robot_type'] = draw(HOSTILE_TEXT)
+    else:
+        kind = 'clean'  # a corruption the episode is too short to hold
+    return Generated(fps=fps, episodes=tuple(episodes), kind=kind, target=target, frames=frames, info=info)
+
+
+def so101_joints():
+    from physai.engine.so101 import JOINTS
+    return JOINTS
+
+
+def _write(root: pathlib.Path, rec: Generated) -> pathlib.Path:
+    (root / 'meta').mkdir(parents=True)
+    (root / 'data' / 'chunk-000').mkdir(parents=True)
+    (root / 'meta' / 'info.json').write_text(json.dumps(rec.info))
+    rec.frames.to_parquet(root / 'data' / 'chunk-000' / 'file-000.parquet')
+    return root
+
+
+def _moving_frames(action: np.ndarray) -> int:
+    return int(np.sum(np.max(np.abs(action[2:] - action[:-2]), axis=1) > datasets.MOVING_DEG)) if len(action) > 2 else 0
+
+
+LOADER_RUNS = settings(EXAMPLES, max_examples=150)
+
+
+@LOADER_RUNS
+@given(rec=generated_recordings(), folder=st.one_of(st.just('data'), HOSTILE_TEXT.map(lambda s: s.replace('/', '_'))))
+def test_a_generated_recording_loads_as_written_or_is_refused_naming_the_bad_episode(rec, folder):
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            root = _write(pathlib.Path(tmp) / folder.replace('\x00', ''), rec)
+        except OSError:  # a name this file system will not take
+            return
+        try:
+            data = datasets.load_lerobot(root)
+        except ValueError as err:
+            message = str(err)
+            assert rec.kind not in ('clean', 'hostile names'), message  # a sound recording is never refused
+            assert ' must ' in message and outputs.inert(message).isprintable()
+            # the episode named (a wrong fps in info.json shows in the first episode read)
+            assert f'episode {0 if rec.kind == "info fps" else rec.target} ' in message, message
+            return
+    assert rec.kind in ('clean', 'hostile names', 'stored twice'), rec.kind  # every other corruption is refused
+    if rec.kind == 'stored twice':  # refused whenever the doubled episode moves enough to judge
+        doubled = data[rec.target].action
+        assert _moving_frames(doubled) < datasets.MIN_MOVING_FRAMES
+        return
+    assert data.fps == rec.fps and [e.index for e in data] == [e[0] for e in rec.episodes]
+    for e, (index, action, state, stamp) in zip(data, rec.episodes):
+        np.testing.assert_array_equal(e.action, action.astype(np.float32))
+        np.testing.assert_array_equal(e.state, state.astype(np.float32))
+        np.testing.assert_array_equal(e.timestamp, stamp.astype(np.float32))
+        assert datasets.check_episode(e) is e
+
+
+@functools.cache
+def _tiny_identification():
+    """A real Identification, cheap (3 synthetic episodes of 3 s, fits capped at 10 iterations), for the command's
+    runs below: the fit itself is not what they test, everything around it is."""
+    data = sysid.synthetic_dataset(nepisode=3, seconds=3.0)
+    fit, held = identify.select_episodes(data)
+    return identify.identify(data, fit, held, progress=False, max_iter=10)
+
+
+OUT_PLACES = ('new', 'existing', 'existing with --force', 'symbolic link', 'folder', 'missing folder',
+              'inside the dataset', 'read-only file', 'wrong suffix')
+
+
+@settings(EXAMPLES, max_examples=40)
+@given(rec=generated_recordings(kinds=('clean', 'hostile names', 'glitch', 'wrap', 'spike', 'info fps',
+                                       'timestamp twice', 'dropped')),
+       out_place=st.sampled_from(OUT_PLACES), report=st.booleans(), json_=st.booleans(),
+       episodes=st.one_of(st.none(), st.lists(st.integers(0, 4), min_size=1, max_size=4)),
+       heldout=st.one_of(st.none(), st.lists(st.integers(0, 4), min_size=1, max_size=2)),
+       max_frames=st.one_of(st.none(), st.sampled_from(['2', '60', '500', '0', 'x'])))
+def test_fit_servo_on_a_generated_recording_writes_a_sound_model_or_refuses_in_one_line(rec, out_place, report, json_,
+                                                                                       episodes, heldout, max_frames):
+    """Whatever the recording and the options: exit 0 with a model that compiles as Menagerie's arm (gravity down,
+    no injected element) and a printable report, or exit 2 with one printable error line and every file as it was;
+    never a traceback, and never 0 on a recording whose selected episodes are corrupted."""
+    tiny = _tiny_identification()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        root = _write(tmp / 'data', rec)
+        out = tmp / 'arm.xml'
+        (tmp / 'victim.txt').write_text('not yours')
+        if out_place in ('existing', 'existing with --force', 'read-only file'):
+            out.write_text('the old model')
+            if out_place == 'read-only file':
+                out.chmod(0o444)
+        elif out_place == 'symbolic link':
+            out.symlink_to(tmp / 'victim.txt')
+        elif out_place == 'folder':
+            out.mkdir()
+        elif out_place == 'missing folder':
+            out = tmp / 'missing' / 'arm.xml'
+        elif out_place == 'inside the dataset':
+            out = root / 'meta' / 'arm.xml'
+        elif out_place == 'wrong suffix':
+            out = tmp / 'arm.urdf'
+        argv = ['fit-servo', str(root), '--out', str(out)]
+        argv += ['--force'] if out_place in ('existing with --force', 'read-only file', 'symbolic link') else []
+        argv += ['--report', str(tmp / 'fit.png')] if report else []
+        argv += ['--json'] if json_ else []
+        argv += ['--episodes', *map(str, episodes)] if episodes else []
+        argv += ['--heldout', *map(str, heldout)] if heldout else []
+        argv += [f'--max-frames={max_frames}'] if max_frames else []
+        before = {p: p.read_bytes() for p in tmp.rglob('*') if p.is_file() and not p.is_symlink()}
+
+        def fake(data, fit, held, *, source='', **kwargs):
+            return dataclasses.replace(tiny, dataset=data, source=source)
+
+        stdout, stderr = io.StringIO(), io.StringIO()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(identify, 'identify', fake)
+            mp.setattr('sys.stdout', stdout)
+            mp.setattr('sys.stderr', stderr)
+            status = main(argv)
+        assert status in (0, 2), (status, stderr.getvalue())
+        if status == 2:
+            lines = stderr.getvalue().splitlines()
+            assert len(lines) == 1 and lines[0].startswith('error: ') and lines[0].isprintable(), lines
+            after = {p: p.read_bytes() for p in tmp.rglob('*') if p.is_file() and not p.is_symlink()}
+            assert after == before  # nothing written, nothing left behind
+            return
+        assert out_place in ('new', 'existing with --force'), out_place  # every unsafe place is refused
+        assert (tmp / 'victim.txt').read_text() == 'not yours'
+        chosen = episodes or [e[0] for e in rec.episodes]
+        assert rec.kind in ('clean', 'hostile names') or rec.target not in chosen, rec.kind  # no bad episode fitted
+        text = out.read_text(encoding='utf-8')
+        assert text.count('-->') == 1 and all(line.isprintable() for line in text.splitlines())
+        ElementTree.fromstring(text)
+        np.testing.assert_allclose(mujoco.MjModel.from_xml_path(str(out)).opt.gravity, [0, 0, -9.81])
+        assert all(line.isprintable() for line in stdout.getvalue().splitlines())
+        if json_:
+            assert json.loads(stdout.getvalue())['out'] == str(out)
+        assert not report or (tmp / 'fit.png').read_bytes()[:4] == b'\x89PNG'
+        leftovers = [p.name for p in tmp.iterdir() if p.name.endswith('.part')]
+        assert not leftovers

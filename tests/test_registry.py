@@ -29,3 +29,38 @@ def test_table_uses_fixed_precision():
 
 def test_nan_becomes_null_in_json():
     assert json.loads(registry.to_json([{'a': math.nan, 'b': 1.5}])) == [{'a': None, 'b': 1.5}]
+
+
+def test_a_table_with_a_missing_key_or_a_bad_column_names_what_is_wrong():
+    """A missing key once ended in a bare KeyError."""
+    import pytest
+    with pytest.raises(ValueError,
+                       match=r'rows\[1\] must have a value for every column, got none for kv \(it has kp\)'):
+        registry.format_table([{'kp': 1.0, 'kv': 2.0}, {'kp': 3.0}], [('kp', '.1f'), ('kv', '.1f')])
+    with pytest.raises(ValueError, match=r'rows\[0\] must be a dict'):
+        registry.format_table([[1.0]], [('kp', '.1f')])
+    with pytest.raises(ValueError, match=r'columns must be \(key, format\) or \(key, format, unit\) entries'):
+        registry.format_table([{'kp': 1.0}], ['kp'])
+    with pytest.raises(ValueError, match=r"every value must fit its column's format \(kp: \.1q\)"):
+        registry.format_table([{'kp': 1.0}], [('kp', '.1q')])
+
+
+def test_the_registry_imports_every_module_that_registers_an_experiment():
+    """PROVIDERS, the modules the registry imports on first look-up, are exactly the modules of physai.experiments
+    that register an experiment (a new chapter's module must be added there, or its tables would be missing from
+    ``python -m physai list``); and importing them registers every experiment the command line names."""
+    import ast
+    import pathlib
+
+    package = pathlib.Path(registry.__file__).parent
+    registering = set()
+    for path in sorted(package.glob('*.py')):
+        if path.stem == 'registry':
+            continue
+        tree = ast.parse(path.read_text(encoding='utf-8'))
+        calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+                 and (getattr(node.func, 'id', None) == 'experiment' or getattr(node.func, 'attr', None) == 'experiment')]
+        if calls:
+            registering.add(f'physai.experiments.{path.stem}')
+    assert set(registry.PROVIDERS) == registering and len(registry.PROVIDERS) == len(registering)
+    assert len(registry.names()) >= len(registering)

@@ -1,7 +1,7 @@
-"""physai.interface.servo_sysid_panels: chapter 4's live panel at extreme sliders and its static twin
-(byte-stable, redrawn in headless Chromium)."""
+"""physai.interface.servo_sysid_panels: chapter 4's live panel at extreme sliders and its page's precomputed first
+view (byte-stable, robust to a nudge, redrawn in headless Chromium)."""
 
-import json
+import dataclasses
 import os
 import re
 
@@ -10,11 +10,11 @@ import pytest
 
 from physai.engine import sysid
 from physai.experiments import servo_sysid
-from physai.interface import servo_sysid_panels
+from physai.interface import servo_sysid_panels, web, web_arm
 
 
-def test_panel_survives_extreme_sliders_and_the_twin_is_stable(synthetic_episode, soft):
-    """Every slider at its ends redraws without an error; the twin's HTML is byte-identical twice."""
+def test_panel_survives_extreme_sliders_and_the_first_view_is_stable(synthetic_episode, soft):
+    """Every slider at its ends redraws without an error; the first view's HTML is byte-identical twice."""
     ep = synthetic_episode(30)
     panel = servo_sysid_panels.sysid_panel(ep, soft)
     for change in (dict(kp=30000.0), dict(kp=1.0), dict(armature=0.0), dict(timestep=0.02),
@@ -24,32 +24,26 @@ def test_panel_survives_extreme_sliders_and_the_twin_is_stable(synthetic_episode
     kps = (1.0, 10.0, 100.0)
     first = servo_sysid_panels.sysid_twin(ep, soft, kps=kps).data
     assert first == servo_sysid_panels.sysid_twin(ep, soft, kps=kps).data
-    assert 'physai-twin-sysid-kp' in first
-    # the servo's own kp joins the frames, labelled, and the slider starts on it
-    assert '"labels":["1","10","30 (fitted)","100"]' in first and '"init":2' in first
-
-
-def test_twin_notes_and_legends_sit_off_the_data(synthetic_episode, soft):
-    """The replay's error is a note above the plot frame (axes fraction y > 1), never text inside it over the
-    traces, and both plots keep their legends (drawn in a band under the plot)."""
-    html = servo_sysid_panels.sysid_twin(synthetic_episode(30), soft, kps=(1.0, 10.0, 100.0)).data
-    data = json.loads(re.search(r'-data">(.*?)</script>', html, re.S).group(1))
-    texts = [it for it in data['items'] if it['k'] == 't']
-    assert texts and all(it['s'].startswith(('MAE ', 'diverged', 'chaotic')) for it in texts)
-    assert all(it['y'] > 1.0 for it in texts)
-    assert [a['legend'] for a in data['spec']['axes']] == ['ll', 'ur']
+    data = web.block_data(first)
+    # the servo's own kp joins the grid, and the panel starts on it
+    assert data['firstView']['grid'] == {'kp': [1.0, 10.0, 30.0, 100.0]}
+    assert data['spec']['controls'][0]['default'] == 30.0
+    replays = data['firstView']['parts']['replay']['data']
+    assert all(r['status'].startswith(('stable', 'chatters', 'diverged')) for r in replays if not r.get('chaotic'))
 
 
 @pytest.mark.skipif(not os.path.exists('/usr/bin/chromium'), reason='headless Chromium is not installed')
-def test_twin_redraws_in_a_browser_without_a_kernel(twin_page, synthetic_episode, soft):
-    """Moving the kp slider of the static twin changes both plots, with no kernel and no errors."""
-    open_page, errors = twin_page
-    root = 'physai-twin-sysid-kp'
-    page = open_page(servo_sysid_panels.sysid_twin(synthetic_episode(30), soft, kps=(1.0, 10.0, 100.0)).data)
-    before = [page.inner_html(f'#{root}-plot-{i}') for i in (0, 1)]
-    assert all('<path' in b for b in before)
-    page.eval_on_selector(f'#{root}-kp', "e => { e.value = 0; e.dispatchEvent(new Event('input')); }")
-    after = [page.inner_html(f'#{root}-plot-{i}') for i in (0, 1)]
+def test_first_view_redraws_in_a_browser_without_a_kernel(panel_page, synthetic_episode, soft):
+    """Moving kp in the page's first view changes the overlay and the bars, with no kernel, no WebAssembly and no
+    errors."""
+    open_page, errors = panel_page
+    root = '#physai-panel-sysid'
+    ep = synthetic_episode(30)
+    page = open_page(servo_sysid_panels.sysid_twin(ep, soft, kps=(1.0, 10.0, 100.0)).data + web_arm.sysid_live(ep).data)
+    before = [page.inner_html(f'{root} svg.pl-{key}') for key in ('overlay', 'errors')]
+    assert all('<path' in b or '<rect' in b for b in before)
+    page.eval_on_selector(f'{root}-kp', "e => { e.value = 0; e.dispatchEvent(new Event('input')); }")
+    after = [page.inner_html(f'{root} svg.pl-{key}') for key in ('overlay', 'errors')]
     assert after[0] != before[0] and after[1] != before[1]
     assert errors == []
 
@@ -102,16 +96,34 @@ CHAPTER_LIKE_FIT = sysid.ArmServo(kp=7.96, kv=0.733, forcerange=1.16, damping=0.
 replay chaotic (at kp 1000 a last-bit change of the start moves the arm by degrees)."""
 
 
-def test_a_chaotic_twin_frame_stores_its_verdict_and_survives_a_nudge(real, monkeypatch):
-    """The held-out episode at the twin's kps: the kp 1000 frame is chaotic (MuJoCo 4.0 drew it 1.5 deg away from
-    3.17.0), so it stores the recording, the verdict and the ensemble's error to two digits, not one draw; the
-    twin's HTML is then the same when every start moves by 1e-12 rad, as another processor's round-off would."""
+def test_a_chaotic_first_view_frame_stores_its_verdict_and_survives_a_nudge(real, monkeypatch):
+    """The held-out episode at the first view's kps: the kp 1000 frame is chaotic (MuJoCo 4.0 drew it 1.5 deg away
+    from 3.17.0), so it stores the verdict and the ensemble's error to two digits, not one draw; the first view's
+    HTML is then the same when every start moves by 1e-12 rad, as another processor's round-off would."""
     _, heldout = servo_sysid.split(real)
     plain = servo_sysid_panels.sysid_twin(heldout[0], CHAPTER_LIKE_FIT).data
     monkeypatch.setenv('PHYSAI_PERTURB', '1e-12')
     assert servo_sysid_panels.sysid_twin(heldout[0], CHAPTER_LIKE_FIT).data == plain
-    data = json.loads(re.search(r'-data">(.*?)</script>', plain, re.S).group(1))
-    notes = [it['s'] for it in data['items'] if it['k'] == 't']
-    chaotic = [s for s in notes if s.startswith('chaotic')]
-    assert len(chaotic) >= 1 and all(re.fullmatch(r'chaotic: no single replay is stored · MAE ≈ \d\.\d°', s)
-                                     for s in chaotic)
+    replays = web.block_data(plain)['firstView']['parts']['replay']['data']
+    chaotic = [r for r in replays if r.get('chaotic')]
+    assert len(chaotic) >= 1 and all(set(r) == {'chaotic', 'mae', 'diverged'} for r in chaotic)
+    spec = servo_sysid_panels.sysid_spec(heldout[0], CHAPTER_LIKE_FIT)
+    assert all(re.fullmatch(r'chaotic: no single replay is stored · MAE ≈ \d\.\d°', spec.say('chaotic', mae=r['mae']))
+               for r in chaotic)
+
+
+def test_the_panel_refuses_a_wrong_servo_or_episode_by_name():
+    """Each once ended in an AttributeError when the panel first drew."""
+    episode = sysid.synthetic_dataset(nepisode=1, seconds=1.0)[0]
+    with pytest.raises(TypeError, match="base must be an ArmServo .*got 'x'"):
+        servo_sysid_panels.sysid_panel(episode, 'x')
+    with pytest.raises(TypeError, match="episode must be an Episode .*got 'x'"):
+        servo_sysid_panels.sysid_panel('x', sysid.MENAGERIE)
+    with pytest.raises(ValueError, match="joints must be arm joints"):
+        servo_sysid_panels.sysid_panel(episode, sysid.MENAGERIE, joints=('gripper',))
+    with pytest.raises(ValueError, match="joints must hold each item once"):
+        servo_sysid_panels.sysid_panel(episode, sysid.MENAGERIE, joints=('elbow_flex', 'elbow_flex'))
+    one = dataclasses.replace(episode, action=episode.action[:1], state=episode.state[:1],
+                              timestamp=episode.timestamp[:1])
+    with pytest.raises(ValueError, match='episode must hold at least 2 frames'):
+        servo_sysid_panels.sysid_panel(one, sysid.MENAGERIE)

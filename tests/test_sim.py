@@ -188,3 +188,13 @@ def test_servo_loop_marks_a_diverged_run_with_nan_instead_of_overflowing():
     q = sim.servo_loop(1e7, 0.0, 0.001, 0.3, 0.01, 50)
     assert len(q) == 51 and np.isnan(q[-1])
     assert np.all(np.abs(q[np.isfinite(q)]) <= sim.DIVERGED_BOUND)
+
+
+@pytest.mark.parametrize('name', ['ctrl', 'length', 'velocity'])
+@pytest.mark.parametrize('bad', [None, [0.1, None], 'abc', [[1.0], [1.0, 2.0]]])
+def test_actuator_force_refuses_what_is_not_numbers_instead_of_reading_none_as_nan(name, bad):
+    args = dict(ctrl=0.3, length=0.1, velocity=0.0)
+    args[name] = bad
+    with pytest.raises(ValueError, match=f'{name} must be a number or an array of numbers'):
+        sim.actuator_force(**args, gainprm=[10.0], biasprm=[0.0, -10.0, -1.0])
+    assert np.isnan(sim.actuator_force(math.nan, 0.1, 0.0, [10.0], [0.0, -10.0, -1.0]))  # a NaN stays a NaN

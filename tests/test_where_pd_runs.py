@@ -2,6 +2,7 @@
 pd-implicit-kv, the critical rate, the tick margins), each claim the chapter makes from them checked against MuJoCo
 ensembles and the functions that compute it."""
 
+import copy
 import math
 
 import mujoco
@@ -38,7 +39,7 @@ def damping():
 
 def test_pd_growth_table_has_its_columns_at_every_rate(growth_at):
     assert sorted(growth_at) == list(where_pd_runs.RATES_HZ)
-    keys = [key for key, _ in where_pd_runs.GROWTH_COLUMNS]
+    keys = registry.column_keys(where_pd_runs.GROWTH_COLUMNS)
     assert all(list(row) == keys for row in growth_at.values())
     assert registry.run('pd-growth') == list(growth_at.values())
 
@@ -164,6 +165,25 @@ def test_the_bumps_come_from_the_order_of_long_and_short_ticks(scan, damping):
     assert dip['mean_steps'] > bump['mean_steps'] and dip['growth'] < 1 < bump['growth']
     pattern = loop.tick_pattern(133, scan.timestep)
     assert _worst_pattern_growth(scan, pattern, damping) > 1 > _worst_pattern_growth(scan, sorted(pattern), damping)
+    # the table's last column: the same ticks, the long ones first; where it and the growth part, the order decides
+    for row in rows:
+        pattern = sorted(loop.tick_pattern(row['rate_hz'], scan.timestep), reverse=True)
+        assert row['long_first_growth'] == pytest.approx(_worst_pattern_growth(scan, pattern, damping), rel=1e-12)
+    order = [row['rate_hz'] for row in rows if row['growth'] >= 1 > row['long_first_growth']]
+    assert order == [133, 134]
+
+
+@pytest.mark.parametrize('pattern', [(8,), (8, 7), (8, 8, 8, 7), (3, 2), (1,)])
+def test_pattern_growth_is_chapter_1s_step_growth_over_the_held_ticks(scan, damping, pattern):
+    assert where_pd_runs.pattern_growth(pattern) == pytest.approx(_worst_pattern_growth(scan, pattern, damping),
+                                                                  rel=1e-12)
+
+
+def test_pattern_growth_refuses_an_empty_or_bad_pattern():
+    with pytest.raises(ValueError, match='pattern must be a non-empty sequence'):
+        where_pd_runs.pattern_growth(())
+    with pytest.raises(ValueError, match=r'substeps\[1\] must be a whole number'):
+        where_pd_runs.pattern_growth((8, 0))
 
 
 def test_stable_from_and_first_below_on_a_small_scan():
@@ -221,7 +241,7 @@ def test_cause_names_the_flaw_that_is_unstable_on_its_own(growths, expected):
 def test_pd_cause_is_a_named_experiment_with_its_columns(cause_at):
     rows = registry.run('pd-cause')
     assert [row['rate_hz'] for row in rows] == list(where_pd_runs.RATES_HZ)
-    assert all(list(row) == [key for key, _ in where_pd_runs.CAUSE_COLUMNS] for row in rows)
+    assert all(list(row) == registry.column_keys(where_pd_runs.CAUSE_COLUMNS) for row in rows)
     assert rows == list(cause_at.values())
 
 
@@ -289,6 +309,63 @@ def test_chattering_joints_sit_at_the_clamp_at_most_ticks():
     assert np.all(at_limit[loud] > 0.75)
 
 
+def test_at_100_hz_one_window_of_kv_holds_the_arm_and_menageries_kv_is_below_it():
+    """Medium exercise: on a 0.05 N·m·s/rad grid the in-loop PD at 100 Hz is stable for kv from 3.80 to 5.00, with no
+    gap in between; Menagerie's kv is below the window."""
+    kvs = np.round(np.arange(0.0, 12.0, 0.05), 2)
+    growth = np.array([where_pd_runs.worst_growth(rate_hz=100, backend='in-loop', kv=k) for k in kvs])
+    stable = np.flatnonzero(growth < 1)
+    assert (kvs[stable[0]], kvs[stable[-1]]) == (3.8, 5.0)
+    assert np.all(np.diff(stable) == 1)
+    assert hold.SO101_KV < kvs[stable[0]]
+
+
+@pytest.mark.parametrize('rate_hz', [50, 100, 200, 400, 500, 600, 900])
+def test_without_any_damping_the_held_pd_grows_whenever_a_tick_spans_more_than_one_step(rate_hz):
+    """Hard exercise: kv = 0 and joint damping 0. A tick of n > 1 steps has determinant 1 + (1 - beta)*x > 1, so every
+    rate below the physics rate grows (the uneven 400, 600 and 900 Hz too); at one tick per step the map is
+    semi-implicit Euler on an undamped spring, determinant 1: growth exactly 1 to rounding."""
+    assert where_pd_runs.worst_growth(rate_hz=rate_hz, backend='in-loop', kv=0.0, damping=0.0) > 1 + 1e-9
+    assert where_pd_runs.worst_growth(rate_hz=1000, backend='in-loop', kv=0.0, damping=0.0) == pytest.approx(
+        1.0, abs=1e-12)
+
+
+def test_try_it_the_drawn_curve_crosses_one_once_and_kv_cannot_save_50_hz(scan):
+    """Try it's worked answer: the panel's red curve, drawn at its 41 rates, crosses 1 once, between two points that
+    bracket the whole 1 Hz scan's dip-and-bumps (128 ... 135 Hz); at 50 Hz the growth only rises with kv over the
+    slider and never drops below 1; in-step the growth is below 1 at every drawn rate for every kv of the slider."""
+    rates = np.array(where_pd_runs_panels.PANEL_RATES_HZ)
+    red = where_pd_runs.growth_curve(rates, backend='in-loop')
+    k = int(np.flatnonzero(red < 1)[0])
+    assert np.all(red[:k] > 1) and np.all(red[k:] < 1)
+    assert rates[k - 1] < scan.first_below_hz and scan.critical_hz < rates[k]
+    kvs = np.round(np.arange(0.0, 10.0 + 1e-9, 0.05), 2)
+    growth_50 = np.array([where_pd_runs.worst_growth(rate_hz=50, backend='in-loop', kv=kv) for kv in kvs])
+    assert np.all(growth_50 > 1) and np.all(np.diff(growth_50) >= 0)
+    assert all(np.all(where_pd_runs.growth_curve(rates, backend='in-step', kv=kv) < 1) for kv in kvs)
+
+
+def test_the_clamp_is_what_keeps_the_in_loop_chatter_bounded():
+    """Observe and Check yourself 2: with Menagerie's ±2.94 N·m the in-loop PD chatters at 50 and 100 Hz and does not
+    diverge; the same runs with no useful clamp (1e6 N·m) diverge."""
+    clamped = hold.hold_responses([HoldParams(rate_hz=r, backend='in-loop') for r in (50, 100)])
+    free = hold.hold_responses([HoldParams(rate_hz=r, backend='in-loop', forcerange=1e6) for r in (50, 100)])
+    assert all(r.chatters and not r.diverged for r in clamped)
+    assert all(r.diverged for r in free)
+
+
+def test_in_step_the_hold_does_not_depend_on_the_controller_rate():
+    """The Experiment's second table: in-step, the runs at 50 ... 400 Hz stray from the 1 kHz run during the move (the
+    staircase of setpoints), and agree with it to better than a nanoradian from half a second after the target
+    stops."""
+    runs = hold.hold_responses([HoldParams(rate_hz=r, backend='in-step') for r in where_pd_runs.RATES_HZ])
+    reference = runs[-1]
+    holding = reference.t > hold.MOVE_TIME + 0.5
+    for r in runs[:-1]:
+        assert np.max(np.abs(r.q[~holding] - reference.q[~holding])) > 1e-3
+        assert np.max(np.abs(r.q[holding] - reference.q[holding])) < hold.STILL_P2P
+
+
 # ------------------------------------------------------------------------------------------------------
 # ... and MuJoCo around the critical rate
 
@@ -316,6 +393,25 @@ def test_mujoco_arm_is_quiet_from_122_hz_where_the_growth_is_still_just_above_on
     assert 1 < at_quiet < 1.02 and at_quiet == max(row['growth'] for row in calm)
     bumps = [row['rate_hz'] for row in calm if row['rate_hz'] > scan.first_below_hz and row['growth'] >= 1]
     assert bumps == [134]
+
+
+@pytest.mark.slow
+def test_without_friction_loss_the_arm_chatters_where_the_growth_is_just_above_one(monkeypatch, near_rows):
+    """The first exercise's explanation of MuJoCo's early quiet: at 122 and 124 Hz, where the growth per tick is just
+    above 1 and the arm holds still in every run, the same runs with the joints' friction loss set to 0 chatter in
+    every run."""
+    quiet = [row['rate_hz'] for row in near_rows if row['state'] == 'still' and row['growth'] > 1][:2]
+    assert quiet == [122, 124]
+    base = copy.copy(hold.so101_base())
+    base.dof_frictionloss[:] = 0.0
+    hold.shared_hold_model.cache_clear()
+    monkeypatch.setattr(hold, 'so101_base', lambda: base)
+    try:
+        ensembles = hold.hold_ensembles([HoldParams(rate_hz=r, backend='in-loop') for r in quiet])
+    finally:  # nothing built from the friction-free arm outlives the test
+        hold.shared_hold_model.cache_clear()
+        hold._batch.cache_clear()
+    assert all(e.state == 'chatters' and e.n == hold.ENSEMBLE_SIZE for e in ensembles)
 
 
 @pytest.mark.slow
@@ -439,6 +535,15 @@ def test_pd_rate_table_survives_a_last_bit_change(monkeypatch, table):
     # ... although the runs themselves did move: the chatter is chaotic
     sample = {(e.params.rate_hz, e.params.backend): e for e in moved}[50, 'in-loop']
     assert abs(sample.sample.worst_p2p_rad - plain_sample.sample.worst_p2p_rad) > 1e-6
+
+
+@pytest.mark.slow
+def test_the_loudest_joint_at_50_hz_changes_from_run_to_run(ensembles):
+    """Why the tables report ensembles: at 50 Hz in-loop the loudest joint of a run is one of several, each the loudest
+    in many runs (at least 5 of 64), so the set the chapter names does not depend on a handful of runs."""
+    loudest = np.argmax(ensembles[50, 'in-loop'].p2p_rad, axis=1)
+    counts = np.bincount(loudest, minlength=len(hold.so101_joints()))
+    assert np.count_nonzero(counts) >= 2 and np.all(counts[counts > 0] >= 5)
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
-"""physai.interface.where_pd_runs_panels: chapter 3's live panel and its static twin, against the pd-rate
-ensembles."""
+"""physai.interface.where_pd_runs_panels: chapter 3's live panel and its page's precomputed first view, against
+the pd-rate ensembles."""
 
 import math
 
@@ -10,43 +10,36 @@ import pytest
 
 from physai.engine import hold
 from physai.experiments import where_pd_runs
-from physai.interface import where_pd_runs_panels
+from physai.interface import web, where_pd_runs_panels
 from physai.laws.loop import BACKENDS
 
 
-def _twin_data(html: str) -> dict:
-    import json
-    import re
-    return json.loads(re.search(r'<script[^>]*id="physai-twin-ch3-pd-rate-data"[^>]*>(.*?)</script>', html,
-                                re.S).group(1))
-
-
 @pytest.mark.slow
-def test_twin_says_what_the_table_says_and_its_traces_show_it(ensembles, bare_ensembles):
-    """nbval leaves the twin's traces out (a chaotic run's draw); their robust features are checked here: each
-    frame's note (above the plot, off the data) is its ensemble's summary, and its trace moves (p2p >= QUIET_P2P
-    over the last second) exactly where the ensemble chatters and is flat (to the twin's 4 digits) where it holds
-    still."""
-    data = _twin_data(where_pd_runs_panels.pd_twin().data)
-    arrays, items, frames = data['arrays'], data['items'], data['frames']
+def test_first_view_says_what_the_table_says_and_its_traces_show_it(ensembles, bare_ensembles):
+    """nbval leaves the first view's sample traces out (a chaotic run's draw); their robust features are checked
+    here: each frame's words are its ensemble's summary, it shows the ensemble's joint, and its trace moves
+    (p2p >= QUIET_P2P over the last second) exactly where the ensemble chatters and is flat (to the stored 0.01°)
+    where it holds still."""
+    data = web.block_data(where_pd_runs_panels.pd_twin().data)
+    view = data['firstView']
+    assert view['parts']['hold']['on'] == ['rate_hz', 'backend', 'armature']
     combos = [(rate, backend, armature) for rate in where_pd_runs.RATES_HZ for backend in BACKENDS
               for armature in where_pd_runs_panels.TWIN_ARMATURES]
+    frames = view['parts']['hold']['data']
     assert len(frames) == len(combos)
-    names = hold.so101_joints()
+    step = where_pd_runs_panels.TRACE_STEP_DEG
     for (rate, backend, armature), frame in zip(combos, frames):
         e = (ensembles if armature else bare_ensembles)[rate, backend]
-        trace = [items[i] for i in frame[0] if items[i]['k'] == 'l' and items[i]['n'].startswith('q (')]
-        texts = [items[i] for i in frame[0] if items[i]['k'] == 't']
-        assert [t['s'] for t in texts] == [where_pd_runs_panels.ensemble_text(e)]
-        assert texts[0]['y'] > 1, 'the summary sits above the frame (a twin_note), off the chattering trace'
-        assert trace[0]['n'] == f'q ({names[e.joint]}, run 1 of {e.n})'
-        t, q_deg = np.array(arrays[trace[0]['x']], dtype=float), np.array(arrays[trace[0]['y']], dtype=float)
+        assert frame['words'] == where_pd_runs_panels.ensemble_text(e) and frame['state'] == e.state
+        assert frame['joint'] == e.joint and frame['n'] == e.n
+        q_deg = np.array(web.unpack(frame['sample'], step), dtype=float)
+        t = hold.PHYSICS_TIMESTEP * np.arange(1, len(q_deg) + 1)
         last = t >= t[-1] - hold.SETTLE_WINDOW + 0.5 * hold.PHYSICS_TIMESTEP
         p2p = math.radians(np.ptp(q_deg[last]))
         if e.state == 'chatters':
             assert p2p >= hold.QUIET_P2P
-        else:  # flat to the twin's 4 significant digits
-            assert np.ptp(q_deg[last]) <= 10.0 ** (math.floor(math.log10(np.max(np.abs(q_deg)))) - 3)
+        else:  # flat to the stored resolution
+            assert np.ptp(q_deg[last]) <= 2 * step
 
 
 def test_panel_slider_moves_redraw_only_the_animated_artists():

@@ -14,6 +14,22 @@ measured joints). Their names in ``info.json`` (``shoulder_pan.pos`` ...) say wh
 ``meta/`` and ``data/`` files, but only when asked to (``download=True``), with a progress bar. Videos are
 never downloaded. Every problem with the data is a clear error: FileNotFoundError for a missing folder or
 file, ValueError for a missing feature, a wrong width, a non-finite frame or a joint name it does not know.
+
+A recording that loads but is wrong would give a plausible, wrong fit, so each episode read is also checked
+(:func:`check_episode`) and refused by name, its frames named:
+
+- **timing**: LeRobot writes ``timestamp = frame_index / fps`` and its own loader insists that consecutive frames be
+  1/fps apart within ``tolerance_s`` = 1e-4 s (``LeRobotDataset``, ``src/lerobot/datasets/lerobot_dataset.py`` in
+  huggingface/lerobot). Here the same (:data:`TIMESTAMP_TOLERANCE_S`): a frame stored twice (two equal
+  timestamps), time running backwards, a dropped frame, or timestamps at another rate than ``fps`` in info.json (the
+  open-loop replay plays one frame per 1/fps: at a wrong rate it fits a lag too long or too short by that factor);
+- **values**, in the dataset's units (the SO-101's arm joints in degrees, its gripper 0..100): beyond
+  ±:data:`RANGE_DEG`, jumping by more than :data:`WRAP_JUMP_DEG` in one frame (an encoder wrap), or one frame out
+  and back by more than :data:`SPIKE_DEG` (a glitch);
+- **repeats**: more than :data:`REPEAT_SHARE` of the moving frames equal to the frame before (action and state
+  alike), as when every frame is stored twice under renumbered timestamps.
+
+A bad episode can be left out: ``episodes=`` reads (and checks) only the episodes asked for.
 """
 
 from __future__ import annotations
@@ -30,11 +46,43 @@ from collections.abc import Sequence
 import numpy as np
 
 from physai.engine.so101 import JOINTS
+from physai.laws import checks
 
 
 ACTION = 'action'
 STATE = 'observation.state'
 VERSIONS = ('v2.0', 'v2.1', 'v3.0')
+
+TIMESTAMP_TOLERANCE_S = 1e-4
+"""s: consecutive timestamps must be 1/fps apart within this, LeRobot's own default ``tolerance_s`` (its
+``LeRobotDataset`` checks the same spacing when it loads a dataset), plus the rounding of the two timestamps as
+float32, the type LeRobot stores them in (negligible for minutes, 2.4e-4 s each an hour into an episode)."""
+
+RANGE_DEG = 360.0
+"""A joint value must lie within ±this. LeRobot's SO-101 calibration writes degrees as (raw - mid)·360/4095 from
+encoder counts raw and mid in 0..4095 (``MotorsBus._normalize``, ``MotorNormMode.DEGREES``), so no real reading lies
+beyond ±360°, and the gripper's 0..100 lies well inside."""
+
+WRAP_JUMP_DEG = 180.0
+"""deg: a joint that moves more than half a turn between two frames has wrapped past ±180° (or glitched): no SO-101
+joint turns that far in a frame (5400°/s at 30 fps)."""
+
+SPIKE_DEG = 20.0
+"""deg: a frame that leaves both its neighbours by more than this, out and back, is a glitch. In the recording shipped
+with physai the largest such out-and-back is 1.9° (a gripper frame; 0.8° on the arm joints)."""
+
+REPEAT_SHARE = 0.25
+"""An episode is refused when more than this share of its moving frames (the action changing by more than
+:data:`MOVING_DEG` over the frames either side) equal the frame before in both action and state. In the shipped
+recording at most 1 in 139 to 285 moving frames per episode does; a recording with every frame stored twice has
+about half."""
+
+MOVING_DEG = 0.5
+"""deg: a frame is moving when some joint's action changes by more than this from the frame before it to the frame
+after it (six encoder counts of an STS3215)."""
+
+MIN_MOVING_FRAMES = 10
+"""Repeats are judged only in an episode with at least this many moving frames."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +110,7 @@ class Episode:
             raise ValueError(f'fps must be a finite number > 0 frames/s, got {self.fps!r}')
         if isinstance(self.joints, (str, bytes)) or not all(isinstance(j, str) for j in self.joints):
             raise ValueError(f'joints must be a sequence of joint names, got {self.joints!r}')
+        checks.distinct('joints', self.joints)
         width = len(self.joints)
         shape = np.shape(self.state)
         if len(shape) != 2 or shape[1] != width:
@@ -241,15 +290,130 @@ def _check_frames(table, info: dict, root: pathlib.Path) -> None:
                          f'got {len(table)}')
 
 
+def index_ranges(values: Sequence[int]) -> str:
+    """``[0, 1, 2, 5]`` as ``'0-2, 5'``."""
+    values, parts, start = sorted(values), [], None
+    for k, v in enumerate(values):
+        start = v if start is None else start
+        if k + 1 == len(values) or values[k + 1] != v + 1:
+            parts.append(f'{start}' if start == v else f'{start}-{v}')
+            start = None
+    return ', '.join(parts)
+
+
+def _count(n: int, noun: str) -> str:
+    return f'{n} {noun}' + ('' if n == 1 else 's')
+
+
+def _frames_text(frames: np.ndarray, limit: int = 3) -> str:
+    """``[3, 8, 9, 40]`` as ``'3, 8, 9 and 1 more'``."""
+    shown = ', '.join(str(int(k)) for k in frames[:limit])
+    return shown + (f' and {len(frames) - limit} more' if len(frames) > limit else '')
+
+
+def _check_timing(e: Episode) -> str | None:
+    """What is wrong with an episode's timestamps against its fps, or None."""
+    if e.nframe < 2:
+        return None
+    dt = np.diff(e.timestamp)
+    period = 1.0 / e.fps
+    # LeRobot stores timestamps as float32: add the rounding of both ends (2.4e-4 s an hour into an episode)
+    tol = TIMESTAMP_TOLERANCE_S + 2 * np.spacing(np.abs(e.timestamp[1:]).astype(np.float32)).astype(np.float64)
+    need = (f'timestamps 1/fps = {1e3 * period:.3f} ms apart (fps {e.fps:g} in meta/info.json, '
+            f'± {1e3 * TIMESTAMP_TOLERANCE_S:g} ms)')
+    same = np.flatnonzero(np.abs(dt) <= tol)
+    if same.size:
+        return (f'must have {need}, got frames stored twice: {_count(same.size, "frame")} with the timestamp of the '
+                f'frame before (frames {_frames_text(same + 1)})')
+    back = np.flatnonzero(dt < 0)
+    if back.size:
+        return (f'must have {need}, got time running backwards at {_count(back.size, "frame")} (frames '
+                f'{_frames_text(back + 1)}; the first goes from {e.timestamp[back[0]]:.4f} s to '
+                f'{e.timestamp[back[0] + 1]:.4f} s)')
+    typical = float(np.median(dt))
+    if abs(typical - period) > float(np.median(tol)):
+        return (f'must have {need}, got {1e3 * typical:.3f} ms between most frames, as at {1.0 / typical:.4g} fps: '
+                f'either fps in meta/info.json or the timestamps are wrong, and a replay at the wrong rate fits a lag '
+                f'off by the same factor')
+    off = np.flatnonzero(np.abs(dt - period) > tol)
+    if off.size:
+        return (f'must have {need}, got {_count(off.size, "step")} that {"is" if off.size == 1 else "are"} not '
+                f'(frames {_frames_text(off + 1)}; the first '
+                f'is {1e3 * dt[off[0]]:.3f} ms after the frame before: a dropped or late frame)')
+    return None
+
+
+def _first(mask: np.ndarray) -> tuple[int, int, np.ndarray]:
+    """The first (row, column) a (nframe, njoint) mask flags, and every row it flags."""
+    k, j = (int(i) for i in np.argwhere(mask)[0])
+    return k, j, np.flatnonzero(mask.any(axis=1))
+
+
+def _check_values(e: Episode) -> str | None:
+    """What is wrong with an episode's values (range, wraps, glitches, repeated frames), or None."""
+    for feature, values in ((ACTION, e.action), (STATE, e.state)):
+        outside = np.abs(values) > RANGE_DEG
+        if outside.any():
+            k, j, frames = _first(outside)
+            return (f'{feature} must lie within ±{RANGE_DEG:g} (degrees; the gripper 0..100), got {values[k, j]:g} '
+                    f'for {e.joints[j]} at frame {k} ({_count(frames.size, "frame")} out of range: '
+                    f'{_frames_text(frames)}): a glitch, or not LeRobot\'s degrees')
+        step = np.diff(values, axis=0)
+        wraps = np.abs(step) > WRAP_JUMP_DEG
+        if wraps.any():
+            k, j, frames = _first(wraps)
+            frames = frames + 1  # the frame after the jump
+            return (f'{feature} must move less than {WRAP_JUMP_DEG:g}° in one frame, got {step[k, j]:+.1f}° for '
+                    f'{e.joints[j]} from frame {k} to {k + 1} ({_count(frames.size, "such jump")}, at frames '
+                    f'{_frames_text(frames)}): an encoder wrap past ±180°, or a glitch')
+        out, back = step[:-1], step[1:]
+        spikes = (np.sign(out) == -np.sign(back)) & (np.minimum(np.abs(out), np.abs(back)) > SPIKE_DEG)
+        if spikes.any():
+            k, j, frames = _first(spikes)
+            frames = frames + 1  # the frame out and back
+            return (f'{feature} must not leave its neighbours by more than {SPIKE_DEG:g}° for one frame, got '
+                    f'{out[k, j]:+.1f}° and back {back[k, j]:+.1f}° for {e.joints[j]} at frame {k + 1} '
+                    f'({_count(frames.size, "such frame")}: {_frames_text(frames)}): a glitch')
+    if e.nframe >= 3:
+        moving = np.max(np.abs(e.action[2:] - e.action[:-2]), axis=1) > MOVING_DEG
+        repeat = (np.all(e.action[1:-1] == e.action[:-2], axis=1) & np.all(e.state[1:-1] == e.state[:-2], axis=1))
+        repeats = np.flatnonzero(moving & repeat) + 1
+        if moving.sum() >= MIN_MOVING_FRAMES and repeats.size > REPEAT_SHARE * moving.sum():
+            return (f'must not repeat its frames, got {repeats.size} of its {int(moving.sum())} moving frames equal '
+                    f'to the frame before in action and state (frames {_frames_text(repeats)}): every frame stored '
+                    f'twice? A replay of it sees the arm at half its real speed')
+    return None
+
+
+def check_episode(episode: Episode, *, source: str = '') -> Episode:
+    """``episode`` if its timestamps agree with its fps and its values hold no glitch, wrap or repeated frames (see
+    the module docstring), else a ValueError naming the episode, what is wrong and the frames.
+
+    Args:
+      episode: the episode to check.
+      source: where it was read from, for the message (e.g. the dataset folder).
+    """
+    if not isinstance(episode, Episode):
+        raise TypeError(f'episode must be an Episode, got {type(episode).__name__}')
+    problem = _check_timing(episode) or _check_values(episode)
+    if problem:
+        where = f' of {source}' if source else ''
+        raise ValueError(f'episode {episode.index}{where} {problem}; fix the recording, or leave the episode out '
+                         f'(load_lerobot(episodes=...), fit-servo --episodes)')
+    return episode
+
+
 def read_lerobot(root: str | pathlib.Path, *, joints: Sequence[str] | None = None,
-                 known_joints: Sequence[str] = JOINTS) -> LeRobotDataset:
+                 known_joints: Sequence[str] = JOINTS, episodes: Sequence[int] | None = None) -> LeRobotDataset:
     """Read a LeRobot v3.0 or v2.1 dataset folder.
 
     Args:
       root: the folder that holds ``meta/info.json`` and ``data/``.
-      joints: the joints to keep, in this column order; None keeps the dataset's own order.
+      joints: the joints to keep, in this column order, each once; None keeps the dataset's own order.
       known_joints: the joint names the robot has (the SO-101's by default); a dataset naming any
         other joint is rejected, since its columns could not be matched to the model.
+      episodes: the ``episode_index`` values to keep, each checked (:func:`check_episode`); None keeps and checks
+        every episode.
 
     Returns:
       The dataset, each episode's ``action`` and ``state`` of shape (nframe, len(joints)).
@@ -257,9 +421,11 @@ def read_lerobot(root: str | pathlib.Path, *, joints: Sequence[str] | None = Non
     Raises:
       FileNotFoundError: no folder, no meta/info.json, or no data files.
       ValueError: invalid JSON in meta/info.json, an unsupported version, a missing ``action`` /
-        ``observation.state``, joint names that differ between the two or are unknown, a row of the wrong width,
-        a non-finite frame, an empty data file, a frame stored twice, or episodes and frames that disagree with
-        info.json's ``total_episodes`` / ``total_frames``.
+        ``observation.state``, joint names that differ between the two, are unknown or named twice, a row of the
+        wrong width, a non-finite frame, an empty data file, a frame stored twice, episodes and frames that
+        disagree with info.json's ``total_episodes`` / ``total_frames``, no timestamp column, an episode asked for
+        that is not there, or a kept episode that :func:`check_episode` refuses (timestamps against fps, glitches,
+        wraps, repeated frames).
     """
     import pandas as pd
 
@@ -274,6 +440,7 @@ def read_lerobot(root: str | pathlib.Path, *, joints: Sequence[str] | None = Non
     if state_names != names:
         raise ValueError(f'{STATE} must name the same joints as {ACTION}, got {state_names} '
                          f'and {names}')
+    checks.distinct(f'the joint names of {ACTION} in meta/info.json', names)
     unknown = [n for n in names if n not in known_joints]
     if unknown:
         raise ValueError(f'unknown joint names {unknown}; known joints: {", ".join(known_joints)}')
@@ -286,6 +453,7 @@ def read_lerobot(root: str | pathlib.Path, *, joints: Sequence[str] | None = Non
         joints = names
     if isinstance(joints, str) or not all(isinstance(j, str) for j in joints):
         raise TypeError(f'joints must be a sequence of joint names (e.g. ["shoulder_pan"]), got {joints!r}')
+    checks.distinct('joints', joints)
     missing = [j for j in joints if j not in names]
     if missing:
         raise ValueError(f'joints {missing} are not in the dataset; it has {", ".join(names)}')
@@ -310,12 +478,24 @@ def read_lerobot(root: str | pathlib.Path, *, joints: Sequence[str] | None = Non
                                 STATE: list(_stack(table[STATE], STATE, len(names), where))})
         frames.append(table.assign(_file=where))
     table = pd.concat(frames, ignore_index=True)
+    if 'timestamp' not in table.columns:  # LeRobot always writes it; without it fps cannot be checked
+        raise ValueError(f'the data files in {root} must have a timestamp column (s since the episode started), got '
+                         f'none; it is how a wrong fps in meta/info.json shows')
     if 'frame_index' not in table.columns:
         table['frame_index'] = table.groupby('episode_index').cumcount()
     _check_frames(table, info, root)
     fps = float(info['fps'])
+    available = sorted(int(i) for i in table['episode_index'].unique())
+    if episodes is not None:
+        if isinstance(episodes, (str, bytes)) or not isinstance(episodes, Sequence | np.ndarray):
+            raise TypeError(f'episodes must be a sequence of episode indices, got {episodes!r}')
+        for i in checks.distinct('episodes', episodes):
+            if not (isinstance(i, numbers.Integral) and not isinstance(i, bool)) or i not in available:
+                raise ValueError(f'episodes must be episode indices of the dataset ({index_ranges(available)}), got '
+                                 f'{i!r}')
+        table = table[table['episode_index'].isin([int(i) for i in episodes])]
 
-    episodes = []
+    kept = []
     for index, rows in table.groupby('episode_index', sort=True):
         rows = rows.sort_values('frame_index', kind='stable')
         action = np.stack(rows[ACTION].to_numpy())[:, columns]
@@ -324,14 +504,11 @@ def read_lerobot(root: str | pathlib.Path, *, joints: Sequence[str] | None = Non
         files = rows['_file'].to_numpy()
         _check_finite(action, ACTION, int(index), frame, files)
         _check_finite(state, STATE, int(index), frame, files)
-        if 'timestamp' in rows.columns:
-            timestamp = rows['timestamp'].to_numpy(dtype=np.float64)
-        else:
-            timestamp = frame / fps
-        episodes.append(Episode(index=int(index), fps=fps, joints=tuple(joints),
-                                action=action, state=state, timestamp=timestamp))
+        timestamp = rows['timestamp'].to_numpy(dtype=np.float64)
+        kept.append(check_episode(Episode(index=int(index), fps=fps, joints=tuple(joints), action=action, state=state,
+                                          timestamp=timestamp), source=str(root)))
     return LeRobotDataset(root=root, version=version, fps=fps, robot_type=info.get('robot_type'),
-                          joints=tuple(joints), episodes=tuple(episodes))
+                          joints=tuple(joints), episodes=tuple(kept))
 
 
 _HUB_ID = re.compile(r'^[A-Za-z0-9][\w.-]*/[\w.-]+$')
@@ -367,14 +544,14 @@ def download_lerobot(repo_id: str, *, local_dir: str | pathlib.Path | None = Non
 
 def load_lerobot(source: str | pathlib.Path, *, download: bool = False,
                  joints: Sequence[str] | None = None, revision: str | None = None,
-                 local_dir: str | pathlib.Path | None = None) -> LeRobotDataset:
+                 local_dir: str | pathlib.Path | None = None, episodes: Sequence[int] | None = None) -> LeRobotDataset:
     """A LeRobot dataset from a local folder, or from the Hugging Face Hub when ``download`` is True.
 
     Args:
       source: a dataset folder, or a Hub dataset id ``owner/name``.
       download: allow downloading ``source`` from the Hub when it is not a local folder.
         False (the default) never touches the network.
-      joints: see :func:`read_lerobot`.
+      joints, episodes: see :func:`read_lerobot`.
       revision, local_dir: see :func:`download_lerobot`.
 
     Raises:
@@ -385,13 +562,13 @@ def load_lerobot(source: str | pathlib.Path, *, download: bool = False,
         raise TypeError(f'source must be a folder path or a Hub dataset id (owner/name), got {source!r}')
     path = pathlib.Path(source)
     if path.is_dir():
-        return read_lerobot(path, joints=joints)
+        return read_lerobot(path, joints=joints, episodes=episodes)
     if not download:
         hint = (f'; to fetch the Hub dataset {source!r} pass download=True'
                 if _HUB_ID.match(str(source)) else '')
         raise FileNotFoundError(f'no dataset folder at {source}{hint}')
     return read_lerobot(download_lerobot(str(source), local_dir=local_dir, revision=revision),
-                        joints=joints)
+                        joints=joints, episodes=episodes)
 
 
 SHIPPED_RECORDING = 'so101_record_test'

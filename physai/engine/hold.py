@@ -135,7 +135,9 @@ class PDController:
         self.model = model
         self.backend = backend
         ids = [_joint_id(model, j) for j in joints]
-        self.joints = tuple(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or str(j) for j in ids)
+        # a joint given twice (by name and id, say) would get two PDs, the last one silently winning
+        self.joints = tuple(checks.distinct('joints', [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, j) or str(j)
+                                                       for j in ids]))
         self.dofs = np.array([model.jnt_dofadr[j] for j in ids])
         self.qposadr = np.array([model.jnt_qposadr[j] for j in ids])
         self.actuators = np.array([joint_actuator(model, j) for j in ids])
@@ -172,6 +174,9 @@ class PDController:
         """
         if not isinstance(data, mujoco.MjData):
             raise TypeError(f'data must be a mujoco.MjData, got {type(data).__name__}')
+        if data.model is not self.model:  # the gains go into self.model: another model's data would never see them
+            raise ValueError('data must be the MjData of the controller\'s own model (mujoco.MjData(model)), got the '
+                             'data of another model')
         if isinstance(commands, JointCommand) or not isinstance(commands, Sequence | np.ndarray):
             raise TypeError(f'commands must be a sequence of JointCommand, one per joint, got {commands!r}')
         commands = list(commands)
@@ -220,7 +225,7 @@ SO101_FORCERANGE = so101.MENAGERIE_FORCERANGE  # N·m, the actuators' forcerange
 PHYSICS_TIMESTEP = 0.001  # s: physics at 1 kHz
 
 STANDBY = (0.0, -1.0, 1.0, 0.5, 0.0, 0.0)
-"""Standby pose, rad per joint (shoulder_pan ... gripper): upper arm raised, forearm forward, wrist tilted."""
+"""Standby pose, rad per joint (shoulder_pan ... gripper): upper arm tilted back, forearm level, wrist tilted down."""
 
 MOVE_TIME = 0.5  # s, the move from the home pose (qpos0) to STANDBY
 DURATION = 3.0  # s simulated
@@ -334,7 +339,7 @@ def hold_model(params: HoldParams) -> mujoco.MjModel:
 
     In-step the actuators are Menagerie's ``<position>`` servos with kp, kv from ``params`` and forcerange
     ±forcerange; in-loop they are silenced (the PD writes ``qfrc_applied``). Contacts stay on: no contact
-    occurs during the move or the hold (see ``tests/test_control.py``), so they do not touch the result.
+    occurs during the move or the hold (``tests/test_hold.py`` checks it), so they do not touch the result.
     Returns a fresh copy the caller may edit.
     """
     return copy.copy(_model_of(params))
@@ -589,7 +594,7 @@ def _hold_batch(params: list[HoldParams], duration: float, nthread: int) -> list
             tau = pd_torque(pos_ref[k], qpos[now], vel_ref[k], qvel[now], kp_loop[rows], kv_loop[rows])
             qfrc_applied[now] = np.clip(tau, -limit_loop[rows], limit_loop[rows])
             q[loop_ids, k:end] = batch.rollout(end - k, record=('qpos',), ids=loop_ids)['qpos']
-    bad = mj.bad_qacc(batch)
+    bad = mj.warned(batch)
     if lone is not None:
         bad[lone] = lone_warned
     # sample k is the state after step k, i.e. at time (k+1)*timestep
@@ -614,8 +619,8 @@ def _lone_loop(m: mujoco.MjModel, qpos0: np.ndarray, pos_ref: np.ndarray, vel_re
       kp, kv, limit: N·m/rad, N·m·s/rad, N·m.
 
     Returns:
-      ``(q, warned)``: (nstep, nq) joint angles after each step, rad, and whether MuJoCo flagged a bad
-      acceleration.
+      ``(q, warned)``: (nstep, nq) joint angles after each step, rad, and whether MuJoCo warned that the run blew
+      up (``mj.warned``).
     """
     ticks = np.flatnonzero(mask).tolist()
     spans = list(zip(ticks, ticks[1:] + [len(mask)]))
@@ -645,7 +650,7 @@ def _lone_loop(m: mujoco.MjModel, qpos0: np.ndarray, pos_ref: np.ndarray, vel_re
         return q, counters
 
     q, counters = run(careful=False) or run(careful=True)
-    return q, bool(counters[mj.BADQACC] > 0)
+    return q, mj.blew_up(counters)
 
 
 # ---------------------------------------------------------------------------------------------------------

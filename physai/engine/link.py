@@ -254,11 +254,11 @@ def rise_time(t: np.ndarray, q: np.ndarray, q_final: float) -> float:
     return t90 - t10
 
 
-def summarize(params: ServoParams, t: np.ndarray, q: np.ndarray, bad_qacc: bool,
+def summarize(params: ServoParams, t: np.ndarray, q: np.ndarray, warned: bool,
               u: float = 0.0) -> StepResponse:
     """Sag, rise time, peak-to-peak and divergence of one trajectory, each only where the run measured it."""
-    if diverged(q, warned=bad_qacc) or t[-1] <= SETTLE_WINDOW:  # a run shorter than the window has no settled figures
-        return StepResponse(params, t, q, math.nan, math.nan, math.nan, diverged(q, warned=bad_qacc))
+    if diverged(q, warned=warned) or t[-1] <= SETTLE_WINDOW:  # a run shorter than the window has no settled figures
+        return StepResponse(params, t, q, math.nan, math.nan, math.nan, diverged(q, warned=warned))
     tail = q[t >= t[-1] - SETTLE_WINDOW + 1e-12]
     q_final = float(np.mean(tail))
     p2p = float(np.ptp(tail))
@@ -359,7 +359,7 @@ def step_responses(params: Sequence[ServoParams], *, q0: float | Sequence[float]
             out = batch.rollout(int(nstep), record=('qpos',), ids=ids)
             for i, row in zip(ids, out['qpos'][:, :, 0]):
                 records[int(i)] = row
-    bad = mj.bad_qacc(batch)
+    bad = mj.warned(batch)
     results = []
     for i, p in enumerate(params):
         q = np.concatenate([[starts[i]], records[i]])

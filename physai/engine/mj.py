@@ -4,7 +4,8 @@
 - :func:`captured_warnings`: while physai runs its own simulations, MuJoCo's warning text is kept in
   :data:`WARNINGS` instead of printed; the handler that was there before is put back afterwards, so a reader's own
   ``mj_step`` loop in the same notebook prints MuJoCo's warnings as usual.
-- :func:`diverged`: the package's one divergence rule, used by every runner.
+- :func:`diverged`: the package's one divergence rule, used by every runner; :func:`warned` reads MuJoCo's own
+  verdict (its bad position, velocity, acceleration and control warnings) from a run's data.
 - :func:`set_position_servo`, :func:`set_armature`: write ``<position kp kv forcerange>`` gains and joint armature
   into a compiled model (then the constants that follow armature), without recompiling.
 - :data:`MAX_STEPS`, :data:`MAX_TOTAL_STEPS`: the limits that keep a run from hanging the machine.
@@ -40,6 +41,13 @@ SPEED_BOUND = 1e3
 """rad/s: a joint faster than this has run away (a hinge that may turn freely is judged by speed, not angle)."""
 
 BADQACC = mujoco.mjtWarning.mjWARN_BADQACC
+BLOWUP_WARNINGS = tuple(int(w) for w in (mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL,
+                                          BADQACC, mujoco.mjtWarning.mjWARN_BADCTRL))
+"""MuJoCo's warnings that a run blew up (``mj_checkPos``, ``mj_checkVel``, ``mj_checkAcc`` in ``engine_forward.c``:
+a NaN, an infinity or a value above ``mjMAXVAL`` = 1e10 in ``qpos``, ``qvel`` or ``qacc`` resets the simulation to
+its start; the same in ``ctrl`` zeroes every control of that step, ``mj_fwdActuation``). After any of them the
+record goes on as if nothing happened (a reset arm, a servo without its command), so each one is a divergence. The
+page's live panels read this same list (``physai.interface.web.engine_block``)."""
 
 
 # ------------------------------------------------------------------------------------------------
@@ -49,8 +57,9 @@ BADQACC = mujoco.mjtWarning.mjWARN_BADQACC
 def diverged(q=None, *, v=None, warned: bool = False) -> bool:
     """The package's one divergence rule.
 
-    A run diverged when MuJoCo's bad-acceleration warning fired (MuJoCo then resets the simulation, so the record
-    can look finite afterwards), when a recorded state is not finite, when an angle passes ``DIVERGED_BOUND``
+    A run diverged when MuJoCo warned that it blew up (:func:`warned`: a bad position, velocity or acceleration,
+    after which MuJoCo resets the simulation so the record can look finite afterwards, or a bad control, which
+    MuJoCo zeroes), when a recorded state is not finite, when an angle passes ``DIVERGED_BOUND``
     (20π rad, ten turns: a joint held by a servo never gets there) or a speed passes :data:`SPEED_BOUND`.
     Give the angles of joints a servo holds as ``q``; a joint that may turn freely (chapter 2's pendulum) gives
     its speeds as ``v`` only.
@@ -58,7 +67,7 @@ def diverged(q=None, *, v=None, warned: bool = False) -> bool:
     Args:
       q: recorded joint angles, rad, any shape, or None.
       v: recorded joint speeds, rad/s, any shape, or None.
-      warned: whether ``mjWARN_BADQACC`` counted a warning during the run (:func:`bad_qacc`).
+      warned: whether one of :data:`BLOWUP_WARNINGS` counted during the run (:func:`warned`).
     """
     if warned:
         return True
@@ -78,11 +87,17 @@ def runaway(v: float) -> bool:
     return not math.isfinite(v) or abs(v) > SPEED_BOUND
 
 
-def bad_qacc(data) -> bool | np.ndarray:
-    """Whether MuJoCo flagged a bad acceleration: for an ``MjData`` a bool, for a ``mujoco.batch.Batch`` (n,) bools."""
+def warned(data) -> bool | np.ndarray:
+    """Whether MuJoCo warned that the run blew up (any of :data:`BLOWUP_WARNINGS`): for an ``MjData`` a bool, for a
+    ``mujoco.batch.Batch`` (n,) bools."""
     if isinstance(data, mujoco.MjData):
-        return data.warning[BADQACC].number > 0
-    return data.warning[:, BADQACC, 1] > 0
+        return blew_up(data.warning.number)
+    return data.warning[:, list(BLOWUP_WARNINGS), 1].sum(axis=1) > 0
+
+
+def blew_up(counters: np.ndarray) -> bool:
+    """Whether any of :data:`BLOWUP_WARNINGS` counted, from an ``MjData``'s ``warning.number`` ((mjNWARNING,) ints)."""
+    return bool(counters[list(BLOWUP_WARNINGS)].any())
 
 
 # ------------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ import copy
 import dataclasses
 import functools
 import math
+import typing
 from collections.abc import Callable, Sequence
 
 import mujoco
@@ -81,7 +82,8 @@ class PendulumParams:
     integrator: str = 'implicitfast'
     """One of ``INTEGRATORS``; ``<option integrator>``."""
     control_rate: float = CONTROL_RATE
-    """Hz; a new command every ``decimation`` physics steps, held in between."""
+    """Hz, at least one command per ``mj.MAX_STEPS`` physics steps; a new command every ``decimation`` physics steps,
+    held in between."""
 
     def __post_init__(self):
         checks.nonnegative('armature', self.armature, 'kg·m²')
@@ -90,6 +92,10 @@ class PendulumParams:
         checks.timestep(self.timestep)
         checks.integrator(self.integrator)
         checks.positive('control_rate', self.control_rate, 'Hz')
+        slowest = 1.0 / (mj.MAX_STEPS * self.timestep)
+        if self.control_rate < slowest:  # one tick in more steps than a run may take: a decimation beyond int64
+            raise ValueError(f'control_rate must be at least one command per MAX_STEPS = {mj.MAX_STEPS:,} physics '
+                             f'steps, {slowest:.3g} Hz at timestep {self.timestep:g} s, got {self.control_rate!r}')
 
     @property
     def decimation(self) -> int:
@@ -101,6 +107,9 @@ class PendulumParams:
         """I = the link's inertia about the pivot + armature, kg·m²."""
         return LINK_INERTIA + self.armature
 
+
+ACTUATORS = typing.get_args(Actuator)
+"""The actuator configs :func:`simulate` runs: every model of :mod:`physai.laws.drives`."""
 
 LINK_INERTIA = link.capsule_inertia_about_hinge(MASS, LENGTH, RADIUS)  # kg·m², 0.12779
 
@@ -154,9 +163,14 @@ class Command:
     def __call__(self, t) -> np.ndarray:
         """``(q*, qd*, tau_ff)`` at the times ``t`` (n,), as an (n, 3) array."""
         t = np.asarray(t, dtype=float)
-        parts = [part(t) if callable(part) else part
-                 for part in (self.position, self.velocity, self.effort)]
-        return np.stack([np.asarray(x, dtype=float) * np.ones(t.shape) for x in parts], axis=-1)
+        parts = [checks.real_array(f'{name}(t)', part(t), unit) if callable(part) else part
+                 for name, unit, part in (('position', 'rad', self.position), ('velocity', 'rad/s', self.velocity),
+                                          ('effort', 'N·m', self.effort))]
+        try:
+            return np.stack([np.asarray(x, dtype=float) * np.ones(t.shape) for x in parts], axis=-1)
+        except ValueError:  # a function that answers an array of another shape
+            raise ValueError(f'a command function must return one value per tick time, {t.shape}, got shapes '
+                             f'{[np.shape(x) for x in parts]}') from None
 
     @property
     def position_only(self) -> bool:
@@ -181,7 +195,8 @@ class Run:
     torque: np.ndarray
     """(n,) the actuator torque applied during step k, from t[k] to t[k + 1], N·m."""
     diverged: bool
-    """By :func:`physai.engine.mj.diverged` on the speeds: MuJoCo's bad-acceleration warning, a non-finite state or
+    """By :func:`physai.engine.mj.diverged` on the speeds: MuJoCo's warning that the run blew up (``mj.warned``: a bad
+    position, velocity, acceleration or control, NaN, infinite or above 1e10), a non-finite state or
     |qd| > ``mj.SPEED_BOUND`` (the pendulum may turn freely, so its angle is not bounded)."""
     commands: np.ndarray
     """(n + 1, 3) the full command (q* rad, qd* rad/s, tau_ff N·m) held at time t (before any delay);
@@ -285,7 +300,6 @@ def _run_explicit(actuator: Actuator, pendulum: PendulumParams, commands: np.nda
     m = pendulum_model(pendulum, actuator)
     d = mujoco.MjData(m)
     d.qpos[0], d.qvel[0] = q0, v0
-    mujoco.mj_forward(m, d)
     nstep = len(commands)
     seen = delay_commands(commands, actuator.delay)
     q = np.empty(nstep + 1)
@@ -295,15 +309,16 @@ def _run_explicit(actuator: Actuator, pendulum: PendulumParams, commands: np.nda
     law = _scalar_law(actuator)
     seen = seen.tolist()
     with mj.captured_warnings():
+        mujoco.mj_forward(m, d)
         for k in range(nstep):
             q_target, v_target, tau_ff = seen[k]
             tau[k] = law(q[k], v[k], q_target, v_target, tau_ff)
             d.ctrl[0] = tau[k]
             mujoco.mj_step(m, d)
             q[k + 1], v[k + 1] = d.qpos[0], d.qvel[0]
-            if mj.bad_qacc(d) or mj.runaway(v[k + 1]):
-                # MuJoCo resets a run whose acceleration blew up: keep what came before the reset
-                end = k if mj.bad_qacc(d) else k + 1
+            if mj.warned(d) or mj.runaway(v[k + 1]):
+                # MuJoCo resets a run that blew up (or zeroes a bad control): keep what came before
+                end = k if mj.warned(d) else k + 1
                 return q[:end + 1], v[:end + 1], tau[:end], True
     return q, v, tau, False
 
@@ -350,29 +365,30 @@ def run_explicit_fast(actuator: Actuator, pendulum: PendulumParams, commands: np
 
     :func:`_run_explicit` is the chapter's worked solution, written to be read; this is the loop
     :func:`simulate` runs. It does the same arithmetic in the same order: the state is read as Python floats
-    (``item``, not a numpy scalar per read), ``qpos``, ``qvel``, ``ctrl`` and the bad-acceleration counter are
+    (``item``, not a numpy scalar per read), ``qpos``, ``qvel``, ``ctrl`` and MuJoCo's blow-up counters are
     looked up once, the record grows as lists, and the remotized PD's table lookup is :func:`interp_limit`. At a
     0.5 ms step (6000 steps a run) that is about a third of the time.
     """
     m = pendulum_model(pendulum, actuator)
     d = mujoco.MjData(m)
     d.qpos[0], d.qvel[0] = q0, v0
-    mujoco.mj_forward(m, d)
     seen = delay_commands(commands, actuator.delay).tolist()
     law = _fast_law(actuator)
     qpos, qvel, ctrl = d.qpos, d.qvel, d.ctrl
-    bad_qacc = d.warning[mj.BADQACC]  # a live view of MuJoCo's counter
+    bad_qpos, bad_qvel, bad_qacc, bad_ctrl = (d.warning[w] for w in mj.BLOWUP_WARNINGS)  # live views (mj.warned)
     step = mujoco.mj_step
     q, v, tau = [float(q0)], [float(v0)], []
     qk, vk = q[0], v[0]
     diverged = False
     with mj.captured_warnings():
+        mujoco.mj_forward(m, d)
         for q_target, v_target, tau_ff in seen:
             torque = law(qk, vk, q_target, v_target, tau_ff)
             tau.append(torque)
             ctrl[0] = torque
             step(m, d)
-            if bad_qacc.number:  # MuJoCo reset the run: keep what came before the reset
+            if bad_qacc.number or bad_qvel.number or bad_qpos.number or bad_ctrl.number:
+                # MuJoCo reset the run or zeroed its control (mj.warned): keep what came before
                 tau.pop()
                 diverged = True
                 break
@@ -394,10 +410,10 @@ def run_implicit(actuators: Sequence[Actuator], pendulums: Sequence[PendulumPara
     batch.reset()
     batch.qpos[:, 0] = q0
     batch.qvel[:, 0] = v0
-    batch.forward()
     nsteps = np.array([len(c) for c in commands])
     out: dict[int, tuple] = {}
     with mj.captured_warnings():
+        batch.forward()  # a start MuJoCo finds bad (v0 = 1e308, say) is reset here, with its warning counted
         for nstep in np.unique(nsteps):
             ids = np.nonzero(nsteps == nstep)[0]
             control = np.stack([commands[i] for i in ids])[:, :, None]
@@ -405,7 +421,7 @@ def run_implicit(actuators: Sequence[Actuator], pendulums: Sequence[PendulumPara
                                 ids=ids)
             for j, i in enumerate(ids):
                 out[int(i)] = (rec['qpos'][j, :, 0], rec['qvel'][j, :, 0], rec['actuator_force'][j, :, 0])
-    bad = mj.bad_qacc(batch)
+    bad = mj.warned(batch)
     results = []
     for i in range(len(models)):
         q = np.concatenate([[q0], out[i][0]])
@@ -445,28 +461,45 @@ def simulate(actuators: Sequence[Actuator], *,
       q0, v0: initial angle (rad) and velocity (rad/s).
 
     Returns:
-      One :class:`Run` per config, in order.
+      One :class:`Run` per config, in order; a run that blew up is flagged ``diverged`` (MuJoCo's warnings included:
+      a NaN or huge command, gain or start speed), never an exception.
+
+    Raises:
+      TypeError: ``actuators`` not a sequence of :mod:`physai.laws.drives` configs.
+      ValueError: ``duration``, ``q0`` or ``v0`` not finite, a ``pendulum`` per run that does not match, a
+        velocity or effort command for an implicit PD, or a run longer than ``mj.MAX_STEPS`` steps.
     """
     checks.positive('duration', duration, 's')
-    if not (math.isfinite(q0) and math.isfinite(v0)):
-        raise ValueError(f'q0 and v0 must be finite (rad, rad/s), got {q0!r}, {v0!r}')
+    checks.finite('q0', q0, 'rad')
+    checks.finite('v0', v0, 'rad/s')
     q0 = q0 + perturb.size()  # a last-bit nudge when PHYSAI_PERTURB asks for one (physai.engine.perturb)
+    if isinstance(actuators, (str, bytes, *ACTUATORS)) or not isinstance(actuators, (Sequence, np.ndarray)):
+        names = ', '.join(a.__name__ for a in ACTUATORS)
+        raise TypeError(f'actuators must be a sequence of actuator configs ({names}), got {actuators!r}')
     actuators = list(actuators)
+    for i, a in enumerate(actuators):
+        if not isinstance(a, ACTUATORS):
+            raise TypeError(f'actuators[{i}] must be an actuator config ({", ".join(c.__name__ for c in ACTUATORS)}), '
+                            f'got {a!r}')
     pendulums = (list(pendulum) if isinstance(pendulum, (list, tuple))
                  else [pendulum] * len(actuators))
     if len(pendulums) != len(actuators):
         raise ValueError(f'pendulum must be one PendulumParams or one per actuator '
                          f'({len(actuators)}), got {len(pendulums)}')
+    for p in pendulums:
+        if not isinstance(p, PendulumParams):
+            raise TypeError(f'pendulum must be a PendulumParams or a list of them, got {p!r}')
     command = as_command(command)
     implicit = [i for i, a in enumerate(actuators) if not a.explicit]
     if implicit and not command.position_only:
         raise ValueError('command must be a position command (velocity = effort = 0) for an implicit '
                          f'PD (<position>), got velocity={command.velocity!r}, effort={command.effort!r}')
-    steps = [max(1, round(duration / p.timestep)) for p in pendulums]
-    if steps and max(steps) > mj.MAX_STEPS:  # the same cap as the link's runs: an error, not a hang
-        k = int(np.argmax(steps))
+    ratios = [duration / p.timestep for p in pendulums]  # a float: duration 1e308 gives inf, no int to round to
+    if ratios and max(ratios) > mj.MAX_STEPS + 0.5:  # the same cap as the link's runs: an error, not a hang
+        k = int(np.argmax(ratios))
         raise ValueError(f'duration / timestep must be at most MAX_STEPS = {mj.MAX_STEPS:,} steps per run, '
-                         f'got {duration!r} s / {pendulums[k].timestep!r} s = {steps[k]:,}')
+                         f'got {duration!r} s / {pendulums[k].timestep!r} s = {ratios[k]:,.0f}')
+    steps = [max(1, round(r)) for r in ratios]
     commands = [held_commands(command, p, n) for p, n in zip(pendulums, steps)]
     results: list = [None] * len(actuators)
     if implicit:

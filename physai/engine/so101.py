@@ -62,6 +62,12 @@ def _from_menagerie(read):
             f'or give Python network access so that mujoco_menagerie can download it.') from err
 
 
+def menagerie_xml(entry: str = 'so101') -> pathlib.Path:
+    """The path of Menagerie's SO-101 MJCF file ``entry`` (the local copy when there is one, else ``mujoco_menagerie``'s
+    download); :class:`ModelUnavailable` when neither is at hand."""
+    return pathlib.Path(_from_menagerie(lambda menagerie: menagerie.get('robotstudio_so101').xml(entry)))
+
+
 def load_so101(entry: str = 'so101') -> mujoco.MjModel:
     """A fresh copy of the SO-101 model (``entry`` 'so101' is the arm alone, 'scene' adds a floor)."""
     return copy.copy(_load(entry))
@@ -208,6 +214,6 @@ def so101_hold(*, armature: float | None = None, forcelimited: bool = True, time
             mujoco.mj_step(m, d)
             if k >= nstep - ntail:
                 tail[k - (nstep - ntail)] = d.qpos[m.jnt_qposadr[m.actuator_trnid[:, 0]]]
-    if mj.diverged(tail, warned=mj.bad_qacc(d)):
+    if mj.diverged(tail, warned=mj.warned(d)):
         return np.full(m.nu, np.nan), True
     return np.degrees(np.ptp(tail, axis=0)), False

@@ -210,7 +210,7 @@ def sweep(param: str) -> Sweep:
         else:
             row = {key: x, 'delay_ms': 1e3 * x * run.pendulum.timestep, 'lag_ms': lag_ms(run),
                    'overshoot_pct': _square_overshoot(run)}
-        rows.append({k: row[k] for k, _ in SWEEP_COLUMNS[param]})
+        rows.append({k: row[k] for k, *_ in SWEEP_COLUMNS[param]})
     return Sweep(param, values, runs, step, rows)
 
 
@@ -231,10 +231,10 @@ SWEEP_COLUMNS = {
     'armature': (('armature', '.2f'), ('error_deg', '.3f'), ('overshoot_pct', '.2f'),
                  ('rise_ms', '.1f'), ('settling_s', '.3f')),
     'friction': (('frictionloss', '.2f'), ('decay_s', '.3f'), ('turns', '.2f'),
-                 ('final_speed', '.4f')),
-    'viscous-friction': (('damping', '.2f'), ('decay_s', '.3f'), ('turns', '.2f'), ('final_speed', '.4f')),
+                 ('final_speed', '.4f', 'rad/s')),
+    'viscous-friction': (('damping', '.2f'), ('decay_s', '.3f'), ('turns', '.2f'), ('final_speed', '.4f', 'rad/s')),
     'effort-limit': (('forcerange', '.1f'), ('mean_angle_rad', '.4f'), ('p2p_rad', '.4f')),
-    'velocity-limit': (('velocity_limit', '.0f'), ('peak_speed', '.3f'), ('error_deg', '.3f'),
+    'velocity-limit': (('velocity_limit', '.0f', 'rad/s'), ('peak_speed', '.3f', 'rad/s'), ('error_deg', '.3f'),
                        ('overshoot_pct', '.2f'), ('rise_ms', '.1f'), ('settling_s', '.3f')),
     'delay': (('delay_steps', '.0f'), ('delay_ms', '.1f'), ('lag_ms', '.1f'),
               ('overshoot_pct', '.2f')),
@@ -472,7 +472,7 @@ def explicit_through_clamped_motor(actuator, joint_limit: float, *, command=Step
             q[k + 1], v[k + 1] = d.qpos[0], d.qvel[0]
     full = np.concatenate([cmd, cmd[-1:]])
     run = Run(actuator, p, p.timestep * np.arange(nstep + 1), q, v, full[:, 0].copy(), applied,
-              mj.diverged(v=v, warned=mj.bad_qacc(d)), full)
+              mj.diverged(v=v, warned=mj.warned(d)), full)
     return run, requested
 
 
@@ -481,8 +481,8 @@ DOUBLE_CLIP_JOINT_LIMITS = (math.inf, 2.0)  # N·m: the joint's, none and one be
 
 
 @experiment('double-clip', summary="an explicit PD (E = 6 N m) through a joint that clamps again at 2 N m",
-            columns=(('joint_limit', '.1f'), ('model_peak', '.2f'), ('applied_peak', '.2f'),
-                     ('mean_angle_rad', '.4f'), ('p2p_rad', '.4f'), ('vs_model_limit_2', '.1e')))
+            columns=(('joint_limit', '.1f', 'N·m'), ('model_peak', '.2f', 'N·m'), ('applied_peak', '.2f', 'N·m'),
+                     ('mean_angle_rad', '.4f'), ('p2p_rad', '.4f'), ('vs_model_limit_2', '.1e', 'rad')))
 def double_clip() -> list[dict]:
     """The effort-limit sweep's explicit PD (kp 400, kv 20, E = 6 N·m) with the joint's own limit on top.
 
@@ -505,7 +505,7 @@ def double_clip() -> list[dict]:
 
 
 @experiment('solver-gains', summary='the gains MuJoCo holds for each model: zero for every explicit one',
-            columns=(('model', 's'), ('actuator', 's'), ('solver_kp', '.1f'), ('solver_kv', '.1f'),
+            columns=(('model', 's'), ('actuator', 's'), ('solver_kp', '.1f', 'N·m/rad'), ('solver_kv', '.1f', 'N·m·s/rad'),
                      ('forcelimited', 's')))
 def solver_gains(kp: float = 100.0, kv: float = 5.0) -> list[dict]:
     """What the compiled model holds for each actuator model at the same kp, kv and a 6 N·m limit.
@@ -579,8 +579,10 @@ STS3215_STALL_TORQUE = 2.94
 30 kg·cm)."""
 
 STS3215_NO_LOAD_SPEED = 45 * 2 * math.pi / 60
-"""rad/s (45 rpm, 0.222 s per 60°): an assumed no-load speed for the STS3215, not a measured or datasheet value;
-replace it with your servo's measured one. The chapter also runs twice this value."""
+"""rad/s (45 rpm, 0.222 s per 60°): the STS3215's no-load speed in the derivation behind Menagerie's gains
+(github.com/Gregory119/RBE501-RL-arm-project, ``gymnasium_env/calc_actuator_model.py``: ``omega_nl``, from the 12 V
+ST-3215-C047's figures); nobody has measured it on the book's arm, so replace it with your servo's measured one. The
+chapter also runs twice this value."""
 
 
 def so101_elbow_models(step: float = 0.2) -> dict:
@@ -610,7 +612,7 @@ def so101_elbow_models(step: float = 0.2) -> dict:
 
 @experiment('so101-elbow-models', summary="the SO-101's elbow after a 0.2 rad step: Menagerie's implicit servo "
                                           'against explicit models of the STS3215',
-            columns=(('model', 's'), ('rise_ms', '.1f'), ('overshoot_pct', '.1f'), ('peak_speed', '.2f'),
+            columns=(('model', 's'), ('rise_ms', '.1f'), ('overshoot_pct', '.1f'), ('peak_speed', '.2f', 'rad/s'),
                      ('error_deg', '.3f'), ('max_diff_deg', '.2f')))
 def so101_elbow_table() -> list[dict]:
     """Rows of :func:`so101_elbow_models`: rise time, overshoot, peak speed, settled error, and the largest angle

@@ -7,14 +7,23 @@
    chapter's kept start (TheRobotStudio's soft gains), and rounded to ``sysid.FIT_DIGITS`` significant digits;
    with ``per_joint`` each arm joint then gets its own kp and kv (:func:`fit_per_joint`), the other four
    parameters staying shared;
-3. leave-one-out over every selected episode (``servo_sysid.leave_one_out``, each fold started from the fitted
-   servo; with one held-out episode the main fit is that episode's fold) gives the spread of each parameter, the cost's rise when one parameter alone changes (:func:`cost_rise`)
-   says whether the recording exercises it at all, and the ridge of constant lag (``servo_sysid.ridge``) with and
+3. leave-one-out over every selected episode (``servo_truth.compare_structures``): each fold's spring is fitted
+   from ``START``, which has seen none of the recording (with one held-out episode the main fit is that episode's
+   fold, since it saw only the fit episodes), and the rival structures (a command delay, calibration offsets) are
+   fitted fold by fold from the fold's spring. The folds give the spread of each parameter and the structures'
+   held-out scores; the cost's rise when one parameter alone changes (:func:`cost_rise`) says whether the recording
+   exercises it at all; held-out slices (``servo_truth.intervals``) say how far each parameter can move before the
+   held-out error rises by ``servo_truth.RISE``; and the ridge of constant lag (``servo_sysid.ridge``) with and
    without the held-pose offsets (``servo_sysid.static_offsets_deg``) says whether kp hangs on how those offsets
    are explained (:func:`spread`, :func:`findings`);
-4. the held-out episodes are replayed with the fitted servo, Menagerie's, and the teleport scale;
+4. the held-out episodes are replayed with the fitted servo, Menagerie's, and the teleport scale, and every
+   published set of chapter 4's truth table is scored on the recording's folds (``servo_truth.truth_table``);
 5. :func:`write_mjcf` writes Menagerie's SO-101 with the fitted servo as a default class (``fitted_servo``, and one
    class per joint with ``per_joint``).
+
+Delay. With ``delay`` the written servo is the *spring + delay* structure fitted on the fit episodes (from the
+spring, the delay starting at one physics step), written as each actuator's MuJoCo ``delay`` with a ``ctrl`` history
+(``nsample``, linear interpolation). On chapter 4's recording the fitted delay stays at its one-step floor.
 
 Offsets. In held poses the real shoulder lift and elbow stop a few degrees from their commands. The fit as recorded
 explains that as the sag of a soft servo and writes no offset. With ``offsets`` the held-pose offsets are taken to
@@ -42,13 +51,14 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-from physai.engine import mj, perturb, sysid
-from physai.engine.datasets import Episode, LeRobotDataset
+from physai.engine import mj, servo_models, so101, sysid
+from physai.engine.datasets import Episode, LeRobotDataset, check_episode
+from physai.engine.datasets import index_ranges as _ranges
 from physai.engine.so101 import ARM_JOINTS, JOINTS
 from physai.engine.sysid import ArmServo
-from physai.experiments import servo_sysid
+from physai.experiments import outputs, servo_sysid, servo_truth
 from physai.experiments.registry import format_table
-from physai.laws import robust
+from physai.laws import checks, robust
 
 
 ROBOTS = ('so101',)
@@ -59,7 +69,7 @@ START = sysid.THEROBOTSTUDIO
 not depend on the last bits of the arithmetic), so one start suffices."""
 
 FOLD_MAX_ITER = 50
-"""Iteration cap of each leave-one-out fold (started from the fitted servo; a cap, not a target)."""
+"""Iteration cap of each leave-one-out fold (started from ``START``; a cap, not a target)."""
 
 PINNED_RATIO = 1.25
 """A parameter is *pinned* when its largest value over the leave-one-out folds is within this factor of its
@@ -68,7 +78,8 @@ smallest (±11 % about the middle); wider, and the recordings do not fix it."""
 COST_RISE = 0.01
 """A parameter the recording pins raises the fit's cost by at least this fraction (1 %) when it alone is scaled by
 ``PINNED_RATIO`` either way. Without that test a parameter the recording never exercises (a force limit the servo never
-reaches, say) would look pinned: every fold starts from the fitted servo and leaves such a parameter where it is."""
+reaches, say) could look pinned: every fold starts from the same published gains, and the solver leaves a parameter
+the residuals do not feel near where it started."""
 
 MOVING_SPEED_DEG_S = 10.0
 """deg/s: a frame *moves* when some arm command changes faster than this. A first-order lag T makes a joint moving
@@ -125,8 +136,9 @@ def select_episodes(dataset: LeRobotDataset, episodes: Sequence[int] | None = No
       heldout: the indices among ``episodes`` kept out of the fit (default the last of ``episodes``).
 
     Raises:
-      ValueError: an index not in the dataset (or not among ``episodes``), one given twice, no held-out episode, or
-        fewer than 2 episodes left to fit.
+      ValueError: an index not in the dataset (or not among ``episodes``), one given twice, no held-out episode,
+        fewer than 2 episodes left to fit, or a chosen episode that ``datasets.check_episode`` refuses (timestamps
+        against fps, glitches, wraps, repeated frames).
     """
     available = [e.index for e in dataset]
     by_index = {e.index: e for e in dataset}
@@ -143,6 +155,8 @@ def select_episodes(dataset: LeRobotDataset, episodes: Sequence[int] | None = No
         return values
 
     chosen = indices('episodes', episodes, available, 'of the dataset') or available
+    for i in chosen:  # the loader checks what it reads; episodes made otherwise are checked here
+        check_episode(by_index[i], source=str(dataset.root))
     if len(chosen) < 3:
         raise ValueError(f'episodes must be at least 3 (2 to fit, 1 held out), got {len(chosen)}: {chosen}')
     held = indices('heldout', heldout, chosen, 'among the episodes used') or chosen[-1:]
@@ -155,15 +169,145 @@ def select_episodes(dataset: LeRobotDataset, episodes: Sequence[int] | None = No
     return [by_index[i] for i in fit], [by_index[i] for i in held]
 
 
-def _ranges(values: Sequence[int]) -> str:
-    """``[0, 1, 2, 5]`` as ``'0-2, 5'``."""
-    values, parts, start = sorted(values), [], None
-    for k, v in enumerate(values):
-        start = v if start is None else start
-        if k + 1 == len(values) or values[k + 1] != v + 1:
-            parts.append(f'{start}' if start == v else f'{start}-{v}')
-            start = None
-    return ', '.join(parts)
+def protected_folders(dataset: str | pathlib.Path | None = None) -> list[tuple[str, pathlib.Path]]:
+    """The folders the command reads and must never write into: MuJoCo Menagerie's SO-101 model (the folder of
+    ``so101.xml``, which every chapter loads, and the local Menagerie copy it sits in) and the dataset's folder."""
+    xml = so101.menagerie_xml('so101')
+    folders = [("MuJoCo Menagerie's SO-101 model", xml.parent)]
+    root = so101.menagerie_root()
+    if root is not None:
+        folders.append(('the local copy of MuJoCo Menagerie', pathlib.Path(root)))
+    if dataset is not None:
+        folders.append(("the dataset's folder", pathlib.Path(dataset)))
+    return folders
+
+
+def check_outputs(out: str | pathlib.Path, report: str | pathlib.Path | None = None, *, force: bool = False,
+                  dataset: str | pathlib.Path | None = None) -> tuple[pathlib.Path, pathlib.Path | None]:
+    """The MJCF file (``--out``) and the PNG (``--report``, or None) the command may write, checked before any work
+    (``outputs.check_output``): each names a file of its type in an existing folder the command can write to, is no
+    symbolic link, replaces an existing file only when ``force``, and lies in none of :func:`protected_folders`."""
+    folders = protected_folders(dataset)
+    out = outputs.check_output(out, option='--out', suffix='.xml', force=force, keep_out=folders)
+    if report is not None:
+        report = outputs.check_output(report, option='--report', suffix='.png', force=force, keep_out=folders)
+    return out, report
+
+
+def check_lengths(fit: Sequence[Episode], heldout: Sequence[Episode]) -> None:
+    """Refuse, before any fit, episodes too short to take part: a fit episode needs 2 frames to be replayed at all,
+    a held-out one ``MIN_EPISODE_SECONDS`` to hold a move and its settling (its error is the fit's score)."""
+    short = [e.index for e in fit if e.nframe < 2]
+    if short:
+        raise ValueError(f'every fit episode must have at least 2 frames to be replayed, got episode '
+                         f'{_ranges(short)} with {min(e.nframe for e in fit)}; leave it out with --episodes')
+    for e in heldout:
+        if e.nframe / e.fps < MIN_EPISODE_SECONDS:
+            raise ValueError(f'a held-out episode must last at least {MIN_EPISODE_SECONDS:g} s '
+                             f'({math.ceil(MIN_EPISODE_SECONDS * e.fps)} frames at {e.fps:g} fps) to score the fit on '
+                             f'a move and its settling, got episode {e.index} with {e.nframe} frames '
+                             f'({e.nframe / e.fps:.2f} s); hold out another with --heldout')
+
+
+def first_frames(episodes: Sequence[Episode], max_frames: int) -> list[Episode]:
+    """Each episode cut to its first ``max_frames`` frames (``--max-frames``)."""
+    max_frames = checks.whole('max_frames', max_frames, 2, None, 'frames')
+    return [e if e.nframe <= max_frames else dataclasses.replace(
+        e, action=e.action[:max_frames], state=e.state[:max_frames], timestamp=e.timestamp[:max_frames])
+        for e in episodes]
+
+
+EVALUATIONS_PER_ITERATION = len(sysid.PARAMS) + 2
+"""Candidate replays per iteration of a fit, as estimated: a Jacobian (one probe per parameter) and about two trial
+steps (a step the solver rejects costs another)."""
+
+MAX_FRAME_REPLAYS = 1e8
+"""The most frame replays (one frame of one episode simulated for one candidate servo: ``ReplayConfig.substeps``
+physics steps) :func:`fit_cost` may estimate before the command refuses. The book's recording (4 episodes of 12 s) is
+estimated at about a fiftieth of it (and replays about a quarter of its estimate), so a run at the budget takes some
+fifty times as long as the book's: long enough that a reader should choose it, with ``--max-frames`` or fewer
+episodes, rather than meet it."""
+
+MAX_BATCH_BYTES = 2e9
+"""bytes: the most memory the largest batch of replays may take (commands and recorded joints of every simulation it
+holds, float64), as :func:`fit_cost` estimates it. The book's recording needs under 20 MB; the 100,000-frame
+held-out episode that asked for this guard had passed 3.5 GB when it was stopped."""
+
+
+def fit_cost(fit: Sequence[Episode], heldout: Sequence[Episode], *, per_joint: bool = False, offsets: bool = False,
+             max_iter: int = 50, config: sysid.ReplayConfig = sysid.ReplayConfig()) -> dict:
+    """What :func:`identify` will cost, estimated from the episodes before it starts.
+
+    A batch replays every episode it holds for as many frames as its longest one, so the frames of a set of episodes
+    are ``len(set) * longest``. The fit, each leave-one-out fold (one per selected episode, less the main fit's own
+    when one episode is held out) and the per-joint fit each take up to ``max_iter`` (folds ``FOLD_MAX_ITER``)
+    iterations of ``EVALUATIONS_PER_ITERATION`` candidate replays of their frames (the per-joint fit has ten
+    parameters); the scores, the cost rises, the ridge and the final replays add a few replays more. The folds run
+    side by side, so their Jacobians form the largest batch.
+
+    Returns:
+      ``frames`` (the selected episodes' frames), ``fits`` (the main fit and the folds), ``evaluations`` (candidate
+      replays per fit, at most), ``frame_replays`` (the estimate, frames simulated), ``batch_bytes`` (the largest
+      batch's memory, bytes) and ``longest`` (frames of the longest episode).
+    """
+    fit, heldout = list(fit), list(heldout)
+    everyone = fit + heldout
+    sub = config.substeps(everyone[0].fps)
+    nparam = len(sysid.PARAMS)
+    longest = max(e.nframe for e in everyone)
+
+    def padded(episodes):
+        return len(episodes) * max(e.nframe for e in episodes)
+
+    evaluations = max_iter * EVALUATIONS_PER_ITERATION
+    replays = evaluations * padded(fit)  # the main fit
+    replays += (2 * nparam + 3) * padded(fit)  # cost_rise: the fit servo and each parameter scaled either way
+    folds = [everyone[:k] + everyone[k + 1:] for k in range(len(everyone))]
+    if len(heldout) == 1:  # the main fit is the held-out episode's fold
+        folds = [f for f, e in zip(folds, everyone) if e is not heldout[0]]
+    replays += sum(FOLD_MAX_ITER * EVALUATIONS_PER_ITERATION * padded(f) for f in folds)
+    replays += 2 * len(everyone) * padded(everyone)  # each fold's score: its servo and Menagerie's on every episode
+    ridge = len(servo_sysid.RIDGE_KPS[::2]) + 1
+    replays += ridge * 2 * padded(fit)  # the ridge, as recorded and with the offsets taken off
+    if per_joint:
+        replays += max_iter * (2 * len(ARM_JOINTS) + 2) * padded(fit)
+    replays += 2 * padded(everyone)  # the fitted and Menagerie's servo on every episode
+    # a batch holds each simulation's commands and its recorded joints for every physics step of the longest episode
+    per_sim = (longest - 1) * sub * 2 * len(JOINTS) * 8
+    sims = max([(nparam + 1) * (len(everyone) - 1) * len(folds), (nparam + 1) * len(fit), 2 * ridge * len(fit),
+                2 * len(everyone)] + ([(2 * len(ARM_JOINTS) + 1) * len(fit)] if per_joint else []))
+    return dict(frames=sum(e.nframe for e in everyone), fits=1 + len(folds), evaluations=evaluations,
+                frame_replays=float(replays), batch_bytes=float(sims * per_sim), longest=longest)
+
+
+def check_cost(fit: Sequence[Episode], heldout: Sequence[Episode], *, max_frame_replays: float = MAX_FRAME_REPLAYS,
+               max_batch_bytes: float = MAX_BATCH_BYTES, **kwargs) -> dict:
+    """:func:`fit_cost` if it is within the budgets, else a ValueError with the numbers and what to do: fewer
+    episodes (``--episodes``), or each cut to its first N frames (``--max-frames N``, the largest N that fits)."""
+    cost = fit_cost(fit, heldout, **kwargs)
+    over = []
+    if cost['frame_replays'] > max_frame_replays:
+        over.append(f"up to {cost['frame_replays'] / 1e6:,.0f} million frame replays, over the budget of "
+                    f"{max_frame_replays / 1e6:,.0f} million "
+                    f"({cost['frames']:,} frames in {len(fit) + len(heldout)} episodes of up to {cost['longest']:,} "
+                    f"frames, {cost['fits']} fits (the main fit and the leave-one-out folds) of up to "
+                    f"{cost['evaluations']} candidate replays each)")
+    if cost['batch_bytes'] > max_batch_bytes:
+        over.append(f"a batch of {cost['batch_bytes'] / 1e9:.2g} GB, over the budget of {max_batch_bytes / 1e9:.2g} GB "
+                    f"(every simulation of a batch runs as long as the longest episode, {cost['longest']:,} frames)")
+    if not over:
+        return cost
+    low, high = 2, cost['longest']  # the largest --max-frames whose cost fits, by bisection (the cost grows with it)
+    while high - low > 1:
+        mid = (low + high) // 2
+        c = fit_cost(first_frames(fit, mid), first_frames(heldout, mid), **kwargs)
+        ok = c['frame_replays'] <= max_frame_replays and c['batch_bytes'] <= max_batch_bytes
+        low, high = (mid, high) if ok else (low, mid)
+    shortest = math.ceil(MIN_EPISODE_SECONDS * fit[0].fps)
+    hint = (f'or keep the first {low:,} frames of each with --max-frames {low}' if low >= shortest else
+            'as even the shortest useful episodes would not fit')
+    raise ValueError(f"the fit must stay within its budget, got an estimate of {' and '.join(over)}; choose fewer "
+                     f"episodes with --episodes, {hint}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -225,13 +369,21 @@ class JointServos:
     """(5,) kv per arm joint, N·m·s/rad."""
     offsets_deg: tuple[float, ...] = (0.0,) * len(ARM_JOINTS)
     """(5,) c per arm joint, degrees: the actuator drives the joint towards ``ctrl - c``."""
+    delay: float = 0.0
+    """Command delay of every actuator, s (MuJoCo's ``actuator_delay``; 0: none)."""
 
     @classmethod
-    def uniform(cls, servo: ArmServo, offsets_deg: Sequence[float] | None = None) -> 'JointServos':
-        """``servo`` on every joint, with ``offsets_deg`` (default none)."""
+    def uniform(cls, servo: ArmServo, offsets_deg: Sequence[float] | None = None, delay: float = 0.0
+                ) -> 'JointServos':
+        """``servo`` on every joint, with ``offsets_deg`` (default none) and ``delay`` (s)."""
         n = len(ARM_JOINTS)
         offsets = (0.0,) * n if offsets_deg is None else tuple(float(c) for c in offsets_deg)
-        return cls(shared=servo, kp=(servo.kp,) * n, kv=(servo.kv,) * n, offsets_deg=offsets)
+        return cls(shared=servo, kp=(servo.kp,) * n, kv=(servo.kv,) * n, offsets_deg=offsets, delay=float(delay))
+
+    def model(self) -> servo_models.JointModel:
+        """The same servos as a ``servo_models.JointModel`` (the gripper keeps the shared servo)."""
+        shared = servo_models.JointModel.uniform(self.shared, delay=self.delay, offsets_deg=self.offsets_deg)
+        return shared.replace(kp=tuple(self.kp) + (self.shared.kp,), kv=tuple(self.kv) + (self.shared.kv,))
 
     @property
     def per_joint(self) -> bool:
@@ -277,23 +429,8 @@ def replay_models(models: Sequence[mujoco.MjModel], episodes: Sequence[Episode])
     fps = episodes[0].fps
     sub = max(1, round(1.0 / (fps * models[0].opt.timestep)))
     nframe = max(e.nframe for e in episodes)
-    actions = []
-    for e in episodes:
-        u = sysid.to_radians(e.action, e.joints)
-        actions.append(np.concatenate([u, np.repeat(u[-1:], nframe - e.nframe, axis=0)]))
+    qpos, warned = sysid.rollout([m for m in models for _ in episodes], list(episodes) * len(models), sub)
     nsim = len(models) * len(episodes)
-    batch = mujoco.batch.Batch(models[0], nsim)
-    batch.set_models([m for m in models for _ in episodes])
-    batch.reset()
-    starts = np.tile(np.stack([sysid.to_radians(e.state[:1], e.joints)[0] for e in episodes]), (len(models), 1))
-    batch.qpos[:] = starts
-    perturb.nudge(batch.qpos)
-    starts = batch.qpos.copy()
-    batch.forward()
-    control = np.tile(np.repeat(np.stack(actions)[:, :nframe - 1], sub, axis=1), (len(models), 1, 1))
-    out = batch.rollout((nframe - 1) * sub, control=control, record=('qpos',))
-    qpos = np.concatenate([starts[:, None], out['qpos'][:, sub - 1::sub]], axis=1)
-    warned = mj.bad_qacc(batch)
     arm = [JOINTS.index(j) for j in ARM_JOINTS]
     sim = np.rad2deg(qpos[:, :, arm]).reshape(len(models), len(episodes), nframe, len(ARM_JOINTS))
     for k in range(nsim):
@@ -301,6 +438,18 @@ def replay_models(models: Sequence[mujoco.MjModel], episodes: Sequence[Episode])
         sim[i, j, episodes[j].nframe:] = np.nan
         if mj.diverged(qpos[k, :episodes[j].nframe], warned=bool(warned[k])):
             sim[i, j] = np.nan
+    return sim
+
+
+def model_sim(models: Sequence[servo_models.JointModel], episodes: Sequence[Episode],
+              config: sysid.ReplayConfig) -> np.ndarray:
+    """:func:`replay_models`' array for ``servo_models.JointModel`` models (a delay included), one batch."""
+    nframe = max(e.nframe for e in episodes)
+    sim = np.full((len(models), len(episodes), nframe, len(ARM_JOINTS)), np.nan)
+    for i, row in enumerate(servo_models.replay(list(models), list(episodes), config=config)):
+        for j, rep in enumerate(row):
+            if not rep.diverged:
+                sim[i, j, :rep.sim_deg.shape[0]] = rep.sim_deg
     return sim
 
 
@@ -377,7 +526,7 @@ class Identification:
     """What the file holds."""
     fit_converged: bool
     folds: tuple[dict, ...]
-    """``servo_sysid.leave_one_out`` rows over every selected episode (the shared servo)."""
+    """``servo_truth.spring_rows`` over every selected episode: each fold's spring, fitted from ``START``."""
     static_offsets_deg: np.ndarray | None
     """(5,) command minus joint in the fit episodes' held poses, degrees (None: no held pose)."""
     ridge: tuple[dict, ...]
@@ -394,12 +543,19 @@ class Identification:
     warnings: tuple[str, ...]
     config: sysid.ReplayConfig = sysid.ReplayConfig()
     """The replay settings of the fit."""
+    structures: tuple = ()
+    """``servo_truth.Fold`` per selected episode: the spring and its rivals fitted on the other episodes."""
+    intervals: tuple[dict, ...] = ()
+    """``servo_truth.intervals`` rows: how far each parameter can move before the held-out error rises."""
+    truth: tuple[dict, ...] = ()
+    """``servo_truth.truth_table`` rows of the recording: every published set, the teleport, the structures."""
 
 
 def identify(dataset: LeRobotDataset, fit: Sequence[Episode], heldout: Sequence[Episode], *, source: str = '',
-             per_joint: bool = False, offsets: bool = False, config: sysid.ReplayConfig = sysid.ReplayConfig(),
-             max_iter: int = 50, progress: bool = True) -> Identification:
-    """Chapter 4's fit on ``fit``, its spread over leave-one-out folds, and the replays of every episode.
+             per_joint: bool = False, offsets: bool = False, delay: bool = False,
+             config: sysid.ReplayConfig = sysid.ReplayConfig(), max_iter: int = 50, progress: bool = True
+             ) -> Identification:
+    """Chapter 4's fit on ``fit``, its rivals and spread over leave-one-out folds, and the replays of every episode.
 
     Args:
       dataset: the recording (for its name and fps).
@@ -407,10 +563,14 @@ def identify(dataset: LeRobotDataset, fit: Sequence[Episode], heldout: Sequence[
       source: where the recording came from, for the report.
       per_joint: also fit each arm joint's kp and kv (:func:`fit_per_joint`).
       offsets: take the held-pose offsets to be calibration (see the module docstring).
+      delay: write the *spring + delay* structure (see the module docstring); not with ``per_joint``.
       config: the replay settings (the chapter's: contacts off, limits on, implicitfast, 1/210 s at 30 fps).
       max_iter: the fits' iteration cap.
       progress: tqdm bars on stderr.
     """
+    if delay and per_joint:
+        raise ValueError('delay and per_joint cannot be combined: the delay structure shares one servo on every '
+                         'joint, got both')
     fit, heldout = list(fit), list(heldout)
     fit_motion = motion(fit)
     warnings = recording_warnings(fit_motion, fps=dataset.fps)
@@ -434,11 +594,13 @@ def identify(dataset: LeRobotDataset, fit: Sequence[Episode], heldout: Sequence[
     rise = cost_rise(servo, fit_in, config=config)
     folds_data = dataclasses.replace(
         dataset, episodes=tuple(servo_sysid.shift_commands(everyone, use_offsets) if offsets else everyone))
-    main_fold = {heldout[0].index: servo} if len(heldout) == 1 else {}  # the main fit is that episode's fold
-    # folds start at the fit: only the solver's own tolerances stop them, so each travels as far along a flat valley
-    # as its data pull it and the spread shows what the recording leaves open (sysid.FTOL would stop them at once)
-    folds = servo_sysid.leave_one_out(folds_data, known=main_fold, starts={'fitted': servo}, config=config,
-                                      max_iter=FOLD_MAX_ITER, ftol=0.0, progress=progress)
+    main_fold = {heldout[0].index: servo} if len(heldout) == 1 else {}  # the main fit saw only that fold's episodes
+    # every other fold starts from START, which has seen none of the recording: no fold's start knows its episode
+    structures = servo_truth.compare_structures(folds_data, known=main_fold, start=START, config=config,
+                                                max_iter=FOLD_MAX_ITER, progress=progress)
+    folds = servo_truth.spring_rows(structures, folds_data, config=config)
+    spans = servo_truth.intervals(structures, folds_data, config=config)
+    truth = servo_truth.truth_table(folds_data, structures, config=config)
 
     kps = [kp for kp in servo_sysid.RIDGE_KPS[::2] if kp * servo.lag_ms / 1e3 >= servo.damping]
     ridge = servo_sysid.ridge(fit, servo, kps=sorted(set(kps) | {servo.kp}), offsets_deg=static,
@@ -448,16 +610,22 @@ def identify(dataset: LeRobotDataset, fit: Sequence[Episode], heldout: Sequence[
     if per_joint:
         servos = fit_per_joint(servo, fit, config=config, offsets_deg=use_offsets, max_iter=max_iter,
                                progress=progress)
-    fps = dataset.fps
-    sim = replay_models([joint_model(servos, config, fps=fps),
-                         sysid.arm_model(sysid.MENAGERIE, config, fps=fps)], everyone)
+    if delay:
+        start = servo_models.JointModel.uniform(servo, delay=1.0 / (dataset.fps * config.substeps(dataset.fps)),
+                                                offsets_deg=use_offsets)
+        delayed = servo_models.fit([(servo_models.SPRING_DELAY, fit, start)], config=config, max_iter=max_iter)[0]
+        shared = delayed.model.joint(ARM_JOINTS[0]).rounded(sysid.FIT_DIGITS)
+        servos = JointServos.uniform(shared, use_offsets, delay=robust.round_sig(delayed.model.delay,
+                                                                                  sysid.FIT_DIGITS))
+    sim = model_sim([servos.model(), servo_models.JointModel.uniform(sysid.MENAGERIE)], everyone, config)
     if np.isnan(sim[0][:, 0]).any():
         warnings.append('the fitted servo diverged on some episode: its errors are reported as NaN')
     result_ident = Identification(
         source=source, dataset=dataset, fit=tuple(fit), heldout=tuple(heldout), servos=servos,
         fit_converged=converged, folds=tuple(folds), static_offsets_deg=static, ridge=tuple(ridge),
         sim={'fitted': sim[0], 'menagerie': sim[1]}, cost_rise=rise, best_shift=servo_sysid.best_shift(fit),
-        motion=fit_motion, warnings=tuple(warnings), config=config)
+        motion=fit_motion, warnings=tuple(warnings), config=config, structures=tuple(structures),
+        intervals=tuple(spans), truth=tuple(truth))
     errors = heldout_errors(result_ident)
     if errors['fitted']['mean'] >= errors['teleport-best-shift']['mean']:
         warnings.append('the fitted servo is no closer to the held-out episodes than the teleport at its best shift: '
@@ -570,12 +738,28 @@ def ridge_summary(ident: Identification) -> dict | None:
     return out
 
 
+def offsets_structure_kp_ratio(ident: Identification) -> float:
+    """The largest factor, over the folds, between the kp of the *spring + offsets* structure and the fold's spring
+    kp (1: the fitted offsets leave kp where it was; NaN without that structure)."""
+    name, spring = servo_models.SPRING_OFFSETS.name, servo_models.SPRING.name
+    ratios = [f.models[name].kp[0] / f.models[spring].kp[0] for f in ident.structures if name in f.models]
+    return float(max(max(r, 1.0 / r) for r in ratios)) if ratios else math.nan
+
+
 def kp_hangs_on_offsets(ident: Identification) -> bool:
-    """Held-pose offsets of ``OFFSET_DEG`` or more, and with them taken off the commands the ridge of constant lag is
-    flat (within ``RIDGE_FLAT``) somewhere more than a factor ``PINNED_RATIO`` away from the fitted kp: then kp says
-    how the offsets are explained (sag or calibration), as on chapter 4's recording, not how stiff the servo is."""
+    """Whether kp says how the held-pose offsets are explained (sag or calibration) rather than how stiff the servo
+    is: held-pose offsets of ``OFFSET_DEG`` or more, and either the *spring + offsets* structure, fitted fold by fold
+    with the offsets free, moves kp by more than a factor ``PINNED_RATIO`` from the fold's spring, or (without that
+    structure) the ridge of constant lag with the offsets taken off is flat (within ``RIDGE_FLAT``) more than a factor
+    ``PINNED_RATIO`` from the fitted kp. On chapter 4's recording the fitted offsets stay under a degree and kp does
+    not move: the recording prefers the sag."""
     offsets, ridge = ident.static_offsets_deg, ridge_summary(ident)
-    if offsets is None or not np.any(np.abs(offsets) >= OFFSET_DEG) or not ridge or 'flat_kp_min' not in ridge:
+    if offsets is None or not np.any(np.abs(offsets) >= OFFSET_DEG):
+        return False
+    ratio = offsets_structure_kp_ratio(ident)
+    if not math.isnan(ratio):
+        return bool(ratio > PINNED_RATIO)
+    if not ridge or 'flat_kp_min' not in ridge:
         return False
     kp = ident.servos.shared.kp
     return bool(ridge['flat_kp_max'] > PINNED_RATIO * kp or ridge['flat_kp_min'] < kp / PINNED_RATIO)
@@ -617,8 +801,12 @@ def findings(ident: Identification) -> tuple[list[str], list[str]]:
                          f"{ridge['stiff_over_bottom']:.3g} times that at kp {ridge['stiff_kp']:.0f}; with the offsets "
                          f"taken off the commands it is within {100 * RIDGE_FLAT:.0f} % of its lowest from kp "
                          f"{_g(ridge['flat_kp_min'])} to {_g(ridge['flat_kp_max'])}")
+            ratio = offsets_structure_kp_ratio(ident)
+            if not math.isnan(ratio):
+                sentence += (f"; fitted as parameters fold by fold (spring + offsets), the offsets move kp by up to a "
+                             f"factor {ratio:.3g}")
             sentence += (': kp is pinned only by what the offsets are taken to be' if kp_hangs_on_offsets(ident) else
-                         ': either way the ridge bottoms near the fitted kp, so the offsets do not decide it')
+                         ': the recording itself prefers the sag, so the offsets do not decide kp')
     else:
         sentence += ('; the recording holds no still pose, so whether a calibration offset hides in it cannot be '
                      'checked: kp rests on the moves alone')
@@ -638,14 +826,12 @@ def write_mjcf(ident: Identification, path: str | pathlib.Path) -> pathlib.Path:
     ``biasprm``, ``forcerange``) on every joint and actuator, and with per-joint servos one child class per arm
     joint (``fitted_servo_<joint>``). Offsets go into each arm actuator's ``biasprm[0] = -kp c`` and ctrlrange. The
     meshes are read from Menagerie's folder by absolute path (``meshdir``); a comment at the top says what was fitted,
-    on which recording, and how the replay was run. Menagerie's own option (timestep, integrator) and contacts stay;
+    on which recording, and how the replay was run (the recording's name made inert: ``outputs.comment_text``). The
+    file is written atomically (``outputs.write_atomic``): an interrupted write leaves any old file whole.
+    Menagerie's own option (timestep, integrator) and contacts stay;
     the replay that scored the fit ran with contacts off and the timestep of ``sysid.ReplayConfig``.
     """
-    import mujoco_menagerie
-
-    sysid.slim_arm()  # points mujoco_menagerie at the offline copy when there is one
-    robot = mujoco_menagerie.get('robotstudio_so101')
-    xml = pathlib.Path(robot.xml('so101'))
+    xml = so101.menagerie_xml('so101')
     spec = mujoco.MjSpec.from_file(str(xml))
     spec.meshdir = str((xml.parent / spec.meshdir).resolve())
     servos, shared = ident.servos, ident.servos.shared
@@ -669,12 +855,14 @@ def write_mjcf(ident: Identification, path: str | pathlib.Path) -> pathlib.Path:
         _set_joint(joint, shared)
         _set_actuator(actuator, kp, kv, c, shared.forcerange)  # an element keeps the values its class had when parsed
         actuator.ctrlrange = np.asarray(actuator.ctrlrange) + c
+        if servos.delay > 0:  # MuJoCo's own command delay, read from a ctrl history
+            actuator.delay = servos.delay
+            actuator.nsample = servo_models.HISTORY_SAMPLES
+            actuator.interp = sysid.INTERP_LINEAR
     text = spec.to_xml()
     header = _header(ident, xml)
     text = re.sub(r'(<mujoco[^>]*>)', lambda m: m.group(1) + '\n' + header, text, count=1)
-    path = pathlib.Path(path)
-    path.write_text(text, encoding='utf-8')
-    return path
+    return outputs.write_atomic(path, lambda f: f.write(text.encode('utf-8')))
 
 
 def _set_joint(joint, servo: ArmServo) -> None:
@@ -711,12 +899,15 @@ def _header(ident: Identification, xml: pathlib.Path) -> str:
     ]
     if ident.servos.per_joint:
         lines.append('Per-joint classes fitted_servo_<joint> carry each arm joint\'s own kp and kv (gainprm, biasprm).')
+    if ident.servos.delay > 0:
+        lines.append(f'Every actuator reads its ctrl {1e3 * ident.servos.delay:.3g} ms late from a history of '
+                     f'{servo_models.HISTORY_SAMPLES} samples (delay, nsample, interp="linear"; MuJoCo 3.5.0 or later).')
     if any(ident.servos.offsets_deg):
         lines += ['Calibration offsets c (degrees; the joint is driven towards ctrl - c): ' +
                   ', '.join(f'{j} {c:+.3f}' for j, c in zip(ARM_JOINTS, ident.servos.offsets_deg)) + '.',
                   'MuJoCo\'s <position> has no offset: each arm actuator carries it as biasprm[0] = -kp*c (written as',
                   '<general>), and its ctrlrange is moved by c so the clamp acts where the shifted command would.']
-    body = '\n'.join('  ' + line.replace('--', '- -') for line in lines)
+    body = '\n'.join('  ' + outputs.comment_text(line) for line in lines)  # the source is the recording's own text
     return f'<!--\n{body}\n-->'
 
 
@@ -724,19 +915,50 @@ def _header(ident: Identification, xml: pathlib.Path) -> str:
 # The report
 # --------------------------------------------------------------------------------------------------
 
+def fit_stops(ident: Identification) -> tuple[bool, list[str]]:
+    """Whether the main fit converged, and a sentence for each place it stopped that is not a minimum the data set.
+
+    A fit that ends where it started (``START`` as the fit holds it: clipped into ``sysid.LOG_BOUNDS`` and rounded
+    to ``sysid.FIT_DIGITS``) has not converged, whatever its solver said: the data did not move it (a glitch so large
+    that no servo changes the cost, say). A parameter that ends within ``BOUND_MARGIN`` of a bound of the fit's box
+    is where the box stopped it, not where the data put it; the report says so (and :func:`spread` never calls it
+    pinned). Per-joint kp and kv are checked the same way.
+    """
+    servo = ident.servos.shared
+    start = sysid.from_log(sysid.to_log(START)).rounded(sysid.FIT_DIGITS)
+    converged, notes = ident.fit_converged, []
+    if servo == start:
+        converged = False
+        notes.append('the fit ended where it started (TheRobotStudio\'s gains): the recording did not move it, so the '
+                     'written servo is the start, not a fit; check the recording for glitches and its moves')
+    low, high = (10.0 ** b for b in sysid.LOG_BOUNDS)
+    values = [(name, getattr(servo, name), k) for k, name in enumerate(sysid.PARAMS)]
+    if ident.servos.per_joint:
+        values += [(f'{j} {name}', v, sysid.PARAMS.index(name)) for name in ('kp', 'kv')
+                   for j, v in zip(ARM_JOINTS, getattr(ident.servos, name))]
+    for name, value, k in values:
+        if value <= low[k] * BOUND_MARGIN or value >= high[k] / BOUND_MARGIN:
+            edge, bound = ('lower', low[k]) if value <= low[k] * BOUND_MARGIN else ('upper', high[k])
+            notes.append(f'{name} ended at the {edge} bound of the fit ({_g(value)}, bound {bound:g}): there the bound '
+                         f'stopped it, not the data')
+    return converged, notes
+
+
 def report(ident: Identification, out: str | pathlib.Path | None = None) -> dict:
-    """The command's report as a JSON-ready dict (``--json`` prints it; :func:`report_text` formats it)."""
+    """The command's report as a JSON-ready dict (``--json`` prints it; :func:`report_text` formats it);
+    ``fit_converged`` and the warnings include :func:`fit_stops`."""
     data = ident.dataset
+    converged, stops = fit_stops(ident)
     servos = ident.servos
     pinned, loose = findings(ident)
-    folds = [{k: r[k] for k in ('heldout', *SPREAD_KEYS, 'fit_mae_deg', 'heldout_mae_deg',
-                                'menagerie_heldout_mae_deg')} for r in ident.folds]
+    folds = [{k: r[k] for k in ('heldout', *SPREAD_KEYS, 'heldout_mae_deg', 'menagerie_heldout_mae_deg',
+                                'teleport_shift_deg')} for r in ident.folds]
     summary = servo_sysid.fold_summary(ident.folds)
     return dict(
         source=ident.source, version=data.version, fps=data.fps, robot_type=data.robot_type,
         episodes=dict(fit=[e.index for e in ident.fit], heldout=[e.index for e in ident.heldout]),
         recording=ident.motion,
-        servo=servos.shared.as_dict() | dict(lag_ms=servos.shared.lag_ms),
+        servo=servos.shared.as_dict() | dict(lag_ms=servos.shared.lag_ms, delay_ms=1e3 * servos.delay),
         per_joint=({j: dict(kp=servos.kp[i], kv=servos.kv[i], lag_ms=float(servos.lag_ms()[i]))
                     for i, j in enumerate(ARM_JOINTS)} if servos.per_joint else None),
         offsets_deg=(dict(zip(ARM_JOINTS, servos.offsets_deg)) if any(servos.offsets_deg) else None),
@@ -745,7 +967,10 @@ def report(ident: Identification, out: str | pathlib.Path | None = None) -> dict
         spread=spread(ident), ridge=ridge_summary(ident), pinned=pinned, not_pinned=loose,
         heldout_mae_deg=heldout_errors(ident), folds=folds,
         leave_one_out=dict(fitted_deg=summary['fitted_deg'], menagerie_deg=summary['menagerie_deg']),
-        fit_converged=ident.fit_converged, warnings=list(ident.warnings),
+        structures=servo_truth.structure_rows(ident.structures) if ident.structures else [],
+        intervals=list(ident.intervals), rise_pct=100 * servo_truth.RISE,
+        truth_table=[{k: r[k] for k, *_ in servo_truth.TRUTH_COLUMNS} | dict(kind=r['kind']) for r in ident.truth],
+        fit_converged=converged, warnings=list(ident.warnings) + stops,
         out=None if out is None else str(out))
 
 
@@ -766,12 +991,14 @@ def report_json(rep: dict) -> str:
 
 def report_text(rep: dict) -> str:
     """:func:`report` as the text the command prints."""
-    lines = [f"{rep['source']}: LeRobot {rep['version']}, {rep['fps']:g} fps, robot {rep['robot_type']}",
+    text = outputs.inert  # names from the recording (its folder, robot_type) may hold terminal escapes
+    lines = [f"{text(rep['source'])}: LeRobot {text(rep['version'])}, {rep['fps']:g} fps, "
+             f"robot {text(rep['robot_type'])}",
              f"fit on episodes {_ranges(rep['episodes']['fit'])} ({rep['recording']['seconds']:.1f} s, "
              f"{rep['recording']['moving_seconds']:.1f} s moving, {rep['recording']['held_frames']} held frames); "
              f"held out {_ranges(rep['episodes']['heldout'])}"]
     if rep['out']:
-        lines.append(f"wrote {rep['out']}")
+        lines.append(f"wrote {text(rep['out'])}")
     lines += ['', f"fitted servo (class {SERVO_CLASS}), and its range over {len(rep['folds'])} leave-one-out folds:"]
     rows = [dict(param=k, fitted=_g(v['fitted']), fold_min=_g(v['fold_min']), fold_max=_g(v['fold_max']),
                  cost_rise_pct='-' if math.isnan(v['cost_rise_pct']) else f"{v['cost_rise_pct']:.1f}",
@@ -799,5 +1026,23 @@ def report_text(rep: dict) -> str:
     loo = rep['leave_one_out']
     lines.append(f"leave-one-out, every selected episode held out once: fitted {loo['fitted_deg']:.3f} deg, "
                  f"Menagerie {loo['menagerie_deg']:.3f} deg")
-    lines += ['', 'warnings:'] + [f'  - {w}' for w in rep['warnings'] or ['none']]
+    if rep['structures']:
+        lines += ['', 'model structures, leave-one-out (each fitted on the other episodes; held-out error, degrees):']
+        lines.append(format_table(rep['structures'], [('structure', 's'), ('loo_deg', '.3f'), ('loo_min', '.3f'),
+                                                      ('loo_max', '.3f'), ('kp_min', '.3g'), ('kp_max', '.3g'),
+                                                      ('lag_ms_min', '.0f'), ('lag_ms_max', '.0f'),
+                                                      ('delay_ms_max', '.1f'), ('offset_max_deg', '.2f')]))
+    if rep['intervals']:
+        lines += ['', f"how far each parameter can move before the held-out error, averaged over the folds, rises by "
+                      f"{rep['rise_pct']:g} % (factors of the fitted value; the delay in ms; degrees added to an "
+                      f"offset; a slice, the others kept):"]
+        lines.append(format_table(rep['intervals'], [('param', 's'), ('structure', 's'), ('fitted_min', '.3g'),
+                                                     ('fitted_max', '.3g'), ('low', '.3g'), ('high', '.3g'),
+                                                     ('edge', '')]))
+    if rep['truth_table']:
+        lines += ['', "chapter 4's truth table on this recording (leave-one-out, degrees; from_fit: 'partly' for a "
+                      "published set completed from each fold's own fit; vs_shift: over the teleport at its best "
+                      "shift, its min and max fold by fold):"]
+        lines.append(format_table(rep['truth_table'], servo_truth.TRUTH_COLUMNS))
+    lines += ['', 'warnings:'] + [f'  - {text(w)}' for w in rep['warnings'] or ['none']]
     return '\n'.join(lines)

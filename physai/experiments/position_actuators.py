@@ -185,10 +185,13 @@ def so101_without_armature(n: int = SO101_HOLD_ENSEMBLE) -> list[dict]:
     m = load_so101()
     rows = []
     for i in range(m.nu):
-        row = {'joint': mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, int(m.actuator_trnid[i, 0]))}
-        row.update({name: chatter_verdict(runs[:, i]) for name, runs in p2p.items()})
-        row['no_armature_p2p_low'], row['no_armature_p2p_high'] = chatter_range(p2p['no_armature'][:, i])
-        rows.append(row)
+        verdict = {name: chatter_verdict(runs[:, i]) for name, runs in p2p.items()}
+        low, high = chatter_range(p2p['no_armature'][:, i])
+        rows.append({'joint': mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, int(m.actuator_trnid[i, 0])),
+                     'shipped': verdict['shipped'], 'no_armature': verdict['no_armature'],
+                     'no_armature_p2p_low': low, 'no_armature_p2p_high': high,
+                     'no_armature_unclamped': verdict['no_armature_unclamped'],
+                     'no_armature_1ms': verdict['no_armature_1ms']})
     return rows
 
 
@@ -196,8 +199,8 @@ def _register_hold() -> None:
 
     experiment('so101-no-armature',
                summary='the SO-101 model with its armature dropped: does it chatter after a step, per joint',
-               columns=(('joint', 's'), ('shipped', 's'), ('no_armature', 's'), ('no_armature_p2p_low', '.1g'),
-                        ('no_armature_p2p_high', '.1g'), ('no_armature_unclamped', 's'),
+               columns=(('joint', 's'), ('shipped', 's'), ('no_armature', 's'), ('no_armature_p2p_low', '.1g', '°'),
+                        ('no_armature_p2p_high', '.1g', '°'), ('no_armature_unclamped', 's'),
                         ('no_armature_1ms', 's')))(so101_without_armature)
 
 
@@ -314,7 +317,7 @@ def _verdict(response: link.StepResponse) -> str:
 
 
 @experiment('actuator-laws', summary='one affine force law for motor, position and velocity vs qfrc_actuator',
-            columns=(('actuator', 's'), ('gainprm0', '.3f'), ('biasprm', '.3f'), ('max_error', '.1e')))
+            columns=(('actuator', 's'), ('gainprm0', '.3f'), ('biasprm', '.3f'), ('max_error', '.1e', 'N·m')))
 def actuator_laws(n: int = 100, seed: int = 0) -> list[dict]:
     m = mujoco.MjModel.from_xml_string(ACTUATOR_LAWS_XML)
     d = mujoco.MjData(m)
@@ -499,7 +502,7 @@ def _simulate(m: mujoco.MjModel, *, q0: float, ctrl: float, duration: float) -> 
         for k in range(1, nstep + 1):
             mujoco.mj_step(m, d)
             q[k] = d.qpos[0]
-    return q, diverged(q, warned=mj.bad_qacc(d))
+    return q, diverged(q, warned=mj.warned(d))
 
 
 def motor_hold(gear: float = 1.0, *, duration: float = 1.0) -> list[dict]:
@@ -572,7 +575,7 @@ def motor_hold_table() -> list[dict]:
 
 
 @experiment('gear-sag', summary='exercise: <position kp=100> with gear 1 and 2, the sag',
-            columns=(('gear', '.0f'), ('joint_stiffness', '.1f'), ('sag_deg', '.5f'),
+            columns=(('gear', '.0f'), ('joint_stiffness', '.1f', 'N·m/rad'), ('sag_deg', '.5f'),
                      ('servo_sag_deg', '.5f'), ('mujoco', 's'), ('sag_ratio', '.4f')))
 def gear_sag_table() -> list[dict]:
     return gear_sag()
@@ -795,8 +798,8 @@ def _so101_link_spec(*, integrator: str = 'implicitfast') -> mujoco.MjSpec:
 
 
 @experiment('use-it', summary='d.ctrl in, d.actuator_force and d.qfrc_actuator out, kp and kv read back',
-            columns=(('ctrl', '.3f'), ('qpos', '.3f'), ('qvel', '.3f'), ('kp_read', '.2f'), ('kv_read', '.3f'),
-                     ('pd_law', '.4f'), ('actuator_force', '.4f'), ('qfrc_actuator', '.4f')))
+            columns=(('ctrl', '.3f', 'rad'), ('qpos', '.3f'), ('qvel', '.3f'), ('kp_read', '.2f', 'N·m/rad'), ('kv_read', '.3f', 'N·m·s/rad'),
+                     ('pd_law', '.4f', 'N·m'), ('actuator_force', '.4f'), ('qfrc_actuator', '.4f')))
 def use_it(states=USE_IT_STATES) -> list[dict]:
     """The SO-101 servo on the link driven from Python, one ``mj_forward`` per state.
 
@@ -915,7 +918,7 @@ VELOCITY_TRAP_CTRL = 1.0
 
 
 @experiment('velocity-trap', summary='<velocity kv=20> on the link: Euler takes kv explicitly and diverges',
-            columns=(('integrator', 's'), ('h_kv_over_I', '.3f'), ('mujoco', 's'), ('mean_speed', '.3f')))
+            columns=(('integrator', 's'), ('h_kv_over_I', '.3f'), ('mujoco', 's'), ('mean_speed', '.3f', 'rad/s')))
 def velocity_trap(kv: float = VELOCITY_TRAP_KV, integrators=('Euler', 'implicitfast')) -> list[dict]:
     """A ``<velocity kv>`` actuator (τ = kv(u − q̇), a pure damper toward the commanded speed) on the link.
 
@@ -946,7 +949,7 @@ def velocity_trap(kv: float = VELOCITY_TRAP_KV, integrators=('Euler', 'implicitf
             for k in range(nstep):
                 mujoco.mj_step(m, d)
                 v[k] = d.qvel[0]
-        bad = diverged(v=v, warned=mj.bad_qacc(d))
+        bad = diverged(v=v, warned=mj.warned(d))
         inertia = LINK_INERTIA + SO101_ARMATURE
         rows.append({'integrator': integrator, 'h_kv_over_I': m.opt.timestep * kv / inertia,
                      'mujoco': 'diverged' if bad else 'stable',
@@ -992,7 +995,7 @@ def _hold_run(m: mujoco.MjModel, ctrl, *, q0: float = -0.5, duration: float = 3.
         for k in range(nstep):
             mujoco.mj_step(m, d)
             q[k + 1] = d.qpos[0]
-    if diverged(q, warned=mj.bad_qacc(d)):
+    if diverged(q, warned=mj.warned(d)):
         raise RuntimeError('a sag-cure run diverged')
     return q
 
@@ -1052,7 +1055,7 @@ LIMIT_SOLREFS = ((0.02, 1.0), (0.01, 1.0), (0.005, 1.0))
 
 
 @experiment('joint-limit', summary='a joint range is a soft constraint: how far the servo pushes the link past it',
-            columns=(('solreflimit', 's'), ('past_limit_deg', '.3f'), ('limit_torque', '.3f')))
+            columns=(('solreflimit', 's'), ('past_limit_deg', '.3f'), ('limit_torque', '.3f', 'N·m')))
 def joint_limit(solrefs=LIMIT_SOLREFS) -> list[dict]:
     """The link with the SO-101 servo (kp, kv, forcerange ±2.94, joint damping) and a joint ``range`` of ±0.3 rad,
     commanded to 0.5 rad: the servo presses the link into its upper limit with its clamped 2.94 N·m.
@@ -1245,7 +1248,7 @@ def so101_joint_step(joint: str = STEP_TEST_JOINT, step: float = STEP_TEST_SIZE,
             mujoco.mj_step(m, d)
             force[k] = d.actuator_force[i]
             q[k + 1], v[k + 1] = d.qpos[adr], d.qvel[dof]
-            if mj.bad_qacc(d) or mj.runaway(v[k + 1]):
+            if mj.warned(d) or mj.runaway(v[k + 1]):
                 bad = True
                 q, v, force = q[:k + 2], v[:k + 2], force[:k + 1]
                 break
@@ -1273,7 +1276,7 @@ def joint_step_metrics(run: JointStep) -> dict:
 @experiment('elbow-step-test', summary="the SO-101 model's elbow after a 0.2 rad step: what a real step test "
                                        'is compared with',
             columns=(('joint', 's'), ('step_rad', '.2f'), ('error_deg', '.3f'), ('rise_ms', '.1f'),
-                     ('overshoot_pct', '.1f'), ('peak_speed', '.2f'), ('peak_force', '.2f'),
+                     ('overshoot_pct', '.1f'), ('peak_speed', '.2f', 'rad/s'), ('peak_force', '.2f', 'N·m'),
                      ('rise_frames', '.1f')))
 def elbow_step_test(steps=(STEP_TEST_SIZE, -STEP_TEST_SIZE)) -> list[dict]:
     """The model's side of the elbow step test: Menagerie's SO-101, elbow stepped up and down from home.

@@ -1,14 +1,18 @@
 """The book's experiments by name: one function per table, shared by the notebooks and the command line.
 
-Each experiment is a function returning rows (a list of dicts, one key per column). A chapter prints
-``format_table(rows, columns)``; ``python -m physai NAME`` prints the same table; ``--json`` prints the rows.
-Because both call the same function, the book and the command line cannot disagree.
+Each experiment is a function returning rows (a list of dicts, one key per column). A chapter shows
+the rows as a table (``physai.interface.tables.show``: on the page an HTML table, in text ``format_table(rows,
+columns)``); ``python -m physai NAME`` prints the same text table; ``--json`` prints the rows. Because both call the
+same function, the book and the command line cannot disagree.
 
 Register an experiment with the decorator::
 
         @experiment('kp-sweep', summary='sag and rise time against kp',
                                 columns=(('kp', '.0f'), ('sag_deg', '.4f')))
         def kp_sweep() -> list[dict]: ...
+
+A column is (key, format), or (key, format, unit) where the key does not say its unit
+(:mod:`physai.experiments.columns` reads names and units off the keys for the page's headers).
 
 An experiment that takes one argument lists its allowed values in ``choices``
 (``python -m physai actuator-sweep stiffness``).
@@ -26,6 +30,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from physai.experiments.columns import checked_spec
+
 
 # Modules that register experiments, imported on first look-up so that `import physai` stays light.
 PROVIDERS = (
@@ -33,6 +39,7 @@ PROVIDERS = (
     'physai.experiments.actuator_models',
     'physai.experiments.where_pd_runs',
     'physai.experiments.servo_sysid',
+    'physai.experiments.servo_truth',
 )
 
 _REGISTRY: dict[str, 'Experiment'] = {}
@@ -46,26 +53,38 @@ class Experiment:
     """The command-line name, e.g. ``kp-sweep``."""
     summary: str
     """One line for ``python -m physai list``."""
-    columns: tuple[tuple[str, str], ...] | dict[str, tuple[tuple[str, str], ...]]
-    """(key, format) per column; format is a format spec such as ``.3f``, or ``s`` for text.
-    An experiment with choices may give a dict from each choice to its own columns."""
+    columns: tuple[tuple[str, ...], ...] | dict[str, tuple[tuple[str, ...], ...]]
+    """(key, format) or (key, format, unit) per column; format is a format spec such as ``.3f``, or ``s`` for text;
+    the unit, where the key does not say it (:mod:`physai.experiments.columns`). An experiment with choices may give
+    a dict from each choice to its own columns."""
     func: Callable[..., list[dict]]
     """Computes the rows."""
     choices: tuple[str, ...] = ()
     """Allowed values of the one positional argument, or () when there is none."""
 
     def run(self, arg: str | None = None) -> list[dict]:
-        """Compute the rows; ``arg`` must be one of ``choices`` when there are choices."""
+        """Compute the rows; ``arg`` must be one of ``choices`` when there are choices.
+
+        Every row carries exactly the table's columns, in their order (what ``--json`` prints is what the table
+        shows): a row that does not is a bug of the experiment, raised here, so that every chapter that runs an
+        experiment checks it too.
+        """
         if self.choices:
             if arg not in self.choices:
                 raise ValueError(
                         f'{self.name}: PARAM must be one of {", ".join(self.choices)}, got {arg!r}')
-            return self.func(arg)
-        if arg is not None:
+            rows = self.func(arg)
+        elif arg is not None:
             raise ValueError(f'{self.name} takes no argument, got {arg!r}')
-        return self.func()
+        else:
+            rows = self.func()
+        keys = column_keys(self.columns_for(rows, arg))
+        for i, row in enumerate(rows):
+            if list(row) != keys:
+                raise RuntimeError(f'{self.name}: row {i} has the keys {list(row)}, its table the columns {keys}')
+        return rows
 
-    def columns_for(self, rows: Sequence[dict], arg: str | None = None) -> tuple[tuple[str, str], ...]:
+    def columns_for(self, rows: Sequence[dict], arg: str | None = None) -> tuple[tuple[str, ...], ...]:
         """The columns of the table for ``arg``, or, without it, those whose keys the rows carry."""
         if not isinstance(self.columns, dict):
             return self.columns
@@ -73,7 +92,7 @@ class Experiment:
             return self.columns[arg]
         keys = list(rows[0]) if rows else []
         for columns in self.columns.values():
-            if [key for key, _ in columns] == keys:
+            if column_keys(columns) == keys:
                 return columns
         raise ValueError(f'{self.name}: no column set matches the row keys {keys}')
 
@@ -82,7 +101,7 @@ class Experiment:
         return format_table(rows, self.columns_for(rows, arg))
 
 
-def experiment(name: str, *, summary: str, columns: Sequence[tuple[str, str]],
+def experiment(name: str, *, summary: str, columns: Sequence[tuple[str, ...]],
                               choices: Sequence[str] = ()) -> Callable[[Callable], Callable]:
     """Register the decorated function as experiment ``name``."""
 
@@ -92,9 +111,9 @@ def experiment(name: str, *, summary: str, columns: Sequence[tuple[str, str]],
         if isinstance(columns, dict):
             if set(columns) != set(choices):
                 raise ValueError(f'experiment {name!r}: columns per choice must name exactly {choices}')
-            cols = {choice: tuple(c) for choice, c in columns.items()}
+            cols = {choice: checked_spec(c) for choice, c in columns.items()}
         else:
-            cols = tuple(columns)
+            cols = checked_spec(columns)
         _REGISTRY[name] = Experiment(name=name, summary=summary, columns=cols,
                                                                   func=func, choices=tuple(choices))
         return func
@@ -138,13 +157,48 @@ def _cell(value: Any, fmt: str) -> str:
     return format(value, fmt)
 
 
-def format_table(rows: Sequence[dict], columns: Sequence[tuple[str, str]]) -> str:
-    """Rows as a right-aligned text table with one header line; each cell uses its column's format."""
-    keys = [key for key, _ in columns]
-    cells = [[_cell(row[key], fmt) for key, fmt in columns] for row in rows]
-    widths = [max([len(key)] + [len(line[i]) for line in cells]) for i, key in enumerate(keys)]
+def column_keys(columns: Sequence[Sequence[str]]) -> list[str]:
+    """The keys of a column spec, ``((key, format), ...)`` or ``((key, format, unit), ...)``."""
+    return [column[0] for column in columns]
+
+
+def cells(rows: Sequence[dict], columns: Sequence[Sequence[str]]) -> list[list[str]]:
+    """Every row's cells as text, each in its column's format: what :func:`format_table` prints.
+
+    A column is (key, format) or (key, format, unit); a list value prints as its items separated by spaces, None as
+    ``-``, a text and a non-finite float as they are.
+
+    Raises:
+      ValueError: a column that is not (key, format) or (key, format, unit) of text, a row that is not a dict or
+        lacks a column's key, or a value its column's format cannot print.
+    """
+    columns = checked_spec(columns)
+    keys = column_keys(columns)
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise ValueError(f'rows[{i}] must be a dict (one key per column), got {type(row).__name__}')
+        missing = [key for key in keys if key not in row]
+        if missing:
+            raise ValueError(f'rows[{i}] must have a value for every column, got none for {", ".join(missing)} '
+                             f'(it has {", ".join(map(str, row)) or "no keys"})')
+    try:
+        return [[_cell(row[c[0]], c[1]) for c in columns] for row in rows]
+    except (TypeError, ValueError) as err:  # a text in a number column, or a format Python does not know
+        raise ValueError(f'every value must fit its column\'s format ({", ".join(f"{c[0]}: {c[1]}" for c in columns)}), '
+                         f'got: {err}') from None
+
+
+def format_table(rows: Sequence[dict], columns: Sequence[Sequence[str]]) -> str:
+    """Rows as a right-aligned text table with one header line, the keys; each cell uses its column's format.
+
+    Raises:
+      ValueError: as :func:`cells`.
+    """
+    lines_of_cells = cells(rows, columns)
+    keys = column_keys(columns)
+    widths = [max([len(key)] + [len(line[i]) for line in lines_of_cells]) for i, key in enumerate(keys)]
     lines = ['  '.join(key.rjust(w) for key, w in zip(keys, widths))]
-    lines += ['  '.join(cell.rjust(w) for cell, w in zip(line, widths)) for line in cells]
+    lines += ['  '.join(cell.rjust(w) for cell, w in zip(line, widths)) for line in lines_of_cells]
     return '\n'.join(lines)
 
 

@@ -353,7 +353,7 @@ class DampingValley:
         """The valley: for every kp row within ``kp_range`` (N·m/rad, inclusive), its best damping.
 
         Keys: ``kp`` (N·m/rad), ``best_damping`` (N·m·s/rad), ``lag_ms`` ((kv + best_damping)/kp, ms) and
-        ``heldout_mae_deg`` (that cell's error, degrees: the chapter maps the held-out episode).
+        ``mae_deg`` (that cell's error, degrees: the chapter maps the fit episodes).
         """
         low, high = kp_range
         if not (checks.is_real(low) and checks.is_real(high) and 0 < low <= high):
@@ -363,7 +363,7 @@ class DampingValley:
             if low <= kp <= high:
                 b = float(self.dampings[np.argmin(row)])
                 rows.append(dict(kp=float(kp), best_damping=b, lag_ms=float(1e3 * (self.kv + b) / kp),
-                                 heldout_mae_deg=float(row.min())))
+                                 mae_deg=float(row.min())))
         return rows
 
 
@@ -373,7 +373,7 @@ def damping_valley(episodes: Sequence[Episode], base: ArmServo, *, kps: Sequence
     """``base`` replayed over every (kp, joint damping) of the grid, the rest as it is: :func:`kp_damping_map`.
 
     Args:
-      episodes: the episodes scored (the chapter: the held-out one).
+      episodes: the episodes scored (the chapter: the fit episodes; no choice is read off a held-out one).
       base: the servo whose kv, forcerange, frictionloss and armature every cell keeps.
       kps: (nkp,) increasing, N·m/rad.
       dampings: (ndamping,) increasing, N·m·s/rad.

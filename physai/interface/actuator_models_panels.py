@@ -1,9 +1,12 @@
-"""Chapter 2's live panel and its static twins: the pendulum under each actuator model.
+"""Chapter 2's live panel: the pendulum under each actuator model, and a sweep's runs on one axes.
 
-:func:`actuator_panel` runs :func:`physai.engine.pendulum.simulate` for the chosen model (implicit, ideal PD, DC
-motor, delayed PD, remotized PD) with kp, kv, effort and velocity limits, delay, armature, timestep and integrator,
-and draws the step response with its readout (:func:`panel_readout`) and the applied torque; :func:`forcerange_twin`
-is the effort-limit figure precomputed for the published page. :func:`plot_runs` draws a sweep's runs on one axes.
+The panel is described once, :func:`actuator_spec` (controls, plots, words), and rendered twice: :func:`actuator_panel`
+in the kernel, :func:`forcerange_twin` with :func:`physai.interface.web.pendulum_live` on the published page
+(``book/_static/panels/actuator_models_panels.js``: the first view precomputed here over the model and the effort
+limit, then MuJoCo in the reader's browser). Its physics is :func:`panel_run`: :func:`physai.engine.pendulum.simulate`
+for the chosen model (implicit, ideal PD, DC motor, delayed PD, remotized PD) with kp, kv, effort and velocity limits,
+delay, armature, timestep and integrator; it draws the step response with its readout (:func:`panel_readout`), the
+applied torque and the path in the torque-speed plane. :func:`plot_runs` draws a sweep's runs on one axes.
 """
 
 from __future__ import annotations
@@ -14,15 +17,30 @@ from collections.abc import Sequence
 import numpy as np
 
 from physai.experiments import registry
-from physai.interface import live, plots, twin
-from physai.engine.pendulum import PendulumParams, Run, Step, TAU_G, TIMESTEP, simulate
-from physai.experiments.actuator_models import DC_SATURATION, SWEEPS, TAIL, step_metrics, sweep, swing_angle
+from physai.interface import live, plots, web
+from physai.interface.panel import Choice, Entry, LogSlider, PanelSpec, Plot, Slider, common_controls
+from physai.engine.pendulum import CONTROL_RATE, PendulumParams, Run, Step, TAU_G, TIMESTEP, simulate
+from physai.experiments.actuator_models import DC_SATURATION, SWEEPS, TAIL, step_metrics
 from physai.interface.plots import SWINGING_P2P_DEG
+from physai.engine.link import RISE_START
 from physai.laws.drives import Actuator, DCMotor, DelayedPD, IdealPD, ImplicitPD, MODELS, RemotizedPD
+
+COLORS = plots.COLORS
+
+READOUT_WORDS = {
+    'diverged': 'diverged after {t:.3f} s',
+    'swinging': 'still swinging: {p2p:.3g}° peak to peak   rise n/a',
+    'creeping': 'still creeping: {p2p:.3g}° in the last {tail:g} s   rise n/a',
+    'settled': 'settling error {error:.2f}°   rise {rise}',
+    'rise': '{rise_ms:.0f} ms',
+    'no_rise': 'n/a',
+}
+"""The panel's verdict on a step response (:func:`panel_readout`), templates of its description."""
 
 
 def panel_readout(run: Run, metrics: dict) -> str:
-    """The live panel's one-line verdict on a step response (``metrics`` from :func:`step_metrics`).
+    """The live panel's one-line verdict on a step response (``metrics`` from :func:`step_metrics`), in the words of
+    :data:`READOUT_WORDS`.
 
     A settled run reads ``'settling error 1.69°   rise 75 ms'``. A run whose angle still moves more than
     ``plots.SWINGING_P2P_DEG`` peak to peak over the last 0.5 s has no settling error or rise time to
@@ -30,23 +48,23 @@ def panel_readout(run: Run, metrics: dict) -> str:
     peak to peak   rise n/a'`` if its velocity reverses in the window, ``'still creeping: 6.92° in the
     last 0.5 s   rise n/a'`` if it only drifts one way. A diverged run reads ``'diverged after 0.611 s'``.
     """
-
+    words = READOUT_WORDS
     if run.diverged or metrics['diverged']:
-        return f'diverged after {float(run.t[-1]):.3f} s'
+        return words['diverged'].format(t=float(run.t[-1]))
     p2p = metrics['p2p_deg']
     if p2p > SWINGING_P2P_DEG:
         v = run.v[run.t >= run.t[-1] - TAIL + 1e-9]
         signs = np.sign(v[v != 0])
         if np.any(signs[1:] != signs[:-1]):
-            return f'still swinging: {p2p:.3g}° peak to peak   rise n/a'
-        return f'still creeping: {p2p:.3g}° in the last {TAIL:g} s   rise n/a'
+            return words['swinging'].format(p2p=p2p)
+        return words['creeping'].format(p2p=p2p, tail=TAIL)
     rise = metrics['rise_ms']
-    rise_text = f'{rise:.0f} ms' if math.isfinite(rise) else 'n/a'
-    return f"settling error {metrics['error_deg']:.2f}°   rise {rise_text}"
+    rise_text = words['rise'].format(rise_ms=rise) if math.isfinite(rise) else words['no_rise']
+    return words['settled'].format(error=metrics['error_deg'], rise=rise_text)
 
 
 # ------------------------------------------------------------------------------------------------
-# figures, the live panel and its static twin
+# figures: a sweep's runs
 
 
 def plot_runs(ax, runs: Sequence[Run], labels: Sequence[str], *, title: str = '',
@@ -76,8 +94,6 @@ def plot_runs(ax, runs: Sequence[Run], labels: Sequence[str], *, title: str = ''
     ax.legend(fontsize=7.5, loc='best')
 
 
-"""The panel's model choice: the models of :mod:`physai.laws.drives` and the remotized PD."""
-
 PANEL_REMOTIZED_SHARE = 0.5
 """The remotized PD's limit at horizontal as a share of the effort slider's E: the panel's table is
 ((0, E), (π/2, E/2)), linear in between (a linkage that gives less torque the further the link is lifted). At the
@@ -86,6 +102,7 @@ default E = 6 N·m that is 3 N·m at horizontal, just above the hold torque; low
 PANEL_STEP = Step()
 PANEL_DURATION = 3.0  # s
 PANEL_NO_LIMIT = 100.0  # N·m: the effort slider's top position means "no limit"
+PANEL_SPEED_AXIS = 30.0  # rad/s: the torque-speed plane's half-width
 PANEL_TORQUE_STEPS = (4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
 """The torque axes' half-ranges, N·m: the smallest step that shows 1.25 × max(E, tau_g); with no limit, 64."""
 
@@ -163,23 +180,74 @@ def panel_tries() -> dict[str, tuple[Run, dict]]:
     return {name: panel_run(**{**PANEL_DEFAULTS, **change}) for name, change in PANEL_TRIES.items()}
 
 
+ONLY_FOR = {'kv': None, 'velocity_limit': ('DC motor',), 'delay': ('delayed PD', 'remotized PD')}
+"""The controls only some models use (the page greys them out for the others)."""
+
+
+def actuator_spec(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.0, armature: float = 0.0,
+                  timestep: float = TIMESTEP, integrator: str = 'implicitfast', forcerange: float = 6.0,
+                  velocity_limit: float = 8.0, delay: int = 12) -> PanelSpec:
+    """Chapter 2's panel, described once: the model, the common four and the models' own kv, effort limit, velocity
+    limit and delay; the step response, the applied torque and the torque-speed plane; the words.
+
+    Args:
+      model, kp, kv, armature, timestep, integrator, forcerange, velocity_limit, delay: the controls' start and
+        reset values (SI units; ``delay`` in physics steps).
+    """
+    top = panel_torque_top(forcerange if forcerange < PANEL_NO_LIMIT or model == 'DC motor' else math.inf)
+    controls = [Choice('model', 'model', MODELS, model),
+                *common_controls(kp=kp, armature=armature, timestep=timestep, integrator=integrator),
+                LogSlider('kv', 'kv', 0.1, 300.0, kv, unit='N·m·s/rad', format='.3g'),
+                Slider('forcerange', 'forcerange E (100: none)', 0.5, PANEL_NO_LIMIT, forcerange, step=0.5, unit='N·m',
+                       format='.1f'),
+                Slider('velocity_limit', 'velocity limit V', 1.0, 40.0, velocity_limit, step=1.0, unit='rad/s',
+                       format='.0f'),
+                Slider('delay', 'delay', 0, 60, delay, step=1, unit='steps', format='.0f')]
+    step = Plot(key='step', title='step response', xlabel='time (s)', ylabel='joint angle q (deg)',
+                xlim=(0.0, PANEL_DURATION), ylim=(-20.0, 150.0), corner='ul',
+                legend=(Entry('command q*', COLORS['command'], 'dash'), Entry('q(t)', COLORS['response'])))
+    torque = Plot(key='torque', title='applied torque', xlabel='time (s)', ylabel='torque (N·m)',
+                  xlim=(0.0, PANEL_DURATION), ylim=(-top, top), corner='lr',
+                  legend=(Entry('applied torque', COLORS['response']), Entry('limits', COLORS['bound'], 'dot'),
+                          Entry('hold torque τg', COLORS['sag'], 'dash')))
+    plane = Plot(key='plane', title='torque-speed plane', xlabel='joint velocity qd (rad/s)', ylabel='torque (N·m)',
+                 xlim=(-PANEL_SPEED_AXIS, PANEL_SPEED_AXIS), ylim=(-top, top),
+                 legend=(Entry('allowed band', COLORS['bound']), Entry('run', COLORS['response'])))
+    words = {**READOUT_WORDS, 'flag': 'diverged', 'used_by': 'used by {models} only',
+             'chaotic': 'chaotic limit cycle: no single trace is stored',
+             'status': '{model}, {integrator}, h = {h_ms:.2f} ms'}
+    note = ('Command {low:.0f}° → {high:.0f}° at {at:g} s, sent at {rate:g} Hz and held between ticks; the explicit '
+            'models compute their torque every physics step. DC motor: stall torque {stall:g} N·m. Remotized PD: '
+            'limit E hanging, {share:g}·E at horizontal.')
+    return PanelSpec(key='pendulum', title='The actuator models on the pendulum', controls=controls,
+                     plots=(step, torque, plane), words=words, note=note)
+
+
+def note_values() -> dict:
+    """The values the description's note is filled with."""
+    return {'low': math.degrees(PANEL_STEP.low), 'high': math.degrees(PANEL_STEP.high), 'at': PANEL_STEP.at,
+            'rate': CONTROL_RATE, 'stall': DC_SATURATION, 'share': PANEL_REMOTIZED_SHARE}
+
+
 def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.0,
                    armature: float = 0.0, timestep: float = TIMESTEP,
                    integrator: str = 'implicitfast', forcerange: float = 6.0,
                    velocity_limit: float = 8.0, delay: int = 12):
-    """Chapter 2's live panel: one actuator model on the pendulum, redrawn on every change.
+    """Chapter 2's live panel in the kernel: :func:`actuator_spec` rendered with ipywidgets and matplotlib, one actuator
+    model on the pendulum, redrawn on every change.
 
     Controls: the model (implicit, ideal PD, DC motor, delayed PD, remotized PD), the book's common four (kp,
     armature, timestep, integrator) and the models' own kv, effort limit (for the remotized PD its limit hanging,
     half of it at horizontal), velocity limit (DC motor, stall torque 12 N·m) and delay (delayed and remotized PD,
-    physics steps). Plots: (1) the step response 0 → 90°
-    with the command, its settling error and rise time, a diverged run flagged; (2) the applied
-    torque with the limits that clip it; (3) the path in the torque-speed plane with the allowed band.
+    physics steps). Plots: (1) the step response 0 → 90° with the command, its settling error and rise time, a
+    diverged run flagged; (2) the applied torque with the limits that clip it; (3) the path in the torque-speed plane
+    with the allowed band.
 
     Returns:
       A :class:`physai.interface.live.Panel`.
     """
-
+    spec = actuator_spec(model=model, kp=kp, kv=kv, armature=armature, timestep=timestep, integrator=integrator,
+                         forcerange=forcerange, velocity_limit=velocity_limit, delay=delay)
     run_cached = registry.cached(panel_run, maxsize=16)
 
     def compute(values: dict) -> dict:
@@ -187,36 +255,26 @@ def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.
         return {'run': run, 'metrics': metrics, 'actuator': run.actuator}
 
     def setup(fig) -> dict:
-        ax1, ax2, ax3 = fig.subplots(1, 3, gridspec_kw={'width_ratios': [1.2, 1, 1]})
-        t_end = PANEL_DURATION
-        ax1.step([0, PANEL_STEP.at, t_end], [0, 90, 90], where='post', color=plots.COLORS['command'],
-                 lw=1, ls='--', label='command q*')
-        (q_line,) = ax1.plot([], [], color=plots.COLORS['response'], label='q(t)', animated=True)
-        readout = ax1.text(0.98, 0.05, '', transform=ax1.transAxes, ha='right', va='bottom',
-                           fontsize=9, animated=True,
+        step, torque, plane = spec.plots
+        ax1, ax2, ax3 = fig.subplots(1, 3, gridspec_kw={'width_ratios': [p.width for p in spec.plots]})
+        ax1.step([0, PANEL_STEP.at, PANEL_DURATION], [0, 90, 90], where='post', color=COLORS['command'], lw=1, ls='--')
+        (q_line,) = ax1.plot([], [], color=COLORS['response'], animated=True)
+        readout = ax1.text(0.98, 0.05, '', transform=ax1.transAxes, ha='right', va='bottom', fontsize=9, animated=True,
                            bbox=dict(facecolor='white', edgecolor='none', alpha=0.85, pad=1.5))
-        flag = ax1.text(0.5, 0.55, 'diverged', transform=ax1.transAxes, ha='center', va='center',
-                        color=plots.COLORS['diverged'], fontsize=16, fontweight='bold',
-                        visible=False, animated=True,
-                        bbox=dict(facecolor='white', edgecolor=plots.COLORS['diverged'], pad=3))
-        ax1.set_xlim(0, t_end)
-        ax1.set_ylim(-20, 150)
-        plots.label(ax1, 'time (s)', 'joint angle q (deg)', 'step response')
-        ax1.legend(loc='upper left', fontsize=7.5)
-        (tau_line,) = ax2.plot([], [], color=plots.COLORS['response'], label='applied torque',
-                               animated=True)
-        (limit_line,) = ax2.plot([], [], color=plots.COLORS['bound'], lw=1, ls=':',
-                                 label='limits', animated=True)
-        ax2.axhline(TAU_G, color=plots.COLORS['sag'], lw=1, ls='--', label='hold torque tau_g')
-        ax2.set_xlim(0, t_end)
-        plots.label(ax2, 'time (s)', 'torque (N·m)', 'applied torque')
-        ax2.legend(loc='upper right', fontsize=7.5)
-        (band,) = ax3.plot([], [], color=plots.COLORS['bound'], lw=1.5, label='allowed band',
-                           animated=True)
-        (path,) = ax3.plot([], [], color=plots.COLORS['response'], lw=1, label='run', animated=True)
-        ax3.set_xlim(-30, 30)
-        plots.label(ax3, 'joint velocity qd (rad/s)', 'torque (N·m)', 'torque-speed plane')
-        ax3.legend(loc='upper right', fontsize=7.5)
+        flag = ax1.text(0.5, 0.55, spec.say('flag'), transform=ax1.transAxes, ha='center', va='center',
+                        color=COLORS['diverged'], fontsize=16, fontweight='bold', visible=False, animated=True,
+                        bbox=dict(facecolor='white', edgecolor=COLORS['diverged'], pad=3))
+        plots.apply_plot(ax1, step)
+        plots.legend(ax1, step)
+        (tau_line,) = ax2.plot([], [], color=COLORS['response'], animated=True)
+        (limit_line,) = ax2.plot([], [], color=COLORS['bound'], lw=1, ls=':', animated=True)
+        ax2.axhline(TAU_G, color=COLORS['sag'], lw=1, ls='--')
+        plots.apply_plot(ax2, torque)
+        plots.legend(ax2, torque)
+        (band,) = ax3.plot([], [], color=COLORS['bound'], lw=1.5, animated=True)
+        (path,) = ax3.plot([], [], color=COLORS['response'], lw=1, animated=True)
+        plots.apply_plot(ax3, plane)
+        plots.legend(ax3, plane)
         fig.subplots_adjust(left=0.06, right=0.985, bottom=0.15, top=0.9, wspace=0.35)
         return {'ax2': ax2, 'ax3': ax3, 'q': q_line, 'readout': readout, 'flag': flag,
                 'tau': tau_line, 'limit': limit_line, 'band': band, 'path': path, 'ylim': None}
@@ -225,7 +283,7 @@ def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.
         run, metrics, actuator = results['run'], results['metrics'], results['actuator']
         state['q'].set_data(run.t, np.clip(np.degrees(np.nan_to_num(run.q)), -30, 160))
         state['flag'].set_visible(run.diverged)
-        state['readout'].set_color(plots.COLORS['diverged'] if run.diverged else '#222222')
+        state['readout'].set_color(COLORS['diverged'] if run.diverged else '#222222')
         state['readout'].set_text(panel_readout(run, metrics))
         remotized = isinstance(actuator, RemotizedPD)
         e = float(actuator.table[0][1]) if remotized else float(actuator.forcerange)
@@ -238,14 +296,14 @@ def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.
         state['tau'].set_data(run.t[:n], np.clip(np.nan_to_num(run.torque), -2 * top, 2 * top))
         # a constant clamp (ideal, implicit and delayed PD); the DC motor's and the remotized PD's limits move
         if isinstance(actuator, (IdealPD, ImplicitPD)) and not isinstance(actuator, (DCMotor, RemotizedPD)):
-            state['limit'].set_data([0, PANEL_DURATION, np.nan, 0, PANEL_DURATION],
-                                    [e, e, np.nan, -e, -e])
-            state['band'].set_data([-30, 30, 30, -30, -30], [e, e, -e, -e, e])
+            state['limit'].set_data([0, PANEL_DURATION, np.nan, 0, PANEL_DURATION], [e, e, np.nan, -e, -e])
+            w = PANEL_SPEED_AXIS
+            state['band'].set_data([-w, w, w, -w, -w], [e, e, -e, -e, e])
         else:
             low, high = actuator.limits(run.q[:n], run.v[:n])  # the remotized limit follows the angle
             state['limit'].set_data(np.concatenate([run.t[:n], [np.nan], run.t[:n]]),
                                     np.concatenate([high, [np.nan], low]))
-            speeds = np.linspace(-30, 30, 241)
+            speeds = np.linspace(-PANEL_SPEED_AXIS, PANEL_SPEED_AXIS, 241)
             # the band at the run's last angle (the DC motor's does not depend on it)
             low, high = (np.broadcast_to(x, speeds.shape)  # the remotized limit is the same at every speed
                          for x in actuator.limits(float(run.q[n]) if remotized else 0.0, speeds))
@@ -254,17 +312,7 @@ def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.
         state['path'].set_data(np.clip(run.v[:n], -40, 40), np.clip(run.torque, -2 * top, 2 * top))
         return top  # the view: every non-animated artist follows from the torque axes' range
 
-    controls = [live.Choice('model', 'model', MODELS, model)]
-    controls += live.common_controls(kp=kp, armature=armature, timestep=timestep, integrator=integrator)
-    controls += [
-        live.LogSlider('kv', 'kv', 0.1, 300.0, kv, unit='N·m·s/rad', readout_format='.3g'),
-        live.Slider('forcerange', 'forcerange E (100: none)', 0.5, PANEL_NO_LIMIT, forcerange,
-                 step=0.5, unit='N·m', readout_format='.1f'),
-        live.Slider('velocity_limit', 'velocity limit V', 1.0, 40.0, velocity_limit, step=1.0,
-                 unit='rad/s', readout_format='.0f'),
-        live.Slider('delay', 'delay', 0, 60, delay, step=1, unit='steps', readout_format='.0f'),
-    ]
-    panel = live.Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(13.0, 3.9), dpi=80,
+    panel = live.Panel(spec.controls, compute=compute, setup=setup, draw=draw, figsize=(13.0, 3.9), dpi=80,
                        views=len(PANEL_TORQUE_STEPS) + 1)
     # one effort limit per torque step (and none): each step's axes are drawn now, not on a slider move
     limits = [min(step / 1.25, PANEL_NO_LIMIT - 0.5) for step in PANEL_TORQUE_STEPS] + [PANEL_NO_LIMIT]
@@ -272,46 +320,67 @@ def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.
     return panel
 
 
-def forcerange_twin():
-    """Static twin of the effort-limit sweep: a slider over the five limits, a choice of model.
+# ---------------------------------------------------------------------------------------------
+# The page panel: its precomputed first view
 
-    Frames come from the sweep itself (ideal PD kp 400, kv 20) and from the implicit ``<position>``
-    with the same gains and ``forcerange = ±E``. Plots: the angle with the command and the balance
-    angle ``asin(E/tau_g)``; the applied torque with ±E and tau_g.
+TWIN_FORCERANGES = (*SWEEPS['effort-limit'], PANEL_NO_LIMIT)
+"""N·m: the effort limits of the first view's grid, the chapter's effort-limit sweep and none."""
+
+STORED_STEPS = {'q': 0.1, 'torque': 0.01, 'v': 0.1}
+"""Resolution of a stored run: angle (deg), torque (N·m) and speed (rad/s); a pixel of the plots is about 0.6°,
+0.05 N·m and 0.2 rad/s."""
+
+CHAOS_NUDGE = 1e-9
+"""rad: a first-view run is made again from ±this start angle; a run whose stored form then moves is chaotic and
+is stored as its verdict alone."""
+
+
+def run_part(values: dict) -> dict:
+    """A run of the panel as the page stores it: angle, torque and speed every physics step (packed at
+    :data:`STORED_STEPS`, clipped to twice the plots' ranges), the readout's words and whether it diverged. A chaotic
+    run (its stored form moves when the start moves by :data:`CHAOS_NUDGE`) is stored as ``chaotic`` with the verdict
+    alone, which survives a last-bit change where its traces would not."""
+
+    def record(q0: float) -> dict:
+        run, metrics = panel_run(**values, q0=q0)
+        top = panel_torque_top(float(run.actuator.table[0][1]) if isinstance(run.actuator, RemotizedPD)
+                               else float(run.actuator.forcerange))
+        return {'q': web.trace(np.degrees(run.q), STORED_STEPS['q'], (-40.0, 180.0)),
+                'torque': web.pack(np.clip(run.torque, -2 * top, 2 * top).tolist(), STORED_STEPS['torque']),
+                'v': web.pack(np.clip(run.v, -2 * PANEL_SPEED_AXIS, 2 * PANEL_SPEED_AXIS).tolist(), STORED_STEPS['v']),
+                'diverged': bool(run.diverged), 'readout': panel_readout(run, metrics)}
+
+    stored = record(0.0)
+    if any(record(q0) != stored for q0 in (CHAOS_NUDGE, -CHAOS_NUDGE)):
+        words = 'diverges' if stored['diverged'] else stored['readout'].split(':')[0]
+        return {'chaotic': True, 'diverged': stored['diverged'],
+                'readout': f'{words} (chaotic: no single trace is stored)'}
+    return stored
+
+
+def pendulum_constants() -> dict:
+    """The numbers the page's panel draws and runs with (JSON-ready)."""
+    return {'duration': PANEL_DURATION, 'step': {'at': PANEL_STEP.at, 'low': PANEL_STEP.low, 'high': PANEL_STEP.high},
+            'controlRate': CONTROL_RATE, 'tauG': TAU_G, 'torqueSteps': PANEL_TORQUE_STEPS, 'noLimit': PANEL_NO_LIMIT,
+            'remotizedShare': PANEL_REMOTIZED_SHARE, 'dcSaturation': DC_SATURATION, 'speedAxis': PANEL_SPEED_AXIS,
+            'tail': TAIL, 'riseStart': RISE_START, 'swingingP2pDeg': SWINGING_P2P_DEG, 'steps': STORED_STEPS,
+            'onlyFor': {k: v for k, v in ONLY_FOR.items() if v}, 'note': note_values()}
+
+
+def forcerange_twin(*, forceranges: Sequence[float] = TWIN_FORCERANGES, models: Sequence[str] = MODELS, **defaults):
+    """Chapter 2's page panel (:func:`actuator_spec`) with its first view precomputed: a run of every model at every
+    effort limit of ``forceranges`` (the chapter's effort-limit sweep and no limit), the other controls at the
+    panel's start (``defaults``, as :func:`actuator_panel`'s). On the page a reader's model or effort limit picks the
+    precomputed run until MuJoCo runs in the page (:func:`physai.interface.web.pendulum_live`, in the next cell).
+
+    Returns:
+      ``IPython.display.HTML`` (see :func:`physai.interface.web.first_view`).
     """
-
-    values = SWEEPS['effort-limit']
-    explicit = sweep('effort-limit').runs
-    implicit = simulate([ImplicitPD(kp=400.0, kv=20.0, forcerange=x) for x in values],
-                        command=Step(at=0.0), duration=6.0)
-    runs = {'ideal PD': dict(zip(values, explicit)), 'implicit': dict(zip(values, implicit))}
-    every = 3  # keep every third sample (120 per second) to keep the page small
-
-    def frame(forcerange, model):
-        run = runs[model][forcerange]
-        t = run.t[::every]
-        items_q = [twin.twin_line([0, 6], [90, 90], label='command q*', color=plots.COLORS['command'],
-                               width=1.0, dash='5,4'),
-                   twin.twin_line(t, np.degrees(run.q[::every]), label='q(t)')]
-        balance = swing_angle(forcerange)
-        if math.isfinite(balance):
-            items_q.append(twin.twin_line([0, 6], [math.degrees(balance)] * 2, label='asin(E/tau_g)',
-                                       color=plots.COLORS['sag'], width=1.0, dash='2,3'))
-        items_tau = [twin.twin_line(run.t[:-1][::every], run.torque[::every], label='torque'),
-                     twin.twin_line([0, 6], [TAU_G, TAU_G], label='tau_g', color=plots.COLORS['sag'],
-                                 width=1.0, dash='5,4'),
-                     twin.twin_line([0, 6, np.nan, 0, 6], [forcerange, forcerange, np.nan,
-                                                        -forcerange, -forcerange],
-                                 label='±E', color=plots.COLORS['bound'], width=1.0, dash='2,3')]
-        return [items_q, items_tau]
-
-    sliders = [twin.TwinSlider('forcerange', 'forcerange E (N·m)', values, default=1),
-               twin.TwinSlider('model', 'model', ('ideal PD', 'implicit'), kind='select')]
-    axes = [twin.TwinAxes(title='angle', xlabel='time (s)', ylabel='joint angle q (deg)',
-                       xlim=(0, 6), ylim=(-10, 110), legend='lr'),
-            twin.TwinAxes(title='applied torque', xlabel='time (s)', ylabel='torque (N·m)',
-                       xlim=(0, 6), ylim=(-8, 8), legend='lr')]
-    return twin.static_twin('ch2-effort-limit', sliders, axes, frame,
-                         title='Effort limit: kp 400, kv 20, from hanging to horizontal',
-                         caption=f'Below tau_g = {TAU_G:.2f} N·m the torque sits at the limit and '
-                                 'the link swings about asin(E/tau_g).')
+    spec = actuator_spec(**defaults)
+    fixed = {name: v for name, v in spec.defaults.items() if name not in ('model', 'forcerange')}
+    parts = {'run': web.Part(('model', 'forcerange'),
+                             lambda model, forcerange: run_part({**fixed, 'model': model, 'forcerange': forcerange}))}
+    return web.first_view(spec, 'actuator_models_panels.js', grid={'model': models, 'forcerange': forceranges},
+                          parts=parts, constants=pendulum_constants(),
+                          fallback='This panel draws on the book\'s page; in Jupyter or Colab use the live panel '
+                                   'above.')

@@ -1,19 +1,22 @@
-"""Live slider panels (Jupyter, Colab): the framework every chapter's panel is built from.
+"""Live slider panels in the kernel (Jupyter, Colab): the renderer every chapter's kernel panel is built with.
 
-Every chapter's panel is built from the same four pieces, so all panels look alike, reset alike and
-answer a slider within the book's 100 ms budget:
+A chapter's panel is described once (:class:`physai.interface.panel.PanelSpec`: controls, plots, words); this
+module renders that description with ipywidgets and matplotlib, as :mod:`physai.interface.web` renders it on the
+published page. A kernel panel is four pieces, so all panels look alike, reset alike and answer a slider within
+the book's 100 ms budget:
 
-1. **Controls**: :class:`LogSlider`, :class:`Slider`, :class:`Choice`. :func:`common_controls` gives the
-   book's common four: kp (log, 1 … 30000 N·m/rad), armature (0 … 0.1 kg·m²), timestep (0.5 … 20 ms,
-   passed on in seconds) and the integrator (one of :data:`physai.engine.link.INTEGRATORS`).
+1. **Controls**: the description's :class:`~physai.interface.panel.Slider`, :class:`~physai.interface.panel.LogSlider`
+   and :class:`~physai.interface.panel.Choice` (re-exported here with :func:`~physai.interface.panel.common_controls`,
+   the book's common four); :func:`make_widget` makes each an ipywidgets control.
 2. **compute(values) -> results**: the physics. Split it into sub-computations wrapped in
-   :func:`cached`, each taking only the parameters it depends on, so a kp move never reruns the work
-   that depends on armature, timestep and integrator only.
+   :func:`physai.experiments.registry.cached`, each taking only the parameters it depends on, so a kp move never
+   reruns the work that depends on armature, timestep and integrator only.
    A part too slow for the budget (a map over a grid, a curve of 25 runs) is a :class:`Deferred`: compute
    reads it with ``part.get(values)``, None until it is ready, and the panel computes it on a worker thread
-   after answering the slider, then redraws (coarse first, then fine; :meth:`Panel.wait` blocks until done).
-3. **setup(fig) -> state**: creates the axes and artists once, on one persistent figure. Create the
-   artists that move on any slider change with ``animated=True`` (or ``.set_animated(True)``), titles and
+   after answering the slider, then redraws (:meth:`Panel.wait` blocks until done).
+3. **setup(fig) -> state**: creates the axes and artists once, on one persistent figure (each axes' labels, limits
+   and legend from the description's :class:`~physai.interface.panel.Plot`: :func:`physai.interface.plots.apply_plot`).
+   Create the artists that move on any slider change with ``animated=True`` (or ``.set_animated(True)``), titles and
    maps included, and keep every axis fixed. A legend or the spines that animated artists would cover stay on
    top with :func:`on_top`.
 4. **draw(state, results, values)**: moves those artists in place (``set_data``, ``set_text``, ...).
@@ -68,32 +71,13 @@ A minimal panel with one extra slider, and a slow part drawn when it is ready::
     panel.update(kp=300.0)          # the same path a slider takes; returns the PNG bytes
     panel.wait()                    # the PNG once the deferred parts are drawn too
 
-Chapter 1's panel is :func:`physai.interface.position_actuators_panels.servo_panel`.
-
-The **static twin** works on the published HTML page with no kernel: :func:`static_twin` precomputes one
-frame per combination of slider positions and returns an ``IPython.display.HTML`` holding plain HTML,
-compact JSON and a small inline script that draws line plots as SVG (no CDN, no widget manager, no
-external file). Element ids derive from ``key`` (root ``physai-twin-<key>``) and every number is
-rounded, so the stored output is byte-stable for nbval::
-
-    sliders = [W.TwinSlider('delay', 'delay (ms)', [0, 5, 10, 20, 40])]
-    axes = [W.TwinAxes(xlabel='time (s)', ylabel='joint angle q (deg)', ylim=(-35, 10))]
-
-    def frame(delay):               # one call per combination; returns one item list per axes
-        r = my_run(delay)
-        items = [W.twin_line(r.t, np.degrees(r.q), label='q(t)')]
-        if r.diverged:
-            items.append(W.twin_text('diverged', color=plots.COLORS['diverged'], size=20))
-        return [items]
-
-    W.static_twin('ch2-delay', sliders, axes, frame)
-
-Chapter 1's twin is :func:`servo_twin`.
+Chapter 1's panel is :func:`physai.interface.position_actuators_panels.servo_panel`; its page panel (the
+precomputed first view and MuJoCo in the reader's browser) is
+:func:`physai.interface.position_actuators_panels.servo_twin` with :func:`physai.interface.web.servo_live`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import math
@@ -109,189 +93,42 @@ from typing import Any
 import numpy as np
 
 from physai.interface import plots
-from physai.laws.checks import INTEGRATORS
+from physai.interface.panel import Choice, Control, LogSlider, Slider, common_controls  # noqa: F401 (re-exported)
 
 
 # ---------------------------------------------------------------------------------------------
-# Controls
+# Controls: described in physai.interface.panel, made into ipywidgets here
 
 
-def _check_range(name: str, low: float, high: float, default: float) -> None:
-    if not (math.isfinite(low) and math.isfinite(high) and low < high):
-        raise ValueError(f'{name}: min must be < max (finite), got ({low}, {high})')
-    if not low <= default <= high:
-        raise ValueError(f'{name}: default must be in [{low}, {high}], got {default}')
+def make_widget(control: Control):
+    """The ipywidgets control of a :mod:`physai.interface.panel` control, at its default."""
+    import ipywidgets as W
+    common = dict(description=_description(control.label, getattr(control, 'unit', '')),
+                  style={'description_width': '150px'}, layout=W.Layout(width='380px'))
+    if isinstance(control, Choice):
+        return W.Dropdown(options=list(zip(control.labels, control.options)), value=control.default, **common)
+    if isinstance(control, LogSlider):
+        return W.FloatLogSlider(value=control.default, base=10, min=math.log10(control.min),
+                                max=math.log10(control.max), step=control.increment, readout_format=control.format,
+                                continuous_update=control.continuous_update, **common)
+    return W.FloatSlider(value=control.default, min=control.min, max=control.max, step=control.increment,
+                         readout_format=control.format, continuous_update=control.continuous_update, **common)
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class _Control:
-    name: str
-    """Keyword under which the value reaches ``compute``, e.g. ``kp``."""
-    label: str
-    """Text beside the widget, e.g. ``kp (N·m/rad)``."""
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Slider(_Control):
-    """A linear slider. The widget shows ``value / scale`` in ``unit``; compute receives ``value``.
-
-    Example: ``Slider(name='timestep', label='timestep', min=0.5, max=20, default=5, unit='ms',
-    scale=1e-3)`` shows milliseconds and passes seconds.
-    """
-
-    min: float
-    """Lowest position, in the displayed unit."""
-    max: float
-    """Highest position, in the displayed unit."""
-    default: float
-    """Start and reset position, in the displayed unit."""
-    step: float | None = None
-    """Slider increment, displayed unit (None: 1/200 of the range)."""
-    unit: str = ''
-    """Displayed unit, appended to the label."""
-    scale: float = 1.0
-    """Value passed on = displayed value × scale (1e-3 turns ms into s)."""
-    readout_format: str = '.3g'
-    continuous_update: bool = True
-    """Update while dragging (False: on release, for controls whose change costs a long recompute)."""
-
-    def __post_init__(self):
-        _check_range(self.name, self.min, self.max, self.default)
-        if not (math.isfinite(self.scale) and self.scale > 0):
-            raise ValueError(f'{self.name}: scale must be a finite number > 0, got {self.scale}')
-
-    def __init__(self, name: str, label: str, min: float, max: float, default: float, *,
-                 step: float | None = None, unit: str = '', scale: float = 1.0,
-                 readout_format: str = '.3g', continuous_update: bool = True):
-        for field, value in (('name', name), ('label', label), ('min', float(min)),
-                             ('max', float(max)), ('default', float(default)), ('step', step),
-                             ('unit', unit), ('scale', float(scale)),
-                             ('readout_format', readout_format),
-                             ('continuous_update', continuous_update)):
-            object.__setattr__(self, field, value)
-        self.__post_init__()
-
-    @property
-    def default_value(self) -> float:
-        """The default in the unit compute receives."""
-        return self.default * self.scale
-
-    def clamp(self, value: Any) -> float:
-        """A value compute may receive: clipped to the slider's range, NaN replaced by the default."""
-        value = float(value)
-        if math.isnan(value):
-            return self.default_value
-        return min(max(value, self.min * self.scale), self.max * self.scale)
-
-    def make_widget(self):
-        import ipywidgets as W
-        step = self.step if self.step is not None else (self.max - self.min) / 200
-        return W.FloatSlider(value=self.default, min=self.min, max=self.max, step=step,
-                             description=_description(self.label, self.unit),
-                             readout_format=self.readout_format,
-                             continuous_update=self.continuous_update,
-                             style={'description_width': '150px'},
-                             layout=W.Layout(width='380px'))
-
-    def to_value(self, widget_value: float) -> float:
-        return self.clamp(widget_value * self.scale)
-
-    def to_widget(self, value: float) -> float:
-        return value / self.scale
-
-
-class LogSlider(Slider):
-    """A slider whose position is log10 of the value, for quantities spanning decades (kp).
-
-    ``min``, ``max`` and ``default`` are values (not exponents), in the displayed unit; all > 0.
-    """
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.min <= 0:
-            raise ValueError(f'{self.name}: a log slider needs min > 0, got {self.min}')
-
-    def make_widget(self):
-        import ipywidgets as W
-        lo, hi = math.log10(self.min), math.log10(self.max)
-        step = self.step if self.step is not None else (hi - lo) / 200
-        return W.FloatLogSlider(value=self.default, base=10, min=lo, max=hi, step=step,
-                                description=_description(self.label, self.unit),
-                                readout_format=self.readout_format,
-                             continuous_update=self.continuous_update,
-                                style={'description_width': '150px'},
-                                layout=W.Layout(width='380px'))
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Choice(_Control):
-    """A dropdown over a few options (strings); compute receives the chosen option."""
-
-    options: tuple[str, ...]
-    default: str
-
-    def __init__(self, name: str, label: str, options: Sequence[str], default: str | None = None):
-        options = tuple(options)
-        if not options:
-            raise ValueError(f'{name}: options must not be empty')
-        default = options[0] if default is None else default
-        if default not in options:
-            raise ValueError(f'{name}: default must be one of {", ".join(options)}, got {default!r}')
-        for field, value in (('name', name), ('label', label), ('options', options),
-                             ('default', default)):
-            object.__setattr__(self, field, value)
-
-    @property
-    def default_value(self) -> str:
-        return self.default
-
-    def clamp(self, value: Any) -> str:
-        """The option itself; an unknown option raises ValueError listing the valid ones."""
-        if value not in self.options:
-            raise ValueError(
-                f'{self.name} must be one of {", ".join(self.options)}, got {value!r}')
-        return value
-
-    def make_widget(self):
-        import ipywidgets as W
-        return W.Dropdown(options=self.options, value=self.default, description=self.label,
-                          style={'description_width': '150px'}, layout=W.Layout(width='380px'))
-
-    def to_value(self, widget_value: str) -> str:
+def to_value(control: Control, widget_value):
+    """A widget's value as the physics receives it (SI units, clipped)."""
+    if isinstance(control, Choice):
         return widget_value
-
-    def to_widget(self, value: str) -> str:
-        return value
+    return control.clamp(widget_value * control.scale)
 
 
-Control = Slider | LogSlider | Choice
+def to_widget(control: Control, value):
+    """A value (SI units) as the control's widget shows it."""
+    return value if isinstance(control, Choice) else value / control.scale
 
 
 def _description(label: str, unit: str) -> str:
     return f'{label} ({unit})' if unit else label
-
-
-def common_controls(*, kp: float = 100.0, armature: float = 0.028, timestep: float = 0.005,
-                    integrator: str = 'implicitfast') -> list[Control]:
-    """The book's common four controls, with these defaults (SI units).
-
-    Args:
-      kp: stiffness, N·m/rad; log slider 1 … 30000.
-      armature: kg·m²; slider 0 … 0.1.
-      timestep: s; slider shown in ms, 0.5 … 20 ms, passed on in s.
-      integrator: one of :data:`physai.engine.link.INTEGRATORS`.
-
-    Returns:
-      ``[LogSlider kp, Slider armature, Slider timestep, Choice integrator]``.
-    """
-    return [
-        LogSlider('kp', 'kp', 1.0, 30000.0, kp, unit='N·m/rad', readout_format='.4g'),
-        Slider('armature', 'armature', 0.0, 0.1, armature, step=0.0005, unit='kg·m²',
-               readout_format='.4f'),
-        Slider('timestep', 'timestep', 0.5, 20.0, timestep * 1e3, step=0.1, unit='ms',
-               scale=1e-3, readout_format='.1f', continuous_update=False),
-        Choice('integrator', 'integrator', INTEGRATORS, integrator),
-    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -704,8 +541,8 @@ class Panel:
         import ipywidgets as W
         self._widgets = {}
         for name, control in self.controls.items():
-            w = control.make_widget()
-            w.value = control.to_widget(self.values[name])
+            w = make_widget(control)
+            w.value = to_widget(control, self.values[name])
             w.observe(functools.partial(self._on_change, name), names='value')
             self._widgets[name] = w
         reset = W.Button(description='reset', icon='undo', tooltip='all controls to their defaults',
@@ -727,7 +564,7 @@ class Panel:
             return
         self._syncing = True
         try:
-            self.update(**{name: self.controls[name].to_value(change['new'])})
+            self.update(**{name: to_value(self.controls[name], change['new'])})
         finally:
             self._syncing = False
 
@@ -735,7 +572,7 @@ class Panel:
         self._syncing = True
         try:
             for name, w in self._widgets.items():
-                target = self.controls[name].to_widget(self.values[name])
+                target = to_widget(self.controls[name], self.values[name])
                 if w.value != target:
                     w.value = target
         finally:
@@ -743,7 +580,7 @@ class Panel:
 
     def __repr__(self) -> str:
         return (f'live panel ({", ".join(self.controls)}): move the sliders in Jupyter or Colab; '
-                f'the static twin works without a kernel')
+                f"on the book's page the same panel runs without a kernel")
 
     def _repr_mimebundle_(self, **kwargs) -> dict:
         """The widget box's bundle with a stable ``text/plain`` (nbval compares it, skips the view)."""

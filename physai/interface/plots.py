@@ -8,11 +8,12 @@ the rise time between them, and a red "diverged" flag when MuJoCo blew up.
 Usage in a notebook::
 
     import matplotlib.pyplot as plt
-    from physai import plots, servo
+    from physai.engine import link
+    from physai.interface import plots
 
     plots.use_book_style()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2))
-    response = servo.step_response(100.0)
+    response = link.step_response(100.0)
     plots.mark_step_response(ax1, response)        # trajectory, sag, 10-90 % rise, diverged flag
     plots.log_axis(ax2, 'both')                    # decades labelled 1, 10, 100, 1000
     plots.label(ax2, 'kp (N·m/rad)', 'sag (deg)')
@@ -21,6 +22,9 @@ The same marks can be moved in place, which is what the live panel does on every
 
     marks = plots.StepResponseMarks(ax1)
     marks.update(response)                          # set_data on existing artists, nothing rebuilt
+
+A kernel panel's axes follow its description (:class:`physai.interface.panel.Plot`, the page panel reads the same):
+:func:`apply_plot` sets an axes' labels, limits and log scales from it, :func:`legend` draws its legend.
 """
 
 from __future__ import annotations
@@ -88,7 +92,7 @@ PALETTE = {
     'pale_green': '#e5f4e8',
     'pale_purple': '#efe9f7',
 }
-"""The book's one palette: every color a chapter, a panel or a twin draws with is one of these (chapters name
+"""The book's one palette: every color a chapter or a panel draws with is one of these (chapters name
 them, ``plots.PALETTE['blue']``, or better a meaning of :data:`COLORS`)."""
 
 SERIES = tuple(PALETTE[name] for name in ('blue', 'green', 'red', 'orange', 'purple'))
@@ -234,6 +238,65 @@ def label(ax: Axes, xlabel: str, ylabel: str, title: str | None = None) -> None:
         ax.set_title(title)
 
 
+def apply_plot(ax: Axes, plot, *, title: bool = True) -> Axes | None:
+    """Set ``ax`` as a panel description's :class:`~physai.interface.panel.Plot` says: axis labels, limits and log
+    scales (plain decades), and the title unless ``title`` is False (a panel that rewrites it draws its own).
+
+    Returns:
+      The right-hand axes of the plot's second y axis (``plot.y2``), or None.
+    """
+    label(ax, plot.xlabel, plot.ylabel, plot.title if title else None)
+    ax.set_xlim(*plot.xlim)
+    ax.set_ylim(*plot.ylim)
+    for which, log in (('x', plot.xlog), ('y', plot.ylog)):
+        if log:
+            log_axis(ax, which)
+    if plot.xticks:
+        ax.set_xticks([v for v, _ in plot.xticks], [text for _, text in plot.xticks], fontsize=MIN_FONT_PT - 2)
+        ax.grid(False, axis='x')
+    if plot.y2 is None:
+        return None
+    right = ax.twinx()
+    right.set_ylim(*plot.y2.lim)
+    if plot.y2.log:
+        log_axis(right, 'y')
+    right.grid(False)
+    right.spines['right'].set_visible(True)
+    right.set_ylabel(plot.y2.label, color=plot.y2.color)
+    return right
+
+
+def legend_handles(plot) -> list:
+    """Artists that stand for the entries of a :class:`~physai.interface.panel.Plot`'s legend (a line, a dashed or
+    dotted line, a filled box, a cross, a hollow circle, a filled square), labelled."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    handles = []
+    for e in plot.legend:
+        if e.mark == 'box':
+            handles.append(Patch(color=e.color, label=e.label))
+        elif e.mark in ('x', 'o', 's'):
+            handles.append(Line2D([], [], ls='none', marker=e.mark, color=e.color, mfc='none' if e.mark == 'o' else
+                                  e.color, mew=2, ms=6, label=e.label))
+        else:
+            handles.append(Line2D([], [], color=e.color, lw=1.6, label=e.label,
+                                  ls={'line': '-', 'dash': '--', 'dot': ':'}[e.mark]))
+    return handles
+
+
+LEGEND_LOC = {'ur': 'upper right', 'ul': 'upper left', 'lr': 'lower right', 'll': 'lower left'}
+
+
+def legend(ax: Axes, plot, **kwargs):
+    """The legend of a :class:`~physai.interface.panel.Plot` on ``ax``, in its corner (``above`` or ``below``: outside
+    the axes, in a row, clear of the data); ``kwargs`` go to ``ax.legend``."""
+    rows = {'above': dict(loc='lower right', bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2),
+            'below': dict(loc='upper center', bbox_to_anchor=(0.5, -0.09))}
+    where = ({**rows[plot.corner], 'ncol': len(plot.legend), 'frameon': False} if plot.corner in rows
+             else dict(loc=LEGEND_LOC[plot.corner]))
+    return ax.legend(handles=legend_handles(plot), **{'fontsize': MIN_FONT_PT - 1.5, **where, **kwargs})
+
+
 def _plain_decade(value: float, _pos=None) -> str:
     if value <= 0 or not math.isfinite(value):
         return ''
@@ -296,11 +359,12 @@ class StepResponseMarks:
       duration: length of the time axis, s (the run's duration; a diverged run ends early).
       animated: mark the moving artists animated (a live panel then redraws only them; a figure
         saved normally must leave this False, or they would not be drawn).
+      legend: draw the legend (a panel draws its description's instead).
     """
 
     def __init__(self, ax: Axes, *, color: str = COLORS['response'],
                  ylim: tuple[float, float] = (-40.0, 15.0), duration: float = 3.0,
-                 animated: bool = False):
+                 animated: bool = False, legend: bool = True):
         self.ax = ax
         self.ylim = ylim
         self.duration = duration
@@ -324,7 +388,8 @@ class StepResponseMarks:
         for artist in (self.trajectory, self.settled, self.levels, self.rise, self.readout,
                        self.flag):
             artist.set_animated(animated)
-        ax.legend(loc='upper right', ncols=2, fontsize=MIN_FONT_PT)
+        if legend:
+            ax.legend(loc='upper right', ncols=2, fontsize=MIN_FONT_PT)
 
     def update(self, response) -> None:
         """Show ``response`` (a :class:`physai.engine.link.StepResponse`) on the existing artists."""
@@ -339,7 +404,7 @@ class StepResponseMarks:
             self.settled.set_data([], [])
             self.levels.set_data([], [])
             self.rise.set_data([], [])
-            self.readout.set_text(f'diverged after {float(t[-1]):.3f} s')
+            self.readout.set_text(STEP_WORDS['diverged_after'].format(t=float(t[-1])))
             self.readout.set_color(COLORS['diverged'])
             self.flag.set_visible(True)
             return
@@ -361,18 +426,31 @@ SWINGING_P2P_DEG = SETTLED_P2P_DEG
 """Peak-to-peak over the settle window (degrees) above which a stable run is still swinging."""
 
 
+STEP_WORDS = {
+    'diverged': 'diverged',
+    'diverged_after': 'diverged after {t:.3f} s',
+    'never': 'never settles, swing {p2p:.2g}° p2p',
+    'settled': 'sag {sag:.3f}°   rise {rise}',
+    'rise': '{rise_ms:.1f} ms',
+    'no_rise': 'n/a',
+}
+"""What a step response measured, in the book's words (templates; chapter 1's panel description holds them, so the
+page writes the same)."""
+
+
 def readout(response) -> str:
-    """What a step response measured, in the book's words.
+    """What a step response measured, in the book's words (:data:`STEP_WORDS`).
 
     'sag 0.169°   rise 56.7 ms' for a settled run (rise 'n/a' when it never got 10 % of its way); 'never settles,
     swing 127° p2p' for a stable run still moving at the end; 'diverged' for a run MuJoCo gave up on.
     """
     if response.diverged:
-        return 'diverged'
+        return STEP_WORDS['diverged']
     if not response.settled:
-        return f'never settles, swing {response.p2p_deg:.2g}° p2p'
-    rise = f'{response.rise_ms:.1f} ms' if math.isfinite(response.rise_ms) else 'n/a'
-    return f'sag {response.sag_deg:.3f}°   rise {rise}'
+        return STEP_WORDS['never'].format(p2p=response.p2p_deg)
+    rise = (STEP_WORDS['rise'].format(rise_ms=response.rise_ms) if math.isfinite(response.rise_ms)
+            else STEP_WORDS['no_rise'])
+    return STEP_WORDS['settled'].format(sag=response.sag_deg, rise=rise)
 
 
 def mark_step_response(ax: Axes, response, **kwargs) -> StepResponseMarks:

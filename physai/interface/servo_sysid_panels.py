@@ -1,45 +1,74 @@
-"""Chapter 4's live panel and its static twin: an SO-101 episode replayed open loop under a servo you set.
+"""Chapter 4's live panel: an SO-101 episode replayed open loop under a servo you set.
 
-:func:`sysid_panel` replays one recorded episode (:func:`physai.engine.sysid.replay`) with the servo's kp, kv,
-forcerange, damping, friction loss and armature on sliders and draws the simulated joints against the recording,
-the mean absolute error and whether the replay stayed stable, chatters or diverged; :func:`sysid_twin` is the kp
-sweep precomputed for the published page.
+The panel is described once, :func:`sysid_spec` (controls, plots, words), and rendered twice: :func:`sysid_panel` in
+the kernel, :func:`sysid_twin` with :func:`physai.interface.web_arm.sysid_live` on the published page
+(``book/_static/panels/servo_sysid_panels.js``: the first view precomputed here over kp, then MuJoCo in the reader's
+browser). It replays one recorded episode (:func:`physai.engine.sysid.replay`) with the servo's kp, kv, forcerange,
+armature, timestep and integrator on the controls, and draws the simulated joints against the recording, the error
+per joint, the sag in held poses and whether the replay stayed stable, chatters or diverged.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.collections import PolyCollection
 
-from physai.experiments import registry
-from physai.interface import live, plots, twin
+from physai.interface import live, plots, web
+from physai.interface.panel import Entry, LogSlider, PanelSpec, Plot, Slider, common_controls
 from physai.interface.where_pd_runs_panels import add_bitmap_text
 from physai.engine.datasets import Episode
-from physai.engine.sysid import ArmServo, Replay, ReplayConfig, arm_columns, replay
+from physai.engine.sysid import CHATTER_DEG, ArmServo, Replay, ReplayConfig, arm_columns, replay, slim_arm
 from physai.engine.so101 import ARM_JOINTS
 from physai.experiments.servo_sysid import hold_sag_deg
-from physai.laws import robust
-
-
-# --------------------------------------------------------------------------------------------------
-# The live panel and its static twin
-# --------------------------------------------------------------------------------------------------
+from physai.laws import checks, robust
 
 PANEL_JOINTS = ('shoulder_lift', 'elbow_flex')
+"""The two joints the overlay shows."""
+
 TWIN_KPS = robust.log_grid(1.0, 1000.0, 13)
+"""N·m/rad: the first view's kp grid (with the fitted kp)."""
+
+JOINT_SHORT = ('pan', 'lift', 'elbow', 'w.flex', 'w.roll')
+"""The arm joints' names under the bars."""
+
+SIM_COLORS = (plots.PALETTE['blue'], plots.PALETTE['green'])
+SAG_COLOR = plots.PALETTE['orange']
 
 TWIN_NUDGES = (0.0, 1e-9, 2e-9, 3e-9)
-"""rad: each frame of :func:`sysid_twin` is replayed from the recorded start and from three starts a little off it
+"""rad: each frame of the first view is replayed from the recorded start and from three starts a little off it
 (the first four of :data:`physai.engine.sysid.ENSEMBLE_OFFSETS`), so a chaotic frame shows itself before it is
 stored. A chaotic replay falls on one of a few branches, so it takes more than two draws to see one part."""
 
 CHAOTIC_SPREAD_DEG = 1e-4
 """deg: a frame whose nudged replays part by more than this is chaotic. One that is not parts by under 1e-6 deg
-(the 1e-9 rad nudge, amplified tenfold at most), a hundred times below the twin's 0.01 deg; a chaotic one by
+(the 1e-9 rad nudge, amplified tenfold at most), a hundred times below the stored 0.01 deg; a chaotic one by
 degrees (kp 1000 with the fitted friction: 2.6 deg)."""
+
+STATUS_WORDS = {
+    'diverged': 'diverged',
+    'chatters': 'chatters ({chatter:.0f}° per frame) · MAE {mae:.3f}°',
+    'stable': 'stable · MAE {mae:.3f}°',
+}
+"""The words on a replay (:func:`replay_status`), templates of the panel's description."""
+
+
+SERVO_FIELDS = tuple(f.name for f in dataclasses.fields(ArmServo))
+"""The panel's controls named like a servo's fields (kp, kv, forcerange, damping, frictionloss, armature) set it."""
+
+CONFIG_FIELDS = ('timestep', 'integrator')
+"""The panel's controls that set the replay's step."""
+
+
+def panel_replay(episode: Episode, base: ArmServo, values: dict) -> Replay:
+    """The panel's physics: ``episode`` replayed open loop (:func:`physai.engine.sysid.replay`) with ``base`` changed by
+    the controls' values (SI), each control named like the servo's field or the replay's option it sets."""
+    servo = dataclasses.replace(base, **{k: v for k, v in values.items() if k in SERVO_FIELDS})
+    config = ReplayConfig(**{k: values[k] for k in CONFIG_FIELDS})
+    return replay([servo], [episode], config=config, nthread=1)[0][0]
 
 
 def replay_diverged(rep: Replay) -> bool:
@@ -48,75 +77,128 @@ def replay_diverged(rep: Replay) -> bool:
 
 
 def replay_status(rep: Replay) -> str:
-    """The words :func:`sysid_panel` writes on a replay: ``diverged``; ``chatters (N° per frame) · MAE x°`` when it
-    stays bounded but rattles frame to frame (not a servo to call stable); or ``stable · MAE x°``. The page's live
-    panel writes the same (``replayStatus`` in ``book/_static/physai-live-arm-core.js``)."""
+    """The words :func:`sysid_panel` writes on a replay (:data:`STATUS_WORDS`): ``diverged``; ``chatters (N° per
+    frame) · MAE x°`` when it stays bounded but rattles frame to frame (not a servo to call stable); or
+    ``stable · MAE x°``."""
     if replay_diverged(rep):
-        return 'diverged'
+        return STATUS_WORDS['diverged']
     if rep.chatters:
-        return f'chatters ({rep.chatter_deg:.0f}° per frame) · MAE {rep.mae_deg:.3f}°'
-    return f'stable · MAE {rep.mae_deg:.3f}°'
+        return STATUS_WORDS['chatters'].format(chatter=rep.chatter_deg, mae=rep.mae_deg)
+    return STATUS_WORDS['stable'].format(mae=rep.mae_deg)
+
+
+def _check_servo(base: ArmServo) -> None:
+    if not isinstance(base, ArmServo):
+        raise TypeError(f'base must be a physai.engine.sysid.ArmServo, got {type(base).__name__}')
+
+
+def sysid_spec(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PANEL_JOINTS, timestep: float = 0.005,
+               integrator: str = 'implicitfast') -> PanelSpec:
+    """Chapter 4's panel, described once: the common four, kv and forcerange starting at ``base`` (clipped to the
+    controls' ranges); the overlay of ``joints`` against ``episode``'s recording, the error per joint and the sag in
+    held poses; the words.
+
+    Args:
+      episode: the recording replayed (its index and range set the overlay's title and limits).
+      base: the servo the controls start from (damping and friction loss stay at base's).
+      joints: the two arm joints the overlay shows.
+      timestep, integrator: the replay's start values.
+    """
+    if not isinstance(episode, Episode):
+        raise TypeError(f'episode must be a physai.engine.datasets.Episode, got {type(episode).__name__}')
+    _check_servo(base)
+    if isinstance(joints, str) or len(joints) != 2 or any(j not in ARM_JOINTS for j in joints):
+        raise ValueError(f'joints must be two of {", ".join(ARM_JOINTS)}, got {joints!r}')
+    clip = lambda lo, v, hi: min(max(v, lo), hi)  # noqa: E731
+    controls = [*common_controls(kp=clip(1.0, base.kp, 30000.0), armature=min(base.armature, 0.1), timestep=timestep,
+                                 integrator=integrator),
+                LogSlider('kv', 'kv', 0.001, 30.0, clip(0.001, base.kv, 30.0), unit='N·m·s/rad', format='.3g'),
+                Slider('forcerange', 'forcerange ±', 0.2, 5.0, clip(0.2, base.forcerange, 5.0), step=0.01, unit='N·m',
+                       format='.2f')]
+    real = episode.state[:, arm_columns(episode.joints)][:, [ARM_JOINTS.index(j) for j in joints]]
+    lo, hi = float(real.min()), float(real.max())
+    x = tuple((float(i), name) for i, name in enumerate(JOINT_SHORT))
+    overlay = Plot(key='overlay', title=f'held-out episode {episode.index}', xlabel='time (s)',
+                   ylabel='joint angle (deg)', xlim=(0.0, (episode.nframe - 1) / episode.fps),
+                   ylim=(lo - 0.15 * (hi - lo), hi + 0.15 * (hi - lo)), corner='above', width=480, height=290,
+                   legend=(Entry('real', plots.COLORS['real']),
+                           *(Entry(f'sim {j}', c) for j, c in zip(joints, SIM_COLORS))))
+    errors = Plot(key='errors', title='error per joint', xlabel='joint', ylabel='mean |sim − real| (deg)',
+                  xlim=(-0.6, len(ARM_JOINTS) - 0.4), ylim=(0.0, 6.0), xticks=x, width=280, height=290)
+    sags = Plot(key='sags', title='sag in held poses', xlabel='joint', ylabel='command − joint (deg)',
+                xlim=(-0.6, len(ARM_JOINTS) - 0.4), ylim=(-4.0, 4.0), xticks=x, width=280, height=290, corner='below',
+                legend=(Entry('real', plots.COLORS['real'], 'box'), Entry('sim', SAG_COLOR, 'box')))
+    words = {**STATUS_WORDS, 'running': 'running… {t:.1f} s',
+             'chaotic': 'chaotic: no single replay is stored · MAE ≈ {mae:.2g}°'}
+    note = ('Episode {index} ({nframe} frames at {fps:g} fps) replayed open loop: every frame\'s recorded command '
+            'held until the next frame, a whole number of physics steps per frame; joint damping {damping:.4g} '
+            'N·m·s/rad and friction loss {frictionloss:.4g} N·m as fitted.')
+    return PanelSpec(key='sysid', title='Replay against the recording', controls=controls,
+                     plots=(overlay, errors, sags), words=words, note=note)
 
 
 def sysid_panel(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PANEL_JOINTS):
-    """The chapter's live panel: replay ``episode`` with ``base`` changed by the sliders.
+    """Chapter 4's live panel in the kernel: :func:`sysid_spec` rendered with ipywidgets and matplotlib, ``episode``
+    replayed with ``base`` changed by the controls.
 
-    Sliders: the book's common four (kp, armature, timestep, integrator) plus kv and forcerange; joint
-    damping and frictionloss stay at ``base``'s. Every change replays the episode and redraws the
-    overlay of real and simulated ``joints``, the error per joint, the sag in held poses and whether
+    Controls: the book's common four (kp, armature, timestep, integrator) plus kv and forcerange; joint
+    damping and frictionloss stay at ``base``'s. Every change replays the episode (:func:`panel_replay`) and redraws
+    the overlay of real and simulated ``joints``, the error per joint, the sag in held poses and whether
     the replay stayed stable, chatters (:attr:`Replay.chatters`) or diverged.
-    """
 
+    Raises:
+      TypeError: ``episode`` not an :class:`Episode` or ``base`` not an :class:`ArmServo`.
+      ValueError: an episode of fewer than 2 frames or without the five arm joints, or ``joints`` not arm joints
+        named once each.
+    """
+    if not isinstance(episode, Episode):
+        raise TypeError(f'episode must be an Episode (a recording, e.g. load_lerobot(...)[0]), got {episode!r:.80}')
+    if not isinstance(base, ArmServo):
+        raise TypeError(f'base must be an ArmServo (e.g. sysid.MENAGERIE), got {base!r:.80}')
+    if episode.nframe < 2 or any(j not in episode.joints for j in ARM_JOINTS):
+        raise ValueError(f'episode must hold at least 2 frames of the arm joints {", ".join(ARM_JOINTS)}, got '
+                         f'{episode.nframe} frames of {", ".join(episode.joints)}')
+    if isinstance(joints, str) or not joints or any(j not in ARM_JOINTS for j in joints):
+        raise ValueError(f'joints must be arm joints ({", ".join(ARM_JOINTS)}), got {joints!r}')
+    checks.distinct('joints', joints)
+
+    spec = sysid_spec(episode, base, joints=joints)
     idx = [ARM_JOINTS.index(j) for j in joints]
     real_deg = episode.state[:, arm_columns(episode.joints)]
     t = np.arange(episode.nframe) / episode.fps
 
-    @registry.cached(maxsize=16)
-    def run(kp, kv, forcerange, armature, timestep, integrator):
-        servo = dataclasses.replace(base, kp=kp, kv=kv, forcerange=forcerange, armature=armature)
-        config = ReplayConfig(timestep=timestep, integrator=integrator)
-        rep = replay([servo], [episode], config=config, nthread=1)[0][0]
+    @functools.lru_cache(maxsize=16)
+    def run(setting: tuple):
+        rep = panel_replay(episode, base, dict(setting))
         return rep, hold_sag_deg(rep)
 
     def compute(values):
-        rep, (sag, real_sag) = run(**values)
+        rep, (sag, real_sag) = run(tuple(sorted(values.items())))
         return {'replay': rep, 'sag': sag, 'real_sag': real_sag}
 
     def setup(fig):
-        grid = fig.add_gridspec(1, 3, width_ratios=(2.3, 1, 1), wspace=0.35, left=0.06, right=0.98,
-                               bottom=0.16, top=0.9)
+        overlay, errors, sags = spec.plots
+        grid = fig.add_gridspec(1, 3, width_ratios=[p.width for p in spec.plots], wspace=0.35, left=0.06,
+                                right=0.98, bottom=0.16, top=0.9)
         ax1, ax2, ax3 = (fig.add_subplot(grid[0, i]) for i in range(3))
-        colors = ('#1f6fb4', '#2a9d4b')
         sim_lines = []
-        for k, (j, c) in enumerate(zip(idx, colors)):
-            ax1.plot(t, real_deg[:, j], color='#888888', lw=2.4, alpha=0.7,
-                     label='real' if k == 0 else None)
-            sim_lines.append(ax1.plot(t, real_deg[:, j], color=c, lw=1.3, animated=True,
-                                      label=f'sim {joints[k]}')[0])
-        lo, hi = real_deg[:, idx].min(), real_deg[:, idx].max()
-        ax1.set_ylim(lo - 0.15 * (hi - lo), hi + 0.15 * (hi - lo))
+        for j, c in zip(idx, SIM_COLORS):
+            ax1.plot(t, real_deg[:, j], color=plots.COLORS['real'], lw=2.4, alpha=0.7)
+            sim_lines.append(ax1.plot(t, real_deg[:, j], color=c, lw=1.3, animated=True)[0])
+        plots.apply_plot(ax1, overlay, title=False)
+        ax1.set_title(overlay.title, loc='left', fontsize=10)
         # legends sit outside the axes, clear of every trace and bar, so they never have to move
-        ax1.legend(loc='lower right', bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=7.5, frameon=False,
-                   borderaxespad=0.2)
-        plots.label(ax1, 'time (s)', 'joint angle (deg)')
-        ax1.set_title(f'held-out episode {episode.index}', loc='left', fontsize=10)
+        plots.legend(ax1, overlay)
         status = add_bitmap_text(ax1, 0.98, 0.96, transform=ax1.transAxes, ha='right', va='top', fontsize=10)
         x = np.arange(len(ARM_JOINTS))
-        names = ['pan', 'lift', 'elbow', 'w.flex', 'w.roll']
         # each set of bars is one collection: one artist to blit per set rather than one per bar
-        error_bars = _Bars(ax2, x, 0.8, color='#1f6fb4')
-        ax2.set_xticks(x, names, fontsize=7)
-        ax2.set_xlim(-0.6, len(x) - 0.4)
-        ax2.set_ylim(0, 6)
-        plots.label(ax2, '', 'mean |sim − real| (deg)', 'error per joint')
-        real_bars = _Bars(ax3, x - 0.2, 0.4, color='#888888', label='real')
-        sag_bars = _Bars(ax3, x + 0.2, 0.4, color='#d08b00', label='sim')
-        ax3.set_xlim(-0.6, len(x) - 0.4)
+        error_bars = _Bars(ax2, x, 0.8, color=SIM_COLORS[0])
+        plots.apply_plot(ax2, errors)
+        real_bars = _Bars(ax3, x - 0.2, 0.4, color=plots.COLORS['real'])
+        sag_bars = _Bars(ax3, x + 0.2, 0.4, color=SAG_COLOR)
         ax3.axhline(0, color='#333333', lw=0.8)
-        ax3.set_xticks(x, names, fontsize=7)
-        ax3.set_ylim(-4, 4)
-        ax3.legend(loc='upper center', bbox_to_anchor=(0.5, -0.09), ncol=2, fontsize=7.5, frameon=False)
-        plots.label(ax3, '', 'command − joint (deg)', 'sag in held poses')
+        plots.apply_plot(ax3, sags)
+        plots.legend(ax3, sags)
         return {'lines': sim_lines, 'status': status, 'errors': error_bars, 'sags': sag_bars,
                 'real_sags': real_bars}
 
@@ -132,13 +214,7 @@ def sysid_panel(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PAN
         state['status'].set_text(status)
         state['status'].set_color('#222222' if status.startswith('stable') else plots.COLORS['diverged'])
 
-    controls = live.common_controls(kp=base.kp, armature=min(base.armature, 0.1)) + [
-        live.LogSlider('kv', 'kv', 0.001, 30.0, max(base.kv, 0.001), unit='N·m·s/rad',
-                    readout_format='.3g'),
-        live.Slider('forcerange', 'forcerange ±', 0.2, 5.0, min(max(base.forcerange, 0.2), 5.0),
-                 step=0.01, unit='N·m', readout_format='.2f'),
-    ]
-    return live.Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(13.0, 3.6), dpi=80)
+    return live.Panel(spec.controls, compute=compute, setup=setup, draw=draw, figsize=(13.0, 3.6), dpi=80)
 
 
 class _Bars:
@@ -167,53 +243,82 @@ class _Bars:
         self.collection.set_verts(self._verts(np.asarray(heights, dtype=float)))
 
 
+# --------------------------------------------------------------------------------------------------
+# The page panel: its precomputed first view
+
+STORED_STEP_DEG = 0.01
+"""Resolution of a stored replay, degrees: the two plotted joints' traces (under a pixel of the overlay) and the
+bars of error and sag per joint."""
+
+
+def replay_part(draws: Sequence[Replay], joints: Sequence[str]) -> dict:
+    """A replay as the page's first view stores it, from its draws (the same servo from the :data:`TWIN_NUDGES`
+    starts): the plotted joints' traces (packed at :data:`STORED_STEP_DEG`), the error and sag per joint (to
+    :data:`STORED_STEP_DEG`) and the status words. A chaotic replay (its draws part by more than
+    :data:`CHAOTIC_SPREAD_DEG`) stores its verdict alone, with the ensemble's median error to two digits, which
+    another processor reproduces where it would draw other traces."""
+    rep = draws[0]
+    step = STORED_STEP_DEG
+    chaotic = (not any(r.diverged for r in draws)
+               and max(float(np.max(np.abs(r.sim_deg - rep.sim_deg))) for r in draws) > CHAOTIC_SPREAD_DEG)
+    if chaotic:
+        mae = robust.round_sig(float(np.median([r.mae_deg for r in draws])), 2)
+        return {'chaotic': True, 'mae': mae, 'diverged': False}
+    sag, _ = hold_sag_deg(rep)
+    cols = [ARM_JOINTS.index(j) for j in joints]
+    return {'sim': [web.pack(rep.sim_deg[:, c].tolist(), step) for c in cols],
+            'jointMae': web.stepped(rep.joint_mae_deg, step), 'sag': web.stepped(sag, step),
+            'status': replay_status(rep), 'diverged': replay_diverged(rep), 'chatters': bool(rep.chatters)}
+
+
+def sysid_constants(episode: Episode, base: ArmServo, joints: Sequence[str]) -> dict:
+    """The numbers the page's panel draws and runs with (JSON-ready): the recording (degrees, arm joints), the
+    servo the controls change, the joints' addresses and ctrl ranges, the chatter threshold."""
+    cols = arm_columns(episode.joints)
+    model_joints = list(slim_arm_joints())
+    low, high = np.degrees(slim_arm().actuator_ctrlrange[:len(ARM_JOINTS)]).T
+    _, real_sag = hold_sag_deg(replay([base], [episode], nthread=1)[0][0])
+    return {'episode': {'index': int(episode.index), 'fps': float(episode.fps), 'nframe': int(episode.nframe),
+                        'actionDeg': episode.action[:, cols].ravel().tolist(),
+                        'stateDeg': episode.state[:, cols].ravel().tolist()},
+            'armJoints': list(ARM_JOINTS), 'armIndex': [model_joints.index(j) for j in ARM_JOINTS],
+            'joints': list(joints), 'chatterDeg': CHATTER_DEG, 'ctrlLowDeg': low.tolist(), 'ctrlHighDeg': high.tolist(),
+            'servo': dataclasses.asdict(base),
+            'sagReal': web.stepped(real_sag, STORED_STEP_DEG),
+            'steps': STORED_STEP_DEG,
+            'note': {'index': int(episode.index), 'nframe': int(episode.nframe), 'fps': float(episode.fps),
+                     'damping': base.damping, 'frictionloss': base.frictionloss}}
+
+
+def slim_arm_joints() -> tuple[str, ...]:
+    """The replayed arm's joint names in qpos order."""
+    import mujoco
+    m = slim_arm()
+    return tuple(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(m.njnt))
+
+
 def sysid_twin(episode: Episode, base: ArmServo, *, kps: Sequence[float] = TWIN_KPS,
                joints: Sequence[str] = PANEL_JOINTS):
-    """The panel's static twin over kp: ``base`` with each kp of ``kps``, precomputed in one batch.
+    """Chapter 4's page panel (:func:`sysid_spec`) with its first view precomputed: ``episode`` replayed with ``base``
+    at each kp of ``kps`` and at ``base.kp`` itself (where the panel starts), each from the :data:`TWIN_NUDGES` starts
+    (a chaotic replay is stored as its verdict, :func:`replay_part`). On the page a reader's kp picks the nearest
+    precomputed replay until MuJoCo runs in the page (:func:`physai.interface.web_arm.sysid_live`, in the next cell).
 
-    ``base.kp`` itself is always one of the frames (added to ``kps`` if missing, labelled "fitted") and
-    the one the slider starts on, so the twin opens on the servo the panel starts with. A frame whose replay is
-    chaotic (its replays from the :data:`TWIN_NUDGES` starts part by more than :data:`CHAOTIC_SPREAD_DEG`) shows
-    the recording and the verdict with the ensemble's error, not one draw's traces, which another processor would
-    draw otherwise.
+    Returns:
+      ``IPython.display.HTML`` (see :func:`physai.interface.web.first_view`).
     """
-
-    kps = tuple(sorted({float(k) for k in kps} | {float(base.kp)}))
+    spec = sysid_spec(episode, base, joints=joints)
+    kp0 = spec.control('kp').default_value
+    kps = tuple(sorted({float(k) for k in kps} | {kp0}))
+    at = spec.defaults
+    servos = [dataclasses.replace(base, **{k: v for k, v in {**at, 'kp': kp}.items() if k in SERVO_FIELDS})
+              for kp in kps]
     n = len(kps)
-    runs = replay([dataclasses.replace(base, kp=k) for k in kps] * len(TWIN_NUDGES), [episode],
+    runs = replay(servos * len(TWIN_NUDGES), [episode], config=ReplayConfig(**{k: at[k] for k in CONFIG_FIELDS}),
                   offsets=np.repeat(TWIN_NUDGES, n))
-    draws = [[runs[m * n + i][0] for m in range(len(TWIN_NUDGES))] for i in range(n)]
-    reps = [d[0] for d in draws]
-    chaotic = [not any(r.diverged for r in d) and
-               max(float(np.max(np.abs(r.sim_deg - d[0].sim_deg))) for r in d) > CHAOTIC_SPREAD_DEG for d in draws]
-    # a chaotic frame's error is an ensemble's: its median, to two digits (its draws part by a few thousandths)
-    mae = np.array([robust.round_sig(float(np.median([r.mae_deg for r in d])), 2) if c else d[0].mae_deg
-                    for d, c in zip(draws, chaotic)])
-    idx = [ARM_JOINTS.index(j) for j in joints]
-    colors = ('#1f6fb4', '#2a9d4b')
-    real = [twin.twin_line(reps[0].t, reps[0].real_deg[:, j], color='#888888', width=2.4,
-                        label='real' if k == 0 else None) for k, j in enumerate(idx)]
-
-    def frame(kp):
-        i = kps.index(kp)
-        rep = reps[i]
-        if chaotic[i]:  # its frames hang on the last bits: the words, not one draw's traces
-            lines = real + [twin.twin_note(f'chaotic: no single replay is stored · MAE ≈ {mae[i]:.2g}°')]
-        else:
-            lines = real + [twin.twin_line(rep.t, rep.sim_deg[:, j], color=c, label=f'sim {name}')
-                            for j, c, name in zip(idx, colors, joints)]
-            lines.append(twin.twin_note('diverged' if rep.diverged else f'MAE {rep.mae_deg:.3f}°'))
-        curve = [twin.twin_line(kps, mae, color='#555555', label='held-out MAE'),
-                 twin.twin_markers([kp], [mae[i]], label='this kp')]
-        return [lines, curve]
-
-    default = kps.index(float(base.kp))
-    labels = [format(k, '.4g') + (' (fitted)' if i == default else '') for i, k in enumerate(kps)]
-    sliders = [twin.TwinSlider('kp', 'kp (N·m/rad)', kps, labels, default=default)]
-    axes = [twin.TwinAxes(xlabel='time (s)', ylabel='joint angle (deg)', legend='ll'),
-            twin.TwinAxes(xlabel='kp (N·m/rad)', ylabel='mean |sim − real| (deg)', xlog=True,
-                       ylog=True, legend='ur')]
-    return twin.static_twin('sysid-kp', sliders, axes, frame, width=430, height=280,
-                         caption=f'Episode {episode.index} replayed with the fitted servo (kp '
-                                 f'{base.kp:.4g}, where the slider starts) and at other kp (kv, '
-                                 f'forcerange, damping, frictionloss, armature as fitted).')
+    draws = {k: [runs[m * n + i][0] for m in range(len(TWIN_NUDGES))] for i, k in enumerate(kps)}
+    parts = {'replay': web.Part(('kp',), lambda kp: replay_part(draws[kp], joints))}
+    return web.first_view(spec, 'servo_sysid_panels.js', grid={'kp': kps}, parts=parts,
+                          constants=sysid_constants(episode, base, joints),
+                          fallback='This panel draws on the book\'s page; in Jupyter or Colab use the live panel '
+                                   'above.')

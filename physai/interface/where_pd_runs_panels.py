@@ -1,10 +1,12 @@
-"""Chapter 3's live panel and its static twin: the SO-101 holding a pose with its PD in the loop or in the step.
+"""Chapter 3's live panel: the SO-101 holding a pose with its PD in the control loop or in MuJoCo's step.
 
-:func:`pd_panel` holds Menagerie's SO-101 at the standby pose with the controller at ``rate_hz`` and draws the worst
+The panel is described once, :func:`pd_spec` (controls, plots, words), and rendered twice: :func:`pd_panel` in the
+kernel, :func:`pd_twin` with :func:`physai.interface.web_arm.pd_live` on the published page
+(``book/_static/panels/where_pd_runs_panels.js``: the first view precomputed here, then MuJoCo in the reader's
+browser). It holds Menagerie's SO-101 at the standby pose with the controller at ``rate_hz`` and draws the worst
 joint's hold against the command and the growth per tick against the controller rate (the analytic bound from
 :mod:`physai.experiments.where_pd_runs`); a chattering hold is reported as its ensemble (:func:`ensemble_text`).
-:func:`pd_twin` is the same figure precomputed for the published page. :class:`BitmapText` is the text artist both
-chapter 3's and chapter 4's panels redraw at every slider move.
+:class:`BitmapText` is the text artist both chapter 3's and chapter 4's kernel panels redraw at every slider move.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from matplotlib import font_manager
 from matplotlib.text import Text
 
 from physai.experiments import registry
-from physai.interface import live, plots, twin
-from physai.engine.hold import (DURATION, ENSEMBLE_PROBE, ENSEMBLE_SIZE, ENSEMBLE_SPACING, HoldEnsemble, HoldParams,
-                                HoldResponse, PHYSICS_TIMESTEP, SETTLE_WINDOW, SO101_ARMATURE, SO101_KP, SO101_KV,
-                                STANDBY, hold_responses, so101_joints)
-from physai.experiments.where_pd_runs import RATES_HZ, growth_curve, rate_ensembles, worst_growth
+from physai.interface import live, plots, web
+from physai.interface.panel import Choice, Entry, LogSlider, PanelSpec, Plot, Slider, common_controls
+from physai.engine.hold import (DURATION, MOVE_TIME, PHYSICS_TIMESTEP, QUIET_P2P, SETTLE_WINDOW,
+                                SO101_ARMATURE, SO101_FORCERANGE, SO101_KP, SO101_KV, STANDBY, HoldEnsemble, HoldParams,
+                                HoldResponse, hold_responses, so101_base, so101_joints)
+from physai.experiments.where_pd_runs import (RATES_HZ, growth_curve, rate_ensembles, standby_inertia,
+                                              worst_growth)
 from physai.laws import robust
 from physai.laws.loop import BACKENDS
 
@@ -156,7 +160,7 @@ def _text_bitmap(text: str, path: str, size_px: float, color: tuple, linespacing
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The chapter's live panel and its static twin (built on physai.interface.live)
+# The chapter's panel, described once
 
 PANEL_RATES_HZ = robust.log_grid(10.0, 1000.0, 41)
 """Controller rates (Hz) at which the panel draws the growth per tick of both backends."""
@@ -168,25 +172,69 @@ PANEL_YLIM_WIDE_DEG = 180.0
 """deg: the axis of a run that leaves ±80°: every joint's range fits (the widest, wrist_roll's, is ±157°), so only
 a diverging run is cut off, and its verdict says so."""
 
+BACKEND_COLORS = {'in-loop': plots.COLORS['diverged'], 'in-step': plots.COLORS['response']}
+
+NOTE_WORDS = {
+    'where': '{backend} at {rate:.0f} Hz',
+    'diverged': '{where}: diverged\ngrowth per tick {growth:.3g}',
+    'held': '{where}: p2p over the last second {p2p:.2e} rad{chatter}\n{state}, growth per tick {growth:.3f}',
+    'tone': ', chatter {hz:.0f} Hz',
+    'broadband': ', broadband chatter',
+}
+"""The note on the panel's trajectory (:func:`pd_note`), templates of its description."""
+
+
+def pd_spec(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO101_KP, kv: float = SO101_KV,
+            armature: float = SO101_ARMATURE, timestep: float = PHYSICS_TIMESTEP,
+            integrator: str = 'implicitfast') -> PanelSpec:
+    """Chapter 3's panel, described once: the common four, the controller rate, the damping kv and where the PD
+    runs; the worst joint's hold and the growth per tick against the rate; the words.
+
+    Args:
+      rate_hz, backend, kp, kv, armature, timestep, integrator: the controls' start and reset values (SI units).
+    """
+    controls = [*common_controls(kp=kp, armature=armature, timestep=timestep, integrator=integrator),
+                LogSlider('rate_hz', 'controller rate', 10.0, 1000.0, rate_hz, unit='Hz', format='.0f', url='rate'),
+                Slider('kv', 'damping kv', 0.0, 10.0, kv, step=0.01, unit='N·m·s/rad', format='.3f'),
+                Choice('backend', 'PD runs', BACKENDS, backend)]
+    hold = Plot(key='hold', title='worst joint', xlabel='time (s)', ylabel='joint angle (deg)', xlim=(0.0, DURATION),
+                ylim=(-PANEL_YLIM_DEG, PANEL_YLIM_DEG), corner='above', width=510, height=290,
+                legend=(Entry('command', plots.COLORS['command'], 'dash'), Entry('joint angle q', plots.COLORS['response']),
+                        Entry('last second', plots.COLORS['shade'], 'box')))
+    growth = Plot(key='growth', title='stability', xlabel='controller rate (Hz)', ylabel='growth per tick (worst joint)',
+                  xlim=(PANEL_RATES_HZ[0] / 1.1, PANEL_RATES_HZ[-1] * 1.15), ylim=(0.0, 2.0), xlog=True, height=290,
+                  legend=(Entry('in-loop', BACKEND_COLORS['in-loop']), Entry('in-step', BACKEND_COLORS['in-step']),
+                          Entry('growth = 1', plots.COLORS['bound'], 'dash'), Entry('current', plots.COLORS['current'], 'o')))
+    words = {**NOTE_WORDS, 'title': 'worst joint: {joint}', 'flag': 'diverged',
+             'growth_title': 'growth per tick {growth:.4g} ({backend}, {rate:.0f} Hz)', 'chatters': 'chatters',
+             'quiet': 'quiet', 'running': 'running… {done:.1f} / {total:.1f} s',
+             'ensemble': '{words} · trace: run 1 of {n}'}
+    note = ('The SO-101 (its bodies and joints: nothing touches) moves from its home pose to the standby pose in '
+            '{move:g} s and holds it; the controller ticks at the chosen rate and holds its command (or torque) '
+            'between ticks. The trace is the joint that moves most over the last second (grey). Growth per tick above '
+            '1: the PD cannot hold still.')
+    return PanelSpec(key='pd', title='Where the PD runs: in the loop or in the step', controls=controls,
+                     plots=(hold, growth), words=words, note=note)
+
 
 def pd_note(response: HoldResponse, growth: float, *, rate_hz: float, backend: str) -> str:
-    """The two-line note :func:`pd_panel` writes on its trajectory plot: where the PD runs and how often, the worst
-    joint's peak-to-peak over the last second and its chatter tone, and the verdict with the growth per tick (the
-    page's live panel writes the same words: ``holdNote`` in ``book/_static/physai-live-arm-core.js``)."""
-    where = f'{backend} at {rate_hz:.0f} Hz'
+    """The two-line note :func:`pd_panel` writes on its trajectory plot, in the words of :data:`NOTE_WORDS`: where
+    the PD runs and how often, the worst joint's peak-to-peak over the last second and its chatter tone, and the
+    verdict with the growth per tick."""
+    words = NOTE_WORDS
+    where = words['where'].format(backend=backend, rate=rate_hz)
     if response.diverged:  # MuJoCo flagged bad accelerations (and reset the run): no peak-to-peak to speak of
-        return f'{where}: diverged\ngrowth per tick {growth:.3g}'
-    chatter = '' if not response.chatters else (', broadband chatter' if response.chatter_hz is None
-                                                else f', chatter {response.chatter_hz:.0f} Hz')
-    state = 'chatters' if response.chatters else 'quiet'
-    return (f'{where}: p2p over the last second {response.worst_p2p_rad:.2e} rad{chatter}\n'
-            f'{state}, growth per tick {growth:.3f}')
+        return words['diverged'].format(where=where, growth=growth)
+    chatter = '' if not response.chatters else (words['broadband'] if response.chatter_hz is None
+                                                else words['tone'].format(hz=response.chatter_hz))
+    return words['held'].format(where=where, p2p=response.worst_p2p_rad, chatter=chatter,
+                                state='chatters' if response.chatters else 'quiet', growth=growth)
 
 
 def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO101_KP,
              kv: float = SO101_KV, armature: float = SO101_ARMATURE, timestep: float = PHYSICS_TIMESTEP,
              integrator: str = 'implicitfast'):
-    """Chapter 3's live panel: the common four plus controller rate, damping kv and backend.
+    """Chapter 3's live panel in the kernel: :func:`pd_spec` rendered with ipywidgets and matplotlib.
 
     Every change reruns the SO-101 hold (:func:`hold_responses`) and redraws (1) the worst joint's
     trajectory and its command, with its peak-to-peak over the last second and whether it chatters, and
@@ -195,7 +243,8 @@ def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO1
     Returns:
       A :class:`physai.interface.live.Panel`; show it as the last expression of a cell.
     """
-
+    spec = pd_spec(rate_hz=rate_hz, backend=backend, kp=kp, kv=kv, armature=armature, timestep=timestep,
+                   integrator=integrator)
     joint_names = so101_joints()
 
     @registry.cached(maxsize=16)
@@ -215,29 +264,21 @@ def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO1
         return {'response': response, 'curves': curves(**values), 'growth': growth}
 
     def setup(fig):
-        ax1, ax2 = fig.subplots(1, 2, gridspec_kw={'width_ratios': [1.5, 1]})
-        (target,) = ax1.plot([], [], color=plots.COLORS['command'], lw=1, ls='--', label='command',
-                             animated=True)
-        (q_line,) = ax1.plot([], [], color=plots.COLORS['response'], lw=1.2, label='joint angle q',
-                             animated=True)
-        ax1.axvspan(DURATION - SETTLE_WINDOW, DURATION, color='#eeeeee', zorder=0, label='last second')
-        ax1.set_xlim(0, DURATION)
+        hold, stability = spec.plots
+        ax1, ax2 = fig.subplots(1, 2, gridspec_kw={'width_ratios': [p.width for p in spec.plots]})
+        (target,) = ax1.plot([], [], color=plots.COLORS['command'], lw=1, ls='--', animated=True)
+        (q_line,) = ax1.plot([], [], color=plots.COLORS['response'], lw=1.2, animated=True)
+        ax1.axvspan(DURATION - SETTLE_WINDOW, DURATION, color=plots.COLORS['shade'], zorder=0)
         note = add_bitmap_text(ax1, 0.02, 0.04, transform=ax1.transAxes, fontsize=8.5,
                                bbox=dict(facecolor='white', edgecolor='none', alpha=0.85, pad=1.5))
+        plots.apply_plot(ax1, hold, title=False)
         # the legend sits above the axes, clear of every joint's trajectory, so it never has to move
-        ax1.legend(loc='lower right', bbox_to_anchor=(1.0, 1.0), ncol=3, fontsize=7.5, frameon=False,
-                   borderaxespad=0.2)
-        ax1.set_ylim(-PANEL_YLIM_DEG, PANEL_YLIM_DEG)
-        plots.label(ax1, 'time (s)', 'joint angle (deg)')
-        colors = {'in-loop': plots.COLORS['diverged'], 'in-step': plots.COLORS['response']}
-        lines = {b: ax2.plot([], [], color=colors[b], label=f'{b}', animated=True)[0] for b in BACKENDS}
+        plots.legend(ax1, hold)
+        lines = {b: ax2.plot([], [], color=BACKEND_COLORS[b], animated=True)[0] for b in BACKENDS}
         ax2.axhline(1.0, color=plots.COLORS['bound'], lw=1, ls='--')
-        point = plots.mark_point(ax2, rate_hz, 1.0, label='current', animated=True)
-        ax2.set_xscale('log')
-        ax2.set_xlim(PANEL_RATES_HZ[0], PANEL_RATES_HZ[-1])
-        ax2.set_ylim(0, 2)
-        ax2.legend(loc='upper right', fontsize=7.5)
-        plots.label(ax2, 'controller rate (Hz)', 'growth per tick (worst joint)', 'stability')
+        point = plots.mark_point(ax2, rate_hz, 1.0, label=None, animated=True)
+        plots.apply_plot(ax2, stability)
+        plots.legend(ax2, stability)
         fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.9, wspace=0.28)
         # the title names the worst joint: animated, so it is blitted with the curves; where set_title puts it
         above = mpl.transforms.ScaledTranslation(0.0, mpl.rcParams['axes.titlepad'] / 72, fig.dpi_scale_trans)
@@ -259,7 +300,7 @@ def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO1
         if ylim != state['ylim']:
             state['ax1'].set_ylim(*ylim)
             state['ylim'] = ylim
-        state['title'].set_text(f'worst joint: {joint_names[j]}')
+        state['title'].set_text(spec.say('title', joint=joint_names[j]))
         # the note goes on the side the move leaves free (above a move down, below a move up)
         down = STANDBY[j] < 0
         state['note'].set_position((0.02, 0.96 if down else 0.04))
@@ -270,12 +311,7 @@ def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO1
         state['point'].set_data([values['rate_hz']], [min(growth, 2.0)])
         return ylim  # the view key: the one thing about the axes a setting changes
 
-    controls = live.common_controls(kp=kp, armature=armature, timestep=timestep, integrator=integrator) + [
-        live.LogSlider('rate_hz', 'controller rate', 10.0, 1000.0, rate_hz, unit='Hz', readout_format='.0f'),
-        live.Slider('kv', 'damping kv', 0.0, 10.0, kv, step=0.01, unit='N·m·s/rad', readout_format='.3f'),
-        live.Choice('backend', 'PD runs', BACKENDS, backend),
-    ]
-    panel = live.Panel(controls, compute=compute, setup=setup, draw=draw, figsize=(12.0, 3.8), dpi=80)
+    panel = live.Panel(spec.controls, compute=compute, setup=setup, draw=draw, figsize=(12.0, 3.8), dpi=80)
     panel.state['wide'] = True  # draw the wide range once now, so no slider move waits for it
     panel.update()
     panel.state['wide'] = False
@@ -283,60 +319,62 @@ def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO1
     return panel
 
 
+# ---------------------------------------------------------------------------------------------------------
+# The page panel: its precomputed first view
+
 TWIN_ARMATURES = (SO101_ARMATURE, 0.0)
+"""kg·m²: the armatures of the first view's grid (Menagerie's, and none)."""
+
+TRACE_STEP_DEG = 0.01
+"""Resolution of a stored hold trace, degrees (a chatter of 1e-3 rad is 0.06°)."""
 
 
-def pd_twin():
-    """The panel's static twin: controller rate × backend × armature (0.028 or 0), precomputed.
+def hold_part(ensemble: HoldEnsemble) -> dict:
+    """One configuration as the page's first view stores it: the ensemble's verdict in the chapter's words
+    (:func:`ensemble_text`, with its state), the joint it shows, and that joint's command and run 0's angle every
+    physics step (packed at :data:`TRACE_STEP_DEG`): the trace is one draw of the ensemble, the words are what every
+    processor reproduces (the stored ``sample`` of a chattering hold differs in its last bits from one processor to
+    another, which the chapter's nbval sanitizer leaves out of the comparison)."""
+    r, j = ensemble.sample, ensemble.joint
+    clip = (-PANEL_YLIM_WIDE_DEG - 5.0, PANEL_YLIM_WIDE_DEG + 5.0)
+    return {'joint': j, 'words': ensemble_text(ensemble), 'state': ensemble.state, 'n': ensemble.n,
+            'target': web.trace(np.degrees(r.target[:, j]), TRACE_STEP_DEG, clip),
+            'sample': web.trace(np.degrees(r.q[:, j]), TRACE_STEP_DEG, clip), 'h': r.params.timestep}
 
-    Each frame shows run 0 of the configuration's ensemble (:func:`rate_ensembles`), the joint of
-    :attr:`HoldEnsemble.joint`, and the ensemble's summary as text: the trace is one draw of a chaotic run,
-    the text and the growth curves are what every processor reproduces.
+
+def pd_constants() -> dict:
+    """The numbers the page's panel draws and runs with (JSON-ready): the hold's, the growth curve's, the joints."""
+    base = so101_base()
+    return {'hold': {'standby': list(STANDBY), 'moveTime': MOVE_TIME, 'duration': DURATION,
+                     'settleWindow': SETTLE_WINDOW, 'quietP2P': QUIET_P2P, 'forcerange': SO101_FORCERANGE},
+            'joints': list(so101_joints()), 'rates': list(PANEL_RATES_HZ), 'inertia': standby_inertia(0.0).tolist(),
+            'damping': float(base.dof_damping[0]), 'ylimDeg': [PANEL_YLIM_DEG, PANEL_YLIM_WIDE_DEG],
+            'traceStep': TRACE_STEP_DEG, 'note': {'move': MOVE_TIME}}
+
+
+def pd_twin(**defaults):
+    """Chapter 3's page panel (:func:`pd_spec`) with its first view precomputed: at each controller rate of the
+    chapter's table (:data:`physai.experiments.where_pd_runs.RATES_HZ`), both backends and the armature on or off
+    (:data:`TWIN_ARMATURES`), the hold's ensemble (:func:`physai.experiments.where_pd_runs.rate_ensembles`) as its
+    verdict and one draw; the other controls at the panel's start (``defaults``, as :func:`pd_panel`'s). The growth per
+    tick the page computes itself, at every setting. On the page MuJoCo then runs in the reader's browser
+    (:func:`physai.interface.web_arm.pd_live`, in the next cell).
 
     Returns:
-      ``IPython.display.HTML`` (see :func:`physai.interface.twin.static_twin`).
+      ``IPython.display.HTML`` (see :func:`physai.interface.web.first_view`).
     """
-
-    joint_names = so101_joints()
-    runs = {}
+    spec = pd_spec(**defaults)
+    ensembles = {}
     for armature in TWIN_ARMATURES:
         for e in rate_ensembles(armature=armature):
-            runs[e.params.rate_hz, e.params.backend, armature] = e
-    growth = {(b, a): growth_curve(PANEL_RATES_HZ, backend=b, armature=a)
-              for b in BACKENDS for a in TWIN_ARMATURES}
-    colors = {'in-loop': plots.COLORS['diverged'], 'in-step': plots.COLORS['response']}
-
-    def frame(rate_hz, backend, armature):
-        e = runs[rate_hz, backend, armature]
-        r, j = e.sample, e.joint
-        items = [twin.twin_line(r.t, np.degrees(r.target[:, j]), label='command', color=plots.COLORS['command'],
-                             width=1.0, dash='4 3'),
-                 twin.twin_line(r.t, np.degrees(r.q[:, j]), label=f'q ({joint_names[j]}, run 1 of {e.n})',
-                             width=1.2)]
-        items.append(twin.twin_note(ensemble_text(e)))  # above the frame: a chattering trace fills the plot
-        current = worst_growth(rate_hz=rate_hz, backend=backend, armature=armature)
-        stab = [twin.twin_line(PANEL_RATES_HZ, np.minimum(growth[b, armature], 2.0), label=b, color=colors[b])
-                for b in BACKENDS]
-        stab.append(twin.twin_line([PANEL_RATES_HZ[0], PANEL_RATES_HZ[-1]], [1.0, 1.0], color='#222222',
-                                width=1.0, dash='4 3'))
-        stab.append(twin.twin_markers([rate_hz], [min(current, 2.0)], label='current'))
-        return [items, stab]
-
-    sliders = [twin.TwinSlider('rate_hz', 'controller rate (Hz)', RATES_HZ, default=0),
-               twin.TwinSlider('backend', 'PD runs', BACKENDS, kind='select'),
-               twin.TwinSlider('armature', 'armature (kg·m²)', TWIN_ARMATURES, kind='select')]
-    axes = [twin.TwinAxes(xlabel='time (s)', ylabel='joint angle (deg)', xlim=(0, DURATION), legend='ur'),
-            twin.TwinAxes(title='growth per controller tick', xlabel='controller rate (Hz)',
-                       ylabel='growth per tick', xlim=(PANEL_RATES_HZ[0], PANEL_RATES_HZ[-1]),
-                       ylim=(0, 2), xlog=True, legend='ur')]
-    return twin.static_twin('ch3-pd-rate', sliders, axes, frame, digits=4, width=460, height=300,
-                         caption='Left: a joint during the move and hold, under the summary of its ensemble; '
-                                 'right: growth per controller tick. '
-                                 f'Physics at {1 / PHYSICS_TIMESTEP:.0f} Hz; Menagerie servo kp {SO101_KP:.2f}, '
-                                 f'kv {SO101_KV:.3f}. Growth above 1 (dashed): the PD cannot hold still. The '
-                                 f'trace is the first run of an ensemble ({ENSEMBLE_SIZE} runs where the arm moves, '
-                                 f'{ENSEMBLE_PROBE} where it holds still, starts {ENSEMBLE_SPACING:.0e} rad apart); '
-                                 'the note above the trace sums up all of them.')
+            ensembles[e.params.rate_hz, e.params.backend, armature] = e
+    parts = {'hold': web.Part(('rate_hz', 'backend', 'armature'),
+                              lambda rate_hz, backend, armature: hold_part(ensembles[rate_hz, backend, armature]))}
+    return web.first_view(spec, 'where_pd_runs_panels.js',
+                          grid={'rate_hz': [float(r) for r in RATES_HZ], 'backend': BACKENDS, 'armature': TWIN_ARMATURES},
+                          parts=parts, constants=pd_constants(),
+                          fallback='This panel draws on the book\'s page; in Jupyter or Colab use the live panel '
+                                   'above.')
 
 
 def ensemble_text(ensemble: HoldEnsemble) -> str:

@@ -10,6 +10,8 @@ import math
 import numbers
 from collections.abc import Sequence
 
+import numpy as np
+
 
 INTEGRATORS = ('Euler', 'RK4', 'implicit', 'implicitfast', 'discrete')
 """MuJoCo's integrators by their MJCF names (``<option integrator>``)."""
@@ -84,3 +86,43 @@ def one_of(name: str, value, allowed: Sequence[str]) -> str:
 def integrator(value, name: str = 'integrator') -> str:
     """One of :data:`INTEGRATORS`."""
     return one_of(name, value, INTEGRATORS)
+
+
+def whole(name: str, value, low: int = 0, high: int | None = None, unit: str = '') -> int:
+    """A whole number (an int or a NumPy integer, not a bool) in [low, high] (no upper end when ``high`` is None)."""
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low
+    if ok and high is not None:
+        ok = value <= high
+    if not ok:
+        where = f'>= {low:,}' if high is None else f'in [{low:,}, {high:,}]'
+        raise ValueError(f'{name} must be a whole number {where}{_unit(unit)}, got {value!r}')
+    return int(value)
+
+
+def real_array(name: str, value, unit: str = '') -> np.ndarray:
+    """A number or an array of numbers (ints or floats; NaN and infinities pass) as a float array.
+
+    None, text, bools, complex numbers, a ragged list or anything else that NumPy would hold as objects is refused,
+    where ``np.asarray(value, dtype=float)`` would have turned None into NaN.
+    """
+    try:
+        array = np.asarray(value)
+        if array.dtype == object and all(is_real(x) for x in array.ravel()):  # ints beyond int64 (10**30)
+            array = array.astype(float)
+    except (TypeError, ValueError, OverflowError):  # a ragged nesting, an int beyond any float (10**400)
+        array = None
+    if array is None or array.dtype.kind not in 'iuf':
+        shown = repr(value)
+        raise ValueError(f'{name} must be a number or an array of numbers{_unit(unit)}, got '
+                         f'{shown if len(shown) <= 80 else shown[:77] + "..."}')
+    return array.astype(float)
+
+
+def distinct(name: str, values: Sequence) -> list:
+    """Items that appear once each (joint names, say), as a list."""
+    values = list(values)
+    twice = list(dict.fromkeys(v for k, v in enumerate(values) if v in values[:k]))
+    if twice:
+        raise ValueError(f'{name} must hold each item once, got {", ".join(map(repr, twice))} more than once in '
+                         f'{values!r}')
+    return values

@@ -44,6 +44,11 @@ import numpy as np
 from physai.laws import checks
 
 
+MAX_DELAY_STEPS = 1_000_000
+"""The longest delay, physics steps: as many as one run may take (``physai.engine.mj.MAX_STEPS``); a longer delay
+holds the first command for the whole run, as this one does."""
+
+
 # ------------------------------------------------------------------------------------------------
 # the torque laws
 
@@ -73,10 +78,15 @@ def dc_motor_envelope(v, *, saturation_effort: float, forcerange: float, velocit
 
     Returns:
       ``(tau_min, tau_max)``, each the shape of ``v``, N·m.
+
+    Raises:
+      ValueError: S or V not a finite number > 0, E not > 0 (inf for no cap), or ``v`` not numbers.
     """
-    s, e, vmax = saturation_effort, forcerange, velocity_limit
+    s = checks.positive('saturation_effort', saturation_effort, 'N·m')
+    e = checks.limit('forcerange', forcerange, 'N·m')
+    vmax = checks.positive('velocity_limit', velocity_limit, 'rad/s')
     bound = vmax * (1.0 + e / s)
-    v = np.clip(v, -bound, bound)
+    v = np.clip(checks.real_array('v', v, 'rad/s'), -bound, bound)
     tau_max = np.minimum(s * (1.0 - v / vmax), e)
     tau_min = np.maximum(s * (-1.0 - v / vmax), -e)
     return tau_min, tau_max
@@ -99,14 +109,16 @@ def delay_commands(commands, delay: int) -> np.ndarray:
 
     Args:
       commands: (nstep, ...) one command per physics step (position, velocity, effort together).
-      delay: whole number of physics steps, >= 0.
+      delay: whole number of physics steps, 0 ... ``MAX_DELAY_STEPS``.
 
     Returns:
       (nstep, ...) the delayed commands.
+
+    Raises:
+      ValueError: ``delay`` out of range, or ``commands`` not numbers (None is refused, not read as NaN).
     """
-    if not (isinstance(delay, (int, np.integer)) and delay >= 0):
-        raise ValueError(f'delay must be a whole number of physics steps >= 0, got {delay!r}')
-    commands = np.asarray(commands, dtype=float)
+    delay = checks.whole('delay', delay, 0, MAX_DELAY_STEPS, 'physics steps')
+    commands = checks.real_array('commands', commands)
     index = np.maximum(np.arange(len(commands)) - delay, 0)
     return commands[index]
 
@@ -194,13 +206,11 @@ class DelayedPD(IdealPD):
     """
 
     delay: int = 0
-    """Whole number of physics steps, >= 0."""
+    """Whole number of physics steps, 0 ... ``MAX_DELAY_STEPS``."""
 
     def __post_init__(self):
         super().__post_init__()
-        if not (isinstance(self.delay, (int, np.integer)) and not isinstance(self.delay, bool)
-                and self.delay >= 0):
-            raise ValueError(f'delay must be a whole number of physics steps >= 0, got {self.delay!r}')
+        checks.whole('delay', self.delay, 0, MAX_DELAY_STEPS, 'physics steps')
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -106,23 +106,15 @@ def mit_torque(command: JointCommand, q, qd):
 
     Raises:
       TypeError: ``command`` is not a :class:`JointCommand`.
-      ValueError: ``q`` or ``qd`` is not made of numbers.
+      ValueError: ``q`` or ``qd`` is not made of numbers (None is refused, not read as NaN).
     """
     if not isinstance(command, JointCommand):
         raise TypeError(f'command must be a JointCommand, got {type(command).__name__}')
-    q, qd = _numbers('q', q, 'rad'), _numbers('qd', qd, 'rad/s')
+    q, qd = checks.real_array('q', q, 'rad'), checks.real_array('qd', qd, 'rad/s')
     with np.errstate(over='ignore', invalid='ignore'):  # inf torque is clipped below; inf - inf stays NaN
         tau = pd_torque(command.position, q, command.velocity, qd, command.stiffness, command.damping,
                         command.effort)
     return np.clip(tau, -command.max_effort, command.max_effort)
-
-
-def _numbers(name: str, value, unit: str) -> np.ndarray:
-    """``value`` as a float array, or a ValueError naming it."""
-    try:
-        return np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f'{name} must be a number or an array of numbers, {unit}, got {value!r}') from None
 
 
 def tick_mask(rate_hz: float, timestep: float, nstep: int) -> np.ndarray:

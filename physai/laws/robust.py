@@ -122,7 +122,8 @@ def series_125(value: float, how: str = 'nearest') -> float:
     """``value`` on the 1-2-5 series (..., 0.1, 0.2, 0.5, 1, 2, 5, ...): nearest in ratio, or next ``'down'``/``'up'``.
 
     An ensemble's median or range moves from one draw of the ensemble to the next; one significant digit on the
-    1-2-5 series is coarse enough that the printed figure does not (``tests/test_control.py`` checks it on the SO-101's chatter).
+    1-2-5 series is coarse enough that the printed figure does not (``tests/test_where_pd_runs.py`` checks it on the
+    SO-101's chatter).
     """
     if not (isinstance(value, numbers.Real) and math.isfinite(value) and value > 0):
         raise ValueError(f'value must be a finite number > 0, got {value!r}')

@@ -24,9 +24,12 @@ Symbols, units and where each number comes from:
   P = 32 (github.com/kscalelabs/sysid, ``data/feetech/STS_3215_12V/README.md``). The STS3215 counts 4096 ticks per
   turn (LeRobot's Feetech tables, ``MODEL_RESOLUTION``), so 0.166 per rad is 0.166*2*pi/4096 = 2.5e-4 of full duty
   per tick of error per unit of P.
-- ``P``, the ``P_Coefficient`` register, an integer. Feetech's default is 32; LeRobot's SO-101 follower writes 16
-  ("to avoid shakiness", ``src/lerobot/robots/so101_follower/so101_follower.py``, ``configure``).
-- ``V``, supply voltage, V: 7.4 V for the STS3215 BAM identified; the SO-101 kits also use a 12 V STS3215.
+- ``P``, the ``P_Coefficient`` register, one byte at address 21 (LeRobot's Feetech tables). LeRobot's SO-101
+  follower writes 16 when it connects, with D 32 and I 0 ("Set P_Coefficient to lower value to avoid shakiness
+  (Default is 32)", ``src/lerobot/robots/so101_follower/so101_follower.py``, ``configure``, LeRobot v0.4.2; later
+  releases moved it to ``robots/so_follower/so_follower.py``, the 16 now the default of ``position_p_coefficient``).
+- ``V``, supply voltage, V: 7.4 V for the STS3215 BAM identified; a 12 V version exists too (the static load test of
+  TheRobotStudio/SO-ARM100 issue #134 ran one), with its own motor and so its own kt and R.
 - ``kt``, N·m/A (= V·s/rad in SI), and ``R``, ohm: BAM's identification of the 7.4 V STS3215
   (``bam/params/feetech_sts3215_7_4V/m1.json``): kt = 1.2116, R = 2.6762.
 
@@ -63,7 +66,7 @@ TICKS_PER_TURN = 4096
 """The STS3215's position resolution (LeRobot's Feetech tables, ``MODEL_RESOLUTION['sts3215']``)."""
 
 LEROBOT_SO101_P = 16
-"""The ``P_Coefficient`` LeRobot's SO-101 follower writes at start-up (Feetech's default is 32)."""
+"""The ``P_Coefficient`` LeRobot's SO-101 follower writes at start-up (the default is 32, LeRobot's comment says)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

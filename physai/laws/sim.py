@@ -76,13 +76,17 @@ def actuator_force(ctrl, length, velocity, gainprm: Sequence[float], biasprm: Se
 
     Returns:
       The actuator force, the broadcast shape of the inputs.
+
+    Raises:
+      ValueError: ``ctrl``, ``length`` or ``velocity`` not numbers (None is refused, not read as NaN), too few
+        finite ``gainprm`` / ``biasprm``, or a ``forcerange`` that is not (low, high) with low <= high.
     """
     gainprm, biasprm = _numbers('gainprm', gainprm, 1), _numbers('biasprm', biasprm, 3)
     if forcerange is not None:
         _numbers('forcerange', forcerange, 2, exactly=True)
-    force = (gainprm[0] * np.asarray(ctrl, dtype=float) + biasprm[0]
-             + biasprm[1] * np.asarray(length, dtype=float)
-             + biasprm[2] * np.asarray(velocity, dtype=float))
+    force = (gainprm[0] * checks.real_array('ctrl', ctrl) + biasprm[0]
+             + biasprm[1] * checks.real_array('length', length)
+             + biasprm[2] * checks.real_array('velocity', velocity, 'rad/s'))
     if forcerange is not None:
         low, high = forcerange
         if low > high:

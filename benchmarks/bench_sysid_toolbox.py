@@ -1,0 +1,128 @@
+"""Chapter 4's fit done twice in one run: with physai (``sysid.fit_servo``) and with MuJoCo's own toolbox, ``mujoco.sysid``.
+
+Both fit the same six parameters (kp, kv, forcerange, joint damping, frictionloss, armature, in log10 space inside
+``sysid.LOG_BOUNDS``) of one servo on every joint, from the same start (TheRobotStudio's gains), to the same three fit
+episodes of the shipped recording, on the same arm (the mesh-free SO-101, contacts off, implicitfast, 7 steps per
+frame), with MuJoCo's Levenberg-Marquardt (``mujoco.minimize.least_squares``) underneath. What differs is the pipeline
+``mujoco.sysid`` builds around it, used as its documentation shows (``ModelSequences``, ``Parameter`` modifiers on an
+``MjSpec``, ``build_residual_fn``, ``optimize(optimizer='mujoco')``):
+
+- every candidate is a fresh ``MjSpec.compile()`` of the arm (``model_modifier.apply_param_modifiers``), replayed with
+  ``mujoco.rollout`` on one thread per CPU; physai copies one compiled model and edits its fields, and replays every
+  candidate of a solver round in one ``mujoco.batch`` call;
+- its default residual divides each joint's error by the norm of that joint's measured angles
+  (``signal_modifier.normalize_residual``): joints far from zero weigh less; physai scores plain degrees;
+- its intervals (``calculate_intervals``) assume independent residuals; chapter 4 shows they are not.
+
+The script prints, for each: wall and CPU seconds, the fitted servo, its lag, and its held-out error (episode 3, by
+physai's replay, the chapter's metric). The last line is the ratio of the toolbox's wall time to physai's. It needs
+``pip install "mujoco[sysid]==3.17.0"`` (scipy, plotly, ...), which physai itself does not. Run it from the
+repository root:
+
+    .venv/bin/python benchmarks/bench_sysid_toolbox.py
+"""
+
+import os
+import time
+
+import mujoco
+import numpy as np
+
+from physai.engine import sysid
+from physai.engine.so101 import ARM_JOINTS, JOINTS, freeze_inertia, load_so101
+from physai.experiments import servo_sysid
+
+
+def bare_spec(fps: float) -> mujoco.MjSpec:
+    """The replay's arm as an MjSpec (what mujoco.sysid compiles per candidate): no meshes, geoms or sites, every
+    body's inertia frozen from the full model, contacts off, implicitfast at sysid.ReplayConfig's step."""
+    import mujoco_menagerie
+
+    full = load_so101()
+    spec = mujoco_menagerie.get('robotstudio_so101').spec('so101')
+    freeze_inertia(spec, full, [body for body in spec.bodies if body.name != 'world'])
+    for geom in list(spec.geoms):
+        spec.delete(geom)
+    for mesh in list(spec.meshes):
+        spec.delete(mesh)
+    for site in list(spec.sites):
+        spec.delete(site)
+    config = sysid.ReplayConfig()
+    spec.option.timestep = 1.0 / (fps * config.substeps(fps))
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+    return spec
+
+
+def servo_modifier(name: str):
+    """A mujoco.sysid modifier writing one log10 parameter of the shared servo into every joint or actuator."""
+    def modify(spec: mujoco.MjSpec, param) -> None:
+        value = float(10.0 ** param.value[0])
+        for joint in JOINTS:
+            j, a = spec.joint(joint), spec.actuator(joint)
+            if name == 'kp':
+                a.gainprm[0] = value
+                a.biasprm[1] = -value
+            elif name == 'kv':
+                a.biasprm[2] = -value
+            elif name == 'forcerange':
+                a.forcelimited = 1
+                a.forcerange = [-value, value]
+            elif name == 'damping':
+                j.damping = [value, 0.0, 0.0]
+            elif name == 'frictionloss':
+                j.frictionloss = value
+            elif name == 'armature':
+                j.armature = value
+    return modify
+
+
+def toolbox_fit(fit_eps, start: sysid.ArmServo):
+    from mujoco import sysid as msys
+
+    fps = fit_eps[0].fps
+    spec = bare_spec(fps)
+    model = spec.compile()
+    sub = sysid.ReplayConfig().substeps(fps)
+    step = model.opt.timestep
+    ctrl_map = msys.TimeSeries.compute_all_control_mapping(model)
+    qpos_map = {f'{j}_qpos': (msys.SignalType.MjStateQPos, np.array([k])) for k, j in enumerate(ARM_JOINTS)}
+    states, controls, sensors, names = [], [], [], []
+    for e in fit_eps:
+        u = np.repeat(sysid.to_radians(e.action, e.joints), sub, axis=0)  # each frame's command held for its steps
+        controls.append(msys.TimeSeries(times=np.arange(len(u)) * step, data=u, signal_mapping=ctrl_map))
+        q = np.radians(e.state[:, sysid.arm_columns(e.joints)])
+        sensors.append(msys.TimeSeries(times=np.arange(e.nframe) / fps, data=q, signal_mapping=qpos_map))
+        states.append(msys.create_initial_state(model, sysid.to_radians(e.state[:1], e.joints)[0]))
+        names.append(f'episode {e.index}')
+    seqs = msys.ModelSequences('so101', spec, names, states, controls, sensors, allow_missing_sensors=True)
+    params = msys.ParameterDict()
+    lo, hi = sysid.LOG_BOUNDS
+    for k, name in enumerate(sysid.PARAMS):
+        params.add(msys.Parameter(name, float(sysid.to_log(start)[k]), lo[k], hi[k], modifier=servo_modifier(name)))
+    residual = msys.build_residual_fn(models_sequences=[seqs])
+    best, _ = msys.optimize(params, residual, optimizer='mujoco', verbose=False, x_scale='jac', max_iters=50)
+    return sysid.from_log(best.as_vector()).rounded(sysid.FIT_DIGITS)
+
+
+def main():
+    data, _ = servo_sysid.find_dataset(None)
+    fit_eps, heldout = servo_sysid.split(data)
+    start = sysid.THEROBOTSTUDIO
+    results = {}
+    for name, run in (('physai', lambda: sysid.fit_servo(fit_eps, starts={'therobotstudio': start},
+                                                         progress=False).servo),
+                      ('mujoco.sysid', lambda: toolbox_fit(fit_eps, start))):
+        t0, c0 = time.perf_counter(), time.process_time()
+        servo = run()
+        results[name] = (time.perf_counter() - t0, time.process_time() - c0, servo)
+    for name, (wall, cpu, servo) in results.items():
+        held = sysid.replay([servo], heldout)[0][0].mae_deg
+        print(f'{name:13s} wall {wall:6.1f} s  cpu {cpu:6.1f} s  lag {servo.lag_ms:5.0f} ms  held-out {held:.3f} deg  '
+              f'{servo}')
+    print(f'load {os.getloadavg()[0]:.1f}; mujoco.sysid / physai wall time: '
+          f'{results["mujoco.sysid"][0] / results["physai"][0]:.2f}')
+
+
+if __name__ == '__main__':
+    main()

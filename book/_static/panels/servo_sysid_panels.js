@@ -1,0 +1,106 @@
+// Chapter 4's page panel (physai.interface.servo_sysid_panels: sysid_spec, sysid_twin; web_arm.sysid_live): a
+// recorded episode replayed open loop under the servo on the controls, drawn against the recording, with the error
+// per joint and the sag in held poses. A replay is thousands of MuJoCo steps, so it goes in slices (ui.js's drive),
+// the page free between two; the next input drops the replay in progress.
+import {Model, diverged} from './engine.js';
+import {unpack, summarizeReplay} from './laws.js';
+import {replayRun} from './runs.js';
+import {Panel} from './ui.js';
+
+const SLICE_MS = 20;
+const FIRST_SLICE_MS = 5;
+
+export default class SysidPanel extends Panel {
+  buildPlots(container) {
+    super.buildPlots(container);
+    const k = this.constants, e = k.episode, na = k.armJoints.length, o = this.plots.overlay;
+    o.svg.classList.add('pl-wide');
+    this.plots.errors.svg.classList.add('pl-bars');
+    this.plots.sags.svg.classList.add('pl-bars');
+    this.jointIndex = k.joints.map((j) => k.armJoints.indexOf(j));
+    const real = o.layer('real'), t = Array.from({length: e.nframe}, (_, i) => i / e.fps);
+    for (const j of this.jointIndex) {
+      o.path(real, t, t.map((_, i) => e.stateDeg[i * na + j]), {stroke: this.colors.real, 'stroke-width': 2.4,
+                                                                'stroke-opacity': 0.7});
+    }
+    const s = this.plots.sags;
+    s.path(s.layer('zero'), s.spec.xlim, [0, 0], {stroke: '#555555', 'stroke-width': 0.8});
+  }
+
+  // ---- the two sources of results
+
+  // a stored replay: the plotted joints' traces, the bars, the words (a chaotic one: its verdict alone)
+  decode(frame) {
+    const s = frame.replay, k = this.constants;
+    if (s.chaotic) {
+      return {chaotic: true, status: this.say('chaotic', {mae: s.mae}), bad: true, sagReal: k.sagReal};
+    }
+    const fix = (x) => (x === null ? NaN : x);
+    return {traces: s.sim.map((x) => unpack(x, k.steps)), jointMae: s.jointMae.map(fix), sag: s.sag.map(fix),
+            sagReal: k.sagReal.map(fix), status: s.status, bad: s.diverged || s.chatters};
+  }
+
+  async start(mujoco, live) {
+    this.model = new Model(mujoco, live.xml, live.engine);
+    this.episode = {...this.constants.episode, u: live.episode.u, start: live.episode.start};
+  }
+
+  async update(start = performance.now()) {
+    const generation = ++this.generation, v = this.values, k = this.constants;
+    const servo = {...k.servo, ...v};   // the fitted servo, changed by the controls named like its fields
+    const run = replayRun(this.model, servo, this.episode, {sliceMs: SLICE_MS, firstSliceMs: FIRST_SLICE_MS});
+    await this.drive(run, generation, start, ({run: record}) => this.draw(this.fromRecord(record, null), v),
+                     (record) => {
+                       const s = summarizeReplay(record, this.episode, diverged({q: record.q.subarray(0, record.frames * this.model.model.nq),
+                                                                                  warned: record.warned}, this.model.rule), k);
+                       this.draw(this.fromRecord(record, s), v);
+                     });
+  }
+
+  // a replay's record as the picture's results: the plotted joints' traces so far; once done, its figures and words
+  fromRecord(record, s) {
+    const k = this.constants, nq = record.q.length / k.episode.nframe;
+    const traces = this.jointIndex.map((j) => Array.from({length: record.frames},
+                                                         (_, i) => record.q[i * nq + k.armIndex[j]] * 180 / Math.PI));
+    if (!s) return {traces, running: (record.frames - 1) / k.episode.fps};
+    return {traces, jointMae: s.jointMae, sag: s.sag, sagReal: s.sagReal, status: this.words(s),
+            bad: s.diverged || s.chatters};
+  }
+
+  // physai.interface.servo_sysid_panels.replay_status: the words on a replay, in the description's words
+  words(s) {
+    if (s.diverged || !s.simDeg.every(Number.isFinite)) return this.say('diverged', {});
+    if (s.chatters) return this.say('chatters', {chatter: s.chatter, mae: s.mae});
+    return this.say('stable', {mae: s.mae});
+  }
+
+  // ---- the picture
+
+  draw(r) {
+    const k = this.constants, c = this.colors, e = k.episode, p = this.plots.overlay, na = k.armJoints.length;
+    const g = p.layer('sim'), marks = p.layer('top-marks');
+    const eb = this.plots.errors.layer('bars'), sb = this.plots.sags.layer('bars');
+    const legend = p.spec.legend;   // real, then each simulated joint in its colour
+    (r.traces || []).forEach((trace, i) => {
+      p.path(g, trace.map((_, t) => t / e.fps), trace, {stroke: legend[i + 1][1], 'stroke-width': 1.3});
+    });
+    const x = p.w - p.m.r - 6, y = p.m.t + 14;
+    if (r.running !== undefined) {
+      p.say(marks, this.say('running', {t: r.running}), x, y, {'text-anchor': 'end', class: 'pl-muted pl-halo', 'font-size': 11});
+      return;
+    }
+    if (r.chaotic) {
+      p.say(marks, r.status, (p.m.l + p.w - p.m.r) / 2, p.m.t + 40, {'text-anchor': 'middle', 'font-size': 13,
+            fill: c.diverged});
+    } else {
+      p.say(marks, r.status, x, y, {'text-anchor': 'end', 'font-size': 12, fill: r.bad ? c.diverged : 'currentColor'});
+    }
+    const sim = legend[1][1], sag = this.plots.sags.spec.legend[1][1];
+    for (let j = 0; j < na; j++) {
+      if (r.jointMae) this.plots.errors.bar(eb, j, 0.8, r.jointMae[j], sim);
+      this.plots.sags.bar(sb, j - 0.2, 0.4, r.sagReal[j], c.real);
+      if (r.sag) this.plots.sags.bar(sb, j + 0.2, 0.4, r.sag[j], sag);
+    }
+    this.setReadout(r.status, r.bad);
+  }
+}

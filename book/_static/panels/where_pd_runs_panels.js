@@ -1,0 +1,150 @@
+// Chapter 3's page panel (physai.interface.where_pd_runs_panels: pd_spec, pd_twin; web_arm.pd_live): the SO-101
+// holding its standby pose, the PD in the control loop or in MuJoCo's step.
+//
+// A hold is 3 s of a six-joint arm with friction loss: thousands of MuJoCo steps, tens of milliseconds in
+// WebAssembly at 1 ms (hundreds with RK4 or a fine timestep). So an input redraws the growth per tick (an equation,
+// laws.js) at once, and the trajectory after its first few milliseconds of computing; the rest of the run goes in
+// slices of about 20 ms, the page free between two, its partial trace redrawn at most every 100 ms; the next input
+// drops the run in progress.
+import {Model, diverged} from './engine.js';
+import {Plot, el} from './figures.js';
+import {degrees, growthCurve, summarizeHold, unpack} from './laws.js';
+import {holdRun} from './runs.js';
+import {Panel} from './ui.js';
+
+const SLICE_MS = 20;
+const FIRST_SLICE_MS = 5;
+
+export default class PdPanel extends Panel {
+  buildPlots(container) {
+    super.buildPlots(container);
+    const k = this.constants, p = this.plots.hold, h = k.hold;
+    // the trace has two ranges, as the kernel's panel: ±80° holds every joint's move, ±180° every joint's range
+    const wide = new Plot(container, {...p.spec, ylim: [-k.ylimDeg[1], k.ylimDeg[1]]}, {width: p.w});
+    container.insertBefore(wide.svg, p.svg.nextSibling);
+    wide.svg.style.display = 'none';
+    this.holdPlots = [p, wide];
+    for (const plot of this.holdPlots) {   // the last second, where the hold is judged
+      plot.svg.classList.add('pl-wide');
+      const x0 = plot.x(h.duration - h.settleWindow);
+      el('rect', {x: x0, y: plot.m.t, width: plot.x(h.duration) - x0, height: plot.h - plot.m.t - plot.m.b,
+                  class: 'pl-shade'}, plot.layer('shade'));
+    }
+    this.curves = new Map();
+  }
+
+  // ---- the two sources of results
+
+  // a stored configuration: its ensemble's words and one draw of its worst joint (the growth is computed here)
+  decode(frame, values) {
+    const s = frame.hold, k = this.constants;
+    const target = unpack(s.target, k.traceStep), sample = unpack(s.sample, k.traceStep);
+    return {joint: s.joint, h: s.h, steps: sample.length, targetDeg: target, qDeg: sample, diverged: s.state === 'diverged',
+            bad: s.state !== 'still', note: this.say('ensemble', {words: s.words, n: s.n}), growth: this.growth(values)};
+  }
+
+  async start(mujoco, live) {
+    this.model = new Model(mujoco, live.xml, live.engine);
+  }
+
+  // both backends' curves over the rates (kept for the latest 16 settings: a move of the rate or the backend redraws
+  // them without recomputing, as the kernel's panel keeps them) and the growth at the current rate
+  growth(v) {
+    const k = this.constants;
+    const common = {kp: v.kp, kv: v.kv, armature: v.armature, timestep: v.timestep, integrator: v.integrator,
+                    inertia: k.inertia, damping: k.damping};
+    const key = JSON.stringify([v.kp, v.kv, v.armature, v.timestep, v.integrator]);
+    let curves = this.curves.get(key);
+    if (!curves) {
+      curves = {'in-loop': growthCurve(k.rates, {...common, backend: 'in-loop'}),
+                'in-step': growthCurve(k.rates, {...common, backend: 'in-step'})};
+      if (this.curves.size >= 16) this.curves.delete(this.curves.keys().next().value);
+      this.curves.set(key, curves);
+    }
+    return {curves, current: growthCurve([v.rate_hz], {...common, backend: v.backend})[0]};
+  }
+
+  async update(start = performance.now()) {
+    const generation = ++this.generation, v = {...this.values}, k = this.constants;
+    const growth = this.growth(v);
+    this.drawGrowth(growth, v);
+    const params = {backend: v.backend, kp: v.kp, kv: v.kv, armature: v.armature, timestep: v.timestep,
+                    integrator: v.integrator, forcerange: k.hold.forcerange, rateHz: v.rate_hz};
+    const run = holdRun(this.model, params, k.hold, {sliceMs: SLICE_MS, firstSliceMs: FIRST_SLICE_MS});
+    await this.drive(run, generation, start, ({run: record, done}) => this.drawHold(this.fromRecord(record, null, growth), v, done),
+                     (record) => {
+                       const summary = summarizeHold(record, k.hold, diverged({q: record.q.subarray(0, record.steps * this.model.model.nq),
+                                                               warned: record.warned}, this.model.rule));
+                       this.drawHold(this.fromRecord(record, summary, growth), v, null);
+                     });
+  }
+
+  // a run's record as the picture's results: the worst joint's command and angle, the note
+  fromRecord(record, summary, growth) {
+    const nq = this.constants.hold.standby.length;
+    const joint = summary ? summary.worst : (this.lastJoint ?? 0);
+    if (summary) this.lastJoint = joint;
+    const column = (a) => Float64Array.from({length: record.steps}, (_, i) => degrees(a[i * nq + joint]));
+    return {joint, h: record.h, steps: record.steps, targetDeg: column(record.target), qDeg: column(record.q),
+            diverged: summary?.diverged ?? false, bad: summary ? summary.diverged || summary.chatters : false,
+            note: summary ? this.words(summary, growth.current) : null, growth};
+  }
+
+  // physai.interface.where_pd_runs_panels.pd_note: the note, in the description's words
+  words(s, growth) {
+    const v = this.values, where = this.say('where', {backend: v.backend, rate: v.rate_hz});
+    if (s.diverged) return this.say('diverged', {where, growth});
+    const chatter = !s.chatters ? '' : s.chatterHz === null ? this.say('broadband', {}) : this.say('tone', {hz: s.chatterHz});
+    return this.say('held', {where, p2p: s.worstP2p, chatter, state: this.say(s.chatters ? 'chatters' : 'quiet', {}),
+                             growth});
+  }
+
+  // ---- the picture
+
+  draw(results, values) {
+    this.drawGrowth(results.growth, values);
+    this.drawHold(results, values, null);
+  }
+
+  drawGrowth(g, v) {
+    const p = this.plots.growth, c = this.colors, rates = this.constants.rates;
+    const layer = p.layer('curves');
+    p.path(layer, [rates[0], rates[rates.length - 1]], [1, 1], {stroke: c.bound, 'stroke-width': 1, 'stroke-dasharray': '5 3'});
+    p.path(layer, rates, g.curves['in-loop'].map((x) => Math.min(x, 2.0)), {stroke: c.diverged, 'stroke-width': 1.6});
+    p.path(layer, rates, g.curves['in-step'].map((x) => Math.min(x, 2.0)), {stroke: c.response, 'stroke-width': 1.6});
+    p.mark(p.layer('top-point'), v.rate_hz, Math.min(g.current, 2.0), 'o', c.current);
+    p.title(this.say('growth_title', {growth: g.current, backend: v.backend, rate: v.rate_hz}));
+  }
+
+  // the worst joint's move and hold: its command and its angle (on the wide range once it leaves ±80°), the note on
+  // the side the move leaves free; `done` (steps so far) while the run is on its way
+  drawHold(r, values, done) {
+    const k = this.constants, c = this.colors, wide = Array.prototype.some.call(r.qDeg, (x) => Math.abs(x) > k.ylimDeg[0]);
+    this.holdPlots.forEach((plot, i) => { plot.svg.style.display = (i === 1) === wide ? '' : 'none'; });
+    const other = this.holdPlots[wide ? 0 : 1];
+    other.layer('trace');
+    other.layer('top-marks');
+    const p = this.holdPlots[wide ? 1 : 0], g = p.layer('trace'), marks = p.layer('top-marks');
+    const t = (i) => r.h * (i + 1), clip = (a) => (i) => Math.max(-1e4, Math.min(1e4, a[i]));
+    const [cx, cy] = p.columns(r.steps, t, clip(r.targetDeg));
+    p.path(g, cx, cy, {stroke: c.command, 'stroke-width': 1, 'stroke-dasharray': '4 3'});
+    const [xs, ys] = p.columns(r.steps, t, clip(r.qDeg));
+    p.path(g, xs, ys, {stroke: c.response, 'stroke-width': 1.4});
+    p.title(this.say('title', {joint: k.joints[r.joint]}));
+    if (!r.note) {
+      p.say(marks, this.say('running', {done: (done ?? 0) * values.timestep, total: k.hold.duration}),
+            p.x(k.hold.duration / 2), p.m.t + 14, {'text-anchor': 'middle', class: 'pl-muted pl-halo', 'font-size': 11});
+      return;
+    }
+    const lines = r.note.split('\n');
+    const down = k.hold.standby[r.joint] < 0;   // the note goes where the move leaves room, as the kernel's panel
+    const y0 = down ? p.m.t + 16 : p.h - p.m.b - 8 - 14 * (lines.length - 1);
+    lines.forEach((line, i) => p.say(marks, line, p.m.l + 6, y0 + 14 * i,
+                                     {'font-size': 11, fill: r.diverged ? c.diverged : 'currentColor'}));
+    if (r.diverged) {
+      p.say(marks, this.say('flag', {}), p.x(k.hold.duration / 2), p.y(0), {fill: c.diverged, 'font-size': 24,
+            'font-weight': 'bold', 'text-anchor': 'middle'});
+    }
+    this.setReadout(r.note.replace('\n', ' · '), r.bad);
+  }
+}

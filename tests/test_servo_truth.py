@@ -1,0 +1,208 @@
+"""physai.experiments.servo_truth: the published STS3215 sets as read from their sources, the truth table's
+leave-one-out protocol (nothing chosen on the episode held out), and the folds' independence from their held-out
+episode."""
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from physai.engine import servo_models, sysid
+from physai.engine.datasets import shipped_recording
+from physai.engine.servo_models import JointModel
+from physai.experiments import servo_sysid, servo_truth
+from physai.laws import servo_gain
+
+SOFT = sysid.ArmServo(kp=8.0, kv=0.7, forcerange=1.2, damping=0.15, frictionloss=0.15, armature=0.034)
+
+
+def test_every_published_set_names_its_source_assumption_and_completion():
+    names = [s.name for s in servo_truth.PUBLISHED]
+    assert len(set(names)) == len(names)
+    for s in servo_truth.PUBLISHED:
+        assert s.source and s.assumes and s.completion
+        assert (s.completion != 'none') or not s.uses_fit
+        assert isinstance(s.model(JointModel.uniform(SOFT)), JointModel)
+
+
+def test_the_sets_carry_the_numbers_their_sources_give():
+    by = {s.name: s.model(JointModel.uniform(SOFT)) for s in servo_truth.PUBLISHED}
+    assert by['Menagerie'].kp[0] == 998.22 and by['BAM m1, P = 32'].kp[0] == 17.8
+    assert by['BAM m1, P = 16'].kp[0] == pytest.approx(servo_gain.BAM_STS3215.kp(16))
+    duck = by['Open Duck Mini v2']
+    assert (duck.kp[0], duck.damping[0], duck.frictionloss[0], duck.armature[0], duck.forcerange[0]) == (
+        13.37, 0.56, 0.068, 0.027, 3.23)
+    # its earlier kp 17.12 with the same forcerange is a pair of BAM's export at P = 32 (forcerange = V kt/R there)
+    assert 17.12 / duck.forcerange[0] == pytest.approx(servo_gain.BAM_STS3215.duty_gain * 32, rel=0.005)
+    anchor = by['Isaac Lab AnchorBench']
+    assert anchor.kp[:3] == (48.42, 47.78, 14.72) and anchor.kv[:2] == (3.335, 2.563)
+    assert anchor.kp[3] == pytest.approx(np.mean([48.42, 47.78, 14.72]))  # a value not checked: the mean of those used
+    assert anchor.kv[2] == pytest.approx(np.mean([3.335, 2.563]))
+    assert by['MuJoCo Playground'].armature == (0.1088, 0.1472, 0.1224, 0.1133, 0.1146, 0.1985)
+
+
+def test_a_partial_set_is_completed_from_the_folds_own_fit():
+    """Playground gives armature and friction only; the static load test kp only, keeping the fit's lag."""
+    fit = JointModel.uniform(SOFT)
+    sets = {s.name: s for s in servo_truth.PUBLISHED}
+    playground = sets['MuJoCo Playground'].model(fit)
+    assert playground.kp == fit.kp and playground.armature[0] == 0.1088
+    static = sets['static load test'].model(fit)
+    assert static.kp[0] == pytest.approx(servo_truth.STATIC_LOAD_KP)
+    np.testing.assert_allclose(static.lag_ms(), fit.lag_ms())
+
+
+def test_the_static_load_tests_kp_is_gravitys_torque_on_the_45_degree_lever_over_the_deflection():
+    """Issue #134: 1.5 kg on a 10 cm lever at 45°, 1.8-2.6° of error: m g L cos 45° = 1.04 N·m over 2.2° is kp 27
+    (23 to 33 over the range of the error), far softer than Menagerie's and stiffer than the fit's."""
+    assert servo_truth.STATIC_LOAD_TORQUE == pytest.approx(1.5 * 9.81 * 0.10 / math.sqrt(2), rel=1e-12)
+    assert servo_truth.STATIC_LOAD_KP == pytest.approx(27.1, abs=0.05)
+    low, high = (servo_truth.STATIC_LOAD_TORQUE / math.radians(d) for d in (2.6, 1.8))
+    assert 22.9 < low < 23 and 33.1 < high < 33.2
+
+
+def _fold(heldout: int, train: tuple[int, ...], best_shift: int, spring: JointModel) -> servo_truth.Fold:
+    return servo_truth.Fold(heldout=heldout, train=train, best_shift=best_shift,
+                            models={servo_models.SPRING.name: spring}, converged={servo_models.SPRING.name: True},
+                            heldout_mae={servo_models.SPRING.name: 1.0})
+
+
+def test_the_truth_table_scores_each_model_on_each_held_out_episode_and_shifts_the_teleport_per_fold():
+    data = sysid.synthetic_dataset(nepisode=3, seconds=2.0)
+    folds = [_fold(e.index, tuple(x.index for x in data.episodes if x is not e), shift, JointModel.uniform(SOFT))
+             for e, shift in zip(data.episodes, (2, 3, 4))]
+    rows = {r['model']: r for r in servo_truth.truth_table(data, folds)}
+    held = [servo_sysid.teleport_errors([e], s).mean() for e, s in zip(data.episodes, (2, 3, 4))]
+    shift = rows['teleport, best shift']
+    assert shift['loo_deg'] == pytest.approx(np.mean(held)) and shift['vs_shift'] == 1.0
+    assert shift['vs_shift_min'] == shift['vs_shift_max'] == 1.0
+    assert shift['heldout_deg'] == pytest.approx(held[-1])
+    men = sysid.replay([sysid.MENAGERIE], list(data.episodes))[0]
+    assert rows['Menagerie']['loo_deg'] == pytest.approx(np.mean([r.mae_deg for r in men]))
+    per_fold = [r.mae_deg / h for r, h in zip(men, held)]  # each fold over its own shifted teleport
+    assert rows['Menagerie']['vs_shift_min'] == pytest.approx(min(per_fold))
+    assert rows['Menagerie']['vs_shift_max'] == pytest.approx(max(per_fold))
+    borrowed = {s.name for s in servo_truth.PUBLISHED if s.uses_fit}
+    assert borrowed == {'MuJoCo Playground', 'static load test', 'servo study, second solution'}
+    assert all(rows[n]['from_fit'] == 'partly' for n in borrowed)
+    assert rows['Menagerie']['from_fit'] == rows['teleport']['from_fit'] == 'no'
+    assert rows['this book: spring']['from_fit'] == 'yes'
+    assert rows['Menagerie']['p_bam'] == pytest.approx(998.22 / servo_gain.BAM_STS3215.kp_per_p)
+    assert math.isnan(rows['teleport']['p_bam'])
+
+
+@pytest.mark.slow
+def test_a_folds_fit_does_not_depend_on_the_episode_it_leaves_out():
+    """Leave-one-out without leakage: scramble one episode's recording, and the fold that leaves it out fits the same
+    servo, bit for bit (its start, TheRobotStudio's gains, has seen no data); the folds that train on it move."""
+    data = sysid.synthetic_dataset(nepisode=3, seconds=3.0)
+    first = servo_truth.compare_structures(data, rivals=(), max_iter=20)
+    e = data.episodes[1]
+    scrambled = dataclasses.replace(e, state=e.state + np.linspace(0, 8, e.nframe)[:, None],
+                                    action=e.action[::-1].copy())
+    second = servo_truth.compare_structures(dataclasses.replace(data, episodes=(data.episodes[0], scrambled,
+                                                                               data.episodes[2])), rivals=(),
+                                            max_iter=20)
+    spring = servo_models.SPRING.name
+    assert second[1].models[spring] == first[1].models[spring]
+    assert second[0].models[spring] != first[0].models[spring] and second[2].models[spring] != first[2].models[spring]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shipped_recording().is_dir(), reason='the shipped SO-101 recording is absent')
+def test_the_rivals_end_soft_from_a_stiff_start_too():
+    """On the book's fit episodes: both rivals started from a stiff servo (kp 60, kv keeping the spring's lag, the
+    rest as the spring), the delay structure with a delay of three frames and the offsets structure with the held-pose
+    offsets, end where the chapter's rivals (started from the spring) end: the delay at its one-step floor, kp soft,
+    the same training cost."""
+    data, _ = servo_sysid.find_dataset(None)
+    fit_eps = list(data.episodes[:3])
+    spring = sysid.fit_servo(fit_eps, starts={'therobotstudio': sysid.THEROBOTSTUDIO}, progress=False).servo
+    offsets = tuple(servo_sysid.static_offsets_deg(fit_eps))
+    stiff = dataclasses.replace(spring, kp=60.0, kv=60.0 * spring.lag_ms / 1e3 - spring.damping)
+    h = 1.0 / (data.fps * sysid.ReplayConfig().substeps(data.fps))
+    problems = [
+        (servo_models.SPRING_DELAY, fit_eps, JointModel.uniform(spring, delay=h)),
+        (servo_models.SPRING_DELAY, fit_eps, JointModel.uniform(stiff, delay=3 / data.fps)),
+        (servo_models.SPRING_OFFSETS, fit_eps, JointModel.uniform(spring)),
+        (servo_models.SPRING_OFFSETS, fit_eps, JointModel.uniform(stiff, offsets_deg=offsets)),
+    ]
+    ours_delay, stiff_delay, ours_offsets, stiff_offsets = servo_models.fit(problems)
+    assert stiff_delay.model.delay < 1.5 * h and stiff_delay.model.kp[0] < 15
+    assert stiff_delay.cost == pytest.approx(ours_delay.cost, rel=0.01)
+    assert stiff_offsets.model.kp[0] < 15 and max(abs(c) for c in stiff_offsets.model.offsets_deg) < 1.5
+    assert stiff_offsets.cost == pytest.approx(ours_offsets.cost, rel=0.01)
+    assert all(abs(a - b) < 0.3 for a, b in zip(stiff_offsets.model.offsets_deg, ours_offsets.model.offsets_deg))
+
+
+@pytest.fixture(scope='module')
+def chapter():
+    """Chapter 4's protocol on the shipped recording: the main fit (episodes 0-2, from TheRobotStudio's gains) as the
+    fold that leaves out episode 3, the other folds and the rival structures fitted fold by fold, the truth table."""
+    data, _ = servo_sysid.find_dataset(None)
+    fit_eps, heldout = servo_sysid.split(data)
+    fitted = sysid.fit_servo(fit_eps, starts={'therobotstudio': sysid.THEROBOTSTUDIO}, progress=False).servo
+    folds = servo_truth.compare_structures(data, known={heldout[0].index: fitted})
+    rows = {r['model']: r for r in servo_truth.truth_table(data, folds)}
+    return data, fitted, folds, rows
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shipped_recording().is_dir(), reason='the shipped SO-101 recording is absent')
+def test_the_recording_prefers_the_soft_spring_and_no_delay_and_small_offsets(chapter):
+    """The structures as chapter 4 reads them: the delay stays at its one-step floor and changes the error by under 2 %
+    in every fold; the offsets help in every fold (by 3 to 9 %), stay under a degree, and leave kp soft."""
+    data, _, folds, _ = chapter
+    step = 1.0 / (data.fps * sysid.ReplayConfig().substeps(data.fps))
+    spring, delay, offsets = (s.name for s in (servo_models.SPRING, servo_models.SPRING_DELAY,
+                                                servo_models.SPRING_OFFSETS))
+    for f in folds:
+        assert f.models[delay].delay < 1.5 * step
+        assert abs(f.heldout_mae[delay] / f.heldout_mae[spring] - 1) < 0.02
+        assert 0.03 < 1 - f.heldout_mae[offsets] / f.heldout_mae[spring] < 0.09
+        assert max(abs(c) for c in f.models[offsets].offsets_deg) < 1.0
+        assert f.models[offsets].kp[0] < 2 * f.models[spring].kp[0] < 20
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shipped_recording().is_dir(), reason='the shipped SO-101 recording is absent')
+def test_the_truth_table_says_what_chapter_4_reads_from_it(chapter):
+    """Menagerie is no better than the plain teleport; every independent published set lies between about the
+    teleport and a little below its best shift, the study's fit and AnchorBench's tie at the top, about 1.5 times the
+    spring (1.2 to 1.9 fold by fold); BAM at P = 16 beats P = 32; no published set, borrowed or not, beats the
+    spring on average; the spring is 2 to 3 times closer than Menagerie in every fold; the folds' kp reads as P 13-15
+    through BAM's law."""
+    data, fitted, folds, rows = chapter
+    ours, tele, shift = rows['this book: spring'], rows['teleport'], rows['teleport, best shift']
+    assert abs(rows['Menagerie']['loo_deg'] / tele['loo_deg'] - 1) < 0.02
+    independent = [rows[s.name] for s in servo_truth.PUBLISHED if not s.uses_fit]
+    assert all(0.9 * shift['loo_deg'] < r['loo_deg'] < 1.02 * tele['loo_deg'] for r in independent)
+    best = sorted(independent, key=lambda r: r['loo_deg'])[:2]
+    assert {r['model'] for r in best} == {'servo study, published fit', 'Isaac Lab AnchorBench'}
+    assert abs(best[0]['loo_deg'] - best[1]['loo_deg']) < 0.005
+    assert 1.4 < best[0]['loo_deg'] / ours['loo_deg'] < 1.55
+    fold_ratios = [a / b for r in best for a, b in zip(r['heldout_folds'], ours['heldout_folds'])]
+    assert 1.15 < min(fold_ratios) < 1.25 and 1.85 < max(fold_ratios) < 1.95
+    assert rows['BAM m1, P = 16']['loo_deg'] < rows['BAM m1, P = 32']['loo_deg']
+    assert all(r['loo_deg'] > ours['loo_deg'] for r in rows.values() if r['kind'] == 'published')
+    men = [a / b for a, b in zip(rows['Menagerie']['heldout_folds'], ours['heldout_folds'])]
+    assert 1.95 < min(men) and max(men) < 3.2
+    p = [servo_gain.BAM_STS3215.p_register(f.models[servo_models.SPRING.name].kp[0]) for f in folds]
+    assert 12.5 < min(p) and max(p) < 15.5
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shipped_recording().is_dir(), reason='the shipped SO-101 recording is absent')
+def test_playgrounds_armature_alone_costs_the_spring_most_of_a_degree(chapter):
+    """MuJoCo Playground's per-joint armature (0.11-0.20 kg·m², several times the fit's 0.03) put alone on each fold's
+    spring raises the mean held-out error from about 0.8° to over 1.3°: the recording does not support it."""
+    data, _, folds, rows = chapter
+    playground = next(s for s in servo_truth.PUBLISHED if s.name == 'MuJoCo Playground')
+    at = {e.index: e for e in data.episodes}
+    errors = []
+    for f in folds:
+        spring = f.models[servo_models.SPRING.name]
+        model = spring.replace(armature=playground.model(spring).armature)
+        errors.append(servo_models.replay([model], [at[f.heldout]])[0][0].mae_deg)
+    assert np.mean(errors) > 1.3 and np.mean(errors) > 1.5 * rows['this book: spring']['loo_deg']
