@@ -306,7 +306,8 @@ export class Arm3D {
      * @param {string|URL} options.assetsUrl the arm's description, `_static/arm3d/so101.json`
      * @param {boolean} [options.ghost=false] also draw a translucent ghost arm (setPose(..., {ghost: true}))
      * @param {string} [options.label] a short label drawn on the view (e.g. "PD in the step")
-     * @param {number} [options.height] CSS px; by default 0.62 x the width, within [200, 520]
+     * @param {number|(() => number|undefined)} [options.height] CSS px (or a function giving it, asked at every
+     *     resize; undefined for the default); by default 0.62 x the width, within [200, 520]
      * @param {{azimuth?: number, elevation?: number}} [options.camera] degrees; the view looks at the arm's box
      * @param {(t: number, frame: number) => void} [options.onTime] see the onTime property
      * @param {boolean} [options.antialias] multisampling; by default on, except on a software renderer (probeWebGL)
@@ -411,7 +412,9 @@ export class Arm3D {
         const root = element('div', 'physai-arm3d');
         const stage = element('div', 'physai-arm3d-stage');
         stage.append(canvas);
-        if (this.options.label) stage.append(element('span', 'physai-arm3d-tag physai-arm3d-label', this.options.label));
+        this._label = element('span', 'physai-arm3d-tag physai-arm3d-label', this.options.label || '');
+        this._label.hidden = !this.options.label;
+        stage.append(this._label);
         this._magnifiedTag = element('span', 'physai-arm3d-tag physai-arm3d-magnified');
         this._magnifiedTag.hidden = true;
         stage.append(this._magnifiedTag);
@@ -444,8 +447,8 @@ export class Arm3D {
 
         this._resize = () => {
             const width = Math.max(1, stage.clientWidth);
-            const height = this.options.height
-                || Math.round(Math.min(520, Math.max(200, 0.62 * width)));
+            const asked = typeof this.options.height === 'function' ? this.options.height() : this.options.height;
+            const height = asked || Math.round(Math.min(520, Math.max(200, 0.62 * width)));
             renderer.setSize(width, height, false);
             canvas.style.height = `${height}px`;
             camera.aspect = width / height;
@@ -473,6 +476,19 @@ export class Arm3D {
         this.controls.target.copy(sphere.center);
         this.controls.update();
         this.controls.saveState();
+    }
+
+    /** The label drawn on the view (empty: none). */
+    setLabel(text) {
+        if (!this.available) return;
+        this._label.textContent = text || '';
+        this._label.hidden = !text;
+    }
+
+    /** The clip's rate: clip seconds per wall-clock second (> 0). */
+    setRate(rate) {
+        if (!(rate > 0 && Number.isFinite(rate))) throw new Error(`rate must be a number > 0, got ${rate}`);
+        if (this._clip) this._clip.rate = rate;
     }
 
     /** Back to the view the camera started with. */
