@@ -18,13 +18,25 @@ frames per second (Chromium's renderer and GPU processes also run side by side o
 Prints, per viewport (desktop 1280 x 800 and phone 390 x 844): drawn fps, animation-frame fps, their ratio, the CPU
 ms per frame and the fps one free core allows; then the files the view loads, raw and gzip -9.
 
-Run: ``.venv/bin/python benchmarks/bench_arm3d.py [--seconds 5]``
+With ``--panels`` it measures the view where the book shows it, in chapters 3 and 4's page panels (the scratch page of
+tests/test_arm3d_panel.py, MuJoCo live): for each panel, the slider-to-plot latency of ``--values`` kp changes (as
+bench_web_arm.py times them: (a) first picture, (b) whole run drawn with its verdict, (c) painted) with the 3D view
+closed and with it open and playing, in four interleaved blocks (closed, open, closed, open) so that the machine's
+load falls on both alike, and their ratio of medians (open / closed); then the view's frames per second while it plays
+the panel's run in the panel, with the CPU time per frame as above.
+
+With ``--first-view _build/html`` it opens chapters 3 and 4 of the built book and sums, gzip -9, what each loads
+before the reader touches it, then what pressing the view's button adds (three.js and the arm; MuJoCo, which the
+button starts when the panel is not live yet).
+
+Run: ``.venv/bin/python benchmarks/bench_arm3d.py [--seconds 5] [--panels [--values 8]] [--first-view _build/html]``
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import statistics
 import os
 import pathlib
 import sys
@@ -35,9 +47,11 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'tests'))
+sys.path.insert(0, str(ROOT / 'benchmarks'))
 
 import browser  # noqa: E402
 from test_arm3d_view import scratch_site  # noqa: E402
+from latency import p95  # noqa: E402
 
 from physai.engine import bodies, so101  # noqa: E402
 
@@ -99,10 +113,110 @@ def chromium_cpu_seconds() -> float:
     return total / os.sysconf('SC_CLK_TCK')
 
 
+PANEL_FPS = """async ([key, seconds]) => {
+    const view = window.physaiPanels[key].arm3d.view;
+    view.play();
+    let animationFrames = 0, counting = true;
+    const count = () => { animationFrames += 1; if (counting) requestAnimationFrame(count); };
+    requestAnimationFrame(count);
+    const drawn0 = view.frames, t0 = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+    const elapsed = (performance.now() - t0) / 1000, drawn = view.frames - drawn0;
+    counting = false;
+    return { fps: drawn / elapsed, rafFps: animationFrames / elapsed, drawn,
+             canvas: [view.renderer.domElement.width, view.renderer.domElement.height], renderer: view.webgl.renderer };
+}"""
+
+
+def panels(seconds: float, values: int) -> None:
+    """The view in chapters 3 and 4's panels: latency with it closed and open (ratio), and its fps there."""
+    from bench_web_arm import MEASURE, control_values
+    from test_arm3d_panel import open_view, panel_site
+    print(f'load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs before the panels')
+    with tempfile.TemporaryDirectory() as folder:
+        site = panel_site(pathlib.Path(folder))
+        with browser.serve(site) as url, browser.chromium() as chromium:
+            for chapter, key in ((3, 'pd'), (4, 'sysid')):
+                page, _, errors = browser.open_page(chromium, url + '/')
+                browser.go_live(page, key)
+                kps = control_values(chapter, values)['kp']
+                times = {'closed': ([], [], []), 'open': ([], [], [])}
+                for block in ('closed', 'open', 'closed', 'open'):
+                    state = page.eval_on_selector(f'#physai-panel-{key} .pl-arm3d', 'n => n.dataset.arm3d')
+                    if block == 'open' and state != 'open':
+                        open_view(page, key)
+                        page.evaluate(f"() => window.physaiPanels['{key}'].arm3d.view.play()")
+                    if block == 'closed' and state == 'open':
+                        page.click(f'#physai-panel-{key} .pl-arm3d > .pl-arm3d-head > button')
+                    for value in kps:
+                        for column, t in zip(times[block], page.evaluate(MEASURE, [key, 'kp', value])):
+                            column.append(t)
+                ratios = [statistics.median(o) / statistics.median(c) for o, c in zip(times['open'], times['closed'])]
+                for block, columns in times.items():
+                    print(f'chapter {chapter} kp, 3D view {block:6s}: ' + ', '.join(
+                        f'{name} {statistics.median(c):.1f} ms median (p95 {p95(c):.1f})'
+                        for name, c in zip(('first picture', 'whole', 'painted'), columns)))
+                print(f'chapter {chapter}: ratio open / closed (medians, {2 * len(kps)} changes each, interleaved): '
+                      f'first picture {ratios[0]:.2f}, whole {ratios[1]:.2f}, painted {ratios[2]:.2f}; '
+                      f'load average {os.getloadavg()[0]:.1f}')
+                cpu0 = chromium_cpu_seconds()
+                page.evaluate(f"() => window.physaiPanels['{key}'].arm3d.view.pause()")
+                page.wait_for_timeout(int(seconds * 1000))
+                cpu1 = chromium_cpu_seconds()
+                result = page.evaluate(PANEL_FPS, [key, seconds])
+                cpu2 = chromium_cpu_seconds()
+                per_frame = ((cpu2 - cpu1) - (cpu1 - cpu0)) / max(result['drawn'], 1) * 1000
+                print(f'chapter {chapter} view in the panel, canvas {result["canvas"][0]}x{result["canvas"][1]} px '
+                      f'({result["renderer"]}), load average {os.getloadavg()[0]:.1f}: drawn {result["fps"]:.1f} fps, '
+                      f'animation frames {result["rafFps"]:.1f} fps, ratio {result["fps"] / result["rafFps"]:.2f}; '
+                      f'Chromium CPU {per_frame:.1f} ms per frame over idle: one free core allows '
+                      f'{1000 / per_frame:.0f} fps; errors: {errors or "none"}')
+                page.close()
+
+
+def first_view(html: pathlib.Path, pages: list[str]) -> None:
+    """What each built page loads before the reader touches anything, and what opening its 3D view adds: every file it
+    requests from the site, gzip -9 (a compressing server's size), summed."""
+    def gz(url: str, base: str) -> int:
+        path = html / url[len(base) + 1:].split('?')[0].split('#')[0]
+        if path.is_dir():
+            path = path / 'index.html'
+        return len(gzip.compress(path.read_bytes(), 9, mtime=0)) if path.is_file() else 0
+    from test_arm3d_panel import open_view
+    with browser.serve(html) as url, browser.chromium() as chromium:
+        for name in pages:
+            page, requests, errors = browser.open_page(chromium, f'{url}/{name}')
+            key = 'pd' if 'where_pd' in name else 'sysid'
+            page.wait_for_selector(f'#physai-panel-{key}[data-drawn]', state='attached', timeout=60_000)
+            page.wait_for_timeout(3000)
+            first = sorted({r for r in requests if r.startswith(url)})
+            size = sum(gz(r, url) for r in first)
+            open_view(page, key)
+            page.wait_for_timeout(1000)
+            later = sorted({r for r in requests if r.startswith(url)} - set(first))
+            arm3d = [r for r in later if '/three/' in r or '/arm3d/' in r or 'physai-arm3d' in r]
+            engine = [r for r in later if '/mujoco/' in r]
+            print(f'{name}: first view {len(first)} files, {size / 1e6:.3f} MB gzip -9; opening the 3D view adds '
+                  f'the 3D assets {sum(gz(r, url) for r in arm3d) / 1e6:.3f} MB ({len(arm3d)} files) and MuJoCo '
+                  f'{sum(gz(r, url) for r in engine) / 1e6:.3f} MB ({len(engine)} files) when not yet live; '
+                  f'others {[r[len(url):] for r in later if r not in arm3d and r not in engine]}; errors: {errors or "none"}')
+            page.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--seconds', type=float, default=5.0)
+    parser.add_argument('--panels', action='store_true', help='measure the view in chapters 3 and 4\'s panels')
+    parser.add_argument('--values', type=int, default=8, help='kp changes per block (with --panels)')
+    parser.add_argument('--first-view', type=pathlib.Path, metavar='HTML',
+                        help='the built site (_build/html): what chapters 3 and 4 load first, and on opening the view')
     args = parser.parse_args()
+    if args.first_view:
+        first_view(args.first_view, ['notebooks/03_where_pd_runs.html', 'notebooks/04_servo_sysid.html'])
+        return
+    if args.panels:
+        panels(args.seconds, args.values)
+        return
     data = clip()
     with tempfile.TemporaryDirectory() as folder:
         site = scratch_site(pathlib.Path(folder))

@@ -106,3 +106,31 @@ def test_a_view_clip_holds_mujoco_s_body_poses_at_the_frames_shown():
     assert len(clip['ghost']['xpos']) == len(clip['xpos'])
     with pytest.raises(ValueError, match='qpos must have one row per time \\(201\\), got 2'):
         arm_frames.view_clip(time, qpos[:2])
+
+
+def sanitized(text: str) -> str:
+    """``text`` as nbval compares it: notebooks/nbval_sanitize.cfg's arm-frames section applied."""
+    import configparser
+    import pathlib
+    import re
+    config = configparser.ConfigParser()
+    config.read(pathlib.Path(__file__).resolve().parents[1] / 'notebooks' / 'nbval_sanitize.cfg')
+    return re.sub(config['arm-frames']['regex'], config['arm-frames']['replace'], text)
+
+
+def test_a_notebook_shows_the_same_kinds_of_output_with_or_without_opengl():
+    """A StripView gives a picture and one line with or without frames, and the line compares equal after nbval's
+    sanitizing: a chapter stored on a machine with OpenGL re-executes on one without, and back."""
+    images = np.zeros((4, 24, 32, 3), np.uint8)
+    with_gl = arm_frames.StripView(strip=arm_frames.Strip(images=images, times=(0.0, 0.1, 0.0, 0.1), backend='egl',
+                                                          message=None), title='The SO-101', rows=('in-loop', 'in-step'))
+    none = arm_frames.render_strip(HOME, backends=('glx',))
+    without = arm_frames.StripView(strip=none, title='The SO-101', rows=('in-loop', 'in-step'))
+    a, b = with_gl._repr_mimebundle_(), without._repr_mimebundle_()
+    assert a.keys() == b.keys() == {'image/png', 'text/plain'}
+    assert a['image/png'].startswith(b'\x89PNG') and b['image/png'].startswith(b'\x89PNG')
+    assert a['text/plain'] != b['text/plain'] and none.message in b['text/plain']
+    assert sanitized(a['text/plain']) == sanitized(b['text/plain']) == 'The SO-101 [frames: MACHINE]'
+    assert len(with_gl.figure().axes) == 4 and with_gl.figure().axes[2].get_ylabel() == 'in-step'
+    with pytest.raises(ValueError, match='rows must divide the strip\'s 4 frames evenly, got 3 rows'):
+        arm_frames.StripView(strip=with_gl.strip, title='x', rows=('a', 'b', 'c'))

@@ -38,7 +38,7 @@ BACKENDS = ('egl', 'osmesa')
 """The headless ``MUJOCO_GL`` backends tried, in order."""
 GHOST_RGBA = (0.23, 0.51, 0.84, 0.35)
 """The ghost arm's colour and opacity (the 3D view's ``GHOST``)."""
-CAMERA = {'azimuth': -30.0, 'elevation': -20.0, 'distance': 0.8, 'lookat': (0.1, 0.0, 0.1)}
+CAMERA = {'azimuth': -30.0, 'elevation': -20.0, 'distance': 0.55, 'lookat': (0.08, 0.0, 0.12)}
 """MuJoCo's free camera (degrees, m) seeing the arm from where the page's view starts (its azimuth 150, elevation
 20: MuJoCo gives the direction the camera looks, the page the direction it sits)."""
 MAX_SIZE = 1920
@@ -193,6 +193,76 @@ def show_strip(strip: Strip, *, title: str | None = None):
         figure.suptitle(title, fontsize=10)
     figure.tight_layout()
     return figure
+
+
+FRAMES_TAG = '[frames: '
+"""The start of a :class:`StripView`'s text: what follows it, to the line's last ``]``, says whether this machine rendered
+the frames or why it could not (its OpenGL context, machine by machine), so the stored notebooks leave it out of
+nbval's comparison (``notebooks/nbval_sanitize.cfg``, section ``arm-frames``)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StripView:
+    """What a notebook cell shows of a :class:`Strip`: one picture and one line of text, the same two outputs with
+    or without an OpenGL context. The picture is the frames in ``rows`` rows (each row titled), or, without frames, the
+    one-line message drawn as text; the text is ``title [frames: ...]`` with the backend or that message. So a
+    notebook stored on a machine with OpenGL re-executes on one without (and back) with the same kinds of output, and
+    only the bracket differs (the picture is not compared)."""
+
+    strip: Strip
+    title: str
+    rows: tuple[str, ...] = ()
+    """One title per row of frames (the frames fill the rows in order); empty: one row, untitled."""
+
+    def __post_init__(self):
+        if self.strip.images is not None and self.rows and len(self.strip.images) % len(self.rows):
+            raise ValueError(f'rows must divide the strip\'s {len(self.strip.images)} frames evenly, got '
+                             f'{len(self.rows)} rows')
+
+    def text(self) -> str:
+        """``title [frames: N rendered by MuJoCo (MUJOCO_GL=backend)]``, or the message in the bracket."""
+        if self.strip.images is None:
+            return f'{self.title} {FRAMES_TAG}{self.strip.message}]'
+        return f'{self.title} {FRAMES_TAG}{len(self.strip.images)} rendered by MuJoCo (MUJOCO_GL={self.strip.backend})]'
+
+    def figure(self):
+        """The picture as a matplotlib Figure of its own (not pyplot's, so a notebook does not show it twice)."""
+        from matplotlib.figure import Figure
+
+        if self.strip.images is None:
+            import textwrap
+            lines = textwrap.wrap(self.strip.message, 110)
+            figure = Figure(figsize=(9.6, 0.5 + 0.22 * len(lines)))
+            figure.text(0.01, 0.5, '\n'.join([self.title] + lines), va='center', fontsize=9, family='sans-serif')
+            return figure
+        images = self.strip.images
+        nrow = max(1, len(self.rows))
+        ncol = len(images) // nrow
+        height, width = images.shape[1:3]
+        figure = Figure(figsize=(2.4 * ncol, nrow * (2.4 * height / width + 0.3) + 0.4))
+        axes = figure.subplots(nrow, ncol, squeeze=False)
+        for i, ax in enumerate(axes.ravel()):
+            ax.imshow(images[i])
+            ax.set_xticks([])
+            ax.set_yticks([])
+            for spine in ax.spines.values():
+                spine.set_visible(False)
+            if self.strip.times is not None:
+                ax.set_title(f't = {self.strip.times[i]:.2f} s', fontsize=9)
+            if self.rows and i % ncol == 0:
+                ax.set_ylabel(self.rows[i // ncol], fontsize=9)
+        figure.suptitle(self.title, fontsize=10)
+        figure.tight_layout()
+        return figure
+
+    def png(self) -> bytes:
+        import io
+        buffer = io.BytesIO()
+        self.figure().savefig(buffer, format='png', dpi=100)
+        return buffer.getvalue()
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {'image/png': self.png(), 'text/plain': self.text()}
 
 
 def view_clip(time, qpos, *, fps: float = 30.0, ghost_qpos=None, model=None) -> dict:

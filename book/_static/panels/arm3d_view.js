@@ -132,8 +132,7 @@ export class ArmView {
     this.root.dataset.arm3d = 'loading';
     this.why.textContent = 'loading three.js and the arm…';
     try {
-      const live = this.panel.mode === 'first-view' ? this.panel.goLive() : null;
-      const [{Arm3D}] = await Promise.all([import(VIEW_MODULE), live]);
+      const [{Arm3D}] = await Promise.all([import(VIEW_MODULE), this.live()]);
       if (this.panel.mode !== 'live') throw new Error(this.panel.status.textContent);
       const label = this.kind === 'replay' ? 'simulated (solid) and recorded (ghost)' : '';
       const view = await Arm3D.create(this.stage, {assetsUrl: ASSETS, ghost: this.kind === 'replay', label,
@@ -156,6 +155,12 @@ export class ArmView {
     } finally {
       this.openButton.disabled = false;
     }
+  }
+
+  // the panel running MuJoCo: started if it is not, waited for if it is starting
+  async live() {
+    if (this.panel.mode === 'first-view') await this.panel.goLive();
+    while (this.panel.mode === 'loading') await new Promise((resolve) => setTimeout(resolve, 100));
   }
 
   // the canvas's height: in the present view, the room the panel leaves it; else 0.45 x the width, in [220, 420]
@@ -195,9 +200,9 @@ export class ArmView {
       const f = this.magnify, q = new Float64Array(nq);
       const qpos = (i) => {
         const k = i * stride;
-        for (let j = 0; j < nq; j++) {
-          const c = r.target[k * nq + j];
-          q[j] = c + f * (r.q[k * nq + j] - c);
+        for (let j = 0; j < nq; j++) {   // a diverged run's non-finite angles are drawn at the command
+          const c = r.target[k * nq + j], x = r.q[k * nq + j];
+          q[j] = Number.isFinite(x) ? c + f * (x - c) : c;
         }
         return q;
       };
