@@ -311,8 +311,8 @@ export class Arm3D {
      * @param {{azimuth?: number, elevation?: number}} [options.camera] degrees; the view looks at the arm's box
      * @param {(t: number, frame: number) => void} [options.onTime] see the onTime property
      * @param {boolean} [options.antialias] multisampling; by default on, except on a software renderer (probeWebGL)
-     * @param {number} [options.pixelRatio] drawing-buffer pixels per CSS px; by default the screen's, at most 2
-     *     (a software renderer's time per frame falls with it: benchmarks/bench_arm3d.py)
+     * @param {number} [options.pixelRatio] drawing-buffer pixels per CSS px; by default the screen's, at most 2, and
+     *     1 on a software renderer (its time per frame falls with it: benchmarks/bench_arm3d.py)
      */
     static async create(container, options = {}) {
         const view = new Arm3D(container, options);
@@ -362,7 +362,8 @@ export class Arm3D {
 
         const antialias = this.options.antialias ?? !this.webgl.software;
         const renderer = new THREE.WebGLRenderer({ antialias, alpha: true });
-        renderer.setPixelRatio(this.options.pixelRatio ?? Math.min(window.devicePixelRatio || 1, 2));
+        // A software renderer pays for every pixel: one per CSS px there (benchmarks/bench_arm3d.py); else the screen's.
+        renderer.setPixelRatio(this.options.pixelRatio ?? (this.webgl.software ? 1 : Math.min(window.devicePixelRatio || 1, 2)));
         renderer.outputColorSpace = THREE.SRGBColorSpace;
         renderer.toneMapping = THREE.NeutralToneMapping;  // lit faces keep their hue instead of clipping to white
         this.renderer = renderer;
@@ -449,6 +450,9 @@ export class Arm3D {
             const width = Math.max(1, stage.clientWidth);
             const asked = typeof this.options.height === 'function' ? this.options.height() : this.options.height;
             const height = asked || Math.round(Math.min(520, Math.max(200, 0.62 * width)));
+            // setSize clears the picture even at the same size (and a resize observer runs after the frame's draw)
+            if (this._size && this._size[0] === width && this._size[1] === height) return;
+            this._size = [width, height];
             renderer.setSize(width, height, false);
             canvas.style.height = `${height}px`;
             camera.aspect = width / height;

@@ -18,7 +18,7 @@ import {el} from './figures.js';
 
 const VIEW_MODULE = new URL('../physai-arm3d.js', import.meta.url).href;
 const ASSETS = new URL('../arm3d/so101.json', import.meta.url).href;
-const MAX_FRAMES = 1500;   // a hold is 3 s at 1 ms or finer: the clip keeps every stride-th step
+const MAX_FRAMES = 750;   // a hold is 3 s at 1 ms or finer: the clip keeps every stride-th step (4 ms at 1 ms)
 const MAGNIFY = [1, 10, 30, 100];
 const SPEEDS = [[1, 'real time'], [0.25, '¼ speed'], [0.1, '1/10 speed']];
 export const NO_WEBGL = '3D view unavailable: this browser has no WebGL 2; the plots above are the whole panel.';
@@ -29,7 +29,7 @@ const STYLE = `
 .physai-panel .pl-arm3d-head{display:flex;flex-wrap:wrap;align-items:center;gap:6px}
 .physai-panel .pl-arm3d-head select{font:inherit}
 .physai-panel .pl-arm3d-why{font-style:italic}
-.physai-panel-present .pl-plots .pl-arm3d[data-arm3d=open]{grid-row:1;grid-column:span 2;display:flex;flex-direction:column;min-height:0}
+.physai-panel-present .pl-plots .pl-arm3d[data-arm3d=open]{grid-row:1;grid-column:span 2;display:flex;flex-direction:column;min-height:0;overflow:hidden}
 .physai-panel-present .pl-plots .pl-arm3d:not([data-arm3d=open]){position:absolute;right:10px;bottom:6px}
 .physai-panel-present .pl-arm3d .pl-arm3d-stage{flex:1 1 0;min-height:0}
 `;
@@ -119,10 +119,29 @@ export class ArmView {
     this.root.dataset.arm3d = 'unavailable';
   }
 
-  // the panel's hook: a run finished (holdRun's or replayRun's record)
+  // the panel's hook: a run finished (holdRun's or replayRun's record). The view poses it in a task of its own,
+  // after the plots have their picture, so the view adds nothing to the time from a slider to the plots.
   setRun(record) {
     this.record = record;
-    if (this.view) this.show();
+    clearTimeout(this.showing);
+    if (this.view) this.showing = setTimeout(() => { if (this.view) this.show(); }, 0);
+  }
+
+  // While the panel reruns MuJoCo (its data-state "running") the view holds still and draws nothing, so the run has
+  // the processor (a browser that draws WebGL on the CPU spends tens of ms a frame); it plays on when the run is done.
+  followState() {
+    if (this.stateWatch) return;
+    this.stateWatch = new MutationObserver(() => {
+      const view = this.view;
+      if (!view) return;
+      if (this.panel.root.dataset.state === 'running') {
+        if (view.playing) { this.resumeAfterRun = true; view.pause(); }
+      } else if (this.resumeAfterRun) {
+        this.resumeAfterRun = false;
+        view.play();
+      }
+    });
+    this.stateWatch.observe(this.panel.root, {attributes: true, attributeFilter: ['data-state']});
   }
 
   async open() {
@@ -136,7 +155,7 @@ export class ArmView {
       if (this.panel.mode !== 'live') throw new Error(this.panel.status.textContent);
       const label = this.kind === 'replay' ? 'simulated (solid) and recorded (ghost)' : '';
       const view = await Arm3D.create(this.stage, {assetsUrl: ASSETS, ghost: this.kind === 'replay', label,
-                                                   pixelRatio: 1, height: () => this.height(),
+                                                   height: () => this.height(),
                                                    onTime: (t) => this.cursor(t)});
       if (!view.available) { this.say(view.reason); return; }
       if (view.nbody !== this.panel.model.model.nbody) {
@@ -144,6 +163,11 @@ export class ArmView {
       }
       this.view = view;
       this.buildControls();
+      this.followState();
+      if (!this.resizing) {   // the present view changes the room without changing the stage's width
+        this.resizing = new ResizeObserver(() => this.view?._resize());
+        this.resizing.observe(this.root);
+      }
       this.openButton.textContent = '✕ hide the 3D view';
       this.why.textContent = '';
       this.root.dataset.arm3d = 'open';
@@ -166,7 +190,8 @@ export class ArmView {
   // the canvas's height: in the present view, the room the panel leaves it; else 0.45 x the width, in [220, 420]
   height() {
     if (!this.panel.present) return Math.round(Math.min(420, Math.max(220, 0.45 * this.root.clientWidth)));
-    return Math.max(160, this.root.clientHeight - this.head.offsetHeight - 75);
+    const canvas = this.view?.renderer?.domElement, others = this.root.scrollHeight - (canvas?.clientHeight ?? 0);
+    return Math.max(140, this.root.clientHeight - others - 4);
   }
 
   buildControls() {
@@ -193,7 +218,8 @@ export class ArmView {
   // the run's clip, posed by MuJoCo, into the view (playing on if it was)
   show() {
     const r = this.record, view = this.view, engine = this.panel.model;
-    const playing = !this.started || view.playing, t = view.time;
+    const playing = !this.started || view.playing || this.resumeAfterRun, t = view.time;
+    this.resumeAfterRun = false;
     let clip;
     if (this.kind === 'hold') {
       const nq = engine.model.nq, stride = Math.ceil(r.steps / MAX_FRAMES), n = Math.floor((r.steps - 1) / stride) + 1;
@@ -274,6 +300,8 @@ export class ArmView {
     this.controlBar = null;
     this.switchButton = null;
     this.started = false;
+    this.resumeAfterRun = false;
+    clearTimeout(this.showing);
     this.cursor(NaN);
     this.openButton.textContent = '▶ show the arm in 3D';
     this.root.dataset.arm3d = 'closed';
