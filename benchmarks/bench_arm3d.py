@@ -21,9 +21,10 @@ ms per frame and the fps one free core allows; then the files the view loads, ra
 With ``--panels`` it measures the view where the book shows it, in chapters 3 and 4's page panels (the scratch page of
 tests/test_arm3d_panel.py, MuJoCo live): for each panel, the slider-to-plot latency of ``--values`` kp changes (as
 bench_web_arm.py times them: (a) first picture, (b) whole run drawn with its verdict, (c) painted) with the 3D view
-closed and with it open and playing, in four interleaved blocks (closed, open, closed, open) so that the machine's
-load falls on both alike, and their ratio of medians (open / closed); then the view's frames per second while it plays
-the panel's run in the panel, with the CPU time per frame as above.
+closed and with it open and playing, in ``--blocks`` pairs of interleaved blocks (closed, open, closed, open, ...) so
+that the machine's load falls on both alike, and their ratio of medians (open / closed); then the view's frames per
+second while it plays the panel's run in the panel, with the CPU time per frame as above. The page's column is the
+book's at a 1280 px window (physai.interface.plots.COLUMN_PX).
 
 With ``--first-view _build/html`` it opens chapters 3 and 4 of the built book and sums, gzip -9, what each loads
 before the reader touches it, then what pressing the view's button adds (three.js and the arm; MuJoCo, which the
@@ -128,20 +129,21 @@ PANEL_FPS = """async ([key, seconds]) => {
 }"""
 
 
-def panels(seconds: float, values: int) -> None:
+def panels(seconds: float, values: int, blocks: int) -> None:
     """The view in chapters 3 and 4's panels: latency with it closed and open (ratio), and its fps there."""
     from bench_web_arm import MEASURE, control_values
     from test_arm3d_panel import open_view, panel_site
+    from physai.interface.plots import COLUMN_PX
     print(f'load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs before the panels')
     with tempfile.TemporaryDirectory() as folder:
-        site = panel_site(pathlib.Path(folder))
+        site = panel_site(pathlib.Path(folder), max_width=COLUMN_PX)   # the book's column at a 1280 px window
         with browser.serve(site) as url, browser.chromium() as chromium:
             for chapter, key in ((3, 'pd'), (4, 'sysid')):
                 page, _, errors = browser.open_page(chromium, url + '/')
                 browser.go_live(page, key)
                 kps = control_values(chapter, values)['kp']
                 times = {'closed': ([], [], []), 'open': ([], [], [])}
-                for block in ('closed', 'open', 'closed', 'open'):
+                for block in ('closed', 'open') * blocks:
                     state = page.eval_on_selector(f'#physai-panel-{key} .pl-arm3d', 'n => n.dataset.arm3d')
                     if block == 'open' and state != 'open':
                         open_view(page, key)
@@ -156,7 +158,7 @@ def panels(seconds: float, values: int) -> None:
                     print(f'chapter {chapter} kp, 3D view {block:6s}: ' + ', '.join(
                         f'{name} {statistics.median(c):.1f} ms median (p95 {p95(c):.1f})'
                         for name, c in zip(('first picture', 'whole', 'painted'), columns)))
-                print(f'chapter {chapter}: ratio open / closed (medians, {2 * len(kps)} changes each, interleaved): '
+                print(f'chapter {chapter}: ratio open / closed (medians, {blocks * len(kps)} changes each, interleaved): '
                       f'first picture {ratios[0]:.2f}, whole {ratios[1]:.2f}, painted {ratios[2]:.2f}; '
                       f'load average {os.getloadavg()[0]:.1f}')
                 cpu0 = chromium_cpu_seconds()
@@ -207,7 +209,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--seconds', type=float, default=5.0)
     parser.add_argument('--panels', action='store_true', help='measure the view in chapters 3 and 4\'s panels')
-    parser.add_argument('--values', type=int, default=8, help='kp changes per block (with --panels)')
+    parser.add_argument('--values', type=int, default=6, help='kp changes per block (with --panels)')
+    parser.add_argument('--blocks', type=int, default=4, help='blocks of each, closed and open, alternating')
     parser.add_argument('--first-view', type=pathlib.Path, metavar='HTML',
                         help='the built site (_build/html): what chapters 3 and 4 load first, and on opening the view')
     args = parser.parse_args()
@@ -215,7 +218,7 @@ def main() -> None:
         first_view(args.first_view, ['notebooks/03_where_pd_runs.html', 'notebooks/04_servo_sysid.html'])
         return
     if args.panels:
-        panels(args.seconds, args.values)
+        panels(args.seconds, args.values, args.blocks)
         return
     data = clip()
     with tempfile.TemporaryDirectory() as folder:

@@ -71,12 +71,12 @@ def test_view_poses_are_the_engine_s_xpos_and_xquat_of_the_full_arm_at_the_run_s
 # ---------------------------------------------------------------------------------------------------------------
 # In the browser
 
-def panel_site(directory: pathlib.Path, blocks: str | None = None) -> pathlib.Path:
-    """Chapters 3 and 4's page panels as test_web_arm serves them (or ``blocks``), with the 3D view's module, three.js
-    and the arm where the book puts them."""
+def panel_site(directory: pathlib.Path, blocks: str | None = None, max_width: int | None = None) -> pathlib.Path:
+    """Chapters 3 and 4's page panels as test_web_arm serves them (or ``blocks``; in a column ``max_width`` CSS px wide,
+    by default test_web_arm's), with the 3D view's module, three.js and the arm where the book puts them."""
     from test_web_arm import ARM_COLUMN_PX, pd_blocks, sysid_blocks
     directory = scratch_site(directory, pd_blocks() + sysid_blocks() if blocks is None else blocks,
-                             max_width=ARM_COLUMN_PX)
+                             max_width=ARM_COLUMN_PX if max_width is None else max_width)
     static = directory / '_static'
     shutil.copyfile(ROOT / 'book' / '_static' / 'physai-arm3d.js', static / 'physai-arm3d.js')
     load_extension().install(static)

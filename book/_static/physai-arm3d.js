@@ -311,6 +311,8 @@ export class Arm3D {
      * @param {{azimuth?: number, elevation?: number}} [options.camera] degrees; the view looks at the arm's box
      * @param {(t: number, frame: number) => void} [options.onTime] see the onTime property
      * @param {boolean} [options.antialias] multisampling; by default on, except on a software renderer (probeWebGL)
+     * @param {number} [options.maxFps] the most frames a second playback draws; by default 30 on a software renderer
+     *     (each frame costs it tens of ms of CPU, which a live panel's MuJoCo run needs), else the screen's rate
      * @param {number} [options.pixelRatio] drawing-buffer pixels per CSS px; by default the screen's, at most 2, and
      *     1 on a software renderer (its time per frame falls with it: benchmarks/bench_arm3d.py)
      */
@@ -632,8 +634,12 @@ export class Arm3D {
         this._playing = true;
         this._playButton.textContent = 'Pause';
         let last = performance.now();
+        const every = 1000 / (this.options.maxFps ?? (this.webgl.software ? 30 : Infinity)) - 2;  // ms, a frame's slack
+        let drawn = -Infinity;
         const tick = (now) => {
             if (!this._playing) return;
+            if (now - drawn < every) { this._raf = requestAnimationFrame(tick); return; }
+            drawn = now;
             const end = time[time.length - 1], span = end - time[0];
             let t = clip.t + ((now - last) / 1000) * clip.rate;
             last = now;
@@ -645,6 +651,12 @@ export class Arm3D {
             if (this._playing) this._raf = requestAnimationFrame(tick);
         };
         this._raf = requestAnimationFrame(tick);
+    }
+
+    /** Drop a redraw that is asked for and not yet drawn (a panel about to compute wants the processor). */
+    cancelRender() {
+        if (this._pending) cancelAnimationFrame(this._pending);
+        this._pending = 0;
     }
 
     /** Stop playing (the clip stays where it is). */

@@ -136,6 +136,7 @@ export class ArmView {
       if (!view) return;
       if (this.panel.root.dataset.state === 'running') {
         if (view.playing) { this.resumeAfterRun = true; view.pause(); }
+        view.cancelRender();
       } else if (this.resumeAfterRun) {
         this.resumeAfterRun = false;
         view.play();
