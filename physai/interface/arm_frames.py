@@ -14,7 +14,9 @@ chosen by ``MUJOCO_GL`` *before* ``mujoco`` is imported (``egl``: a GPU's driver
 renderer, Debian's ``libosmesa6``). A notebook has imported ``mujoco`` long before, so :func:`render_strip` renders in
 a child Python with ``MUJOCO_GL`` set, trying ``egl`` then ``osmesa`` (in-process when this process already runs a
 headless backend). Where neither gives a context it returns no images and a one-line message, and
-:func:`show_strip` prints that line: nothing else breaks. On the book's machine both work (``egl`` on Mesa's
+:func:`show_strip` prints that line: nothing else breaks. A chapter shows a strip as a :class:`StripView`: the same
+two outputs (a picture, one line of text) with or without frames, so its stored outputs do not depend on the machine
+that ran it. On the book's machine both work (``egl`` on Mesa's
 llvmpipe; ``osmesa`` after ``apt-get install libosmesa6``); a strip of four 320 x 240 frames takes a few seconds,
 most of it the child loading the SO-101 with its meshes.
 """
