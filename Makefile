@@ -32,7 +32,7 @@ $(STAMP): requirements.txt pyproject.toml
 book: $(STAMP) node_modules/.package-lock.json
 	$(BIN)/jupyter-book build --all -W -n --keep-going .
 
-# The notebooks run twice: as stored, and with every simulation's start nudged by 1e-12 rad (physai.perturb), which
+# The notebooks run twice: as stored, and with every simulation's start nudged by 1e-12 rad (physai.engine.perturb), which
 # moves the last bits the way another processor would; the stored outputs must survive both.
 NBVAL := $(BIN)/python -m pytest --nbval notebooks --nbval-sanitize-with notebooks/nbval_sanitize.cfg -p no:cacheprovider
 

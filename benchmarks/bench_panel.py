@@ -35,8 +35,8 @@ import numpy as np  # noqa: E402
 
 from tqdm import tqdm  # noqa: E402
 
-from physai.engine import sysid  # noqa: E402
-from physai.experiments import position_actuators, servo_sysid  # noqa: E402
+from physai.engine import arm_replay  # noqa: E402
+from physai.experiments import servo_panel, servo_sysid  # noqa: E402
 from physai.interface import (actuator_models_panels, live, plots, position_actuators_panels,  # noqa: E402
                               servo_sysid_panels, where_pd_runs_panels)
 
@@ -57,7 +57,7 @@ def chapter_panels(chapters) -> dict:
               3: where_pd_runs_panels.pd_panel}
     if 4 in chapters:
         _, heldout = servo_sysid.split(servo_sysid.load_book_dataset())
-        makers[4] = lambda: servo_sysid_panels.sysid_panel(heldout[0], sysid.MENAGERIE)
+        makers[4] = lambda: servo_sysid_panels.sysid_panel(heldout[0], arm_replay.MENAGERIE)
     return {c: makers[c] for c in chapters}
 
 
@@ -132,11 +132,11 @@ def time_corners(panel, n: int) -> list[tuple[str, float, float, float]]:
 def naive_update(values: dict) -> bytes:
     """Everything from scratch: the three computations, a new figure, an inline PNG."""
     values = {**values, 'dampratio': 1.0, 'q0': -0.5, 'duration': 3.0}
-    response = position_actuators.servo_step.__wrapped__(**{k: values[k] for k in (
+    response = servo_panel.servo_step.__wrapped__(**{k: values[k] for k in (
         'kp', 'armature', 'timestep', 'integrator', 'dampratio', 'q0', 'duration')})
-    curve = position_actuators.servo_kp_curve.__wrapped__(**{k: values[k] for k in (
+    curve = servo_panel.servo_kp_curve.__wrapped__(**{k: values[k] for k in (
         'armature', 'timestep', 'integrator', 'dampratio', 'q0', 'duration')})
-    stab = position_actuators.servo_stability.__wrapped__(**{k: values[k] for k in (
+    stab = servo_panel.servo_stability.__wrapped__(**{k: values[k] for k in (
         'timestep', 'integrator', 'dampratio', 'q0')})
     with plots.book_style():
         fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(13.0, 3.9), dpi=80)

@@ -28,14 +28,14 @@ import time
 import mujoco
 import numpy as np
 
-from physai.engine import sysid
+from physai.engine import arm_replay, sysid
 from physai.engine.so101 import ARM_JOINTS, JOINTS, freeze_inertia, load_so101
 from physai.experiments import servo_sysid
 
 
 def bare_spec(fps: float) -> mujoco.MjSpec:
     """The replay's arm as an MjSpec (what mujoco.sysid compiles per candidate): no meshes, geoms or sites, every
-    body's inertia frozen from the full model, contacts off, implicitfast at sysid.ReplayConfig's step."""
+    body's inertia frozen from the full model, contacts off, implicitfast at arm_replay.ReplayConfig's step."""
     import mujoco_menagerie
 
     full = load_so101()
@@ -47,7 +47,7 @@ def bare_spec(fps: float) -> mujoco.MjSpec:
         spec.delete(mesh)
     for site in list(spec.sites):
         spec.delete(site)
-    config = sysid.ReplayConfig()
+    config = arm_replay.ReplayConfig()
     spec.option.timestep = 1.0 / (fps * config.substeps(fps))
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     spec.option.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
@@ -77,28 +77,28 @@ def servo_modifier(name: str):
     return modify
 
 
-def toolbox_fit(fit_eps, start: sysid.ArmServo):
+def toolbox_fit(fit_eps, start: arm_replay.ArmServo):
     from mujoco import sysid as msys
 
     fps = fit_eps[0].fps
     spec = bare_spec(fps)
     model = spec.compile()
-    sub = sysid.ReplayConfig().substeps(fps)
+    sub = arm_replay.ReplayConfig().substeps(fps)
     step = model.opt.timestep
     ctrl_map = msys.TimeSeries.compute_all_control_mapping(model)
     qpos_map = {f'{j}_qpos': (msys.SignalType.MjStateQPos, np.array([k])) for k, j in enumerate(ARM_JOINTS)}
     states, controls, sensors, names = [], [], [], []
     for e in fit_eps:
-        u = np.repeat(sysid.to_radians(e.action, e.joints), sub, axis=0)  # each frame's command held for its steps
+        u = np.repeat(arm_replay.to_radians(e.action, e.joints), sub, axis=0)  # each frame's command held for its steps
         controls.append(msys.TimeSeries(times=np.arange(len(u)) * step, data=u, signal_mapping=ctrl_map))
-        q = np.radians(e.state[:, sysid.arm_columns(e.joints)])
+        q = np.radians(e.state[:, arm_replay.arm_columns(e.joints)])
         sensors.append(msys.TimeSeries(times=np.arange(e.nframe) / fps, data=q, signal_mapping=qpos_map))
-        states.append(msys.create_initial_state(model, sysid.to_radians(e.state[:1], e.joints)[0]))
+        states.append(msys.create_initial_state(model, arm_replay.to_radians(e.state[:1], e.joints)[0]))
         names.append(f'episode {e.index}')
     seqs = msys.ModelSequences('so101', spec, names, states, controls, sensors, allow_missing_sensors=True)
     params = msys.ParameterDict()
     lo, hi = sysid.LOG_BOUNDS
-    for k, name in enumerate(sysid.PARAMS):
+    for k, name in enumerate(arm_replay.PARAMS):
         params.add(msys.Parameter(name, float(sysid.to_log(start)[k]), lo[k], hi[k], modifier=servo_modifier(name)))
     residual = msys.build_residual_fn(models_sequences=[seqs])
     best, _ = msys.optimize(params, residual, optimizer='mujoco', verbose=False, x_scale='jac', max_iters=50)
@@ -108,7 +108,7 @@ def toolbox_fit(fit_eps, start: sysid.ArmServo):
 def main():
     data, _ = servo_sysid.find_dataset(None)
     fit_eps, heldout = servo_sysid.split(data)
-    start = sysid.THEROBOTSTUDIO
+    start = arm_replay.THEROBOTSTUDIO
     results = {}
     for name, run in (('physai', lambda: sysid.fit_servo(fit_eps, starts={'therobotstudio': start},
                                                          progress=False).servo),
@@ -117,7 +117,7 @@ def main():
         servo = run()
         results[name] = (time.perf_counter() - t0, time.process_time() - c0, servo)
     for name, (wall, cpu, servo) in results.items():
-        held = sysid.replay([servo], heldout)[0][0].mae_deg
+        held = arm_replay.replay([servo], heldout)[0][0].mae_deg
         print(f'{name:13s} wall {wall:6.1f} s  cpu {cpu:6.1f} s  lag {servo.lag_ms:5.0f} ms  held-out {held:.3f} deg  '
               f'{servo}')
     print(f'load {os.getloadavg()[0]:.1f}; mujoco.sysid / physai wall time: '

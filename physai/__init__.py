@@ -16,23 +16,28 @@ import-linter, the contract is in ``pyproject.toml``). Read it from the bottom u
    compiled model), ``perturb`` (the last-bit nudge), ``link`` (chapter 1's link and its step responses),
    ``pendulum`` (chapter 2's pendulum under each actuator model), ``so101`` (the SO-101 from MuJoCo
    Menagerie), ``bodies`` (what a 3D view needs: each body's pose per frame, each visible mesh on its body),
-   ``hold`` (chapter 3's arm holding a pose, PD in the loop or in the step), ``sysid``
-   (chapter 4's open-loop replay and servo fit), ``servo_models`` (per-joint servos, MuJoCo's command delay and
-   calibration offsets, and the structures fitted against the spring), ``datasets`` (LeRobot recordings).
-3. ``physai.experiments``: every table of the book, one module per chapter (``position_actuators``,
-   ``actuator_models``, ``where_pd_runs``, ``servo_sysid``, and ``servo_truth``, chapter 4's truth table), the
-   ``registry`` behind
-   ``python -m physai NAME``, and ``identify`` (``python -m physai fit-servo``: chapter 4's fit on your own recording).
-4. ``physai.interface``: what a reader sees. ``plots`` (the figure style), ``diagrams``, ``live`` (the
-   live-panel framework: sliders, choices, the blitted figure), ``twin`` (kernel-free static twins for the
-   published page), ``web`` and ``web_arm`` (live panels running MuJoCo's WebAssembly build in the reader's
-   browser), ``arm_frames`` (the SO-101 rendered by MuJoCo for the notebook), and one ``*_panels`` module per
-   chapter with its live panel and static twin.
-5. ``physai.book``: the book's own tooling. ``prose`` (numbers glued into the text), ``colab`` (every
+   ``pd_controller`` (chapter 3's MIT-form PD, run in the loop or in MuJoCo's step), ``hold``
+   (chapter 3's arm holding a pose with it, and ensembles of such runs), ``arm_replay`` (chapter 4's servo model
+   and open-loop replay of recorded episodes), ``sysid`` (chapter 4's fit of that servo), ``servo_models``
+   (per-joint servos, MuJoCo's command delay and calibration offsets, and the structures fitted against the
+   spring), ``datasets`` (LeRobot recordings).
+3. ``physai.experiments``: every table of the book, by chapter (``position_actuators``, with ``servo_panel``, its
+   live panel's physics, and ``position_actuators_further``, its "Going further" tables; ``actuator_models``,
+   ``where_pd_runs``, ``servo_sysid``, and ``servo_truth``, chapter 4's truth table), and the ``registry`` behind
+   ``python -m physai NAME``.
+4. ``physai.cli``: ``python -m physai fit-servo``, chapter 4's fit on your own recording: ``fit_request`` (the
+   request checked before any work), ``identify`` (the fit and what the recording pins down), ``fit_report``
+   (the MJCF file and the report), ``outputs`` (files written safely).
+5. ``physai.interface``: what a reader sees. ``plots`` (the figure style), ``diagrams``, ``tables`` (result
+   tables), ``panel`` (a live panel described once), ``live`` (its kernel renderer: sliders, choices, the blitted
+   figure), ``web`` and ``web_arm`` (its page renderer: the precomputed first view, MuJoCo's WebAssembly build in
+   the reader's browser), ``arm_frames`` (the SO-101 rendered by MuJoCo for the notebook), and one ``*_panels``
+   module per chapter.
+6. ``physai.book``: the book's own tooling. ``prose`` (numbers glued into the text), ``colab`` (every
    chapter's first cell), ``edition`` (the Colab edition), ``buildit`` (the learner's Build-it checks),
    ``arm_meshes`` (the SO-101's meshes for the page's 3D view).
 
-``python -m physai`` (``physai.__main__``) is the command line over the registry.
+``python -m physai`` (``physai.__main__``) is the command line over the registry and ``physai.cli``.
 
 The names below are the ones chapters and readers use most; ``import physai`` loads no plotting or widgets.
 
@@ -48,7 +53,8 @@ if _os.environ.get('PHYSAI_BOOK_MUJOCO'):  # the book's Colab runtime (physai.bo
     _refuse_a_stale_runtime()  # before anything imports MuJoCo
 
 from physai.engine.datasets import Episode, LeRobotDataset, load_lerobot
-from physai.engine.hold import HoldParams, PDController
+from physai.engine.hold import HoldParams
+from physai.engine.pd_controller import PDController
 from physai.engine.link import LINK_INERTIA, TAU_G, ServoParams, StepResponse, step_response, step_responses
 from physai.engine.pendulum import PendulumParams, simulate
 from physai.experiments.registry import format_table, run, to_json

@@ -81,7 +81,7 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def _fit_servo_parser() -> argparse.ArgumentParser:
-    from physai.experiments import identify
+    from physai.cli import fit_request
 
     parser = _OneLineParser(prog='python -m physai fit-servo', description=FIT_SERVO_HELP,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -98,7 +98,7 @@ def _fit_servo_parser() -> argparse.ArgumentParser:
                         help='take the held-pose offsets to be calibration: fit without them, write them into the '
                              'actuators')
     parser.add_argument('--out', default=None, metavar='FILE',
-                        help=f'the MJCF file to write (default {identify.OUT_DEFAULT}); an existing file is kept '
+                        help=f'the MJCF file to write (default {fit_request.OUT_DEFAULT}); an existing file is kept '
                              f'unless --force is given')
     parser.add_argument('--json', action='store_true', help='print the report as JSON')
     parser.add_argument('--report', default=None, metavar='FILE.png',
@@ -126,11 +126,12 @@ def fit_servo(argv: list[str]) -> int:
     line when interrupted (Ctrl-C) saying what was written, if anything (a file is written whole or not at all).
 
     Everything that can be checked is checked before the fit starts: the arguments, where the files go
-    (``identify.check_outputs``: an existing file only with ``--force``, never through a symbolic link or into
+    (``fit_request.check_outputs``: an existing file only with ``--force``, never through a symbolic link or into
     Menagerie's or the dataset's folder), the recording (the loader's checks on the episodes asked for), the episodes'
-    lengths and the fit's estimated cost (``identify.check_cost``). The files are written atomically.
+    lengths and the fit's estimated cost (``fit_request.check_cost``). The files are written atomically.
     """
-    from physai.experiments import identify, servo_sysid  # here: `list` and the tables need neither
+    from physai.cli import fit_report, fit_request, identify  # here: `list` and the tables need neither
+    from physai.experiments import servo_sysid
     from physai.engine.datasets import load_lerobot
 
     written = []
@@ -138,7 +139,7 @@ def fit_servo(argv: list[str]) -> int:
         args, unknown = _fit_servo_parser().parse_known_args(argv)
         if unknown:
             raise ValueError(f'unrecognized arguments: {" ".join(unknown)}')
-        identify.check_robot(args.robot)
+        fit_request.check_robot(args.robot)
         episodes, heldout = _indices('--episodes', args.episodes), _indices('--heldout', args.heldout)
         max_frames = args.max_frames
         if max_frames is not None:
@@ -149,7 +150,7 @@ def fit_servo(argv: list[str]) -> int:
         if args.dataset != 'synthetic' and not local and not args.download:
             raise ValueError(f'DATASET must be a LeRobot dataset folder, got {args.dataset!r}, which is none; '
                              f'for a Hugging Face Hub id (owner/name) add --download')
-        out, png = identify.check_outputs(args.out or identify.OUT_DEFAULT, args.report, force=args.force,
+        out, png = fit_request.check_outputs(args.out or fit_request.OUT_DEFAULT, args.report, force=args.force,
                                           dataset=args.dataset if local else None)
         if args.dataset == 'synthetic':
             data, origin = servo_sysid.find_dataset('synthetic')
@@ -160,30 +161,31 @@ def fit_servo(argv: list[str]) -> int:
                 raise ValueError('--download needs the huggingface_hub package: pip install "physai[hub]"') from None
             origin = f'recording {args.dataset}'
             if not local:  # downloaded: its folder is known only now
-                out, png = identify.check_outputs(out, png, force=args.force, dataset=data.root)
+                out, png = fit_request.check_outputs(out, png, force=args.force, dataset=data.root)
         if max_frames is not None:
-            data = dataclasses.replace(data, episodes=tuple(identify.first_frames(data.episodes, max_frames)))
-        fit, held = identify.select_episodes(data, episodes, heldout)
-        identify.check_lengths(fit, held)
-        identify.check_cost(fit, held, per_joint=args.per_joint, offsets=args.offsets)
+            data = dataclasses.replace(data, episodes=tuple(fit_request.first_frames(data.episodes, max_frames)))
+        fit, held = fit_request.select_episodes(data, episodes, heldout)
+        fit_request.check_lengths(fit, held)
+        fit_request.check_cost(fit, held, per_joint=args.per_joint, offsets=args.offsets)
         ident = identify.identify(data, fit, held, source=origin, per_joint=args.per_joint, offsets=args.offsets,
                                  delay=args.delay, progress=True)
-        written.append(identify.write_mjcf(ident, out))
-        rep = identify.report(ident, written[0])
+        written.append(fit_report.write_mjcf(ident, out))
+        rep = fit_report.report(ident, written[0])
         if png is not None:
             written.append(draw_fit_report(ident, png))
     except (ValueError, OSError, ModelUnavailable) as err:
         return _fail(str(err) + (f' (wrote {" and ".join(map(str, written))} before that)' if written else ''))
     except KeyboardInterrupt:
         done = f'wrote {" and ".join(map(str, written))} only' if written else 'nothing written'
-        print(f'fit-servo: interrupted (Ctrl-C); {_inert(done)}', file=sys.stderr)
+        # On a line of its own: the fit's progress bar may have drawn half a line when Ctrl-C came.
+        print(f'\nfit-servo: interrupted (Ctrl-C); {_inert(done)}', file=sys.stderr)
         return 130
-    print(identify.report_json(rep) if args.json else identify.report_text(rep))
+    print(fit_report.report_json(rep) if args.json else fit_report.report_text(rep))
     return 0
 
 
 def _inert(text: str) -> str:
-    from physai.experiments.outputs import inert
+    from physai.cli.outputs import inert
     return inert(text)
 
 
@@ -203,10 +205,10 @@ def draw_fit_report(ident, path) -> pathlib.Path:
       The path written.
     """
     import numpy as np
-    from physai.experiments.outputs import inert, write_atomic
+    from physai.cli.outputs import inert, write_atomic
     from matplotlib.figure import Figure  # no pyplot: the command changes no backend and keeps no figure open
     from physai.engine.so101 import ARM_JOINTS
-    from physai.engine.sysid import arm_columns
+    from physai.engine.arm_replay import arm_columns
 
     episodes = list(ident.fit) + list(ident.heldout)
     fig = Figure(figsize=(11, 2.0 * len(ARM_JOINTS)))

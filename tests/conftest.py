@@ -99,7 +99,7 @@ CENTER_DEG = np.array([0.0, -60.0, 60.0, 40.0, -60.0, 20.0])  # mid-range, insid
 @pytest.fixture
 def soft():
     """A soft servo, far from Menagerie's kp 998 one."""
-    from physai.engine.sysid import ArmServo
+    from physai.engine.arm_replay import ArmServo
     return ArmServo(kp=30.0, kv=0.5, forcerange=2.0, damping=0.3, frictionloss=0.05, armature=0.05)
 
 

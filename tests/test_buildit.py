@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from physai.book import buildit
-from physai.engine import so101, sysid
+from physai.book import buildit, buildit_cases
+from physai.engine import arm_replay, so101, sysid
 from physai.laws import sim
-from physai.engine.hold import PDController
+from physai.engine.pd_controller import PDController
 
 
 @pytest.mark.parametrize('name', buildit.FUNCTIONS)
@@ -17,7 +17,7 @@ def test_the_reference_implementation_passes_its_check(name):
     said = []
     result = buildit.check(buildit.reference(name), say=said.append, strict=True)
     assert result.passed and result.cases >= 3
-    assert said == [f'✓ {name} passes: all {result.cases} cases agree with {buildit._ORACLE[name]}.']
+    assert said == [f'✓ {name} passes: all {result.cases} cases agree with {buildit_cases.ORACLE[name]}.']
 
 
 def _no_clamp(ctrl, length, velocity, gainprm, biasprm, forcerange=None):
@@ -80,7 +80,7 @@ def _radians_in_dataset_order(values, joints):
     return np.deg2rad(np.atleast_2d(np.asarray(values, dtype=float)))  # the gripper's 0..100 taken as degrees
 
 
-def _residuals_unscaled(x, episodes, *, config=sysid.ReplayConfig(), decimate=1):
+def _residuals_unscaled(x, episodes, *, config=arm_replay.ReplayConfig(), decimate=1):
     return sysid.residuals(x, episodes, config=config, decimate=decimate) * math.sqrt(5 * 23)  # no 1/sqrt(nres)
 
 
@@ -289,7 +289,7 @@ def test_solution_is_the_reference_source_after_what_it_needs():
 def test_every_chapter_has_its_functions_and_each_a_reference_in_physai():
     assert list(buildit.CHAPTERS) == [1, 2, 3, 4]
     assert buildit.FUNCTIONS[:6] == buildit.CHAPTERS[1]
-    assert set(buildit._CHECKS) == set(buildit._ORACLE) == set(buildit.FUNCTIONS)
+    assert set(buildit_cases.CHECKS) == set(buildit_cases.ORACLE) == set(buildit.FUNCTIONS)
     for name in buildit.FUNCTIONS:
         assert f'\ndef {name}(' in '\n' + buildit.solution(name)
 
@@ -308,4 +308,4 @@ def test_the_your_turn_text_names_what_the_check_compares_with():
     assert buildit.compared_with('remotized_limit') == buildit.compared_with('semi_implicit_euler') == (
         "physai's reference")
     for name in buildit.FUNCTIONS:
-        assert ('MuJoCo' in buildit._ORACLE[name].split(' (')[0]) == (buildit.compared_with(name) == 'MuJoCo'), name
+        assert ('MuJoCo' in buildit_cases.ORACLE[name].split(' (')[0]) == (buildit.compared_with(name) == 'MuJoCo'), name

@@ -325,8 +325,8 @@ def test_a_bad_episode_can_be_left_out_and_the_others_load_unchanged(tmp_path):
 
 
 def test_the_shipped_and_the_synthetic_recordings_pass_every_check():
-    from physai.engine import sysid
-    for e in list(load_lerobot(datasets.shipped_recording())) + list(sysid.synthetic_dataset(seconds=4.0)):
+    from physai.engine import arm_replay
+    for e in list(load_lerobot(datasets.shipped_recording())) + list(arm_replay.synthetic_dataset(seconds=4.0)):
         assert datasets.check_episode(e) is e
 
 

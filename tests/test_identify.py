@@ -1,4 +1,4 @@
-"""physai.experiments.identify and ``python -m physai fit-servo``: the episode split and its errors, the warnings of a
+"""physai.cli.identify and ``python -m physai fit-servo``: the episode split and its errors, the warnings of a
 recording too still or too short, the per-joint and offset servos against MuJoCo, and the written MJCF file, which
 compiles and, replayed by a plain mj_step loop, reproduces the reported held-out error; on a recording made by a
 known servo the fit finds it within its reported spread."""
@@ -21,10 +21,11 @@ import pytest
 
 import recordings  # tests/recordings.py: corrupted copies of the shipped recording
 from physai.__main__ import main
-from physai.engine import datasets, servo_models, so101, sysid
+from physai.engine import arm_replay, datasets, servo_models, so101, sysid
 from physai.engine.datasets import Episode, shipped_recording
 from physai.engine.so101 import ARM_JOINTS, JOINTS
-from physai.experiments import identify, servo_sysid, servo_truth
+from physai.cli import fit_report, fit_request, identify
+from physai.experiments import servo_sysid, servo_truth
 
 
 def _error_line(capsys, argv):
@@ -46,11 +47,11 @@ def _by_hand(m: mujoco.MjModel, episode: Episode) -> np.ndarray:
     """The plain open-loop replay (chapter 4's replay_by_hand) of ``episode`` on ``m``: (nframe, 5) degrees."""
     sub = round(1 / (episode.fps * m.opt.timestep))
     d = mujoco.MjData(m)
-    d.qpos[:] = sysid.to_radians(episode.state[:1], episode.joints)[0]
+    d.qpos[:] = arm_replay.to_radians(episode.state[:1], episode.joints)[0]
     mujoco.mj_forward(m, d)
     arm = [m.joint(j).qposadr[0] for j in ARM_JOINTS]
     q = [d.qpos[arm].copy()]
-    for u in sysid.to_radians(episode.action, episode.joints)[:-1]:
+    for u in arm_replay.to_radians(episode.action, episode.joints)[:-1]:
         d.ctrl[:] = u
         for _ in range(sub):
             mujoco.mj_step(m, d)
@@ -61,7 +62,7 @@ def _by_hand(m: mujoco.MjModel, episode: Episode) -> np.ndarray:
 def _as_replayed(path, fps: float) -> mujoco.MjModel:
     """The written file, compiled, set up as the fit's replay was: its timestep, contacts off."""
     m = mujoco.MjModel.from_xml_path(str(path))
-    m.opt.timestep = 1.0 / (fps * sysid.ReplayConfig().substeps(fps))
+    m.opt.timestep = 1.0 / (fps * arm_replay.ReplayConfig().substeps(fps))
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
     return m
 
@@ -69,11 +70,11 @@ def _as_replayed(path, fps: float) -> mujoco.MjModel:
 # --- choosing the episodes, and the errors of the command line ----------------------------------------------------
 
 def test_the_default_split_is_the_chapters(real):
-    fit, held = identify.select_episodes(real)
+    fit, held = fit_request.select_episodes(real)
     chapter_fit, chapter_held = servo_sysid.split(real)
     assert [e.index for e in fit] == [e.index for e in chapter_fit] and [e.index for e in held] == [3]
     assert [e.index for e in chapter_held] == [3]
-    fit, held = identify.select_episodes(real, [3, 1, 0], [1])
+    fit, held = fit_request.select_episodes(real, [3, 1, 0], [1])
     assert [e.index for e in fit] == [3, 0] and [e.index for e in held] == [1]
 
 
@@ -86,15 +87,15 @@ def test_the_default_split_is_the_chapters(real):
 ])
 def test_episode_choices_that_cannot_work_are_refused_by_name(real, episodes, heldout, message):
     with pytest.raises(ValueError, match=re.escape(message)):
-        identify.select_episodes(real, episodes, heldout)
+        fit_request.select_episodes(real, episodes, heldout)
 
 
 def test_only_the_so101_can_be_identified_and_so100_says_why():
-    assert identify.check_robot('so101') == 'so101'
+    assert fit_request.check_robot('so101') == 'so101'
     with pytest.raises(ValueError, match=r"robot must be so101, got 'so100'.*trs_so_arm100"):
-        identify.check_robot('so100')
+        fit_request.check_robot('so100')
     with pytest.raises(ValueError, match="robot must be one of so101, got 'ur5'"):
-        identify.check_robot('ur5')
+        fit_request.check_robot('ur5')
 
 
 @pytest.mark.parametrize('argv, words', [
@@ -137,42 +138,42 @@ def test_the_table_commands_still_work_beside_fit_servo(capsys):
 # --- is the recording enough? ------------------------------------------------------------------------------------
 
 def test_a_still_recording_is_called_too_static_and_a_moving_one_is_not(real):
-    still = identify.motion([_still(0, 10.0), _still(1, 10.0)])
+    still = fit_request.motion([_still(0, 10.0), _still(1, 10.0)])
     assert still['moving_seconds'] == 0 and still['seconds'] == 20.0
-    warned = identify.recording_warnings(still, fps=30.0)
+    warned = fit_request.recording_warnings(still, fps=30.0)
     assert any(w.startswith('too static') for w in warned)
     assert not any(w.startswith('too few held poses') for w in warned)  # it holds a pose all the time
-    fit, _ = identify.select_episodes(real)
-    moving = identify.motion(fit)
-    assert moving['moving_seconds'] > 3 * identify.MIN_MOVING_SECONDS
-    assert moving['held_frames'] >= identify.MIN_HELD_FRAMES
-    assert identify.recording_warnings(moving, fps=real.fps) == []
+    fit, _ = fit_request.select_episodes(real)
+    moving = fit_request.motion(fit)
+    assert moving['moving_seconds'] > 3 * fit_request.MIN_MOVING_SECONDS
+    assert moving['held_frames'] >= fit_request.MIN_HELD_FRAMES
+    assert fit_request.recording_warnings(moving, fps=real.fps) == []
 
 
 def test_a_short_episode_and_one_without_held_poses_are_warned_about(synthetic_episode):
-    short = identify.motion([synthetic_episode(n=45)])  # 1.5 s of a sine: always moving, never held
-    warned = identify.recording_warnings(short, fps=30.0)
+    short = fit_request.motion([synthetic_episode(n=45)])  # 1.5 s of a sine: always moving, never held
+    warned = fit_request.recording_warnings(short, fps=30.0)
     assert any(w.startswith('too short') for w in warned) and any(w.startswith('too few held') for w in warned)
 
 
 def test_a_frame_moves_when_its_fastest_command_exceeds_the_threshold():
     e = _still(0, 2.0)
-    step = identify.MOVING_SPEED_DEG_S / e.fps
+    step = fit_request.MOVING_SPEED_DEG_S / e.fps
     action = e.action.copy()
     action[10:, 1] += 1.01 * step * np.arange(1, len(action) - 9)  # just faster than the threshold from frame 10
-    assert identify.motion([dataclasses.replace(e, action=action)])['moving_seconds'] == (len(action) - 10) / e.fps
+    assert fit_request.motion([dataclasses.replace(e, action=action)])['moving_seconds'] == (len(action) - 10) / e.fps
     action = e.action.copy()
     action[10:, 1] += 0.99 * step * np.arange(1, len(action) - 9)
-    assert identify.motion([dataclasses.replace(e, action=action)])['moving_seconds'] == 0
+    assert fit_request.motion([dataclasses.replace(e, action=action)])['moving_seconds'] == 0
 
 
 # --- per-joint servos and offsets, against MuJoCo ------------------------------------------------------------------
 
 def test_replaying_one_servo_on_every_joint_is_the_chapters_replay(synthetic_episode, soft):
     episodes = [synthetic_episode(n=40), synthetic_episode(n=30, index=1)]
-    ours = identify.replay_models([identify.joint_model(identify.JointServos.uniform(soft), sysid.ReplayConfig(),
+    ours = identify.replay_models([identify.joint_model(identify.JointServos.uniform(soft), arm_replay.ReplayConfig(),
                                                         fps=30.0)], episodes)
-    chapter = sysid.replay([soft], episodes)[0]
+    chapter = arm_replay.replay([soft], episodes)[0]
     for j, rep in enumerate(chapter):
         np.testing.assert_array_equal(ours[0, j, :episodes[j].nframe], rep.sim_deg)
     assert np.isnan(ours[0, 1, 30:]).all()  # past the shorter episode's end
@@ -183,15 +184,15 @@ def test_an_offset_in_the_actuator_is_the_chapters_replay_of_shifted_commands(sy
     offsets = [0.5, -2.5, -3.5, -0.6, 0.3]
     e = synthetic_episode(n=40)
     e = dataclasses.replace(e, action=e.action + [0, 0, 45, 0, 0, 0])  # the elbow commanded past its range, clamped
-    model = identify.joint_model(identify.JointServos.uniform(soft, offsets), sysid.ReplayConfig(), fps=30.0)
+    model = identify.joint_model(identify.JointServos.uniform(soft, offsets), arm_replay.ReplayConfig(), fps=30.0)
     ours = identify.replay_models([model], [e])[0, 0]
-    shifted = sysid.replay([soft], servo_sysid.shift_commands([e], offsets))[0][0].sim_deg
+    shifted = arm_replay.replay([soft], servo_sysid.shift_commands([e], offsets))[0][0].sim_deg
     np.testing.assert_allclose(ours, shifted, atol=1e-9)
-    assert np.abs(ours - sysid.replay([soft], [e])[0][0].sim_deg).max() > 1.0  # the offsets do move the arm
+    assert np.abs(ours - arm_replay.replay([soft], [e])[0][0].sim_deg).max() > 1.0  # the offsets do move the arm
 
 
 def _fake_identification(real, servos) -> identify.Identification:
-    fit, held = identify.select_episodes(real)
+    fit, held = fit_request.select_episodes(real)
     return identify.Identification(
         source='a test', dataset=real, fit=tuple(fit), heldout=tuple(held), servos=servos, fit_converged=True,
         folds=(), static_offsets_deg=None, ridge=(), sim={}, cost_rise={}, best_shift=4, motion={}, warnings=())
@@ -200,11 +201,11 @@ def _fake_identification(real, servos) -> identify.Identification:
 def test_a_written_file_with_per_joint_classes_and_offsets_is_the_model_that_was_scored(real, soft, tmp_path):
     servos = identify.JointServos(shared=soft, kp=(20.0, 7.0, 6.0, 9.0, 25.0), kv=(1.0, 0.5, 0.4, 0.7, 1.5),
                                   offsets_deg=(0.3, -2.7, -3.4, -0.6, 0.3))
-    path = identify.write_mjcf(_fake_identification(real, servos), tmp_path / 'arm.xml')
+    path = fit_report.write_mjcf(_fake_identification(real, servos), tmp_path / 'arm.xml')
     text = path.read_text(encoding='utf-8')
     assert all(f'class="fitted_servo_{j}"' in text for j in ARM_JOINTS) and 'biasprm[0] = -kp*c' in text
     m = _as_replayed(path, real.fps)
-    scored = identify.joint_model(servos, sysid.ReplayConfig(), fps=real.fps)
+    scored = identify.joint_model(servos, arm_replay.ReplayConfig(), fps=real.fps)
     for i, name in enumerate(ARM_JOINTS):
         a, d = m.actuator(name).id, m.joint(name).dofadr[0]
         assert m.actuator_gainprm[a, 0] == servos.kp[i]
@@ -250,10 +251,10 @@ def test_the_json_report_has_every_part(shipped):
                         'heldout_mae_deg', 'folds', 'leave_one_out', 'fit_converged', 'warnings', 'out',
                         'structures', 'intervals', 'rise_pct', 'truth_table'}
     assert rep['episodes'] == {'fit': [0, 1, 2], 'heldout': [3]} and rep['out'] == str(out)
-    assert set(rep['servo']) == set(sysid.PARAMS) | {'lag_ms', 'delay_ms'} and rep['servo']['delay_ms'] == 0
+    assert set(rep['servo']) == set(arm_replay.PARAMS) | {'lag_ms', 'delay_ms'} and rep['servo']['delay_ms'] == 0
     assert [r['structure'] for r in rep['structures']] == [s.name for s in (servo_models.SPRING,
                                                                              *servo_truth.RIVALS)]
-    assert {r['param'] for r in rep['intervals']} >= set(sysid.PARAMS) | {'delay'}
+    assert {r['param'] for r in rep['intervals']} >= set(arm_replay.PARAMS) | {'delay'}
     assert [r['model'] for r in rep['truth_table']][:2] == ['teleport', 'teleport, best shift']
     assert {s.name for s in servo_truth.PUBLISHED} <= {r['model'] for r in rep['truth_table']}
     assert set(rep['spread']) == set(identify.SPREAD_KEYS)
@@ -270,8 +271,8 @@ def test_the_json_report_has_every_part(shipped):
 def test_the_fit_is_the_chapters_and_so_is_its_heldout_error(shipped, real):
     """Chapter 4 keeps the soft start's servo and reports 0.699 deg on episode 3 (its `sysid` table)."""
     rep, _, _ = shipped
-    fitted = sysid.ArmServo(**{k: rep['servo'][k] for k in sysid.PARAMS})
-    chapter = sysid.replay([fitted], [real[3]])[0][0]
+    fitted = arm_replay.ArmServo(**{k: rep['servo'][k] for k in arm_replay.PARAMS})
+    chapter = arm_replay.replay([fitted], [real[3]])[0][0]
     assert f"{rep['heldout_mae_deg']['fitted']['mean']:.3f}" == f'{chapter.mae_deg:.3f}' == '0.699'
     assert rep['heldout_mae_deg']['menagerie']['mean'] > 2 * rep['heldout_mae_deg']['fitted']['mean']
 
@@ -281,7 +282,7 @@ def test_the_written_file_compiles_and_reproduces_the_reported_heldout_error(shi
     rep, out, _ = shipped
     m = _as_replayed(out, real.fps)  # the file's model, meshes and all, not the one in memory
     e = real[3]
-    err = np.abs(_by_hand(m, e)[1:] - e.state[1:, sysid.arm_columns(e.joints)]).mean(axis=0)
+    err = np.abs(_by_hand(m, e)[1:] - e.state[1:, arm_replay.arm_columns(e.joints)]).mean(axis=0)
     for j, name in enumerate(ARM_JOINTS):
         assert f'{err[j]:.3f}' == f"{rep['heldout_mae_deg']['fitted'][name]:.3f}", name
     assert f'{err.mean():.3f}' == f"{rep['heldout_mae_deg']['fitted']['mean']:.3f}"
@@ -308,8 +309,8 @@ def test_the_report_says_the_lag_is_pinned_and_fitted_offsets_do_not_move_kp(shi
 def test_no_fold_of_fit_servo_starts_from_anything_that_saw_its_held_out_episode(monkeypatch):
     """Leakage: fit-servo's leave-one-out folds start from TheRobotStudio's published gains (identify.START); only the
     fold that leaves out the held-out episode reuses the main fit, which saw only the other episodes."""
-    data = sysid.synthetic_dataset(nepisode=3, seconds=3.0)
-    fit, held = identify.select_episodes(data)
+    data = arm_replay.synthetic_dataset(nepisode=3, seconds=3.0)
+    fit, held = fit_request.select_episodes(data)
     seen = {}
 
     class Stop(Exception):
@@ -322,7 +323,7 @@ def test_no_fold_of_fit_servo_starts_from_anything_that_saw_its_held_out_episode
     monkeypatch.setattr(servo_truth, 'compare_structures', compare)
     with pytest.raises(Stop):
         identify.identify(data, fit, held, progress=False, max_iter=3)
-    assert seen['start'] is identify.START is sysid.THEROBOTSTUDIO
+    assert seen['start'] is identify.START is arm_replay.THEROBOTSTUDIO
     assert list(seen['known']) == [held[0].index] and seen['episodes'] == [e.index for e in data.episodes]
 
 
@@ -330,11 +331,11 @@ def test_no_fold_of_fit_servo_starts_from_anything_that_saw_its_held_out_episode
 
 @pytest.fixture(scope='module')
 def known():
-    """The fit on a stand-in recorded by ``sysid.HIDDEN_SERVO`` (3 episodes of 8 s), and its report."""
-    data = sysid.synthetic_dataset(nepisode=3, seconds=8.0)
-    fit, held = identify.select_episodes(data)
+    """The fit on a stand-in recorded by ``arm_replay.HIDDEN_SERVO`` (3 episodes of 8 s), and its report."""
+    data = arm_replay.synthetic_dataset(nepisode=3, seconds=8.0)
+    fit, held = fit_request.select_episodes(data)
     ident = identify.identify(data, fit, held, source='synthetic', progress=False)
-    return ident, identify.report(ident)
+    return ident, fit_report.report(ident)
 
 
 @pytest.mark.slow
@@ -342,7 +343,7 @@ def test_the_fit_recovers_a_known_servo_within_its_reported_spread(known):
     """Every parameter the report calls pinned holds the true value within its fold range (widened to the fitted
     value and the fit's three significant digits); the lag, the one the chapter trusts, must be among them."""
     _, rep = known
-    truth = sysid.HIDDEN_SERVO.as_dict() | {'lag_ms': sysid.HIDDEN_SERVO.lag_ms}
+    truth = arm_replay.HIDDEN_SERVO.as_dict() | {'lag_ms': arm_replay.HIDDEN_SERVO.lag_ms}
     assert rep['spread']['lag_ms']['pinned']
     for key, row in rep['spread'].items():
         if not row['pinned']:
@@ -357,9 +358,9 @@ def test_the_fit_recovers_a_known_servo_within_its_reported_spread(known):
 def test_per_joint_servos_of_a_uniform_arm_find_its_kp_and_lag_on_every_joint(tmp_path):
     """On a stand-in made by one servo on every joint, each joint's own kp and lag come out as that servo's, and the
     file carries them in one class per joint."""
-    data = sysid.synthetic_dataset(nepisode=3, seconds=4.0)
-    fit, _ = identify.select_episodes(data)
-    truth = sysid.HIDDEN_SERVO
+    data = arm_replay.synthetic_dataset(nepisode=3, seconds=4.0)
+    fit, _ = fit_request.select_episodes(data)
+    truth = arm_replay.HIDDEN_SERVO
     start = dataclasses.replace(truth, kp=2 * truth.kp, kv=2 * truth.kv)  # twice as stiff, the same lag
     servos = identify.fit_per_joint(start, fit, progress=False)
     assert servos.per_joint
@@ -383,8 +384,8 @@ def test_kv_and_damping_are_not_pinned_when_trading_one_for_the_other_costs_noth
 @pytest.fixture(scope='module')
 def tiny():
     """A real Identification, cheap: 3 synthetic episodes of 3 s, fits capped at 10 iterations."""
-    data = sysid.synthetic_dataset(nepisode=3, seconds=3.0)
-    fit, held = identify.select_episodes(data)
+    data = arm_replay.synthetic_dataset(nepisode=3, seconds=3.0)
+    fit, held = fit_request.select_episodes(data)
     return identify.identify(data, fit, held, progress=False, max_iter=10)
 
 
@@ -488,26 +489,26 @@ def test_a_fit_past_its_budget_is_refused_with_the_numbers_and_a_max_frames_that
 
 
 def test_the_budget_lets_the_books_recording_through_with_room_to_spare(real):
-    fit, held = identify.select_episodes(real)
-    cost = identify.check_cost(fit, held)
-    assert cost['frame_replays'] < identify.MAX_FRAME_REPLAYS / 20
-    assert cost['batch_bytes'] < identify.MAX_BATCH_BYTES / 20
+    fit, held = fit_request.select_episodes(real)
+    cost = fit_request.check_cost(fit, held)
+    assert cost['frame_replays'] < fit_request.MAX_FRAME_REPLAYS / 20
+    assert cost['batch_bytes'] < fit_request.MAX_BATCH_BYTES / 20
 
 
 def test_the_cost_estimate_bounds_what_a_fit_replays(monkeypatch, tiny):
     """Counted over a real (tiny) run: every frame replayed by any batch, against the estimate made before it."""
     data = tiny.dataset
-    fit, held = identify.select_episodes(data)
+    fit, held = fit_request.select_episodes(data)
     replayed = []
-    original = sysid._replay_runs
+    original = arm_replay.replay_runs
 
     def counting(servos, episodes, *args, **kwargs):
         replayed.append(len(episodes) * max(e.nframe for e in episodes))
         return original(servos, episodes, *args, **kwargs)
 
-    monkeypatch.setattr(sysid, '_replay_runs', counting)
+    monkeypatch.setattr(arm_replay, 'replay_runs', counting)
     identify.identify(data, fit, held, progress=False, max_iter=10)
-    assert 0 < sum(replayed) <= identify.fit_cost(fit, held, max_iter=10)['frame_replays']
+    assert 0 < sum(replayed) <= fit_request.fit_cost(fit, held, max_iter=10)['frame_replays']
 
 
 @pytest.mark.parametrize('value', ['0', '1', '-5', 'x', '1.5', '²'])
@@ -572,9 +573,9 @@ def test_a_hostile_dataset_name_cannot_inject_mjcf_or_drive_the_terminal(capsys,
 
 
 def test_the_report_text_prints_no_control_character_from_the_recording(tiny):
-    rep = identify.report(dataclasses.replace(tiny, source='rec\x1b[2J\nfake line', dataset=dataclasses.replace(
+    rep = fit_report.report(dataclasses.replace(tiny, source='rec\x1b[2J\nfake line', dataset=dataclasses.replace(
         tiny.dataset, robot_type='\u202eso101')))
-    text = identify.report_text(rep)
+    text = fit_report.report_text(rep)
     assert all(line.isprintable() for line in text.splitlines())
     assert 'rec\\x1b[2J\\nfake line' in text and '\\u202eso101' in text
 
@@ -583,17 +584,17 @@ def test_a_fit_that_never_left_its_start_is_not_called_converged(tiny):
     """One state frame of 1e30 kept the fit at its start, and the report said fit_converged: true."""
     start = sysid.from_log(sysid.to_log(identify.START)).rounded(sysid.FIT_DIGITS)
     stuck = dataclasses.replace(tiny, servos=identify.JointServos.uniform(start), fit_converged=True)
-    converged, notes = identify.fit_stops(stuck)
+    converged, notes = fit_report.fit_stops(stuck)
     assert not converged and 'ended where it started' in notes[0]
     assert 'kv ended at the lower bound of the fit' in ' '.join(notes)  # TheRobotStudio's kv 0 sits on the bound
-    rep = identify.report(stuck)
+    rep = fit_report.report(stuck)
     assert rep['fit_converged'] is False and any('ended where it started' in w for w in rep['warnings'])
 
 
 def test_a_parameter_on_a_bound_is_said_to_be_there_and_a_clean_fit_says_nothing(tiny):
-    assert identify.fit_stops(dataclasses.replace(tiny, fit_converged=True)) == (True, [])
+    assert fit_report.fit_stops(dataclasses.replace(tiny, fit_converged=True)) == (True, [])
     bounded = dataclasses.replace(tiny.servos.shared, armature=1.0)  # the upper bound, 10**0
-    converged, notes = identify.fit_stops(dataclasses.replace(
+    converged, notes = fit_report.fit_stops(dataclasses.replace(
         tiny, servos=identify.JointServos.uniform(bounded), fit_converged=True))
     assert converged and notes == ['armature ended at the upper bound of the fit (1.00, bound 1): there the bound '
                                    'stopped it, not the data']
@@ -603,22 +604,22 @@ def test_a_parameter_on_a_bound_is_said_to_be_there_and_a_clean_fit_says_nothing
 def test_a_glitch_given_to_the_fit_directly_keeps_it_at_its_start_and_the_report_says_so():
     """Episodes made by hand skip the loader: a 1e30 frame reaches the fit, which cannot move; the report must not
     call that converged."""
-    data = sysid.synthetic_dataset(nepisode=3, seconds=3.0)
+    data = arm_replay.synthetic_dataset(nepisode=3, seconds=3.0)
     bad = data[0].state.copy()
     bad[40, 1] = 1e30
     fit = [dataclasses.replace(data[0], state=bad), data[1]]
     with pytest.raises(ValueError, match='episode 0 .* must lie within ±360'):
-        identify.select_episodes(dataclasses.replace(data, episodes=(fit[0], data[1], data[2])))
+        fit_request.select_episodes(dataclasses.replace(data, episodes=(fit[0], data[1], data[2])))
     ident = identify.identify(data, fit, [data[2]], progress=False, max_iter=10)
-    rep = identify.report(ident)
+    rep = fit_report.report(ident)
     assert rep['fit_converged'] is False and any('ended where it started' in w for w in rep['warnings'])
 
 
 def test_the_page_states_the_thresholds_the_code_uses():
     page = (pathlib.Path(__file__).resolve().parents[1] / 'book' / 'identify.md').read_text(encoding='utf-8')
     for claim in (f'within {1e3 * datasets.TIMESTAMP_TOLERANCE_S:g} ms', f'beyond ±{datasets.RANGE_DEG:g}°',
-                  f'more than {datasets.SPIKE_DEG:g}°', f'shorter\n  than {identify.MIN_EPISODE_SECONDS:g} s',
-                  f'up to {identify.FOLD_MAX_ITER * identify.EVALUATIONS_PER_ITERATION} candidate replays',
+                  f'more than {datasets.SPIKE_DEG:g}°', f'shorter\n  than {fit_request.MIN_EPISODE_SECONDS:g} s',
+                  f'up to {fit_request.FOLD_MAX_ITER * fit_request.EVALUATIONS_PER_ITERATION} candidate replays',
                   '--max-frames N', '--force'):
         assert claim in page, claim
     assert datasets.REPEAT_SHARE == 0.25 and 'more than a quarter of the time' in page

@@ -1,4 +1,4 @@
-"""physai.experiments.outputs: an output path is refused before any work when writing it could fail or destroy
+"""physai.cli.outputs: an output path is refused before any work when writing it could fail or destroy
 something, a write is all or nothing, and text from a recording can neither drive a terminal nor close a comment."""
 
 import os
@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from physai.experiments import outputs
+from physai.cli import outputs
 
 
 def _check(path, **kwargs):

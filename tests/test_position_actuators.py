@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from physai.engine import link
-from physai.experiments import position_actuators, registry
-from physai.interface import live
+from physai.experiments import position_actuators, position_actuators_further, registry
 from physai.laws import stability
 from physai.engine.link import LINK_INERTIA, TAU_G
 from physai.engine.so101 import STS3215_STEPS_PER_TURN
@@ -53,39 +52,6 @@ def test_rise_time_falls_as_one_over_sqrt_kp(kp_sweep):
     assert np.all((ratio > 0.8) & (ratio < 1.0))  # the 5 ms step makes it a bit faster (gravity too at kp 1)
 
 
-SLIDER_KP_NEAR_1000 = 10 ** (134 * math.log10(30000) / 200)  # the panel's kp slider: 200 log steps, 1 … 30000
-
-
-@pytest.mark.parametrize('kp', [998.22, 1000.0, SLIDER_KP_NEAR_1000])
-def test_panel_euler_at_dampratio_one_breaks_where_the_so101_kv_holds(kp):
-    """The live panel damps with dampratio 1: at kp ≈ 1000 and armature 0.028 its kv is over four times the
-    SO-101's 2.731, and Euler, which takes kv explicitly, diverges (hω 0.88 > 0.83) where the SO-101's kv
-    holds. Just past the bound's armature it settles; implicitfast settles even at armature 0."""
-    h = 0.005
-    panel = position_actuators.servo_step(kp, 0.028, h, 'Euler')
-    assert panel.diverged and panel.params.h_omega < 2
-    assert panel.params.kv_effective / 2.731 > 4
-    so101_kv = link.step_response(kp, kv=2.731, armature=0.028, integrator='Euler')
-    assert so101_kv.settled
-    star = stability.critical_h_omega('Euler', 1.0)
-    bound_armature = stability.armature_at_h_omega(star, kp, h, link_inertia=LINK_INERTIA)
-    assert 0.028 < bound_armature < math.ceil(1e3 * bound_armature) / 1e3
-    assert position_actuators.servo_step(kp, math.ceil(1e3 * bound_armature) / 1e3, h, 'Euler').settled
-    assert position_actuators.servo_step(kp, 0.028, h, 'implicitfast').settled
-    assert position_actuators.servo_step(kp, 0.0, h, 'implicitfast').settled
-
-
-def test_panel_top_kp_sits_on_the_implicitfast_bound_and_never_settles():
-    """kp 30000 at armature 0.028, ζ = 1: hω = 4.830, on implicitfast's bound 2 + 2√2 (growth per step
-    1.001), so the link flips about the command for the whole run, neither flagged as diverged nor settled.
-    discrete, which has no bound, settles at the same point."""
-    kp_top = live.common_controls()[0].max
-    run = position_actuators.servo_step(kp_top, 0.028, 0.005, 'implicitfast')
-    assert run.params.h_omega == pytest.approx(2 + 2 * math.sqrt(2), abs=0.005)
-    assert not run.diverged and not run.settled and run.p2p_deg > 90
-    assert np.all(np.sign(np.diff(run.q[-20:])) != np.sign(np.diff(run.q[-21:-1])))  # flips every step
-    assert position_actuators.servo_step(kp_top, 0.028, 0.005, 'discrete').settled
-
 def test_growth_above_one_exactly_where_mujoco_diverges():
     """The spectral radius of one linearized step predicts every Euler and implicitfast run."""
     for row in registry.run('growth'):
@@ -125,7 +91,7 @@ def test_growth_is_root_det_and_blind_to_kp_while_the_step_eigenvalues_are_compl
     for integrator, c_implicit in (('euler', position_actuators.SO101_DAMPING / inertia), ('implicitfast', c)):
         roots = []
         for kp in (SO101_KP, 3000):
-            eig = np.linalg.eigvals(position_actuators.step_matrix(h, kp / inertia, c, c_implicit))
+            eig = np.linalg.eigvals(position_actuators_further.step_matrix(h, kp / inertia, c, c_implicit))
             det = float(np.prod(eig).real)
             assert np.all(np.abs(eig.imag) > 0), (integrator, kp, eig)
             assert np.max(np.abs(eig)) == pytest.approx(math.sqrt(det), rel=1e-12)
@@ -133,7 +99,7 @@ def test_growth_is_root_det_and_blind_to_kp_while_the_step_eigenvalues_are_compl
                 math.sqrt(det), rel=1e-9)
             roots.append(math.sqrt(det))
         assert roots[0] == pytest.approx(roots[1], rel=1e-12)
-        eig = np.linalg.eigvals(position_actuators.step_matrix(h, 10000 / inertia, c, c_implicit))
+        eig = np.linalg.eigvals(position_actuators_further.step_matrix(h, 10000 / inertia, c, c_implicit))
         assert np.all(eig.imag == 0) and np.max(np.abs(eig)) > 1 > roots[0]
 
 
@@ -309,44 +275,6 @@ def test_chatter_range_rounds_outward_on_the_1_2_5_series():
     assert position_actuators.chatter_verdict(np.array([0.0, 1.0])) == 'sometimes'
 
 
-def test_top_kp_swing_is_a_slow_divergence_that_mujoco_grows_by_the_predicted_factor():
-    """The panel's top kp under implicitfast sits a hair past the bound: growth 1.001 per step at 5 ms, an
-    e-folding time near 5 s. MuJoCo's run grows by exactly the factor the linear step predicts, to 1 %."""
-    rows = {r['quantity'].split(' from ')[0]: r for r in registry.run('bound-swing')}
-    growth, efold = rows['growth per step - 1'], rows['e-folding time (s)']
-    assert 0 < growth['linear_step'] < 0.002
-    assert 3 < efold['linear_step'] < 8  # slow: longer than the panel's 3 s run, but finite
-    assert efold['mujoco'] == pytest.approx(efold['linear_step'], rel=0.01)
-    swing = rows['swing growth']
-    assert swing['mujoco'] > 5 and swing['mujoco'] == pytest.approx(swing['linear_step'], rel=0.01)
-    assert position_actuators.PANEL_KP_GRID[-1] == live.common_controls()[0].max  # the panel's top kp
-
-
-def test_sag_cures_remove_the_sag_and_cost_a_load_model_or_an_overshoot():
-    """Gravity feed-forward removes the sag exactly while its load model is right and leaves the model's error
-    share of it otherwise; integral action removes it too, but winds up and overshoots; imax cuts the overshoot."""
-    rows = registry.run('sag-cures')
-    p, ff, ff_wrong, pi, pi_clamped = rows
-    assert p['error_deg'] == pytest.approx(math.degrees(servo_sag(position_actuators.SAG_CURE_KP, TAU_G)), abs=1e-3)
-    assert abs(ff['error_deg']) < 1e-3 and abs(pi['error_deg']) < 1e-3 and abs(pi_clamped['error_deg']) < 1e-3
-    share = position_actuators.SAG_CURE_MODEL_ERROR
-    assert ff_wrong['error_deg'] == pytest.approx(share * p['error_deg'], rel=0.02)
-    assert p['overshoot_pct'] < 0.1 and ff['overshoot_pct'] < 0.1
-    assert pi['overshoot_pct'] > 5 and 0.1 < pi_clamped['overshoot_pct'] < pi['overshoot_pct'] / 2
-
-
-def test_a_joint_limit_is_soft_and_refsafe_stops_stiffening_it_at_twice_the_timestep():
-    """Pressed by the clamped servo, the link goes past its range; a stiffer solreflimit helps down to 2h only.
-    The limit carries the servo's 2.94 N·m less gravity's pull at the limit."""
-    rows = registry.run('joint-limit')
-    default, two_h, stiffer = rows
-    assert default['past_limit_deg'] > two_h['past_limit_deg'] > 0
-    assert stiffer['past_limit_deg'] == pytest.approx(two_h['past_limit_deg'], abs=1e-9)
-    for row in rows:
-        assert row['limit_torque'] == pytest.approx(
-            SO101_FORCERANGE[1] - TAU_G * math.cos(position_actuators.LIMIT_RANGE), abs=1e-3)
-
-
 def test_so101_sag_on_the_link_is_below_one_encoder_step():
     """At Menagerie's kp the link sags less than one 12-bit step of the STS3215's sensor: stiff enough."""
     assert math.degrees(servo_sag(SO101_KP, TAU_G)) < 360 / STS3215_STEPS_PER_TURN
@@ -374,81 +302,3 @@ def test_kp_sweep_sag_is_the_exact_static_sag():
     for row in registry.run('kp-sweep'):
         assert row['sag_deg'] == pytest.approx(row['sag_exact_deg'], abs=1e-3)
         assert row['sag_linear_deg'] == pytest.approx(math.degrees(0.2943 / row['kp']))
-
-
-# ---------------------------------------------------------------------------------------------
-# Going further: the actuator from Python, the traps, the trace and determinant, the elbow step test
-
-
-def test_use_it_reads_the_pd_law_until_the_clamp_and_the_gains_back_from_the_model():
-    """actuator_force and qfrc_actuator are kp(u - q) - kv qd (gear 1) until forcerange clamps them; kp is
-    gainprm[0] and kv is -biasprm[2]."""
-    hold, step = position_actuators.use_it()
-    for row in (hold, step):
-        assert row['kp_read'] == SO101_KP and row['kv_read'] == pytest.approx(2.731)
-        assert row['actuator_force'] == row['qfrc_actuator']
-    assert hold['actuator_force'] == pytest.approx(hold['pd_law'], abs=1e-12)
-    assert step['pd_law'] > 100 and step['actuator_force'] == SO101_FORCERANGE[1]
-
-
-def test_general_without_affine_bias_has_no_spring_and_ctrlrange_is_not_a_torque_limit():
-    rows = position_actuators.actuator_traps()
-    none, affine, ctrl_angle, ctrl_force, force_angle, force_force = (r['value'] for r in rows)
-    assert none == 0.0
-    assert affine == pytest.approx(-SO101_KP * position_actuators.TRAP_Q, rel=1e-12)
-    assert ctrl_angle == pytest.approx(position_actuators.TRAP_LIMIT, abs=1e-3)   # the command was cut
-    assert ctrl_force > 50 * SO101_FORCERANGE[1]                                   # the force was not
-    assert force_angle == pytest.approx(position_actuators.TRAP_CTRL, abs=1e-3)
-    assert force_force == pytest.approx(SO101_FORCERANGE[1])
-
-
-def test_velocity_actuator_diverges_under_euler_past_the_damper_bound_and_holds_implicitly():
-    euler, implicitfast = position_actuators.velocity_trap()
-    assert euler['h_kv_over_I'] > 2 and euler['mujoco'] == 'diverged'
-    assert implicitfast['mujoco'] == 'stable'
-    assert implicitfast['mean_speed'] == pytest.approx(position_actuators.VELOCITY_TRAP_CTRL, abs=0.02)
-    # just under the damper's bound Euler holds
-    kv_ok = 0.95 * 2 * (LINK_INERTIA + 0.028) / 0.005
-    assert position_actuators.velocity_trap(kv_ok, ('Euler',))[0]['mujoco'] == 'stable'
-
-
-@pytest.mark.parametrize('h, w2, c, ci', [(0.005, 3e4, 100.0, 0.0), (0.005, 3e4, 100.0, 100.0),
-                                          (0.005, 1e5, 80.0, 20.0), (0.02, 1e3, 5.0, 2.5)])
-def test_trace_and_determinant_of_the_step_are_the_hand_formulas(h, w2, c, ci):
-    a = position_actuators.step_matrix(h, w2, c, ci)
-    tr, det = position_actuators.trace_det_formula(h, w2, c, ci)
-    assert np.trace(a) == pytest.approx(tr, abs=1e-12) and np.linalg.det(a) == pytest.approx(det, abs=1e-12)
-    # 1 + tr + det has the sign of the bound 4 + 2h(c_i - c_e) minus h²ω²
-    bound = 4 + 2 * h * (ci - (c - ci))
-    assert (1 + tr + det) * (1 + h * ci) == pytest.approx(bound - h * h * w2, rel=1e-9, abs=1e-12)
-
-
-def test_jury_conditions_hold_exactly_where_the_growth_is_below_one():
-    rows = position_actuators.trace_determinant()
-    assert len(rows) == 8
-    for r in rows:
-        assert ((r['one_plus_tr_plus_det'] > 0 and abs(r['det']) < 1) == (r['growth'] < 1)), r
-        assert (r['one_plus_tr_plus_det'] > 0) == (r['h2w2'] < r['bound']), r
-        assert float(r['formula_error']) <= 1e-12
-
-
-def test_step_matrix_rejects_an_implicit_part_larger_than_the_damping():
-    with pytest.raises(ValueError, match='c_implicit must be in'):
-        position_actuators.step_matrix(0.005, 100.0, 1.0, 2.0)
-
-
-@pytest.mark.slow
-def test_elbow_step_in_the_model_is_too_fast_for_a_30_fps_recording():
-    """The model's elbow rises in about 50-70 ms: two frames or fewer at 30 fps, so the real step test needs a
-    faster read-out; the settled error is below one encoder step."""
-    rows = position_actuators.elbow_step_test()
-    for row in rows:
-        assert 40 < row['rise_ms'] < 80 and row['rise_frames'] < 2.5
-        assert abs(row['error_deg']) < 360 / STS3215_STEPS_PER_TURN
-        assert row['peak_force'] == pytest.approx(SO101_FORCERANGE[1])  # the step saturates the servo
-    assert rows[0]['rise_ms'] != rows[1]['rise_ms']  # gravity makes up and down differ
-
-
-def test_joint_step_rejects_an_unknown_joint():
-    with pytest.raises(ValueError, match='joint'):
-        position_actuators.so101_joint_step('knee')

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from physai.experiments import position_actuators
+from physai.experiments import servo_panel
 from physai.interface import plots, position_actuators_panels, web
 from physai.laws.checks import INTEGRATORS
 
@@ -29,23 +29,23 @@ def test_kp_move_reuses_the_kp_curve_and_the_stability_map(panel):
     """The sag/rise-vs-kp curve does not depend on kp, the stability map not on kp or armature."""
     panel.update(kp=100.0, armature=0.021, timestep=0.004, integrator='implicitfast')
     panel.wait()
-    curve, stab, step = (position_actuators.servo_kp_curve.calls, position_actuators.servo_stability.calls,
-                         position_actuators.servo_step.calls)
+    curve, stab, step = (servo_panel.servo_kp_curve.calls, servo_panel.servo_stability.calls,
+                         servo_panel.servo_step.calls)
     redraws = panel.full_redraws
     for kp in (120.0, 300.0, 1000.0, 7.0):
         panel.update(kp=kp)
         panel.wait()
-    assert position_actuators.servo_kp_curve.calls == curve
-    assert position_actuators.servo_stability.calls == stab
-    assert position_actuators.servo_step.calls == step + 4
+    assert servo_panel.servo_kp_curve.calls == curve
+    assert servo_panel.servo_stability.calls == stab
+    assert servo_panel.servo_step.calls == step + 4
     assert panel.full_redraws == redraws  # only the animated artists were drawn
     panel.update(armature=0.022)
     panel.wait()
-    assert position_actuators.servo_kp_curve.calls == curve + 1
-    assert position_actuators.servo_stability.calls == stab
+    assert servo_panel.servo_kp_curve.calls == curve + 1
+    assert servo_panel.servo_stability.calls == stab
     panel.update(integrator='Euler')
     panel.wait()
-    assert position_actuators.servo_stability.calls == stab + 1
+    assert servo_panel.servo_stability.calls == stab + 1
 
 
 def test_timestep_and_integrator_changes_redraw_only_the_moving_artists(panel):
@@ -65,12 +65,12 @@ def test_timestep_and_integrator_changes_redraw_only_the_moving_artists(panel):
 def test_the_map_of_a_timestep_and_integrator_is_computed_once(panel):
     panel.update(timestep=0.0093, integrator='implicit')
     panel.wait()
-    calls = position_actuators.servo_stability.calls
+    calls = servo_panel.servo_stability.calls
     for change in ({'kp': 40.0}, {'armature': 0.05}, {'timestep': 0.005}, {'timestep': 0.0093},
                    {'integrator': 'Euler'}, {'integrator': 'implicit'}):
         panel.update(**change)
         panel.wait()
-    assert position_actuators.servo_stability.calls == calls + 2  # only implicit at 5 ms and Euler at 9.3 ms were new
+    assert servo_panel.servo_stability.calls == calls + 2  # only implicit at 5 ms and Euler at 9.3 ms were new
     panel.reset()
 
 
@@ -79,9 +79,9 @@ def test_drawn_curve_and_map_equal_the_uncached_computation(panel):
     panel.update(kp=kp, armature=armature, timestep=h, integrator=integrator)
     panel.wait()
     state = panel.state
-    stab = position_actuators.servo_stability.__wrapped__(h, integrator)
-    curve = position_actuators.servo_kp_curve.__wrapped__(armature, h, integrator)
-    step = position_actuators.servo_step.__wrapped__(kp, armature, h, integrator)
+    stab = servo_panel.servo_stability.__wrapped__(h, integrator)
+    curve = servo_panel.servo_kp_curve.__wrapped__(armature, h, integrator)
+    step = servo_panel.servo_step.__wrapped__(kp, armature, h, integrator)
     assert state['mesh'].get_visible() and not state['map_note'].get_visible()
     assert np.array_equal(np.asarray(state['mesh'].get_array()).ravel(), 1.0 + stab['diverged'].astype(float).ravel())
     assert stab['diverged'].any() and not stab['diverged'].all()  # the map shows both kinds of cell
@@ -101,7 +101,7 @@ def test_a_diverged_setting_is_flagged_on_all_three_plots(panel):
     assert state['marks'].flag.get_visible() and panel.error is None
     assert state['marks'].readout.get_text().startswith('diverged after')
     assert len(state['bad_kp'].get_xdata()) > 0 and max(state['bad_kp'].get_xdata()) == 30000.0
-    diverged = np.asarray(state['mesh'].get_array()).reshape(len(position_actuators.STABILITY_KP), -1)
+    diverged = np.asarray(state['mesh'].get_array()).reshape(len(servo_panel.STABILITY_KP), -1)
     assert diverged[-1, 0] == 2.0  # top kp, no armature: red
     panel.reset()
 
@@ -144,12 +144,12 @@ def test_first_view_holds_each_part_once_per_combination_of_its_controls(first_v
     # the step at kp 300, armature 0.028, implicitfast: the frame the page draws for that setting, in physai's words
     index = (5 * 6 + 4) * 3 + 1
     stored = view['parts']['step']['data'][index]
-    r = position_actuators.servo_step(300.0, 0.028, 0.005, 'implicitfast')
+    r = servo_panel.servo_step(300.0, 0.028, 0.005, 'implicitfast')
     assert stored['readout'] == plots.readout(r) and stored['diverged'] == r.diverged
     angles = web.unpack(stored['q'], position_actuators_panels.TRACE_STEP_DEG)
     assert max(abs(a - b) for a, b in zip(angles, np.degrees(r.q))) <= 0.05 + 1e-9
     assert any(s['diverged'] for s in view['parts']['step']['data'])  # Euler at high kp and no armature
-    assert view['parts']['map']['data'][0] == position_actuators.servo_stability(0.005, 'Euler')['diverged'].astype(int).tolist()
+    assert view['parts']['map']['data'][0] == servo_panel.servo_stability(0.005, 'Euler')['diverged'].astype(int).tolist()
 
 
 def test_first_view_redraws_when_a_control_of_its_grid_moves_in_a_browser(first_view, panel_page):
@@ -177,24 +177,24 @@ def test_a_long_rk4_run_answers_with_its_first_second_then_the_whole_run(panel):
     panel.update(kp=kp, timestep=0.0005, integrator='RK4')
     first_png = panel.png
     state = panel.state
-    full = position_actuators.servo_step.__wrapped__(kp, 0.028, 0.0005, 'RK4')
-    start = position_actuators.servo_step_start(kp, 0.028, 0.0005, 'RK4')
-    assert start.t[-1] == pytest.approx(position_actuators.PANEL_FIRST_PART)
+    full = servo_panel.servo_step.__wrapped__(kp, 0.028, 0.0005, 'RK4')
+    start = servo_panel.servo_step_start(kp, 0.028, 0.0005, 'RK4')
+    assert start.t[-1] == pytest.approx(servo_panel.PANEL_FIRST_PART)
     np.testing.assert_array_equal(start.q, full.q[:len(start.q)])
     panel.wait()
     assert panel.png != first_png
     assert np.array_equal(state['marks'].trajectory.get_xdata(), full.t)
     assert full.settled and state['marks'].readout.get_text() == plots.readout(full)
-    assert position_actuators.servo_step_start(kp, 0.028, 0.001, 'RK4') is None  # 1 ms fits: answered whole
+    assert servo_panel.servo_step_start(kp, 0.028, 0.001, 'RK4') is None  # 1 ms fits: answered whole
     panel.reset()
 
 
 def test_the_first_part_of_a_long_run_is_drawn_as_a_part(panel):
     """What the slider shows before the worker is done: the first second, no settled line or rise, a note."""
     values = {**panel.values, 'kp': 1234.0, 'timestep': 0.0005, 'integrator': 'RK4'}
-    results = {'response': position_actuators.servo_step_start(1234.0, 0.028, 0.0005, 'RK4'), 'partial': True,
+    results = {'response': servo_panel.servo_step_start(1234.0, 0.028, 0.0005, 'RK4'), 'partial': True,
                'curve': None, 'stability': None,
-               'bounds': position_actuators.servo_bounds(0.0005, 'RK4')}
+               'bounds': servo_panel.servo_bounds(0.0005, 'RK4')}
     with plots.book_style():
         panel.draw(panel.state, results, values)
     marks = panel.state['marks']

@@ -206,8 +206,8 @@ import warnings  # noqa: E402
 import mujoco  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from physai.engine import datasets, hold, mj, sysid  # noqa: E402
-from physai.experiments import servo_sysid, where_pd_runs  # noqa: E402
+from physai.engine import arm_replay, datasets, hold, mj, pd_controller, so101, sysid  # noqa: E402
+from physai.experiments import critical_rate, servo_sysid, where_pd_runs  # noqa: E402
 from physai.laws import loop  # noqa: E402
 
 # a MuJoCo run per example: few examples, tiny durations
@@ -335,7 +335,7 @@ def test_zoh_margins_and_rate_bound_answer_with_an_error_or_signed_numbers(rate_
     else:  # a margin may be -inf (hopeless), never NaN: its sign is the answer
         assert not any(math.isnan(v) for v in margins.values())
     try:
-        bound = where_pd_runs.rate_bound_hz(rate_hz, kp=kp, kv=kv, damping=damping, timestep=timestep)
+        bound = critical_rate.rate_bound_hz(rate_hz, kp=kp, kv=kv, damping=damping, timestep=timestep)
     except (ValueError, TypeError) as err:
         _documented(err)
     else:
@@ -349,7 +349,7 @@ def test_zoh_margins_and_rate_bound_answer_with_an_error_or_signed_numbers(rate_
 def test_growth_scan_answers_few_rates_with_an_error_or_growths(rates, kp, kv, armature):
     with _within():
         try:
-            scan = where_pd_runs.growth_scan(rates, kp=kp, kv=kv, armature=armature)
+            scan = critical_rate.growth_scan(rates, kp=kp, kv=kv, armature=armature)
         except (ValueError, TypeError) as err:
             _documented(err)
             return
@@ -440,7 +440,7 @@ def test_pd_controller_answers_any_joints_with_an_error_or_a_working_controller(
     try:
         with warnings.catch_warnings():
             warnings.simplefilter('ignore')  # the loose joint's fallback to in-loop is announced, not an error
-            pd_ = hold.PDController(m, joints, backend=backend, feedforward=feedforward)
+            pd_ = pd_controller.PDController(m, joints, backend=backend, feedforward=feedforward)
         command = loop.JointCommand(position=position, stiffness=stiffness, damping=0.1, max_effort=max_effort)
     except (ValueError, TypeError) as err:
         _documented(err)
@@ -459,7 +459,7 @@ def test_pd_controller_answers_any_joints_with_an_error_or_a_working_controller(
 # Chapter 4: the servo from a recording (physai.engine.sysid, physai.engine.datasets,
 # physai.experiments.servo_sysid)
 
-SYNTHETIC = sysid.synthetic_dataset(nepisode=1, seconds=0.5)
+SYNTHETIC = arm_replay.synthetic_dataset(nepisode=1, seconds=0.5)
 EPISODE = SYNTHETIC.episodes[0]
 
 
@@ -472,13 +472,13 @@ EPISODE = SYNTHETIC.episodes[0]
 def test_arm_servo_and_replay_config_answer_any_input_with_an_error_or_a_config(values, timestep, integrator,
                                                                                 contacts, fps):
     try:
-        servo = sysid.ArmServo(**dict(zip(sysid.PARAMS, values)))
+        servo = arm_replay.ArmServo(**dict(zip(arm_replay.PARAMS, values)))
     except (ValueError, TypeError) as err:
         _documented(err)
     else:
         assert servo.lag_ms >= 0 and servo.saturation_deg > 0
     try:
-        config = sysid.ReplayConfig(timestep=timestep, integrator=integrator, contacts=contacts)
+        config = arm_replay.ReplayConfig(timestep=timestep, integrator=integrator, contacts=contacts)
         substeps = config.substeps(fps)
     except (ValueError, TypeError) as err:
         _documented(err)
@@ -489,21 +489,21 @@ def test_arm_servo_and_replay_config_answer_any_input_with_an_error_or_a_config(
 @EXAMPLES
 @given(values=st.one_of(st.lists(st.lists(ANY_NUMBER, min_size=0, max_size=7), max_size=3), ANY_NUMBER,
                         WRONG_TYPES),
-       joints=st.one_of(st.permutations(sysid.JOINTS), st.just(sysid.JOINTS[:5]),
-                        st.lists(st.sampled_from([*sysid.JOINTS, 'elbow']), max_size=7), WRONG_TYPES,
+       joints=st.one_of(st.permutations(so101.JOINTS), st.just(so101.JOINTS[:5]),
+                        st.lists(st.sampled_from([*so101.JOINTS, 'elbow']), max_size=7), WRONG_TYPES,
                         st.just('shoulder_pan')))
 def test_to_radians_answers_any_table_with_an_error_or_model_angles(values, joints):
     try:
-        q = sysid.to_radians(values, joints)
+        q = arm_replay.to_radians(values, joints)
     except ValueError as err:  # a table that does not fit its names, or names without the arm's joints
         assert ' must ' in str(err) or 'lacks the arm joints' in str(err), str(err)
         return
-    assert q.shape == (len(np.atleast_2d(values)), len(sysid.JOINTS))
+    assert q.shape == (len(np.atleast_2d(values)), len(so101.JOINTS))
     finite_in = np.all(np.isfinite(np.atleast_2d(np.asarray(values, dtype=float))))
     assert np.all(np.isfinite(q)) or not finite_in
 
 
-def _replay_consistent(r: sysid.Replay, episode) -> None:
+def _replay_consistent(r: arm_replay.Replay, episode) -> None:
     """A replay's flags agree with its numbers: 'stable' (neither flag) only for a finite, bounded replay."""
     assert r.sim_deg.shape == r.real_deg.shape == (episode.nframe, 5)
     if r.diverged:
@@ -511,7 +511,7 @@ def _replay_consistent(r: sysid.Replay, episode) -> None:
         return
     assert np.all(np.isfinite(r.sim_deg)) and np.all(np.abs(np.radians(r.sim_deg)) <= sim.DIVERGED_BOUND)
     assert math.isfinite(r.mae_deg) and r.mae_deg >= 0
-    assert r.chatters == (r.chatter_deg > sysid.CHATTER_DEG)
+    assert r.chatters == (r.chatter_deg > arm_replay.CHATTER_DEG)
 
 
 @MUJOCO_RUNS
@@ -529,9 +529,9 @@ def test_replay_flags_a_diverged_or_chattering_run_and_refuses_non_finite_comman
         episode = dataclasses.replace(episode, action=action)
     with _within(2 * SECONDS):
         try:
-            servo = sysid.ArmServo(**{n: 10.0 ** v for n, v in zip(sysid.PARAMS, log_servo)})
-            config = sysid.ReplayConfig(timestep=timestep, integrator=integrator, contacts=contacts, limits=limits)
-            result = sysid.replay([servo], [episode], config=config, nthread=1)
+            servo = arm_replay.ArmServo(**{n: 10.0 ** v for n, v in zip(arm_replay.PARAMS, log_servo)})
+            config = arm_replay.ReplayConfig(timestep=timestep, integrator=integrator, contacts=contacts, limits=limits)
+            result = arm_replay.replay([servo], [episode], config=config, nthread=1)
         except (ValueError, TypeError) as err:
             _documented(err)
             return
@@ -637,7 +637,7 @@ def test_servo_sysid_numbers_answer_with_an_error_or_a_result(window, tol_deg, s
     else:
         assert speeds.shape == (len(action) - 1, 5) and np.all(speeds >= 0)
     try:
-        top = servo_sysid.saturated_speed_deg(sysid.MENAGERIE, damping=damping)
+        top = servo_sysid.saturated_speed_deg(arm_replay.MENAGERIE, damping=damping)
     except (ValueError, TypeError) as err:
         _documented(err)
     else:
@@ -685,7 +685,7 @@ def test_a_controller_slower_than_the_tick_limit_is_refused_not_stepped_for_ever
     with pytest.raises(ValueError, match='rate_hz must be >= 0.1 Hz at timestep 0.001 s'):
         loop.tick_growth(rate_hz=1e-6, kp=1.0, kv=1.0, inertia=1.0)
     with pytest.raises(ValueError, match='at most 10,000 physics steps per tick'):
-        where_pd_runs.growth_scan([1e-300])
+        critical_rate.growth_scan([1e-300])
     with pytest.raises(ValueError, match='rate_hz must be'):
         loop.tick_pattern(1e-200, 1e-200)
 
@@ -740,12 +740,12 @@ def test_pd_controller_refuses_joints_models_and_data_of_the_wrong_kind():
     m = mujoco.MjModel.from_xml_string(PD_XML)
     for joint in (1.5, None, math.nan):
         with pytest.raises(ValueError, match='joint must be a joint name or a whole-number id'):
-            hold.PDController(m, [joint])
+            pd_controller.PDController(m, [joint])
     with pytest.raises(TypeError, match='joints must be a sequence'):
-        hold.PDController(m, 'driven')
+        pd_controller.PDController(m, 'driven')
     with pytest.raises(TypeError, match='model must be a mujoco.MjModel'):
-        hold.PDController(None, ['driven'])
-    pd_ = hold.PDController(m, ['driven'])
+        pd_controller.PDController(None, ['driven'])
+    pd_ = pd_controller.PDController(m, ['driven'])
     with pytest.raises(TypeError, match='data must be a mujoco.MjData'):
         pd_.write(None, [loop.JointCommand()])
 
@@ -768,18 +768,18 @@ def test_hold_params_and_hold_responses_name_what_is_wrong():
 def test_replay_config_refuses_a_word_for_contacts_instead_of_turning_them_on():
     """Was: contacts='no' was truthy, so the replay ran with contacts on; fps 0 raised ZeroDivisionError."""
     with pytest.raises(ValueError, match='contacts must be True or False'):
-        sysid.ReplayConfig(contacts='no')
+        arm_replay.ReplayConfig(contacts='no')
     with pytest.raises(ValueError, match='fps must be'):
-        sysid.ReplayConfig().substeps(0)
+        arm_replay.ReplayConfig().substeps(0)
 
 
 def test_to_radians_checks_the_table_against_its_joint_names():
     """Was: a (3, 4) table for six joints an IndexError, duplicate joint names silently took the first."""
     with pytest.raises(ValueError, match='values must have one column per joint'):
-        sysid.to_radians(np.zeros((3, 4)), sysid.JOINTS)
+        arm_replay.to_radians(np.zeros((3, 4)), so101.JOINTS)
     with pytest.raises(ValueError, match='joints must name each joint once'):
-        sysid.to_radians(np.zeros((3, 7)), sysid.JOINTS + ('gripper',))
-    assert sysid.to_radians(np.zeros(6), sysid.JOINTS).shape == (1, 6)  # one frame still works
+        arm_replay.to_radians(np.zeros((3, 7)), so101.JOINTS + ('gripper',))
+    assert arm_replay.to_radians(np.zeros(6), so101.JOINTS).shape == (1, 6)  # one frame still works
 
 
 def test_replay_refuses_a_nan_command_instead_of_replaying_ctrl_zero():
@@ -787,29 +787,29 @@ def test_replay_refuses_a_nan_command_instead_of_replaying_ctrl_zero():
     action = EPISODE.action.copy()
     action[3, 1] = math.nan
     with pytest.raises(ValueError, match='episode 0 action must be finite'):
-        sysid.replay([sysid.MENAGERIE], [dataclasses.replace(EPISODE, action=action)])
+        arm_replay.replay([arm_replay.MENAGERIE], [dataclasses.replace(EPISODE, action=action)])
 
 
 def test_replay_refuses_runs_beyond_the_step_limits_instead_of_hanging():
     """Was: timestep 1e-7 took 47 s for half a second of recording; fps 1e-9 a 122 TiB MemoryError; a 2000 x 2000
     kp x damping map ran for ever."""
     with pytest.raises(ValueError, match='a replay must take at most 1,000,000 physics steps'):
-        sysid.replay([sysid.MENAGERIE], [EPISODE], config=sysid.ReplayConfig(timestep=1e-7))
+        arm_replay.replay([arm_replay.MENAGERIE], [EPISODE], config=arm_replay.ReplayConfig(timestep=1e-7))
     with pytest.raises(ValueError, match='fps must be >='):
-        sysid.replay([sysid.MENAGERIE], [dataclasses.replace(EPISODE, fps=1e-9)])
+        arm_replay.replay([arm_replay.MENAGERIE], [dataclasses.replace(EPISODE, fps=1e-9)])
     with pytest.raises(ValueError, match='servos x episodes must take at most'):
-        sysid.replay([sysid.MENAGERIE] * 11_000, [EPISODE], config=sysid.ReplayConfig(timestep=1e-4))
+        arm_replay.replay([arm_replay.MENAGERIE] * 11_000, [EPISODE], config=arm_replay.ReplayConfig(timestep=1e-4))
     with pytest.raises(ValueError, match='kps x dampings must be at most 10,000 cells'):
-        servo_sysid.kp_damping_map([EPISODE], sysid.MENAGERIE, range(1, 2000), range(1, 2000))
+        servo_sysid.kp_damping_map([EPISODE], arm_replay.MENAGERIE, range(1, 2000), range(1, 2000))
 
 
 def test_replay_and_fit_name_arguments_of_the_wrong_kind():
     """Was: AttributeError for a servo or episode of another type or config None, 'need at least one array' for a
     fit on no episode, 'min() arg is an empty sequence' for no start, a reshape error for x of 2 numbers."""
     with pytest.raises(TypeError, match=r'servos\[0\] must be an ArmServo'):
-        sysid.replay([1], [EPISODE])
+        arm_replay.replay([1], [EPISODE])
     with pytest.raises(TypeError, match='config must be a ReplayConfig'):
-        sysid.replay([sysid.MENAGERIE], [EPISODE], config=None)
+        arm_replay.replay([arm_replay.MENAGERIE], [EPISODE], config=None)
     with pytest.raises(ValueError, match='episodes must hold at least one episode'):
         sysid.fit_servo([], max_iter=1, progress=False)
     with pytest.raises(ValueError, match='starts must map at least one name'):
@@ -933,7 +933,7 @@ def test_cli_turns_a_corrupted_dataset_into_one_error_line(recording, monkeypatc
 import functools  # noqa: E402
 import xml.etree.ElementTree as ElementTree  # noqa: E402
 
-from physai.experiments import identify, outputs  # noqa: E402
+from physai.cli import fit_request, identify, outputs  # noqa: E402
 
 GENERATED_FPS = (10.0, 15.0, 29.97, 30.0, 50.0, 60.0)
 KINDS = ('clean', 'info fps', 'stamped fps', 'glitch', 'wrap', 'spike', 'timestamp twice', 'reversed', 'dropped',
@@ -1093,8 +1093,8 @@ def test_a_generated_recording_loads_as_written_or_is_refused_naming_the_bad_epi
 def _tiny_identification():
     """A real Identification, cheap (3 synthetic episodes of 3 s, fits capped at 10 iterations), for the command's
     runs below: the fit itself is not what they test, everything around it is."""
-    data = sysid.synthetic_dataset(nepisode=3, seconds=3.0)
-    fit, held = identify.select_episodes(data)
+    data = arm_replay.synthetic_dataset(nepisode=3, seconds=3.0)
+    fit, held = fit_request.select_episodes(data)
     return identify.identify(data, fit, held, progress=False, max_iter=10)
 
 

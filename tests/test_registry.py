@@ -46,21 +46,22 @@ def test_a_table_with_a_missing_key_or_a_bad_column_names_what_is_wrong():
 
 
 def test_the_registry_imports_every_module_that_registers_an_experiment():
-    """PROVIDERS, the modules the registry imports on first look-up, are exactly the modules of physai.experiments
-    that register an experiment (a new chapter's module must be added there, or its tables would be missing from
-    ``python -m physai list``); and importing them registers every experiment the command line names."""
+    """PROVIDERS, the modules the registry imports on first look-up, are exactly the modules of physai that register an
+    experiment (a new chapter's module, or a module split in two, must be listed there, or its tables would be missing
+    from ``python -m physai list``); and the experiments the command line names come from exactly those modules."""
     import ast
     import pathlib
 
-    package = pathlib.Path(registry.__file__).parent
+    root = pathlib.Path(registry.__file__).parents[1]
     registering = set()
-    for path in sorted(package.glob('*.py')):
-        if path.stem == 'registry':
+    for path in sorted(root.rglob('*.py')):
+        if path.name == 'registry.py':
             continue
         tree = ast.parse(path.read_text(encoding='utf-8'))
         calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
                  and (getattr(node.func, 'id', None) == 'experiment' or getattr(node.func, 'attr', None) == 'experiment')]
         if calls:
-            registering.add(f'physai.experiments.{path.stem}')
+            registering.add('.'.join(('physai',) + path.relative_to(root).with_suffix('').parts))
     assert set(registry.PROVIDERS) == registering and len(registry.PROVIDERS) == len(registering)
-    assert len(registry.names()) >= len(registering)
+    registered_by = {registry.get(name).func.__module__ for name in registry.names()}
+    assert registered_by == registering

@@ -37,8 +37,8 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # tests/recordings.py when run as a script
 import recordings  # noqa: E402
 from physai.__main__ import main  # noqa: E402
-from physai.engine import datasets, hold, mj, pendulum, so101, sysid  # noqa: E402
-from physai.experiments import identify  # noqa: E402
+from physai.engine import arm_replay, datasets, mj, pd_controller, pendulum, so101  # noqa: E402
+from physai.cli import fit_request, identify  # noqa: E402
 from physai.experiments.registry import format_table  # noqa: E402
 from physai.interface import servo_sysid_panels  # noqa: E402
 from physai.laws import drives, loop, sim  # noqa: E402
@@ -136,7 +136,7 @@ _PD_XML = ('<mujoco><worldbody><body><joint name="hinge" axis="0 1 0"/><geom siz
 
 def _controller(joints=('hinge',), data='own', commands='one'):
     m = mujoco.MjModel.from_xml_string(_PD_XML)
-    pd_ = hold.PDController(m, joints)
+    pd_ = pd_controller.PDController(m, joints)
     d = {'own': lambda: mujoco.MjData(m), 'twin': lambda: mujoco.MjData(mujoco.MjModel.from_xml_string(_PD_XML)),
          'empty': lambda: mujoco.MjData(mujoco.MjModel.from_xml_string('<mujoco/>'))}[data]() \
         if isinstance(data, str) else data
@@ -151,30 +151,30 @@ def _controller(joints=('hinge',), data='own', commands='one'):
 
 @functools.cache
 def _episode():
-    return sysid.synthetic_dataset(nepisode=1, seconds=1.0)[0]
+    return arm_replay.synthetic_dataset(nepisode=1, seconds=1.0)[0]
 
 
 def _panel(episode='ok', base='ok', joints=servo_sysid_panels.PANEL_JOINTS):
     episode = _episode() if episode == 'ok' else episode
-    base = sysid.MENAGERIE if base == 'ok' else base
+    base = arm_replay.MENAGERIE if base == 'ok' else base
     servo_sysid_panels.sysid_panel(episode, base, joints=joints)
     return 'correct'
 
 
 def _select(episodes=None, heldout=None):
-    data = sysid.synthetic_dataset(nepisode=4, seconds=2.5)
-    fit, held = identify.select_episodes(data, episodes, heldout)
-    identify.check_lengths(fit, held)
+    data = arm_replay.synthetic_dataset(nepisode=4, seconds=2.5)
+    fit, held = fit_request.select_episodes(data, episodes, heldout)
+    fit_request.check_lengths(fit, held)
     _must(not {e.index for e in fit} & {e.index for e in held} and len(fit) >= 2 and held, 'a split that overlaps')
     return 'correct'
 
 
 def _cost(max_iter=50, cut=None):
-    data = sysid.synthetic_dataset(nepisode=3, seconds=2.5)
-    fit, held = identify.select_episodes(data)
+    data = arm_replay.synthetic_dataset(nepisode=3, seconds=2.5)
+    fit, held = fit_request.select_episodes(data)
     if cut is not None:
-        fit, held = identify.first_frames(fit, cut), identify.first_frames(held, cut)
-    cost = identify.fit_cost(fit, held, max_iter=max_iter)
+        fit, held = fit_request.first_frames(fit, cut), fit_request.first_frames(held, cut)
+    cost = fit_request.fit_cost(fit, held, max_iter=max_iter)
     _must(cost['frame_replays'] > 0 and cost['batch_bytes'] > 0, 'a cost of nothing')
     return 'correct'
 
@@ -319,8 +319,8 @@ def recording_cases() -> dict:
 
 @functools.cache
 def _tiny():
-    data = sysid.synthetic_dataset(nepisode=3, seconds=3.0)
-    fit, held = identify.select_episodes(data)
+    data = arm_replay.synthetic_dataset(nepisode=3, seconds=3.0)
+    fit, held = fit_request.select_episodes(data)
     return identify.identify(data, fit, held, progress=False, max_iter=10)
 
 

@@ -10,12 +10,12 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai.engine import perturb, sysid
+from physai.engine import arm_replay, perturb, sysid
 from physai.experiments import registry, servo_sysid
 from physai.laws import robust
 from physai.__main__ import main
 from physai.engine.datasets import Episode, load_lerobot, shipped_recording
-from physai.engine.sysid import ArmServo, ReplayConfig
+from physai.engine.arm_replay import ArmServo, ReplayConfig
 from physai.engine.so101 import ARM_JOINTS, JOINTS
 from physai.experiments.servo_sysid import DampingValley, EnsembleScore
 
@@ -123,8 +123,8 @@ def test_a_smooth_replays_ensemble_is_the_plain_replay(synthetic_episode, soft):
     """Starts 0 to 7e-9 rad apart: a smooth replay's runs agree far inside CHAOS_DEG, and run 0 is the plain one."""
     ep = synthetic_episode()
     score = servo_sysid.ensemble_score(soft, [ep])
-    plain = sysid.replay([soft], [ep])[0][0]
-    assert len(score.runs) == len(sysid.ENSEMBLE_OFFSETS) and not score.chaotic and not score.diverged
+    plain = arm_replay.replay([soft], [ep])[0][0]
+    assert len(score.runs) == len(arm_replay.ENSEMBLE_OFFSETS) and not score.chaotic and not score.diverged
     np.testing.assert_array_equal(score.runs[0][0].sim_deg, plain.sim_deg)
     assert score.figure == pytest.approx(plain.mae_deg, abs=1e-6)
     np.testing.assert_allclose(score.joint_mae_deg, plain.joint_mae_deg, atol=1e-6)
@@ -139,7 +139,7 @@ def test_break_it_rows_carry_the_table_and_the_ensembles(synthetic_episode, soft
         assert r['fitted_mae_deg'] == r['fitted'].shown and r['menagerie_mae_deg'] == r['menagerie'].shown
         assert r['fitted_elbow_deg'] == r['fitted'].joint_mae_deg[ELBOW]
         assert r['diverged'] == 'no'
-    assert rows[0]['menagerie'].runs[0][0].servo == sysid.MENAGERIE
+    assert rows[0]['menagerie'].runs[0][0].servo == arm_replay.MENAGERIE
     with pytest.raises(ValueError, match=r"variants\['bad'\] must be a ReplayConfig"):
         servo_sysid.break_it(soft, [ep], variants={'bad': 'Euler'})
     with pytest.raises(ValueError, match='episodes must hold at least one episode'):
@@ -153,7 +153,7 @@ def chapter():
     """The chapter's recording, held-out episode and fitted servo (the fit takes a minute)."""
     data = load_lerobot(REAL)
     fit_eps, heldout = servo_sysid.split(data)
-    fitted = sysid.fit_servo(fit_eps, starts={'therobotstudio': sysid.THEROBOTSTUDIO}, progress=False).servo
+    fitted = sysid.fit_servo(fit_eps, starts={'therobotstudio': arm_replay.THEROBOTSTUDIO}, progress=False).servo
     return data, heldout, fitted
 
 
@@ -170,7 +170,7 @@ def _shown_valley(v: DampingValley, fitted: ArmServo) -> dict:
     """The valley's figures as the chapter prints them."""
     kp, damping, mae = v.best
     return dict(best=f'{kp:.2f} {damping:.3f} {mae:.3f}',
-                menagerie=f'{v.at(sysid.MENAGERIE.kp, sysid.MENAGERIE.damping):.2f}',
+                menagerie=f'{v.at(arm_replay.MENAGERIE.kp, arm_replay.MENAGERIE.damping):.2f}',
                 soft=f'{v.at(v.kps[0], fitted.damping):.2f}', cliff=f'{v.cliff_damping:.2f}',
                 rows=[f"{r['kp']:.2f} {r['best_damping']:.3f} {r['lag_ms']:.0f} {r['mae_deg']:.3f}"
                       for r in v.rows()])
@@ -195,7 +195,7 @@ def test_the_error_valley_follows_the_fitted_lag_until_the_damping_caps_it(chapt
     errors = [r['mae_deg'] for r in stiffer]
     assert errors == sorted(errors) and errors[0] == best
     assert valley.at(valley.kps[0], fitted.damping) > 5 * best                          # too soft: sags, trails
-    assert valley.at(sysid.MENAGERIE.kp, sysid.MENAGERIE.damping) > 2 * best          # too stiff: a teleport
+    assert valley.at(arm_replay.MENAGERIE.kp, arm_replay.MENAGERIE.damping) > 2 * best          # too stiff: a teleport
 
 
 @pytest.mark.slow
@@ -210,11 +210,11 @@ def test_past_the_cliff_the_joint_damping_caps_the_speed_below_the_real_arms(cha
     past = valley.dampings >= cliff
     assert past.any() and np.all(valley.best_per_damping[past] > servo_sysid.CLIFF_FACTOR * valley.best[2])
     assert cliff > max(r['best_damping'] for r in valley.rows())
-    real = np.concatenate([servo_sysid.frame_speeds_deg(e.state[:, sysid.arm_columns(e.joints)], data.fps)
+    real = np.concatenate([servo_sysid.frame_speeds_deg(e.state[:, arm_replay.arm_columns(e.joints)], data.fps)
                            for e in fit_eps])
     assert np.mean(real > servo_sysid.saturated_speed_deg(fitted, damping=cliff)) > 0.01
     assert servo_sysid.saturated_speed_deg(fitted) > real.max()
-    rep = sysid.replay([fitted], heldout)[0][0]
+    rep = arm_replay.replay([fitted], heldout)[0][0]
     sim_peak = servo_sysid.frame_speeds_deg(rep.sim_deg, data.fps).max()
     assert sim_peak < real.max() < servo_sysid.saturated_speed_deg(fitted)
 
@@ -265,7 +265,7 @@ def test_break_it_contacts_worsen_both_and_the_limit_stands_in_for_the_arms_own_
     assert contacts['menagerie'].figure > plain['menagerie'].figure
     assert free['fitted_elbow_deg'] > plain['fitted_elbow_deg']
     rest = free['fitted'].runs[0][0]
-    limit = math.degrees(sysid.slim_arm().jnt_range[JOINTS.index('elbow_flex')][1])
+    limit = math.degrees(arm_replay.slim_arm().jnt_range[JOINTS.index('elbow_flex')][1])
     real_rest, sim_rest = rest.real_deg[-1, ELBOW], rest.sim_deg[-1, ELBOW]
     assert limit < real_rest < limit + 5      # the model's limit stops the elbow a few degrees early
     assert sim_rest > real_rest + 2           # without it the soft elbow sags on past the real one
@@ -299,7 +299,7 @@ def test_kp_damping_map_is_one_replay_per_cell(synthetic_episode, soft):
     ep = synthetic_episode(20)
     grid = servo_sysid.kp_damping_map([ep], soft, [10.0, 100.0], [0.1, 1.0, 3.0])
     assert grid.shape == (2, 3)
-    one = sysid.replay([dataclasses.replace(soft, kp=100.0, damping=3.0)], [ep])[0][0]
+    one = arm_replay.replay([dataclasses.replace(soft, kp=100.0, damping=3.0)], [ep])[0][0]
     assert grid[1, 2] == one.mae_deg
 
 
@@ -309,8 +309,8 @@ def test_hold_sag_of_a_stiff_servo_is_near_zero():
     action = np.tile(np.array([0.0, -20.0, 40.0, 30.0, 0.0, 10.0]), (60, 1))
     ep = Episode(index=0, fps=30.0, joints=JOINTS, action=action, state=action.copy(), timestamp=t)
     assert servo_sysid.held_frames(action[:, :5]).sum() == 60 - 6
-    stiff, _ = servo_sysid.hold_sag_deg(sysid.replay([sysid.MENAGERIE], [ep])[0][0])
-    soft, real = servo_sysid.hold_sag_deg(sysid.replay([ArmServo(
+    stiff, _ = servo_sysid.hold_sag_deg(arm_replay.replay([arm_replay.MENAGERIE], [ep])[0][0])
+    soft, real = servo_sysid.hold_sag_deg(arm_replay.replay([ArmServo(
         kp=3.0, kv=0.3, forcerange=3.0, damping=0.3, frictionloss=0.0, armature=0.03)], [ep])[0][0])
     assert np.all(np.abs(stiff) < 0.05)
     assert np.max(np.abs(soft)) > 1.0
@@ -328,7 +328,7 @@ def test_contacts_off_because_the_collision_boxes_overlap_when_folded(real):
 
 @needs_real
 def test_the_real_elbow_folds_past_the_model_range(real):
-    elbow = sysid.slim_arm().jnt_range[JOINTS.index('elbow_flex')]
+    elbow = arm_replay.slim_arm().jnt_range[JOINTS.index('elbow_flex')]
     reached = max(np.deg2rad(ep.state[:, 2]).max() for ep in real)
     assert reached > elbow[1]
 
@@ -376,7 +376,7 @@ def test_sysid_table_claims(sysid_rows):
         assert rows['fitted']['heldout_mae_deg'] < rows[name]['heldout_mae_deg']
         assert rows['fitted']['fit_mae_deg'] < rows[name]['fit_mae_deg']
     assert 50 < result.servo.lag_ms < 200   # a lag of about 0.1 s, a few frames at 30 fps
-    assert result.servo.kp < sysid.THEROBOTSTUDIO.kp < sysid.MENAGERIE.kp
+    assert result.servo.kp < arm_replay.THEROBOTSTUDIO.kp < arm_replay.MENAGERIE.kp
 
 
 @pytest.mark.slow
@@ -431,7 +431,7 @@ def test_the_stiff_start_amplifies_last_bits_and_the_soft_one_does_not(real, mon
         fit = sysid.fit_servo(fit_eps, starts={'start': start}, max_iter=6, progress=False)
         return fit.starts[0].objectives
 
-    for start, grows in ((sysid.MENAGERIE, True), (sysid.THEROBOTSTUDIO, False)):
+    for start, grows in ((arm_replay.MENAGERIE, True), (arm_replay.THEROBOTSTUDIO, False)):
         plain, nudged = objectives(start, '0'), objectives(start, '1e-12')
         moved = np.abs(plain - nudged) / plain
         assert moved[1] < 1e-10
@@ -449,15 +449,15 @@ def test_menagerie_at_one_step_per_frame_is_chaotic_and_the_fitted_servo_is_not(
     _, heldout = servo_sysid.split(real)
     for integrator in ('Euler', 'implicitfast'):
         config = ReplayConfig(integrator=integrator, timestep=1 / 30)
-        men = robust.ensemble(r[0].mae_deg for r in sysid.replay_ensemble(sysid.MENAGERIE, heldout, config=config))
+        men = robust.ensemble(r[0].mae_deg for r in arm_replay.replay_ensemble(arm_replay.MENAGERIE, heldout, config=config))
         assert 0.01 < men.high - men.low < 1.0
         assert robust.round_sig(men.median, 1) == 3 and 2.5 < men.low and men.high < 3.5
-        fit = robust.ensemble(r[0].mae_deg for r in sysid.replay_ensemble(result.servo, heldout, config=config))
+        fit = robust.ensemble(r[0].mae_deg for r in arm_replay.replay_ensemble(result.servo, heldout, config=config))
         assert fit.high - fit.low < 1e-6
     for contacts in (False, True):
         config = ReplayConfig(contacts=contacts)
-        for servo in (result.servo, sysid.MENAGERIE):
-            runs = robust.ensemble(r[0].mae_deg for r in sysid.replay_ensemble(servo, heldout, config=config))
+        for servo in (result.servo, arm_replay.MENAGERIE):
+            runs = robust.ensemble(r[0].mae_deg for r in arm_replay.replay_ensemble(servo, heldout, config=config))
             assert runs.high - runs.low < 1e-6
 
 
@@ -486,19 +486,19 @@ def test_leave_one_out_scores_with_the_replay_config_of_the_fit(monkeypatch, sof
     """The config passed for the fit is the one the left-out episode is scored with."""
     monkeypatch.setattr(servo_sysid, 'fit_servos', lambda folds, **kw: [sysid.FitResult(
         servo=soft, starts=(), evaluations=0, seconds=0.0) for _ in folds])
-    ds = sysid.synthetic_dataset(nepisode=2, seconds=1.0)
+    ds = arm_replay.synthetic_dataset(nepisode=2, seconds=1.0)
     coarse = ReplayConfig(integrator='Euler', timestep=1 / 30)
     rows = servo_sysid.leave_one_out(ds, config=coarse)
     for row, ep in zip(rows, ds):
-        assert row['heldout_mae_deg'] == sysid.replay([soft], [ep], config=coarse)[0][0].mae_deg
-        assert row['heldout_mae_deg'] != sysid.replay([soft], [ep])[0][0].mae_deg
+        assert row['heldout_mae_deg'] == arm_replay.replay([soft], [ep], config=coarse)[0][0].mae_deg
+        assert row['heldout_mae_deg'] != arm_replay.replay([soft], [ep])[0][0].mae_deg
 
 
 @needs_real
 def test_command_line_json_rows(monkeypatch, capsys):
 
     monkeypatch.setattr(servo_sysid, 'fit_servo', lambda eps, **kw: sysid.FitResult(
-        servo=sysid.PUBLISHED_FIT, starts=(), evaluations=0, seconds=0.0))
+        servo=arm_replay.PUBLISHED_FIT, starts=(), evaluations=0, seconds=0.0))
     assert main(['sysid', '--json']) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r['model'] for r in rows] == list(servo_sysid.MODELS)
@@ -516,22 +516,22 @@ def test_missing_dataset_is_a_clear_error(monkeypatch, tmp_path):
 def test_break_it_contacts_on_worsens_and_only_the_clamp_saves_a_stiff_servo_at_one_step_per_frame(real):
     """Contacts on push the folded arm apart; Menagerie at 33 ms under Euler diverges without its clamp."""
     _, heldout = servo_sysid.split(real)
-    servo = sysid.PUBLISHED_FIT
-    off, on = (sysid.replay([servo], heldout, config=ReplayConfig(contacts=c))[0][0] for c in (False, True))
+    servo = arm_replay.PUBLISHED_FIT
+    off, on = (arm_replay.replay([servo], heldout, config=ReplayConfig(contacts=c))[0][0] for c in (False, True))
     assert on.mae_deg > 1.3 * off.mae_deg
     coarse = ReplayConfig(integrator='Euler', timestep=1 / 30)
-    clamped, unclamped = (row[0] for row in sysid.replay(
-        [sysid.MENAGERIE, dataclasses.replace(sysid.MENAGERIE, forcerange=1e6)], heldout, config=coarse))
+    clamped, unclamped = (row[0] for row in arm_replay.replay(
+        [arm_replay.MENAGERIE, dataclasses.replace(arm_replay.MENAGERIE, forcerange=1e6)], heldout, config=coarse))
     assert not clamped.diverged and unclamped.diverged
 
 
 def test_leave_one_out_fits_on_the_others_and_scores_the_one_left_out():
-    ds = sysid.synthetic_dataset(nepisode=3, seconds=1.5)
+    ds = arm_replay.synthetic_dataset(nepisode=3, seconds=1.5)
     rows = servo_sysid.leave_one_out(ds, max_iter=1, progress=False,
-                               starts={'therobotstudio': sysid.THEROBOTSTUDIO})
+                               starts={'therobotstudio': arm_replay.THEROBOTSTUDIO})
     assert [r['heldout'] for r in rows] == [0, 1, 2]
     for r in rows:
-        assert set(sysid.PARAMS) <= set(r) and r['heldout_mae_deg'] >= 0 and r['lag_ms'] > 0
+        assert set(arm_replay.PARAMS) <= set(r) and r['heldout_mae_deg'] >= 0 and r['lag_ms'] > 0
 
 
 def test_leave_one_out_scores_a_known_fold_and_fits_only_the_others(monkeypatch, soft):
@@ -540,14 +540,14 @@ def test_leave_one_out_scores_a_known_fold_and_fits_only_the_others(monkeypatch,
 
     def fake_fit_servos(folds, **kw):
         fitted_sets.append([[e.index for e in fold] for fold in folds])
-        return [sysid.FitResult(servo=sysid.THEROBOTSTUDIO, starts=(), evaluations=0, seconds=0.0) for _ in folds]
+        return [sysid.FitResult(servo=arm_replay.THEROBOTSTUDIO, starts=(), evaluations=0, seconds=0.0) for _ in folds]
     monkeypatch.setattr(servo_sysid, 'fit_servos', fake_fit_servos)
-    ds = sysid.synthetic_dataset(nepisode=3, seconds=1.0)
+    ds = arm_replay.synthetic_dataset(nepisode=3, seconds=1.0)
     rows = servo_sysid.leave_one_out(ds, known={2: soft})
     assert fitted_sets == [[[1, 2], [0, 2]]]  # folds leaving out 0 and 1; the one leaving out 2 is known
     assert [r['heldout'] for r in rows] == [0, 1, 2]
-    assert rows[2]['kp'] == soft.kp and rows[0]['kp'] == sysid.THEROBOTSTUDIO.kp
-    assert rows[2]['heldout_mae_deg'] == sysid.replay([soft], [ds.episodes[2]])[0][0].mae_deg
+    assert rows[2]['kp'] == soft.kp and rows[0]['kp'] == arm_replay.THEROBOTSTUDIO.kp
+    assert rows[2]['heldout_mae_deg'] == arm_replay.replay([soft], [ds.episodes[2]])[0][0].mae_deg
     with pytest.raises(ValueError, match=r'known must map episode indices of the dataset \(\[0, 1, 2\]\)'):
         servo_sysid.leave_one_out(ds, known={7: soft})
 
@@ -557,12 +557,12 @@ def test_a_replay_that_rattles_is_called_chattering_not_stable(real):
     """kp 30000 without armature at 20 ms under Euler stays bounded but flips every frame: the panel must not
     call that stable. The fitted servo tracks the recording smoothly."""
     _, heldout = servo_sysid.split(real)
-    stiff = dataclasses.replace(sysid.MENAGERIE, kp=30000.0, armature=0.0)
-    config = sysid.ReplayConfig(timestep=0.02, integrator='Euler')
-    rattling = sysid.replay([stiff], heldout, config=config)[0][0]
-    assert not rattling.diverged and rattling.chatters and rattling.chatter_deg > 3 * sysid.CHATTER_DEG
-    soft = sysid.ArmServo(kp=7.96, kv=0.733, forcerange=1.16, damping=0.135, frictionloss=0.156, armature=0.0341)
-    smooth = sysid.replay([soft], heldout)[0][0]
+    stiff = dataclasses.replace(arm_replay.MENAGERIE, kp=30000.0, armature=0.0)
+    config = arm_replay.ReplayConfig(timestep=0.02, integrator='Euler')
+    rattling = arm_replay.replay([stiff], heldout, config=config)[0][0]
+    assert not rattling.diverged and rattling.chatters and rattling.chatter_deg > 3 * arm_replay.CHATTER_DEG
+    soft = arm_replay.ArmServo(kp=7.96, kv=0.733, forcerange=1.16, damping=0.135, frictionloss=0.156, armature=0.0341)
+    smooth = arm_replay.replay([soft], heldout)[0][0]
     assert not smooth.chatters and smooth.chatter_deg < 0.1
 
 
@@ -571,10 +571,10 @@ def test_a_replay_that_rattles_is_called_chattering_not_stable(real):
 def test_leave_one_out_scores_menagerie_on_the_same_left_out_episode(monkeypatch, soft):
     monkeypatch.setattr(servo_sysid, 'fit_servos', lambda folds, **kw: [sysid.FitResult(
         servo=soft, starts=(), evaluations=0, seconds=0.0) for _ in folds])
-    ds = sysid.synthetic_dataset(nepisode=2, seconds=1.0)
+    ds = arm_replay.synthetic_dataset(nepisode=2, seconds=1.0)
     rows = servo_sysid.leave_one_out(ds)
     for row, ep in zip(rows, ds):
-        assert row['menagerie_heldout_mae_deg'] == sysid.replay([sysid.MENAGERIE], [ep])[0][0].mae_deg
+        assert row['menagerie_heldout_mae_deg'] == arm_replay.replay([arm_replay.MENAGERIE], [ep])[0][0].mae_deg
     s = servo_sysid.fold_summary(rows)
     assert s['folds'] == 2
     assert s['fitted_deg'] == pytest.approx(np.mean([r['heldout_mae_deg'] for r in rows]))
@@ -607,7 +607,7 @@ def test_ridge_costs_are_the_fit_objective_and_shifted_commands_are_scored_apart
         r = sysid.residuals(x, [ep])
         assert row['cost'] == pytest.approx(0.5 * np.sum(r**2), rel=1e-6)
         shifted = servo_sysid.shift_commands([ep], off)
-        assert row['mae_deg_shifted'] == pytest.approx(sysid.replay([s], shifted)[0][0].mae_deg, rel=1e-12)
+        assert row['mae_deg_shifted'] == pytest.approx(arm_replay.replay([s], shifted)[0][0].mae_deg, rel=1e-12)
     assert servo_sysid.ridge_bottom(rows)['kp'] in kps
 
 
@@ -615,7 +615,7 @@ def test_shifting_the_commands_moves_the_arm_columns_only(synthetic_episode):
     synthetic_episode = synthetic_episode()
     off = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
     (moved,) = servo_sysid.shift_commands([synthetic_episode], off)
-    cols = sysid.arm_columns(synthetic_episode.joints)
+    cols = arm_replay.arm_columns(synthetic_episode.joints)
     np.testing.assert_allclose(synthetic_episode.action[:, cols] - moved.action[:, cols], np.tile(off, (moved.nframe, 1)))
     np.testing.assert_array_equal(moved.state, synthetic_episode.state)
     with pytest.raises(ValueError, match='offsets_deg must be 5 finite'):
@@ -626,7 +626,7 @@ def test_static_offsets_are_command_minus_joint_in_the_held_poses(synthetic_epis
     """A recording whose joints sit a fixed offset away from commands that hold still shows exactly that offset."""
     off = np.array([0.5, -2.0, 3.0, 0.0, 1.0])
     ep = synthetic_episode()
-    cols = sysid.arm_columns(ep.joints)
+    cols = arm_replay.arm_columns(ep.joints)
     action = np.tile(ep.action[:1], (ep.nframe, 1))   # a pose held throughout
     state = action.copy()
     state[:, cols] -= off
@@ -643,7 +643,7 @@ def test_contacts_on_pin_the_folded_elbow_and_wrist_at_the_force_limit_and_shove
     contacts off."""
     holds = servo_sysid.collision_hold(real.episodes[servo_sysid.COLLISION_EPISODE])
     rows = {r['joint']: r for r in servo_sysid.collision_rows(holds)}
-    limit = sysid.MENAGERIE.forcerange
+    limit = arm_replay.MENAGERIE.forcerange
     assert rows['elbow_flex']['force_on'] == pytest.approx(limit) and rows['wrist_flex']['force_on'] == pytest.approx(limit)
     assert all(abs(r['force_off']) < 0.5 * limit for r in rows.values())
     assert 10 < abs(rows['wrist_flex']['moved_on_deg']) < 15
@@ -674,10 +674,10 @@ def test_with_the_static_offsets_off_the_ridge_bottom_moves_to_a_stiffer_kp(real
 @needs_real
 def test_the_fit_on_commands_without_the_static_offsets_is_much_stiffer_at_the_same_lag(real):
     fit_eps, _ = servo_sysid.split(real)
-    fitted = sysid.fit_servo(fit_eps, starts={'therobotstudio': sysid.THEROBOTSTUDIO}, progress=False).servo
+    fitted = sysid.fit_servo(fit_eps, starts={'therobotstudio': arm_replay.THEROBOTSTUDIO}, progress=False).servo
     off = servo_sysid.static_offsets_deg(fit_eps)
     stiff = sysid.fit_servo(servo_sysid.shift_commands(fit_eps, off),
-                             starts={'therobotstudio': sysid.THEROBOTSTUDIO}, progress=False).servo
+                             starts={'therobotstudio': arm_replay.THEROBOTSTUDIO}, progress=False).servo
     assert stiff.kp > 5 * fitted.kp
     assert stiff.lag_ms == pytest.approx(fitted.lag_ms, rel=0.02)
     assert robust.round_sig(stiff.kp, 1) == 60
@@ -686,7 +686,7 @@ def test_the_fit_on_commands_without_the_static_offsets_is_much_stiffer_at_the_s
 @pytest.mark.slow
 @needs_real
 def test_leave_one_out_headline_fitted_beats_menagerie_on_every_fold(real):
-    rows = servo_sysid.leave_one_out(real, starts={'published-fit': sysid.PUBLISHED_FIT}, progress=False)
+    rows = servo_sysid.leave_one_out(real, starts={'published-fit': arm_replay.PUBLISHED_FIT}, progress=False)
     s = servo_sysid.fold_summary(rows)
     assert all(r['heldout_mae_deg'] < 0.6 * r['menagerie_heldout_mae_deg'] for r in rows)
     assert 2 < s['ratio'] < 3

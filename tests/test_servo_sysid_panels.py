@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from physai.engine import sysid
+from physai.engine import arm_replay
 from physai.experiments import servo_sysid
 from physai.interface import servo_sysid_panels, web, web_arm
 
@@ -51,7 +51,7 @@ def test_first_view_redraws_in_a_browser_without_a_kernel(panel_page, synthetic_
 def test_the_panel_calls_a_rattling_replay_chattering(real):
     """At kp 30000, armature 0, 20 ms and Euler the panel once said 'stable' while the joints chattered ±20°."""
     _, heldout = servo_sysid.split(real)
-    panel = servo_sysid_panels.sysid_panel(heldout[0], sysid.MENAGERIE)
+    panel = servo_sysid_panels.sysid_panel(heldout[0], arm_replay.MENAGERIE)
     panel.update(kp=30000.0, armature=0.0, timestep=0.02, integrator='Euler')
     assert panel.error is None
     assert panel.state['status'].get_text().startswith('chatters')
@@ -90,7 +90,7 @@ def test_panel_legends_sit_off_the_data_and_only_animated_artists_move(synthetic
     assert panel.state['status'].get_text().startswith(('stable', 'chatters', 'diverged'))
 
 
-CHAPTER_LIKE_FIT = sysid.ArmServo(kp=7.96, kv=0.733, forcerange=1.16, damping=0.135, frictionloss=0.156,
+CHAPTER_LIKE_FIT = arm_replay.ArmServo(kp=7.96, kv=0.733, forcerange=1.16, damping=0.135, frictionloss=0.156,
                                   armature=0.0341)
 """A servo like chapter 4's fit of the shipped recording: with its friction and clamp, a stiff kp makes the
 replay chaotic (at kp 1000 a last-bit change of the start moves the arm by degrees)."""
@@ -114,16 +114,16 @@ def test_a_chaotic_first_view_frame_stores_its_verdict_and_survives_a_nudge(real
 
 def test_the_panel_refuses_a_wrong_servo_or_episode_by_name():
     """Each once ended in an AttributeError when the panel first drew."""
-    episode = sysid.synthetic_dataset(nepisode=1, seconds=1.0)[0]
+    episode = arm_replay.synthetic_dataset(nepisode=1, seconds=1.0)[0]
     with pytest.raises(TypeError, match="base must be an ArmServo .*got 'x'"):
         servo_sysid_panels.sysid_panel(episode, 'x')
     with pytest.raises(TypeError, match="episode must be an Episode .*got 'x'"):
-        servo_sysid_panels.sysid_panel('x', sysid.MENAGERIE)
+        servo_sysid_panels.sysid_panel('x', arm_replay.MENAGERIE)
     with pytest.raises(ValueError, match="joints must be arm joints"):
-        servo_sysid_panels.sysid_panel(episode, sysid.MENAGERIE, joints=('gripper',))
+        servo_sysid_panels.sysid_panel(episode, arm_replay.MENAGERIE, joints=('gripper',))
     with pytest.raises(ValueError, match="joints must hold each item once"):
-        servo_sysid_panels.sysid_panel(episode, sysid.MENAGERIE, joints=('elbow_flex', 'elbow_flex'))
+        servo_sysid_panels.sysid_panel(episode, arm_replay.MENAGERIE, joints=('elbow_flex', 'elbow_flex'))
     one = dataclasses.replace(episode, action=episode.action[:1], state=episode.state[:1],
                               timestamp=episode.timestamp[:1])
     with pytest.raises(ValueError, match='episode must hold at least 2 frames'):
-        servo_sysid_panels.sysid_panel(one, sysid.MENAGERIE)
+        servo_sysid_panels.sysid_panel(one, arm_replay.MENAGERIE)

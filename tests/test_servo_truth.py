@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from physai.engine import servo_models, sysid
+from physai.engine import arm_replay, servo_models, sysid
 from physai.engine.datasets import shipped_recording
 from physai.engine.servo_models import JointModel
 from physai.experiments import servo_sysid, servo_truth
 from physai.laws import servo_gain
 
-SOFT = sysid.ArmServo(kp=8.0, kv=0.7, forcerange=1.2, damping=0.15, frictionloss=0.15, armature=0.034)
+SOFT = arm_replay.ArmServo(kp=8.0, kv=0.7, forcerange=1.2, damping=0.15, frictionloss=0.15, armature=0.034)
 
 
 def test_every_published_set_names_its_source_assumption_and_completion():
@@ -69,7 +69,7 @@ def _fold(heldout: int, train: tuple[int, ...], best_shift: int, spring: JointMo
 
 
 def test_the_truth_table_scores_each_model_on_each_held_out_episode_and_shifts_the_teleport_per_fold():
-    data = sysid.synthetic_dataset(nepisode=3, seconds=2.0)
+    data = arm_replay.synthetic_dataset(nepisode=3, seconds=2.0)
     folds = [_fold(e.index, tuple(x.index for x in data.episodes if x is not e), shift, JointModel.uniform(SOFT))
              for e, shift in zip(data.episodes, (2, 3, 4))]
     rows = {r['model']: r for r in servo_truth.truth_table(data, folds)}
@@ -78,7 +78,7 @@ def test_the_truth_table_scores_each_model_on_each_held_out_episode_and_shifts_t
     assert shift['loo_deg'] == pytest.approx(np.mean(held)) and shift['vs_shift'] == 1.0
     assert shift['vs_shift_min'] == shift['vs_shift_max'] == 1.0
     assert shift['heldout_deg'] == pytest.approx(held[-1])
-    men = sysid.replay([sysid.MENAGERIE], list(data.episodes))[0]
+    men = arm_replay.replay([arm_replay.MENAGERIE], list(data.episodes))[0]
     assert rows['Menagerie']['loo_deg'] == pytest.approx(np.mean([r.mae_deg for r in men]))
     per_fold = [r.mae_deg / h for r, h in zip(men, held)]  # each fold over its own shifted teleport
     assert rows['Menagerie']['vs_shift_min'] == pytest.approx(min(per_fold))
@@ -96,7 +96,7 @@ def test_the_truth_table_scores_each_model_on_each_held_out_episode_and_shifts_t
 def test_a_folds_fit_does_not_depend_on_the_episode_it_leaves_out():
     """Leave-one-out without leakage: scramble one episode's recording, and the fold that leaves it out fits the same
     servo, bit for bit (its start, TheRobotStudio's gains, has seen no data); the folds that train on it move."""
-    data = sysid.synthetic_dataset(nepisode=3, seconds=3.0)
+    data = arm_replay.synthetic_dataset(nepisode=3, seconds=3.0)
     first = servo_truth.compare_structures(data, rivals=(), max_iter=20)
     e = data.episodes[1]
     scrambled = dataclasses.replace(e, state=e.state + np.linspace(0, 8, e.nframe)[:, None],
@@ -118,10 +118,10 @@ def test_the_rivals_end_soft_from_a_stiff_start_too():
     the same training cost."""
     data, _ = servo_sysid.find_dataset(None)
     fit_eps = list(data.episodes[:3])
-    spring = sysid.fit_servo(fit_eps, starts={'therobotstudio': sysid.THEROBOTSTUDIO}, progress=False).servo
+    spring = sysid.fit_servo(fit_eps, starts={'therobotstudio': arm_replay.THEROBOTSTUDIO}, progress=False).servo
     offsets = tuple(servo_sysid.static_offsets_deg(fit_eps))
     stiff = dataclasses.replace(spring, kp=60.0, kv=60.0 * spring.lag_ms / 1e3 - spring.damping)
-    h = 1.0 / (data.fps * sysid.ReplayConfig().substeps(data.fps))
+    h = 1.0 / (data.fps * arm_replay.ReplayConfig().substeps(data.fps))
     problems = [
         (servo_models.SPRING_DELAY, fit_eps, JointModel.uniform(spring, delay=h)),
         (servo_models.SPRING_DELAY, fit_eps, JointModel.uniform(stiff, delay=3 / data.fps)),
@@ -142,7 +142,7 @@ def chapter():
     fold that leaves out episode 3, the other folds and the rival structures fitted fold by fold, the truth table."""
     data, _ = servo_sysid.find_dataset(None)
     fit_eps, heldout = servo_sysid.split(data)
-    fitted = sysid.fit_servo(fit_eps, starts={'therobotstudio': sysid.THEROBOTSTUDIO}, progress=False).servo
+    fitted = sysid.fit_servo(fit_eps, starts={'therobotstudio': arm_replay.THEROBOTSTUDIO}, progress=False).servo
     folds = servo_truth.compare_structures(data, known={heldout[0].index: fitted})
     rows = {r['model']: r for r in servo_truth.truth_table(data, folds)}
     return data, fitted, folds, rows
@@ -154,7 +154,7 @@ def test_the_recording_prefers_the_soft_spring_and_no_delay_and_small_offsets(ch
     """The structures as chapter 4 reads them: the delay stays at its one-step floor and changes the error by under 2 %
     in every fold; the offsets help in every fold (by 3 to 9 %), stay under a degree, and leave kp soft."""
     data, _, folds, _ = chapter
-    step = 1.0 / (data.fps * sysid.ReplayConfig().substeps(data.fps))
+    step = 1.0 / (data.fps * arm_replay.ReplayConfig().substeps(data.fps))
     spring, delay, offsets = (s.name for s in (servo_models.SPRING, servo_models.SPRING_DELAY,
                                                 servo_models.SPRING_OFFSETS))
     for f in folds:

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from physai.experiments import position_actuators
+from physai.experiments import servo_panel
 from physai.laws import stability
 from physai.engine.link import LINK_INERTIA, ServoParams, step_responses
 from physai.laws.sim import semi_implicit_euler, step_growth
@@ -48,8 +48,8 @@ def test_mujoco_diverges_beyond_the_growth_bound_and_not_inside_it(integrator):
             params.append(ServoParams(kp=kp, armature=armature, timestep=h,
                                       integrator=integrator))
             expected.append(diverges)
-    responses = step_responses(params, duration=position_actuators.STABILITY_STEPS * h)
-    assert [position_actuators.unstable(r, -0.5) for r in responses] == expected
+    responses = step_responses(params, duration=servo_panel.STABILITY_STEPS * h)
+    assert [servo_panel.unstable(r, -0.5) for r in responses] == expected
 
 
 def test_dampratio_bounds_are_two_plus_minus_two_sqrt_two():

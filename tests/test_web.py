@@ -23,8 +23,8 @@ import pytest
 
 from physai.engine import mj
 from physai.engine.link import LINK_XML, step_responses
-from physai.experiments import position_actuators
-from physai.experiments.position_actuators import panel_servo
+from physai.experiments import servo_panel
+from physai.experiments.servo_panel import panel_servo
 from physai.interface import plots, position_actuators_panels, web
 from browser import (ENGINE_JS, ROOT, drawn, engine_url, go_live, module, node, open_page, scratch_site,
                      serve, set_control, wait_built, wait_live)
@@ -219,7 +219,7 @@ def test_js_step_figures_and_words_equal_python_s_on_the_same_trajectories():
         assert j['words'] == plots.readout(r)
         for got, want in ((j['sag'], r.sag_deg), (j['rise'], r.rise_ms), (j['p2p'], r.p2p_deg)):
             assert (got is None) == (not math.isfinite(want)) and (got is None or got == pytest.approx(want, rel=1e-12))
-        assert j['diverged'] == r.diverged and j['unstable'] == position_actuators.unstable(r, -0.5)
+        assert j['diverged'] == r.diverged and j['unstable'] == servo_panel.unstable(r, -0.5)
         if math.isfinite(r.rise_ms):
             assert j['window'] == pytest.approx(list(r.rise_window), rel=1e-12)
         kinds.add(j['words'].split()[0])
@@ -286,11 +286,11 @@ def test_node_mujoco_runs_chapter_1_s_link_as_python_does():
           f'{len(AGREEMENT)} trajectories bit-identical, the rest within {worst:.1e} relative; {js["ms"]:.0f} ms in all')
     print('\n'.join(lines))
     assert identical >= 40
-    curve = position_actuators.servo_kp_curve(0.013, 0.0117, 'Euler')
+    curve = servo_panel.servo_kp_curve(0.013, 0.0117, 'Euler')
     for key, name in (('sagDeg', 'sag_deg'), ('riseMs', 'rise_ms')):
         np.testing.assert_allclose(np.array(js['curve'][key], dtype=float), curve[name], rtol=1e-9, equal_nan=True)
     assert js['curve']['bad'] == curve['diverged'].tolist()
-    stability = position_actuators.servo_stability(0.0117, 'Euler')['diverged']
+    stability = servo_panel.servo_stability(0.0117, 'Euler')['diverged']
     assert np.array_equal(np.array(js['map'], dtype=bool), stability) and stability.any() and not stability.all()
 
 
@@ -347,11 +347,11 @@ def test_first_view_draws_at_once_and_the_engine_loads_from_the_site_only_when_t
 def test_page_step_response_equals_python_mujoco_s_and_the_map_fills_in(site, browser):
     page, _, errors = open_live(browser, site + '/?servo-h=5&servo-integrator=Euler&servo-zeta=1&servo-kp=100')
     q = page.evaluate('() => Array.from(window.physaiPanels.servo.current.q)')
-    python = position_actuators.servo_step(100.0, 0.028, 0.005, 'Euler')
+    python = servo_panel.servo_step(100.0, 0.028, 0.005, 'Euler')
     np.testing.assert_allclose(q, python.q, rtol=TRAJECTORY_RTOL, atol=0)
     page.wait_for_function('() => document.getElementById("physai-panel-servo").dataset.mapDone', timeout=120000)
     cells = page.evaluate('() => window.physaiPanels.servo.background.map')
-    assert np.array_equal(np.array(cells, dtype=bool), position_actuators.servo_stability(0.005, 'Euler')['diverged'])
+    assert np.array_equal(np.array(cells, dtype=bool), servo_panel.servo_stability(0.005, 'Euler')['diverged'])
     assert errors == []
 
 

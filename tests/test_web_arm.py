@@ -25,7 +25,7 @@ import pytest
 
 from physai.engine import so101
 from physai.engine.hold import HoldParams, chatter_frequency, hold_responses, reference
-from physai.engine.sysid import ReplayConfig, replay
+from physai.engine.arm_replay import ReplayConfig, replay
 from physai.experiments.servo_sysid import hold_sag_deg
 from physai.experiments.where_pd_runs import growth_curve, worst_growth
 from physai.interface import servo_sysid_panels, web, web_arm, where_pd_runs_panels
@@ -330,10 +330,10 @@ REPLAY_MAE_TOL_DEG = 1e-6
 
 @functools.cache
 def held_out():
-    from physai.engine import sysid
+    from physai.engine import arm_replay
     from physai.experiments import servo_sysid
     data, _ = servo_sysid.find_dataset(None, download=False)
-    return servo_sysid.split(data)[1][0], sysid.PUBLISHED_FIT
+    return servo_sysid.split(data)[1][0], arm_replay.PUBLISHED_FIT
 
 
 @functools.cache
@@ -345,7 +345,7 @@ def sysid_constants() -> dict:
 def python_replay(servo: dict) -> dict:
     """Python MuJoCo's replay of the held-out episode for a servo named as the panel names it."""
     episode, _ = held_out()
-    from physai.engine.sysid import ArmServo
+    from physai.engine.arm_replay import ArmServo
     fields = ('kp', 'kv', 'forcerange', 'damping', 'frictionloss', 'armature')
     rep = replay([ArmServo(**{f: servo[f] for f in fields})], [episode],
                  config=ReplayConfig(timestep=servo['timestep'], integrator=servo['integrator']), nthread=1)[0][0]

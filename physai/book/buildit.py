@@ -1,8 +1,9 @@
 """Build it, for real: the learner writes the Build-it functions of every chapter, each checked against MuJoCo.
 
 Every "Build it" step names one or two functions of physai (chapter 1 :mod:`physai.laws.sim`, chapter 2
-:mod:`physai.laws.drives`, chapter 3 :mod:`physai.laws.loop` and :mod:`physai.engine.hold`, chapter 4
-:mod:`physai.engine.sysid`; see :data:`CHAPTERS`).
+:mod:`physai.laws.drives`, chapter 3 :mod:`physai.laws.loop` and :mod:`physai.engine.pd_controller`, chapter 4
+:mod:`physai.engine.arm_replay` and :mod:`physai.engine.sysid`; see :data:`CHAPTERS`). Their cases and what each is
+checked against are :mod:`physai.book.buildit_cases`.
 For each, this module gives
 
 - :func:`stub`: the source of a cell to complete, the reference's signature and docstring (the equation is in it)
@@ -33,19 +34,17 @@ import builtins
 import dataclasses
 import dis
 import inspect
-import math
 import sys
 import textwrap
 import types
 from collections.abc import Callable
 
-import mujoco
 import numpy as np
 
-from physai.engine import hold, so101, sysid
+from physai.engine import arm_replay, pd_controller, sysid
 from physai.laws import drives, loop, sim
-from physai.engine.datasets import Episode
-from physai.engine.link import LINK_INERTIA, LINK_XML, TAU_G
+from physai.book import buildit_cases
+from physai.book.buildit_cases import Case
 
 
 CHAPTERS = {
@@ -63,8 +62,8 @@ solution: it is the book's plumbing around ``mj_step`` (buffers, warnings), not 
 FUNCTIONS = tuple(name for names in CHAPTERS.values() for name in names)
 """Every function a Build it has the reader write, chapter by chapter."""
 
-_MODULES = {**dict.fromkeys(CHAPTERS[1], sim), **dict.fromkeys(CHAPTERS[2], drives),
-            **dict.fromkeys(CHAPTERS[3], loop), **dict.fromkeys(CHAPTERS[4], sysid), 'write': hold.PDController}
+_MODULES = {**dict.fromkeys(CHAPTERS[1], sim), **dict.fromkeys(CHAPTERS[2], drives), **dict.fromkeys(CHAPTERS[3], loop),
+            'write': pd_controller.PDController, 'to_radians': arm_replay, 'residuals': sysid}
 
 
 class BuildItError(AssertionError):
@@ -92,10 +91,11 @@ _STUB_EXTRA = {
     'mit_torque': "from physai.laws.drives import pd_torque  # chapter 2's PD law\n"
                   'from physai.laws.loop import JointCommand\n',
     'zoh_step': "from physai.laws.sim import semi_implicit_euler  # chapter 1's step\n",
-    'write': 'from physai.engine.hold import PDController\nfrom physai.laws.loop import JointCommand, mit_torque\n',
+    'write': 'from physai.engine.pd_controller import PDController\nfrom physai.laws.loop import JointCommand, mit_torque\n',
     'to_radians': "from physai.engine.so101 import ARM_JOINTS, JOINTS, load_so101  # joint order; the model's ranges\n",
     'residuals': ('from physai.engine.datasets import Episode\n'
-                  'from physai.engine.sysid import PARAMS, ReplayConfig, from_log, replay\n'),
+                  'from physai.engine.arm_replay import PARAMS, ReplayConfig, replay\n'
+                  'from physai.engine.sysid import from_log\n'),
 }
 """Names a stub's signature or docstring uses beyond ``STUB_IMPORTS`` (physai's own, from earlier chapters)."""
 
@@ -134,7 +134,7 @@ def stub(name: str) -> str:
 
 def compared_with(name: str) -> str:
     """What :func:`check` compares ``name`` with, in a few words: ``'MuJoCo'`` or ``"physai's reference"``."""
-    return "physai's reference" if _known(name) in _AGAINST_REFERENCE else 'MuJoCo'
+    return "physai's reference" if _known(name) in buildit_cases.AGAINST_REFERENCE else 'MuJoCo'
 
 
 def solution(name: str) -> str:
@@ -235,7 +235,7 @@ def check(function: Callable, name: str | None = None, *, strict: bool = False, 
         say: prints the sentence.
     """
     name = name or function.__name__
-    cases, compare = _CHECKS[_known(name)]()
+    cases, compare = buildit_cases.CHECKS[_known(name)]()
     for dependency, theirs in _learners_dependencies(function, name):
         found = check(theirs, dependency, say=lambda line: None)
         if found.cases == 0 and not found.passed:
@@ -246,7 +246,7 @@ def check(function: Callable, name: str | None = None, *, strict: bool = False, 
             return _report(Result(name, False, 0, f'{name} calls your {dependency}, which does not pass its own check '
                                   f'yet ({found.message}) Fix {dependency} first, run its cell, then this check '
                                   'again.'), say, strict)
-    call = _CALLS.get(name, lambda f, case: f(*case.args, **case.kwargs))
+    call = buildit_cases.CALLS.get(name, lambda f, case: f(*case.args, **case.kwargs))
     for k, case in enumerate(cases, 1):
         shown = _shown(name, case)
         try:
@@ -269,7 +269,7 @@ def check(function: Callable, name: str | None = None, *, strict: bool = False, 
         if problem:
             return _report(Result(name, False, k, f'{name}{shown}: {problem}'), say, strict)
     return _report(Result(name, True, len(cases), f'{name} passes: all {len(cases)} cases agree with '
-                          f'{_ORACLE[name]}.'), say, strict)
+                          f'{buildit_cases.ORACLE[name]}.'), say, strict)
 
 
 def _learners_dependencies(function, name: str) -> list[tuple[str, Callable]]:
@@ -316,23 +316,12 @@ def reference(name: str) -> Callable:
     return getattr(_MODULES[_known(name)], name)
 
 
-@dataclasses.dataclass(frozen=True)
-class _Case:
-    args: tuple
-    kwargs: dict
-    expected: object
-
-
-def _case(expected, *args, **kwargs) -> _Case:
-    return _Case(args, kwargs, expected)
-
-
 _ARGUMENTS = {'write': ('backend', 'integrator', 'gear', 'feedforward', 'command')}
 """The names a case's positional arguments are shown with, where they are not the reference's parameters (``write``
 runs on a controller built from these)."""
 
 
-def _shown(name: str, case: _Case) -> str:
+def _shown(name: str, case: Case) -> str:
     """A case's inputs as the message shows them, each with its name: ``(kp=0.05, tau_g=0.2943)``."""
     names = _ARGUMENTS.get(name) or [p for p in inspect.signature(reference(name)).parameters if p != 'self']
     shown = [f'{n}={_fmt(v)}' for n, v in zip(names, case.args)] + [f'{k}={_fmt(v)}' for k, v in case.kwargs.items()]
@@ -351,487 +340,3 @@ def _fmt(value) -> str:
     if isinstance(value, (list, tuple)) and value and all(hasattr(v, 'nframe') for v in value):  # episodes
         return '[' + ', '.join(f'episode {v.index} ({v.nframe} frames)' for v in value) + ']'
     return repr(value)
-
-
-def _close(tol: float, unit: str = '', what: str = 'the result', where: Callable | None = None
-           ) -> Callable[[_Case, object], str | None]:
-    """Compare with ``case.expected`` to ``tol`` (relative to 1 + |expected|), NaN equal to NaN.
-
-    ``what`` names the returned quantity in the message (``q``, ``tau_min``); ``where(case, index)`` says what an
-    entry of an array result is (``after step 12``), or the message gives its index.
-    """
-    def compare(case: _Case, got) -> str | None:
-        expected = np.asarray(case.expected, dtype=float)
-        try:
-            value = np.asarray(got, dtype=float)
-        except (TypeError, ValueError):
-            return f'expected {what} = {_show(expected)}{unit}, got {got!r}'
-        if value.shape != expected.shape:
-            return f'expected {what} of shape {expected.shape}, got shape {value.shape} ({_show(value)})'
-        both_nan = np.isnan(expected) & np.isnan(value)
-        bad = ~both_nan & ~(np.abs(value - expected) <= tol * (1 + np.abs(expected)))
-        if np.any(bad):
-            if expected.ndim:
-                i = int(np.flatnonzero(bad)[0])
-                index = i if expected.ndim == 1 else tuple(int(k) for k in np.unravel_index(i, expected.shape))
-                entry = f'{what}[{index if expected.ndim == 1 else ", ".join(map(str, index))}]'
-                context = f' ({where(case, index)})' if where else ''
-                return (f'{entry}{context}: expected {expected.flat[i]:.10g}{unit}, got {value.flat[i]:.10g} '
-                        f'({int(bad.sum())} of {bad.size} values differ)')
-            return f'expected {what} = {float(expected):.10g}{unit}, got {float(value):.10g}'
-        return None
-    return compare
-
-
-def _show(value: np.ndarray) -> str:
-    if not np.ndim(value):
-        return f'{float(value):.10g}'
-    return np.array2string(np.asarray(value), precision=6, threshold=12, edgeitems=3).replace('\n', '')
-
-
-# --- the cases and their oracles ---------------------------------------------------------------------------------
-
-_ACTUATORS_XML = """
-<mujoco>
-  <option timestep="0.002"/>
-  <worldbody>
-    <body><joint name="a" type="hinge" axis="0 1 0"/><geom size="0.05" mass="1"/></body>
-    <body pos="1 0 0"><joint name="b" type="hinge" axis="0 1 0"/><geom size="0.05" mass="1"/></body>
-    <body pos="2 0 0"><joint name="c" type="hinge" axis="0 1 0"/><geom size="0.05" mass="1"/></body>
-    <body pos="3 0 0"><joint name="d" type="hinge" axis="0 1 0"/><geom size="0.05" mass="1"/></body>
-  </worldbody>
-  <actuator>
-    <motor joint="a" gear="3"/>
-    <position joint="b" kp="40" kv="2" forcerange="-5 5" gear="2"/>
-    <velocity joint="c" kv="0.7"/>
-    <general joint="d" gaintype="fixed" gainprm="6" biastype="affine" biasprm="1.5 -8 -0.4" forcerange="-4 3"/>
-  </actuator>
-</mujoco>
-"""
-
-
-def _actuator_force_cases():
-    m = mujoco.MjModel.from_xml_string(_ACTUATORS_XML)
-    d = mujoco.MjData(m)
-    rng = np.random.default_rng(0)
-    cases = []
-    for _ in range(8):
-        d.qpos[:] = rng.uniform(-1, 1, m.nq)
-        d.qvel[:] = rng.uniform(-3, 3, m.nv)
-        d.ctrl[:] = rng.uniform(-1, 1, m.nu)
-        mujoco.mj_forward(m, d)
-        for i in range(m.nu):
-            gear = m.actuator_gear[i, 0]
-            forcerange = list(m.actuator_forcerange[i]) if m.actuator_forcelimited[i] else None
-            # MuJoCo's joint torque is gear × force: the expected force is qfrc_actuator / gear
-            cases.append(_case(d.qfrc_actuator[i] / gear, float(d.ctrl[i]), float(gear * d.qpos[i]),
-                               float(gear * d.qvel[i]), [float(x) for x in m.actuator_gainprm[i, :3]],
-                               [float(x) for x in m.actuator_biasprm[i, :3]],
-                               None if forcerange is None else [float(x) for x in forcerange]))
-    return cases, _close(1e-9, ' N·m', 'force')
-
-
-def _kv_cases():
-    cases = []
-    for kp, zeta, armature in [(10.0, 1.0, 0.0), (100.0, 0.5, 0.01), (998.22, 1.0, 0.028), (3.0, 2.0, 0.2)]:
-        xml = LINK_XML.replace('armature="0.028"', f'armature="{armature}"').replace(
-            'kp="1" kv="0"', f'kp="{kp}" dampratio="{zeta}"')
-        m = mujoco.MjModel.from_xml_string(xml)
-        # MuJoCo's resolved kv, and the inertia it used: the joint's diagonal of the mass matrix at qpos0
-        cases.append(_case(-m.actuator_biasprm[0, 2], kp, zeta, float(m.dof_M0[0])))
-    return cases, _close(1e-9, ' N·m·s/rad', 'kv')
-
-
-def _euler_cases():
-    def spring(q, v):
-        return -400.0 * q - 3.0 * v
-
-    def gravity(q, v):
-        return -9.81 * math.cos(q)
-    cases = []
-    for q, v, accel, h, c in [(0.1, 0.0, spring, 0.005, 0.0), (-0.3, 1.5, spring, 0.002, 20.0),
-                              (0.5, -2.0, gravity, 0.01, 0.0), (1.0, 0.25, gravity, 0.001, 5.0)]:
-        cases.append(_case(sim.semi_implicit_euler(q, v, accel, h, c), q, v, accel, h, c))
-    return cases, _pair(("q'", "v'"), 1e-12, (' rad', ' rad/s'))
-
-
-def _loop_cases():
-    cases = []
-    # (kp, armature, h, nstep, q0, u, damping): a soft and a stiff servo, a short step, then a command and joint
-    # damping (both in the law, both easy to leave out)
-    for kp, armature, h, nstep, q0, u, damping in [(30.0, 0.028, 0.005, 200, -0.5, 0.0, 0.0),
-                                                   (1000.0, 0.028, 0.005, 100, -0.5, 0.0, 0.0),
-                                                   (100.0, 0.002, 0.002, 300, 0.3, 0.0, 0.0),
-                                                   (50.0, 0.028, 0.005, 200, -0.5, 0.4, 0.3)]:
-        inertia = LINK_INERTIA + armature
-        kv = 2 * math.sqrt(kp * inertia)
-        m = mujoco.MjModel.from_xml_string(LINK_XML.replace('armature="0.028"', f'armature="{armature}"')
-                                           .replace('timestep="0.005"', f'timestep="{h}"'))
-        m.actuator_gainprm[0, 0] = kp
-        m.actuator_biasprm[0, :3] = (0.0, -kp, -kv)
-        m.dof_damping[0] = damping
-        d = mujoco.MjData(m)
-        d.qpos[0], d.ctrl[0] = q0, u
-        q = [q0]
-        for _ in range(nstep):
-            mujoco.mj_step(m, d)
-            q.append(float(d.qpos[0]))
-        extra = dict(u=u, damping=damping) if u or damping else {}
-        cases.append(_case(np.array(q), kp, kv, inertia, TAU_G, h, nstep, q0=q0, **extra))
-    return cases, _close(1e-9, ' rad', 'q', lambda case, i: f'after step {i}')
-
-
-def _sag_cases():
-    # kp below tau_g first: there the sag is tens of degrees and Newton's step from tau_g/kp leaves (0, π/2)
-    # unless it is kept in the bracket; then stiffer servos, and another link (another tau_g)
-    cases = [_case(None, kp, TAU_G) for kp in (0.05, 0.1, 0.2, 0.3, 1.0, 10.0, 100.0, 998.22)]
-    cases += [_case(None, 0.5, 1.2), _case(None, 40.0, 3.0)]
-
-    def compare(case, got):
-        kp, tau_g = case.args
-        expected = sim.servo_sag(kp, tau_g)
-        try:
-            e = float(got)
-        except (TypeError, ValueError):
-            return f'expected e = {expected:.10g} rad, got {got!r}'
-        if not 0 < e < math.pi / 2:
-            return f'expected e = {expected:.10g} rad, the one root in (0, π/2), got {e:.10g}'
-        # MuJoCo's static balance: the link held at q = -e with ctrl 0 and at rest must not accelerate (gravity
-        # scaled so that the horizontal link's torque is tau_g)
-        m = mujoco.MjModel.from_xml_string(LINK_XML)
-        m.opt.gravity[2] *= tau_g / TAU_G
-        m.actuator_gainprm[0, 0] = kp
-        m.actuator_biasprm[0, :3] = (0.0, -kp, 0.0)
-        d = mujoco.MjData(m)
-        d.qpos[0] = -e
-        mujoco.mj_forward(m, d)
-        residual = float(d.qfrc_actuator[0] - d.qfrc_bias[0])
-        if abs(residual) > 1e-9 * max(1.0, kp, tau_g):
-            return (f'expected e = {expected:.10g} rad, got {e:.10g}: there MuJoCo still has a net torque of '
-                    f'{residual:.3g} N·m on the link (spring minus gravity)')
-        return None
-    return cases, compare
-
-
-def _growth_cases():
-    cases = []
-    for h, w2, c, c_implicit in [(0.005, 400.0, 3.0, 0.0), (0.005, 4e4, 60.0, 60.0), (0.005, 4e4, 60.0, 0.0),
-                                 (0.002, 1e6, 0.0, 0.0)]:
-        cases.append(_case(sim.step_growth(sim.semi_implicit_euler, h, w2, c, c_implicit=c_implicit),
-                           sim.semi_implicit_euler, h, w2, c, c_implicit=c_implicit))
-    return cases, _close(1e-9, '', 'growth')
-
-
-# chapter 2 ------------------------------------------------------------------------------------------------------
-
-_PD_XML = """
-<mujoco>
-  <option timestep="0.002" gravity="0 0 0"/>
-  <worldbody>
-    <body><joint name="j" type="hinge" axis="0 1 0"/><geom size="0.05" mass="1"/></body>
-  </worldbody>
-  <actuator><general joint="j" gaintype="fixed" biastype="affine"/></actuator>
-</mujoco>
-"""
-
-
-def _mujoco_pd(q_target, q, v_target, v, kp, kv, tau_ff=0.0, max_effort=math.inf) -> float:
-    """MuJoCo's actuator_force of a <general> PD: gain kp on ctrl = q*, bias (kv·qd* + τ_ff, −kp, −kv)."""
-    m = mujoco.MjModel.from_xml_string(_PD_XML)
-    m.actuator_gainprm[0, 0] = kp
-    m.actuator_biasprm[0, :3] = (kv * v_target + tau_ff, -kp, -kv)
-    if math.isfinite(max_effort):
-        m.actuator_forcelimited[0] = 1
-        m.actuator_forcerange[0] = (-max_effort, max_effort)
-    d = mujoco.MjData(m)
-    d.qpos[0], d.qvel[0], d.ctrl[0] = q, v, q_target
-    mujoco.mj_forward(m, d)
-    return float(d.actuator_force[0])
-
-
-def _pd_torque_cases():
-    cases = []
-    for q_target, q, v_target, v, kp, kv, tau_ff in [(0.3, -0.5, 0.0, 0.0, 40.0, 0.8, 0.0),
-                                                      (0.3, 0.2, 0.0, 0.5, 40.0, 0.8, 0.1),
-                                                      (-1.0, 0.4, 2.0, -1.5, 998.22, 2.5, -0.7),
-                                                      (0.0, 0.0, 1.0, 0.0, 10.0, 3.0, 0.0)]:
-        cases.append(_case(_mujoco_pd(q_target, q, v_target, v, kp, kv, tau_ff), q_target, q, v_target, v, kp, kv,
-                           tau_ff=tau_ff))
-    # the law broadcasts: the same target against three states at once
-    q, v = np.array([-0.5, 0.0, 0.5]), np.array([1.0, 0.0, -2.0])
-    cases.append(_case(np.array([_mujoco_pd(0.25, qi, 0.0, vi, 40.0, 0.8) for qi, vi in zip(q, v)]),
-                       0.25, q, 0.0, v, 40.0, 0.8))
-    return cases, _close(1e-9, ' N·m', 'torque',
-                         lambda case, i: f'at q = {case.args[1][i]:.6g}, v = {case.args[3][i]:.6g}')
-
-
-def _pair(what: tuple[str, str], tol: float, unit: str | tuple[str, str], where: Callable | None = None):
-    """Compare a pair of results (numbers or arrays), naming which of the two differs (``unit``: one for both, or
-    one each)."""
-    units = (unit, unit) if isinstance(unit, str) else unit
-    def compare(case, got):
-        try:
-            first, second = got
-        except (TypeError, ValueError):
-            return f'expected a pair ({what[0]}, {what[1]}), got {got!r}'
-        for label, each, expected, value in zip(what, units, case.expected, (first, second)):
-            problem = _close(tol, each, label, where)(_Case(case.args, case.kwargs, expected), value)
-            if problem:
-                return problem
-        return None
-    return compare
-
-
-def _envelope_cases():
-    cases = []
-    v = np.array([-40.0, -10.0, -5.0, 0.0, 2.5, 5.0, 7.5, 10.0, 40.0])
-    for s, e, vmax in [(10.0, 6.0, 5.0), (3.0, 4.0, 8.0), (2.94, 2.94, 6.28)]:
-        kwargs = dict(saturation_effort=s, forcerange=e, velocity_limit=vmax)
-        cases.append(_case(drives.dc_motor_envelope(v, **kwargs), v, **kwargs))
-    cases.append(_case(drives.dc_motor_envelope(0.0, saturation_effort=10.0, forcerange=6.0, velocity_limit=5.0),
-                       0.0, saturation_effort=10.0, forcerange=6.0, velocity_limit=5.0))
-    return cases, _pair(('tau_min', 'tau_max'), 1e-12, ' N·m', lambda case, i: f'at v = {case.args[0][i]:.6g} rad/s')
-
-
-def _remotized_cases():
-    cases = []
-    q = np.array([-0.5, 0.0, math.pi / 4, math.pi / 2, 3.0])
-    for table in [((0.0, 6.0), (math.pi / 2, 3.5)), ((-1.0, 2.0), (0.0, 5.0), (1.0, 3.0))]:
-        table = tuple((float(a), float(b)) for a, b in table)
-        cases.append(_case(drives.remotized_limit(q, table), q, table))
-        cases.append(_case(float(drives.remotized_limit(2.0, table)), 2.0, table))
-    return cases, _close(1e-12, ' N·m', 'limit', lambda case, i: f'at q = {case.args[0][i]:.6g} rad')
-
-
-def _delay_cases():
-    commands = np.array([[1.0, 0.1, 0.5], [2.0, 0.2, 0.6], [3.0, 0.3, 0.7], [4.0, 0.4, 0.8], [5.0, 0.5, 0.9]])
-    cases = []
-    for delay in (0, 2, 1, 7):
-        expected = commands[[max(k - delay, 0) for k in range(len(commands))]]  # out[k] = commands[max(k - d, 0)]
-        cases.append(_case(expected, commands, delay))
-    cases.append(_case(np.array([1.0, 1.0, 1.0, 2.0]), np.array([1.0, 2.0, 3.0, 4.0]), 2))
-    return cases, _close(0.0, '', 'out', lambda case, i: f'the command of tick {i if np.ndim(i) == 0 else i[0]}')
-
-
-# chapter 3 ------------------------------------------------------------------------------------------------------
-
-def _mit_cases():
-    cases = []
-    for kwargs, q, qd in [(dict(position=0.3, stiffness=40.0, damping=0.8, effort=0.1, max_effort=5.0), 0.2, 0.5),
-                          (dict(position=0.3, stiffness=40.0, damping=0.8, effort=0.1, max_effort=5.0), -0.5, 0.0),
-                          (dict(position=-1.0, velocity=2.0, stiffness=10.0, damping=1.5, effort=-0.2,
-                                max_effort=3.0), 1.0, -4.0),
-                          (dict(position=0.5, velocity=-1.0, stiffness=100.0, damping=2.0), -0.5, 3.0)]:
-        command = loop.JointCommand(**kwargs)
-        expected = _mujoco_pd(command.position, q, command.velocity, qd, command.stiffness, command.damping,
-                              command.effort, command.max_effort)
-        cases.append(_case(expected, command, q, qd))
-    command = loop.JointCommand(position=0.3, stiffness=40.0, damping=0.8, effort=0.1, max_effort=5.0)
-    q, qd = np.array([-0.5, 0.0, 0.2, 0.3]), np.array([0.0, 1.0, 0.5, -20.0])
-    cases.append(_case(np.array([_mujoco_pd(0.3, qi, 0.0, vi, 40.0, 0.8, 0.1, 5.0) for qi, vi in zip(q, qd)]),
-                       command, q, qd))
-    return cases, _close(1e-9, ' N·m', 'torque',
-                         lambda case, i: f'at q = {case.args[1][i]:.6g}, qd = {case.args[2][i]:.6g}')
-
-
-_ZOH_XML = """
-<mujoco>
-  <option timestep="{h}" integrator="Euler" gravity="0 0 0"/>
-  <worldbody>
-    <body><joint name="j" type="hinge" axis="0 1 0" damping="{damping}"/>
-      <geom type="sphere" size="0.01" mass="1"/><inertial pos="0 0 0" mass="1" diaginertia="2 2 2"/></body>
-  </worldbody>
-</mujoco>
-"""
-
-
-def _mujoco_zoh(q, v, accel, h, substeps, c_joint) -> tuple[float, float]:
-    """MuJoCo's Euler (joint damping implicit) with I·accel(q, v) applied and held over each tick's steps."""
-    m = mujoco.MjModel.from_xml_string(_ZOH_XML.format(h=h, damping=c_joint * 2.0))
-    inertia = float(m.dof_M0[0])
-    d = mujoco.MjData(m)
-    d.qpos[0], d.qvel[0] = q, v
-    for n in substeps:
-        d.qfrc_applied[0] = inertia * accel(float(d.qpos[0]), float(d.qvel[0]))
-        for _ in range(n):
-            mujoco.mj_step(m, d)
-    return float(d.qpos[0]), float(d.qvel[0])
-
-
-def _zoh_cases():
-    def pd_40(q, v):
-        return -40.0 * q - 0.8 * v
-
-    def pd_stiff(q, v):
-        return -2.5e4 * q - 20.0 * v
-    cases = []
-    for q, v, accel, h, substeps, c_joint in [(0.5, 0.0, pd_40, 0.001, (1,), 0.0),
-                                              (0.5, 0.0, pd_40, 0.001, (5,), 0.0),
-                                              (0.1, -1.0, pd_stiff, 0.001, (3, 2), 0.0),
-                                              (-0.2, 0.4, pd_stiff, 0.001, (3, 2), 15.0),
-                                              (0.3, 2.0, pd_40, 0.005, (2, 2, 2), 4.0)]:
-        expected = _mujoco_zoh(q, v, accel, h, substeps, c_joint)
-        cases.append(_case(expected, q, v, accel, h, substeps=substeps, c_joint=c_joint))
-    return cases, _pair(("q'", "v'"), 1e-9, (' rad', ' rad/s'))
-
-
-_PD_LINK_XML = """
-<mujoco>
-  <option timestep="0.002" integrator="{integrator}"/>
-  <worldbody>
-    <body>
-      <joint name="hinge" type="hinge" axis="0 -1 0" damping="0.05" armature="0.01"/>
-      <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.01" mass="0.3"/>
-    </body>
-  </worldbody>
-  <actuator>{actuator}</actuator>
-</mujoco>
-"""
-
-_WRITE_STEPS = 300
-
-
-def _mujoco_servo(backend, integrator, gear, feedforward, command, motor_forcerange=math.inf) -> np.ndarray:
-    """qpos of every step of MuJoCo's own servo: a <general> PD (gain kp/g², bias (ff/g, −kp/g², −kv/g²), gear g,
-    forcerange ±min(max_effort, |g|·motor_forcerange)/|g| in-step, ctrl g·q*), the feed-forward in qfrc_applied when
-    it is not in the clamp (the motor's own forcerange does not clamp qfrc_applied, so in-loop it plays no part)."""
-    g, c = gear, command
-    kp, kv, ff = c.stiffness / g**2, c.damping / g**2, c.damping * c.velocity + c.effort
-    in_clamp = backend == 'in-loop' or feedforward == 'in-clamp'
-    effort = min(c.max_effort, abs(g) * motor_forcerange) if backend == 'in-step' else c.max_effort
-    limit = (f'forcelimited="true" forcerange="{-effort / abs(g)!r} {effort / abs(g)!r}"'
-             if math.isfinite(effort) else '')
-    actuator = (f'<general joint="hinge" gear="{g!r}" gaintype="fixed" biastype="affine" gainprm="{kp!r}" '
-                f'biasprm="{(ff / g if in_clamp else 0.0)!r} {-kp!r} {-kv!r}" {limit}/>')
-    m = mujoco.MjModel.from_xml_string(_PD_LINK_XML.format(integrator=integrator, actuator=actuator))
-    d = mujoco.MjData(m)
-    d.qpos[0] = -0.5
-    d.ctrl[0] = g * c.position
-    d.qfrc_applied[0] = 0.0 if in_clamp else ff
-    q = []
-    for _ in range(_WRITE_STEPS):
-        mujoco.mj_step(m, d)
-        q.append(float(d.qpos[0]))
-    return np.array(q)
-
-
-def _run_write(write, case) -> np.ndarray:
-    """The learner's write on a PDController driving a plain <motor> (with its own forcerange when the case gives
-    one), one tick per physics step: qpos per step."""
-    backend, integrator, gear, feedforward, command = case.args
-    cls = write if isinstance(write, type) else type('PDControllerWithYourWrite', (hold.PDController,),
-                                                         {'write': write})
-    limit = case.kwargs.get('motor_forcerange')
-    clamp = f' forcelimited="true" forcerange="{-limit!r} {limit!r}"' if limit is not None else ''
-    m = mujoco.MjModel.from_xml_string(_PD_LINK_XML.format(
-        integrator=integrator, actuator=f'<motor name="drive" joint="hinge" gear="{gear!r}"{clamp}/>'))
-    d = mujoco.MjData(m)
-    d.qpos[0] = -0.5
-    pd = cls(m, ['hinge'], backend=backend, feedforward=feedforward)
-    q = []
-    for _ in range(_WRITE_STEPS):
-        pd.write(d, [command])
-        mujoco.mj_step(m, d)
-        q.append(float(d.qpos[0]))
-    return np.array(q)
-
-
-def _write_cases():
-    JointCommand = loop.JointCommand
-    cases = []
-    for args in [('in-loop', 'Euler', 1.0, 'in-clamp', JointCommand(position=0.3, stiffness=40.0, damping=0.8,
-                                                                     effort=0.05, max_effort=5.0)),
-                 ('in-loop', 'Euler', 2.0, 'in-clamp', JointCommand(position=0.3, velocity=0.5, stiffness=40.0,
-                                                                     damping=0.8, max_effort=2.0)),
-                 ('in-step', 'implicitfast', 1.0, 'in-clamp', JointCommand(position=0.3, stiffness=40.0, damping=0.8)),
-                 ('in-step', 'RK4', 2.0, 'in-clamp', JointCommand(position=0.3, velocity=0.5, stiffness=40.0,
-                                                                   damping=0.8, effort=0.1, max_effort=2.0)),
-                 ('in-step', 'implicitfast', 1.0, 'applied', JointCommand(position=-0.2, velocity=0.2,
-                                                                           stiffness=100.0, damping=2.0, effort=0.3,
-                                                                           max_effort=3.0))]:
-        cases.append(_case(_mujoco_servo(*args), *args))
-    # the motor's own forcerange (1 N·m at gear 2: 2 N·m at the joint) is narrower than max_effort: it must win
-    args = ('in-step', 'implicitfast', 2.0, 'in-clamp', JointCommand(position=0.3, stiffness=40.0, damping=0.8,
-                                                                     effort=0.1, max_effort=5.0))
-    cases.append(_case(_mujoco_servo(*args, motor_forcerange=1.0), *args, motor_forcerange=1.0))
-    return cases, _close(1e-9, ' rad', 'qpos', lambda case, i: f'after step {i + 1}')
-
-
-# chapter 4 ------------------------------------------------------------------------------------------------------
-
-def _to_radians_cases():
-    joints = list(so101.JOINTS)
-    values = np.array([[0.0, 90.0, -45.0, 10.0, 180.0, 0.0], [12.5, -30.0, 60.0, -90.0, 5.0, 50.0],
-                       [-170.0, 1.0, 2.0, 3.0, 4.0, 100.0]])
-    shuffled = [joints[k] for k in (5, 2, 0, 4, 1, 3)]
-    cases = [_case(sysid.to_radians(values, joints), values, joints),
-             _case(sysid.to_radians(values[:, [joints.index(j) for j in shuffled]], shuffled),
-                   values[:, [joints.index(j) for j in shuffled]], shuffled),
-             _case(sysid.to_radians(values[:, :5], joints[:5]), values[:, :5], joints[:5]),
-             _case(sysid.to_radians(values[0], joints), values[0], joints)]
-    return cases, _close(1e-12, ' rad', 'q', lambda case, i: f'frame {i[0]}, joint {so101.JOINTS[i[1]]}')
-
-
-def _episode(index: int, nframe: int, seed: int):
-    """A short recording in the dataset's units: smooth commands, a state that trails them (degrees, 0..100)."""
-    rng = np.random.default_rng(seed)
-    t = np.arange(nframe) / 30.0
-    action = np.stack([a * np.sin(2 * np.pi * f * t + p) for a, f, p in rng.uniform((5, 0.3, 0), (30, 1.5, 6), (6, 3))],
-                      axis=1)
-    action[:, 5] = 50 + 0.5 * action[:, 5]  # the gripper's 0..100
-    state = np.vstack([action[:1], action[:-1]]) + rng.normal(0, 0.2, action.shape)
-    return Episode(index=index, fps=30.0, joints=tuple(so101.JOINTS), action=action, state=state, timestamp=t)
-
-
-def _residuals_cases():
-    x = sysid.to_log(sysid.MENAGERIE)
-    two = np.stack([x, x + np.array([0.3, -0.2, 0.1, 0.0, 0.2, -0.1])], axis=1)
-    one, other = [_episode(0, 24, 0)], [_episode(0, 24, 0), _episode(1, 31, 1)]
-    cases = []
-    for args, kwargs in [((x, one), {}), ((two, one), {}), ((x, other), {'decimate': 3}), ((two, other), {})]:
-        cases.append(_case(sysid.residuals(*args, **kwargs), *args, **kwargs))
-    return cases, _close(1e-9, ' deg/√nres', 'r', lambda case, i: f'residual {i[0]} of candidate {i[1]}')
-
-
-_CHECKS = {
-    'actuator_force': _actuator_force_cases,
-    'kv_from_dampratio': _kv_cases,
-    'semi_implicit_euler': _euler_cases,
-    'servo_loop': _loop_cases,
-    'servo_sag': _sag_cases,
-    'step_growth': _growth_cases,
-    'pd_torque': _pd_torque_cases,
-    'dc_motor_envelope': _envelope_cases,
-    'remotized_limit': _remotized_cases,
-    'delay_commands': _delay_cases,
-    'mit_torque': _mit_cases,
-    'zoh_step': _zoh_cases,
-    'write': _write_cases,
-    'to_radians': _to_radians_cases,
-    'residuals': _residuals_cases,
-}
-
-_CALLS = {'write': _run_write}
-"""How a check calls a learner's function when it is not ``function(*args, **kwargs)``."""
-
-_AGAINST_REFERENCE = ('semi_implicit_euler', 'step_growth', 'dc_motor_envelope', 'remotized_limit', 'delay_commands',
-                      'to_radians', 'residuals')
-"""Checked against physai's reference (or the docstring's formula), where MuJoCo has no single field for it."""
-
-_ORACLE = {
-    'actuator_force': "MuJoCo's qfrc_actuator / gear for a motor, a position and a velocity actuator",
-    'kv_from_dampratio': "the kv MuJoCo resolves from <position dampratio> when the model compiles",
-    'semi_implicit_euler': 'the reference step (physai.laws.sim, checked against mj_step in tests/test_sim.py)',
-    'servo_loop': "MuJoCo's mj_step on the book's link (implicitfast), every step",
-    'servo_sag': "MuJoCo's static balance: no net torque on the link held at the sag",
-    'step_growth': 'the reference growth (physai.laws.sim, checked against MuJoCo runs in the growth table)',
-    'pd_torque': "MuJoCo's actuator_force of a <general> PD (gain kp, bias kv·qd* + τ_ff, −kp, −kv)",
-    'dc_motor_envelope': 'the reference band (physai.laws.drives, tested in tests/test_drives.py)',
-    'remotized_limit': "the reference lookup (physai.laws.drives: np.interp, held at the table's ends)",
-    'delay_commands': 'out[k] = commands[max(k - delay, 0)], row by row',
-    'mit_torque': "MuJoCo's actuator_force of a <general> PD clamped by forcerange ±max_effort",
-    'zoh_step': "MuJoCo's Euler step (joint damping implicit) with the PD force held over each tick",
-    'write': "MuJoCo's own <general> PD servo (and <motor> in-loop under Euler), qpos at every step",
-    'to_radians': "the reference (physai.engine.sysid, the gripper's range read from the SO-101 model)",
-    'residuals': 'the reference (physai.engine.sysid.residuals on the same sysid.replay, a batch of MuJoCo runs)',
-}

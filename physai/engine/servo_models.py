@@ -1,6 +1,6 @@
 """Chapter 4's competing servo models of the SO-101: per-joint servos, a command delay, calibration offsets.
 
-:mod:`physai.engine.sysid` replays and fits one :class:`~physai.engine.sysid.ArmServo` shared by every joint. This
+:mod:`physai.engine.sysid` replays and fits one :class:`~physai.engine.arm_replay.ArmServo` shared by every joint. This
 module holds the more general servo the book compares it with, replayed on the same arm in the same way, and fitted
 with the same solver:
 
@@ -19,12 +19,12 @@ with the same solver:
     above zero is at least one physics step. The ctrlrange moves with ``c``, so the clamp acts on ``u - c``.
 
 :class:`Structure`
-    Which parameters a fit frees, and how: the six of ``sysid.PARAMS`` shared by every joint in log10 (as the
+    Which parameters a fit frees, and how: the six of ``arm_replay.PARAMS`` shared by every joint in log10 (as the
     chapter's fit), the delay in seconds, the offsets in degrees; the rest stay at the start's values. The chapter's
-    spring is ``Structure(free=sysid.PARAMS)``.
+    spring is ``Structure(free=arm_replay.PARAMS)``.
 
-:func:`replay` runs models on episodes in one ``mujoco.batch.Batch`` as ``sysid.replay`` does (the same start, the
-same substeps, the same score); with no delay, no offsets and one servo on every joint it gives ``sysid.replay``'s
+:func:`replay` runs models on episodes in one ``mujoco.batch.Batch`` as ``arm_replay.replay`` does (the same start, the
+same substeps, the same score); with no delay, no offsets and one servo on every joint it gives ``arm_replay.replay``'s
 bits (``tests/test_sysid.py``). :func:`fit` fits several structures on several sets of episodes side by side, each
 candidate replayed in the batch of the solvers' round (``sysid._Lockstep``).
 """
@@ -39,15 +39,15 @@ from collections.abc import Sequence
 import mujoco
 import numpy as np
 
-from physai.engine import mj, sysid
+from physai.engine import arm_replay, mj, sysid
 from physai.engine.datasets import Episode
 from physai.engine.so101 import ARM_JOINTS, JOINTS
-from physai.engine.sysid import ArmServo, Replay, ReplayConfig
+from physai.engine.arm_replay import ArmServo, Replay, ReplayConfig
 from physai.laws import checks, robust
 
 
-JOINT_PARAMS = sysid.PARAMS
-"""The six per-joint parameters, ``sysid.PARAMS`` order: kp, kv, forcerange, damping, frictionloss, armature."""
+JOINT_PARAMS = arm_replay.PARAMS
+"""The six per-joint parameters, ``arm_replay.PARAMS`` order: kp, kv, forcerange, damping, frictionloss, armature."""
 
 MAX_DELAY = 0.25
 """s: the longest command delay the replay holds (a fit's upper bound). The recording's teleport error is smallest at
@@ -144,7 +144,7 @@ def needs_history(models: Sequence[JointModel]) -> bool:
 
 def mj_model(model: JointModel, config: ReplayConfig = ReplayConfig(), *, fps: float = 30.0,
              history: bool | None = None) -> mujoco.MjModel:
-    """The slim SO-101 (``sysid.arm_model``'s arm) with ``model`` on its joints, set up for replay at ``fps``.
+    """The slim SO-101 (``arm_replay.arm_model``'s arm) with ``model`` on its joints, set up for replay at ``fps``.
 
     Args:
       history: give the actuators a ``ctrl`` history (default: when ``model`` has a delay). A model without a delay
@@ -161,7 +161,7 @@ def mj_model(model: JointModel, config: ReplayConfig = ReplayConfig(), *, fps: f
         raise ValueError(f'delay must be at most {(HISTORY_SAMPLES - 2) / (fps * substeps):g} s at {substeps} '
                          f'physics steps per frame (the history holds {HISTORY_SAMPLES} samples), got {model.delay!r}')
     base = _arm(config.contacts, samples)
-    m = sysid._servo_arm(base, model.joint(JOINTS[0]), config, fps)  # options, contacts, limits; a copy of base
+    m = arm_replay._servo_arm(base, model.joint(JOINTS[0]), config, fps)  # options, contacts, limits; a copy of base
     for i, name in enumerate(JOINTS):
         a, dof = m.actuator(name).id, m.joint(name).dofadr[0]
         c = math.radians(model.offsets_deg[ARM_JOINTS.index(name)]) if name in ARM_JOINTS else 0.0
@@ -181,22 +181,23 @@ def mj_model(model: JointModel, config: ReplayConfig = ReplayConfig(), *, fps: f
 def _arm(contacts: bool, history: int) -> mujoco.MjModel:
     if contacts and history:
         raise ValueError('a delay with contacts on is not needed by the book and not supported here')
-    return sysid.slim_arm() if contacts else sysid._bare_arm(history)
+    return arm_replay.slim_arm() if contacts else arm_replay._bare_arm(history)
 
 
 def replay(models: Sequence[JointModel], episodes: Sequence[Episode], *, config: ReplayConfig = ReplayConfig(),
            nthread: int = 0) -> list[list[Replay]]:
-    """Replay every episode with every model in one ``mujoco.batch.Batch``, as ``sysid.replay`` does for servos.
+    """Replay every episode with every model in one ``mujoco.batch.Batch``, as ``arm_replay.replay`` does for servos.
 
     Returns:
       ``result[i][j]``: model i on episode j (``Replay.servo`` holds the :class:`JointModel`).
     """
-    models, episodes = sysid._items('models', models, JointModel), sysid._items('episodes', episodes, Episode)
+    models = arm_replay.checked_items('models', models, JointModel)
+    episodes = arm_replay.checked_items('episodes', episodes, Episode)
     if not isinstance(config, ReplayConfig):
         raise TypeError(f'config must be a ReplayConfig, got {type(config).__name__}')
     if not models or not episodes:
         return [[] for _ in models]
-    steps = sysid._replay_steps(episodes, config)
+    steps = arm_replay.replay_steps(episodes, config)
     if steps * len(models) * len(episodes) > mj.MAX_TOTAL_STEPS:
         raise ValueError(f'models x episodes must take at most {mj.MAX_TOTAL_STEPS:,} physics steps in all, got '
                          f'{len(models)} x {len(episodes)} runs of {steps:,} steps')
@@ -215,8 +216,8 @@ def _runs(models: Sequence[JointModel], episodes: Sequence[Episode], config: Rep
     for m in models:
         if m not in compiled:
             compiled[m] = mj_model(m, config, fps=fps, history=history)
-    qpos, warned = sysid.rollout([compiled[m] for m in models], episodes, config.substeps(fps), nthread=nthread)
-    return sysid.replays(models, episodes, qpos, warned)
+    qpos, warned = arm_replay.rollout([compiled[m] for m in models], episodes, config.substeps(fps), nthread=nthread)
+    return arm_replay.replays(models, episodes, qpos, warned)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -234,7 +235,7 @@ class Structure:
     name: str
     """How the book calls it."""
     free: tuple[str, ...]
-    """Free parameters: names of ``sysid.PARAMS`` (shared by every joint, fitted in log10 inside
+    """Free parameters: names of ``arm_replay.PARAMS`` (shared by every joint, fitted in log10 inside
     ``sysid.LOG_BOUNDS``), ``'delay'`` (s, in [1 physics step, ``MAX_DELAY``]) and ``OFFSET_NAMES`` (deg, within
     ±``OFFSET_BOUND_DEG``)."""
 
@@ -345,10 +346,10 @@ def fit(problems: Sequence[tuple[Structure, Sequence[Episode], JointModel]], *,
         if not isinstance(structure, Structure) or not isinstance(start, JointModel):
             raise TypeError(f'each problem must be (Structure, episodes, JointModel), got '
                             f'({type(structure).__name__}, ..., {type(start).__name__})')
-        episodes = sysid._items('episodes', episodes, Episode)
+        episodes = arm_replay.checked_items('episodes', episodes, Episode)
         if not episodes:
             raise ValueError('episodes must hold at least one episode to fit, got none')
-        sysid._replay_steps(episodes, config)
+        arm_replay.replay_steps(episodes, config)
         checked.append((structure, episodes, start))
     if not isinstance(max_iter, int) or isinstance(max_iter, bool) or max_iter < 1:
         raise ValueError(f'max_iter must be an integer >= 1, got {max_iter!r}')

@@ -594,10 +594,10 @@ def so101_elbow_models(step: float = 0.2) -> dict:
     speed V (:class:`DCMotor`), at ``STS3215_NO_LOAD_SPEED`` and twice that.
 
     Returns:
-      Model name → :class:`physai.experiments.position_actuators.JointStep`.
+      Model name → :class:`physai.experiments.position_actuators_further.JointStep`.
     """
     from physai.engine import so101
-    from physai.experiments.position_actuators import so101_joint_step
+    from physai.experiments.position_actuators_further import so101_joint_step
 
     kp, kv, e = so101.MENAGERIE_KP, so101.MENAGERIE_KV, so101.MENAGERIE_FORCERANGE
     ideal = IdealPD(kp=kp, kv=kv, forcerange=e)
@@ -617,7 +617,7 @@ def so101_elbow_models(step: float = 0.2) -> dict:
 def so101_elbow_table() -> list[dict]:
     """Rows of :func:`so101_elbow_models`: rise time, overshoot, peak speed, settled error, and the largest angle
     difference from Menagerie's run (degrees)."""
-    from physai.experiments.position_actuators import joint_step_metrics
+    from physai.experiments.position_actuators_further import joint_step_metrics
 
     runs = so101_elbow_models()
     base = runs['Menagerie (implicit)']

@@ -36,8 +36,11 @@ from physai.experiments.columns import checked_spec
 # Modules that register experiments, imported on first look-up so that `import physai` stays light.
 PROVIDERS = (
     'physai.experiments.position_actuators',
+    'physai.experiments.servo_panel',
+    'physai.experiments.position_actuators_further',
     'physai.experiments.actuator_models',
     'physai.experiments.where_pd_runs',
+    'physai.experiments.critical_rate',
     'physai.experiments.servo_sysid',
     'physai.experiments.servo_truth',
 )

@@ -25,9 +25,8 @@ import mujoco.minimize
 import numpy as np
 
 from physai.engine.datasets import Episode, LeRobotDataset, load_lerobot, shipped_recording
-from physai.engine.sysid import (ArmServo, BASELINES, MENAGERIE, PoseHold, Replay, ReplayConfig, TIP_SITE, slim_arm,
-                                  arm_columns, fit_servo, fit_servos, hold_pose, joint_mae_deg, mae_deg, replay,
-                                  replay_ensemble, synthetic_dataset, to_radians)
+from physai.engine.sysid import fit_servo, fit_servos
+from physai.engine.arm_replay import ArmServo, BASELINES, MENAGERIE, PoseHold, Replay, ReplayConfig, TIP_SITE, slim_arm, arm_columns, hold_pose, joint_mae_deg, mae_deg, replay, replay_ensemble, synthetic_dataset, to_radians
 from physai.engine.so101 import ARM_JOINTS, load_so101
 from physai.experiments.registry import experiment
 from physai.laws import checks, robust
@@ -438,7 +437,7 @@ size (1e-8 deg)."""
 
 @dataclasses.dataclass(frozen=True)
 class EnsembleScore:
-    """One servo replayed from every start of ``sysid.ENSEMBLE_OFFSETS``: its error as a robust figure."""
+    """One servo replayed from every start of ``arm_replay.ENSEMBLE_OFFSETS``: its error as a robust figure."""
 
     mae: robust.Ensemble
     """The mean absolute error over the runs, degrees: median, smallest, largest."""
@@ -467,7 +466,7 @@ class EnsembleScore:
 
 def ensemble_score(servo: ArmServo, episodes: Sequence[Episode], *, config: ReplayConfig = ReplayConfig()
                    ) -> EnsembleScore:
-    """``servo`` replayed on ``episodes`` from the starts of ``sysid.ENSEMBLE_OFFSETS`` (0 to 7e-9 rad), one batch.
+    """``servo`` replayed on ``episodes`` from the starts of ``arm_replay.ENSEMBLE_OFFSETS`` (0 to 7e-9 rad), one batch.
 
     Each run's error is taken over all of ``episodes``, every frame weighted alike.
     """

@@ -1,6 +1,6 @@
 """Chapter 4's truth table: every published STS3215 model and every model structure, scored alike on one recording.
 
-One replay (``sysid.ReplayConfig()``: contacts off, limits on, implicitfast, 1/210 s at 30 fps), one metric (mean
+One replay (``arm_replay.ReplayConfig()``: contacts off, limits on, implicitfast, 1/210 s at 30 fps), one metric (mean
 absolute error of the five arm joints over frames 1..n-1, degrees), and one protocol, leave-one-out: each episode of
 the recording is held out once; whatever is fitted or chosen (a fit, the teleport's best shift, a partial set's
 missing values) is fitted or chosen on the other episodes only, from a start that has seen no data. A published set
@@ -20,11 +20,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from physai.engine import servo_models, sysid
+from physai.engine import arm_replay, servo_models, sysid
 from physai.engine.datasets import LeRobotDataset
 from physai.engine.servo_models import JointModel, Structure
 from physai.engine.so101 import ARM_JOINTS, JOINTS
-from physai.engine.sysid import ArmServo, ReplayConfig
+from physai.engine.arm_replay import ArmServo, ReplayConfig
 from physai.experiments import servo_sysid
 from physai.experiments.registry import experiment
 from physai.laws import servo_gain
@@ -88,7 +88,7 @@ STATIC_LOAD_KP = STATIC_LOAD_TORQUE / math.radians(float(np.mean(STATIC_LOAD_DEF
 """N·m/rad implied at the middle of the deflection range: 27 (23 to 33 over the range)."""
 
 SECOND_SOLUTION = dict(kp=8.8, kv=0.52)
-"""The second solution the servo study of the sources reports, from the same other rig as ``sysid.PUBLISHED_FIT``."""
+"""The second solution the servo study of the sources reports, from the same other rig as ``arm_replay.PUBLISHED_FIT``."""
 
 
 def _on_ridge(fit: JointModel, kp: float) -> JointModel:
@@ -102,7 +102,7 @@ PUBLISHED: tuple[PublishedSet, ...] = (
     PublishedSet(
         name='Menagerie', source='google-deepmind/mujoco_menagerie robotstudio_so101/so101.xml, class sts3215',
         assumes='P = 16 read as volts per degree of error, 12 V datasheet values (Gregory119/RBE501-RL-arm-project)',
-        completion='none', model=lambda fit: JointModel.uniform(sysid.MENAGERIE)),
+        completion='none', model=lambda fit: JointModel.uniform(arm_replay.MENAGERIE)),
     PublishedSet(
         name='BAM m1, P = 32', source='TheRobotStudio/SO-ARM100 Simulation/SO101/joints_properties.xml (its README: '
                                       'adapted from Open Duck Mini; the same file in apirrone/Open_Duck_Playground, '
@@ -111,12 +111,12 @@ PUBLISHED: tuple[PublishedSet, ...] = (
                                       'duty-gain law',
         assumes='7.4 V STS3215, firmware P = 32 (the default, LeRobot\'s so101_follower.py says), duty gain '
                 '0.166/rad/P',
-        completion='none', model=lambda fit: JointModel.uniform(sysid.THEROBOTSTUDIO)),
+        completion='none', model=lambda fit: JointModel.uniform(arm_replay.THEROBOTSTUDIO)),
     PublishedSet(
         name='BAM m1, P = 16', source='the same identification at the P = 16 LeRobot writes (physai.laws.servo_gain)',
         assumes='7.4 V STS3215, P = 16 (LeRobot so101_follower.configure)',
         completion='none',
-        model=lambda fit: JointModel.uniform(sysid.THEROBOTSTUDIO).replace(
+        model=lambda fit: JointModel.uniform(arm_replay.THEROBOTSTUDIO).replace(
             kp=float(servo_gain.BAM_STS3215.kp(servo_gain.LEROBOT_SO101_P)))),
     PublishedSet(
         name='Open Duck Mini v2', source='apirrone/Open_Duck_Playground open_duck_mini_v2.xml (f6988368, 2025-03-23), '
@@ -154,7 +154,7 @@ PUBLISHED: tuple[PublishedSet, ...] = (
         model=lambda fit: _on_ridge(fit, STATIC_LOAD_KP), uses_fit=True),
     PublishedSet(
         name='servo study, published fit', source='the servo study of the sources (another SO-101 rig; not public)',
-        assumes='not stated', completion='none', model=lambda fit: JointModel.uniform(sysid.PUBLISHED_FIT)),
+        assumes='not stated', completion='none', model=lambda fit: JointModel.uniform(arm_replay.PUBLISHED_FIT)),
     PublishedSet(
         name='servo study, second solution', source='the same study, from the same other rig',
         assumes='not stated',
@@ -196,7 +196,7 @@ class Fold:
 
 
 def compare_structures(dataset: LeRobotDataset, *, rivals: Sequence[Structure] = RIVALS,
-                       known: dict[int, ArmServo] | None = None, start: ArmServo = sysid.THEROBOTSTUDIO,
+                       known: dict[int, ArmServo] | None = None, start: ArmServo = arm_replay.THEROBOTSTUDIO,
                        config: ReplayConfig = ReplayConfig(), max_iter: int = 50, progress: bool = False
                        ) -> list[Fold]:
     """Fit the spring and each rival structure on every leave-one-out fold, and score them on the episode out.
@@ -263,7 +263,7 @@ def structure_rows(folds: Sequence[Fold]) -> list[dict]:
         row = dict(structure=name, loo_deg=float(np.mean(held)), loo_min=float(min(held)), loo_max=float(max(held)),
                    gain=spring / float(np.mean(held)), converged=all(f.converged[name] for f in folds))
         ms = [f.models[name] for f in folds]
-        for p in sysid.PARAMS:
+        for p in arm_replay.PARAMS:
             values = [getattr(m, p)[0] for m in ms]
             row[f'{p}_min'], row[f'{p}_max'] = float(min(values)), float(max(values))
         lags = [float(m.lag_ms()[0]) for m in ms]
@@ -311,7 +311,7 @@ def intervals(folds: Sequence[Fold], dataset: LeRobotDataset, *, rise: float = R
     spring, delay_s, offsets_s = (servo_models.SPRING.name, servo_models.SPRING_DELAY.name,
                                   servo_models.SPRING_OFFSETS.name)
     plans = []  # (param, structure, grid, [model per fold per grid point])
-    for p in sysid.PARAMS:
+    for p in arm_replay.PARAMS:
         grid = [10.0 ** s for s in LOG_STEPS]
         plans.append((p, spring, grid, [[f.models[spring].replace(**{p: tuple(v * g for v in getattr(
             f.models[spring], p))}) for g in grid] for f in folds]))
@@ -440,7 +440,7 @@ def spring_rows(folds: Sequence[Fold], dataset: LeRobotDataset, *, config: Repla
     folds = list(folds)
     by_index = {e.index: e for e in dataset.episodes}
     out = [by_index[f.heldout] for f in folds]
-    men = servo_models._runs([JointModel.uniform(sysid.MENAGERIE)] * len(folds), out, config)
+    men = servo_models._runs([JointModel.uniform(arm_replay.MENAGERIE)] * len(folds), out, config)
     rows = []
     for f, e, m in zip(folds, out, men):
         s = f.models[servo_models.SPRING.name].joint(ARM_JOINTS[0])

@@ -42,7 +42,7 @@ A minimal panel with one extra slider, and a slow part drawn when it is ready::
     import functools
     from physai.engine import link
     from physai.experiments.registry import cached
-    from physai.experiments.position_actuators import servo_stability
+    from physai.experiments.servo_panel import servo_stability
     from physai.interface import live, plots
 
     @cached                         # cache key: (kp, armature, timestep, integrator, dampratio)

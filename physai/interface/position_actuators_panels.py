@@ -20,9 +20,8 @@ from matplotlib.colors import ListedColormap
 
 from physai.engine import link
 from physai.engine.link import LINK_INERTIA
-from physai.experiments.position_actuators import (PANEL_KP_GRID, STABILITY_ARMATURE, STABILITY_KP, STABILITY_STEPS,
-                                                   servo_bounds, servo_kp_curve, servo_stability, servo_step,
-                                                   servo_step_start)
+from physai.experiments.servo_panel import (PANEL_KP_GRID, STABILITY_ARMATURE, STABILITY_KP, STABILITY_STEPS,
+                                            servo_bounds, servo_kp_curve, servo_stability, servo_step, servo_step_start)
 from physai.interface import plots, web
 from physai.interface.live import Deferred, Panel, on_top, sprite
 from physai.interface.panel import Axis2, Choice, Entry, PanelSpec, Plot, common_controls
@@ -108,8 +107,8 @@ def servo_panel(*, kp: float = 100.0, armature: float = 0.028, timestep: float =
 
     Every axis is fixed, so a change redraws only the moving artists. The step response answers at once, or,
     when the whole run would not fit the panel's budget (RK4 below a 1 ms step,
-    :data:`~physai.experiments.position_actuators.PANEL_STEP_BUDGET`), with its first second
-    (:func:`~physai.experiments.position_actuators.servo_step_start`, the same samples) and a note that the rest is
+    :data:`~physai.experiments.servo_panel.PANEL_STEP_BUDGET`), with its first second
+    (:func:`~physai.experiments.servo_panel.servo_step_start`, the same samples) and a note that the rest is
     coming; the kp curve (one batch of 25 runs) and the stability map (one batch of 209 short runs) are
     :class:`Deferred`: computed once per (armature, timestep, integrator, damping) and (timestep, integrator, damping)
     on the panel's worker, drawn as pending until then (the analytic bounds are drawn at once). The worker computes
@@ -262,13 +261,13 @@ def step_part(response: link.StepResponse, *, ylim: tuple[float, float]) -> dict
 
 
 def curve_part(curve: dict) -> dict:
-    """:func:`~physai.experiments.position_actuators.servo_kp_curve` as the page stores it (four digits)."""
+    """:func:`~physai.experiments.servo_panel.servo_kp_curve` as the page stores it (four digits)."""
     return {'sagDeg': [web.rounded(x) for x in curve['sag_deg']], 'riseMs': [web.rounded(x) for x in curve['rise_ms']],
             'bad': [bool(b) for b in curve['diverged']]}
 
 
 def map_part(stability: dict) -> list[list[int]]:
-    """:func:`~physai.experiments.position_actuators.servo_stability`'s cells as the page stores them: 1 unstable."""
+    """:func:`~physai.experiments.servo_panel.servo_stability`'s cells as the page stores them: 1 unstable."""
     return stability['diverged'].astype(int).tolist()
 
 

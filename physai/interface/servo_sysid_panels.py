@@ -3,7 +3,7 @@
 The panel is described once, :func:`sysid_spec` (controls, plots, words), and rendered twice: :func:`sysid_panel` in
 the kernel, :func:`sysid_twin` with :func:`physai.interface.web_arm.sysid_live` on the published page
 (``book/_static/panels/servo_sysid_panels.js``: the first view precomputed here over kp, then MuJoCo in the reader's
-browser). It replays one recorded episode (:func:`physai.engine.sysid.replay`) with the servo's kp, kv, forcerange,
+browser). It replays one recorded episode (:func:`physai.engine.arm_replay.replay`) with the servo's kp, kv, forcerange,
 armature, timestep and integrator on the controls, and draws the simulated joints against the recording, the error
 per joint, the sag in held poses and whether the replay stayed stable, chatters or diverged.
 """
@@ -21,7 +21,7 @@ from physai.interface import live, plots, web
 from physai.interface.panel import Entry, LogSlider, PanelSpec, Plot, Slider, common_controls
 from physai.interface.where_pd_runs_panels import add_bitmap_text
 from physai.engine.datasets import Episode
-from physai.engine.sysid import CHATTER_DEG, ArmServo, Replay, ReplayConfig, arm_columns, replay, slim_arm
+from physai.engine.arm_replay import CHATTER_DEG, ArmServo, Replay, ReplayConfig, arm_columns, replay, slim_arm
 from physai.engine.so101 import ARM_JOINTS
 from physai.experiments.servo_sysid import hold_sag_deg
 from physai.laws import checks, robust
@@ -40,7 +40,7 @@ SAG_COLOR = plots.PALETTE['orange']
 
 TWIN_NUDGES = (0.0, 1e-9, 2e-9, 3e-9)
 """rad: each frame of the first view is replayed from the recorded start and from three starts a little off it
-(the first four of :data:`physai.engine.sysid.ENSEMBLE_OFFSETS`), so a chaotic frame shows itself before it is
+(the first four of :data:`physai.engine.arm_replay.ENSEMBLE_OFFSETS`), so a chaotic frame shows itself before it is
 stored. A chaotic replay falls on one of a few branches, so it takes more than two draws to see one part."""
 
 CHAOTIC_SPREAD_DEG = 1e-4
@@ -64,7 +64,7 @@ CONFIG_FIELDS = ('timestep', 'integrator')
 
 
 def panel_replay(episode: Episode, base: ArmServo, values: dict) -> Replay:
-    """The panel's physics: ``episode`` replayed open loop (:func:`physai.engine.sysid.replay`) with ``base`` changed by
+    """The panel's physics: ``episode`` replayed open loop (:func:`physai.engine.arm_replay.replay`) with ``base`` changed by
     the controls' values (SI), each control named like the servo's field or the replay's option it sets."""
     servo = dataclasses.replace(base, **{k: v for k, v in values.items() if k in SERVO_FIELDS})
     config = ReplayConfig(**{k: values[k] for k in CONFIG_FIELDS})
@@ -89,7 +89,7 @@ def replay_status(rep: Replay) -> str:
 
 def _check_servo(base: ArmServo) -> None:
     if not isinstance(base, ArmServo):
-        raise TypeError(f'base must be a physai.engine.sysid.ArmServo, got {type(base).__name__}')
+        raise TypeError(f'base must be a physai.engine.arm_replay.ArmServo, got {type(base).__name__}')
 
 
 def sysid_spec(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PANEL_JOINTS, timestep: float = 0.005,
@@ -154,7 +154,7 @@ def sysid_panel(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PAN
     if not isinstance(episode, Episode):
         raise TypeError(f'episode must be an Episode (a recording, e.g. load_lerobot(...)[0]), got {episode!r:.80}')
     if not isinstance(base, ArmServo):
-        raise TypeError(f'base must be an ArmServo (e.g. sysid.MENAGERIE), got {base!r:.80}')
+        raise TypeError(f'base must be an ArmServo (e.g. arm_replay.MENAGERIE), got {base!r:.80}')
     if episode.nframe < 2 or any(j not in episode.joints for j in ARM_JOINTS):
         raise ValueError(f'episode must hold at least 2 frames of the arm joints {", ".join(ARM_JOINTS)}, got '
                          f'{episode.nframe} frames of {", ".join(episode.joints)}')

@@ -5,7 +5,7 @@ page panels of :func:`physai.interface.where_pd_runs_panels.pd_twin` and
 :func:`physai.interface.servo_sysid_panels.sysid_twin` run MuJoCo's WebAssembly build on :func:`arm_xml`, the
 mesh-free SO-101 of :func:`physai.engine.so101.load_mesh_free` without a geom: chapter 3's move and hold (the runs of
 :func:`physai.engine.hold.hold_responses`) and chapter 4's replay of a recorded episode
-(:func:`physai.engine.sysid.replay`), as ``book/_static/panels/runs.js`` mirrors them. ``tests/test_web_arm.py`` states
+(:func:`physai.engine.arm_replay.replay`), as ``book/_static/panels/runs.js`` mirrors them. ``tests/test_web_arm.py`` states
 how the browser's runs agree with Python MuJoCo 3.17.0's.
 """
 
@@ -20,7 +20,7 @@ from IPython.display import HTML
 from physai.engine import so101
 from physai.engine.datasets import Episode
 from physai.engine.mj import INTEGRATOR_ENUM
-from physai.engine.sysid import to_radians
+from physai.engine.arm_replay import to_radians
 from physai.interface.web import engine_block
 
 
@@ -138,7 +138,7 @@ def pd_live() -> HTML:
 
 def sysid_live(episode: Episode) -> HTML:
     """Chapter 4's panel runs MuJoCo in the reader's browser: :func:`arm_xml` and ``episode``'s commands as the
-    model's ctrl (rad, every joint, :func:`physai.engine.sysid.to_radians`) and its start. Show it in the cell after
+    model's ctrl (rad, every joint, :func:`physai.engine.arm_replay.to_radians`) and its start. Show it in the cell after
     :func:`~physai.interface.servo_sysid_panels.sysid_twin`, with the same episode. In Jupyter it shows nothing (the
     kernel's own panel is :func:`~physai.interface.servo_sysid_panels.sysid_panel`)."""
     if not isinstance(episode, Episode):

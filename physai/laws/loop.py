@@ -6,7 +6,7 @@ velocity, stiffness, damping, effort, max effort), asks for the torque
     tau = stiffness * (position - q) + damping * (velocity - qd) + effort,   |tau| <= max_effort
 
 (:func:`mit_torque`). Where that law runs, in the controller (``'in-loop'``) or in MuJoCo's step (``'in-step'``),
-is :class:`physai.engine.hold.PDController`'s business; this module holds what does not need MuJoCo: which physics
+is :class:`physai.engine.pd_controller.PDController`'s business; this module holds what does not need MuJoCo: which physics
 steps a controller at ``rate_hz`` ticks on (:func:`tick_mask`, :func:`tick_pattern`), one step of the joint under a
 torque held between ticks (:func:`zoh_step`), and the growth per tick that says when the in-loop PD is unstable
 (:func:`tick_growth`, built on :func:`physai.laws.sim.step_growth`: the tick is the step that integrates the PD

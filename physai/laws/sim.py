@@ -27,7 +27,8 @@ from physai.laws import checks
 
 
 DIVERGED_BOUND = 20 * math.pi
-"""rad: a hand-stepped run beyond this has diverged (the same bound as :data:`physai.engine.link.DIVERGED_BOUND`)."""
+"""rad: a hand-stepped run beyond this has diverged (the bound :func:`physai.engine.mj.diverged` applies to MuJoCo's
+runs too)."""
 
 MAX_LOOP_STEPS = 1_000_000
 """Steps :func:`servo_loop` takes at most (a pure-Python loop: about a second per 10⁵ steps)."""

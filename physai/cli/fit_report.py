@@ -1,0 +1,267 @@
+"""``python -m physai fit-servo``'s outputs: the fitted servo written into Menagerie's SO-101 as MJCF, and the report.
+
+:func:`write_mjcf` writes Menagerie's SO-101 with the fitted servo as a default class (``SERVO_CLASS``, and one class
+per joint with ``per_joint``), a command delay as each actuator's MuJoCo ``delay`` with a ``ctrl`` history, and
+calibration offsets as a ``<general>`` actuator's bias (MuJoCo has no offset attribute on ``<position>``); its header
+comment says where the numbers come from. :func:`report` gathers what the identification found
+(:class:`physai.cli.identify.Identification`) into a dict that :func:`report_json` and :func:`report_text` print.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import re
+
+import mujoco
+import mujoco.batch
+import numpy as np
+
+from physai.engine import arm_replay, servo_models, so101, sysid
+from physai.engine.datasets import index_ranges as _ranges
+from physai.engine.so101 import ARM_JOINTS, JOINTS
+from physai.engine.arm_replay import ArmServo
+from physai.cli import outputs
+from physai.experiments import servo_sysid, servo_truth
+from physai.experiments.registry import format_table
+from physai.cli.identify import (BOUND_MARGIN, COST_RISE, PINNED_RATIO, SPREAD_KEYS, START, Identification, findings,
+                                 heldout_errors, ridge_summary, spread, three_digits)
+
+
+SERVO_CLASS = 'fitted_servo'
+"""The default class of the written file that holds the fitted servo (a child of Menagerie's ``sts3215``)."""
+
+
+# --------------------------------------------------------------------------------------------------
+# The file
+# --------------------------------------------------------------------------------------------------
+
+def write_mjcf(ident: Identification, path: str | pathlib.Path) -> pathlib.Path:
+    """Write Menagerie's SO-101 with the fitted servo, loadable with ``mujoco.MjModel.from_xml_path``.
+
+    The file is Menagerie's ``so101.xml`` as ``MjSpec`` reads it, with a default class ``fitted_servo`` (a child of
+    Menagerie's ``sts3215``: ``<joint damping frictionloss armature>`` and the position servo's ``gainprm``,
+    ``biasprm``, ``forcerange``) on every joint and actuator, and with per-joint servos one child class per arm
+    joint (``fitted_servo_<joint>``). Offsets go into each arm actuator's ``biasprm[0] = -kp c`` and ctrlrange. The
+    meshes are read from Menagerie's folder by absolute path (``meshdir``); a comment at the top says what was fitted,
+    on which recording, and how the replay was run (the recording's name made inert: ``outputs.comment_text``). The
+    file is written atomically (``outputs.write_atomic``): an interrupted write leaves any old file whole.
+    Menagerie's own option (timestep, integrator) and contacts stay;
+    the replay that scored the fit ran with contacts off and the timestep of ``arm_replay.ReplayConfig``.
+    """
+    xml = so101.menagerie_xml('so101')
+    spec = mujoco.MjSpec.from_file(str(xml))
+    spec.meshdir = str((xml.parent / spec.meshdir).resolve())
+    servos, shared = ident.servos, ident.servos.shared
+    top = spec.add_default(SERVO_CLASS, spec.find_default('sts3215'))
+    _set_class(top, shared.kp, shared.kv, 0.0, shared)
+    classes = {}
+    for i, name in enumerate(ARM_JOINTS):
+        if servos.per_joint:
+            classes[name] = spec.add_default(f'{SERVO_CLASS}_{name}', top)
+            _set_class(classes[name], servos.kp[i], servos.kv[i], 0.0, shared)
+        else:
+            classes[name] = top
+    classes['gripper'] = top
+    for name in JOINTS:
+        i = ARM_JOINTS.index(name) if name in ARM_JOINTS else None
+        kp = servos.kp[i] if i is not None else shared.kp
+        kv = servos.kv[i] if i is not None else shared.kv
+        c = math.radians(servos.offsets_deg[i]) if i is not None else 0.0
+        joint, actuator = spec.joint(name), spec.actuator(name)
+        joint.classname = actuator.classname = classes[name]
+        _set_joint(joint, shared)
+        _set_actuator(actuator, kp, kv, c, shared.forcerange)  # an element keeps the values its class had when parsed
+        actuator.ctrlrange = np.asarray(actuator.ctrlrange) + c
+        if servos.delay > 0:  # MuJoCo's own command delay, read from a ctrl history
+            actuator.delay = servos.delay
+            actuator.nsample = servo_models.HISTORY_SAMPLES
+            actuator.interp = arm_replay.INTERP_LINEAR
+    text = spec.to_xml()
+    header = _header(ident, xml)
+    text = re.sub(r'(<mujoco[^>]*>)', lambda m: m.group(1) + '\n' + header, text, count=1)
+    return outputs.write_atomic(path, lambda f: f.write(text.encode('utf-8')))
+
+
+def _set_joint(joint, servo: ArmServo) -> None:
+    joint.damping = [servo.damping, 0.0, 0.0]
+    joint.frictionloss = servo.frictionloss
+    joint.armature = servo.armature
+
+
+def _set_actuator(actuator, kp: float, kv: float, c: float, forcerange: float) -> None:
+    actuator.gainprm[0] = kp
+    actuator.biasprm[:3] = [-kp * c, -kp, -kv]
+    actuator.forcerange = [-forcerange, forcerange]
+
+
+def _set_class(default, kp: float, kv: float, c: float, servo: ArmServo) -> None:
+    _set_joint(default.joint, servo)
+    _set_actuator(default.actuator, kp, kv, c, servo.forcerange)
+
+
+def _header(ident: Identification, xml: pathlib.Path) -> str:
+    servo = ident.servos.shared
+    step = 1.0 / (ident.dataset.fps * ident.config.substeps(ident.dataset.fps))
+    lines = [
+        f'Written by physai fit-servo from {ident.source}: fitted on episodes {_ranges([e.index for e in ident.fit])},',
+        f'held out {_ranges([e.index for e in ident.heldout])}. The arm is MuJoCo Menagerie\'s {xml}',
+        f'(meshes read from there by absolute path). Class {SERVO_CLASS}: ' +
+        ', '.join(f'{k} {v:g}' for k, v in servo.as_dict().items()) +
+        f' (lag (kv + damping)/kp {servo.lag_ms:.0f} ms).',
+        'These are the effective servo of the recorded teleoperation loop (leader, bus, servo), not bench constants:',
+        'the lag is what the recording pins down; see the report for the spread of the rest.',
+        'Identified by an open-loop replay with contacts off (Menagerie\'s collision boxes overlap in the folded',
+        f'pose), joint limits on, {ident.config.integrator} at {1e3 * step:.3f} ms; '
+        'this file keeps Menagerie\'s own option and contacts.',
+    ]
+    if ident.servos.per_joint:
+        lines.append('Per-joint classes fitted_servo_<joint> carry each arm joint\'s own kp and kv (gainprm, biasprm).')
+    if ident.servos.delay > 0:
+        lines.append(f'Every actuator reads its ctrl {1e3 * ident.servos.delay:.3g} ms late from a history of '
+                     f'{servo_models.HISTORY_SAMPLES} samples (delay, nsample, interp="linear"; MuJoCo 3.5.0 or later).')
+    if any(ident.servos.offsets_deg):
+        lines += ['Calibration offsets c (degrees; the joint is driven towards ctrl - c): ' +
+                  ', '.join(f'{j} {c:+.3f}' for j, c in zip(ARM_JOINTS, ident.servos.offsets_deg)) + '.',
+                  'MuJoCo\'s <position> has no offset: each arm actuator carries it as biasprm[0] = -kp*c (written as',
+                  '<general>), and its ctrlrange is moved by c so the clamp acts where the shifted command would.']
+    body = '\n'.join('  ' + outputs.comment_text(line) for line in lines)  # the source is the recording's own text
+    return f'<!--\n{body}\n-->'
+
+
+# --------------------------------------------------------------------------------------------------
+# The report
+# --------------------------------------------------------------------------------------------------
+
+def fit_stops(ident: Identification) -> tuple[bool, list[str]]:
+    """Whether the main fit converged, and a sentence for each place it stopped that is not a minimum the data set.
+
+    A fit that ends where it started (``START`` as the fit holds it: clipped into ``sysid.LOG_BOUNDS`` and rounded
+    to ``sysid.FIT_DIGITS``) has not converged, whatever its solver said: the data did not move it (a glitch so large
+    that no servo changes the cost, say). A parameter that ends within ``BOUND_MARGIN`` of a bound of the fit's box
+    is where the box stopped it, not where the data put it; the report says so (and :func:`spread` never calls it
+    pinned). Per-joint kp and kv are checked the same way.
+    """
+    servo = ident.servos.shared
+    start = sysid.from_log(sysid.to_log(START)).rounded(sysid.FIT_DIGITS)
+    converged, notes = ident.fit_converged, []
+    if servo == start:
+        converged = False
+        notes.append('the fit ended where it started (TheRobotStudio\'s gains): the recording did not move it, so the '
+                     'written servo is the start, not a fit; check the recording for glitches and its moves')
+    low, high = (10.0 ** b for b in sysid.LOG_BOUNDS)
+    values = [(name, getattr(servo, name), k) for k, name in enumerate(arm_replay.PARAMS)]
+    if ident.servos.per_joint:
+        values += [(f'{j} {name}', v, arm_replay.PARAMS.index(name)) for name in ('kp', 'kv')
+                   for j, v in zip(ARM_JOINTS, getattr(ident.servos, name))]
+    for name, value, k in values:
+        if value <= low[k] * BOUND_MARGIN or value >= high[k] / BOUND_MARGIN:
+            edge, bound = ('lower', low[k]) if value <= low[k] * BOUND_MARGIN else ('upper', high[k])
+            notes.append(f'{name} ended at the {edge} bound of the fit ({three_digits(value)}, bound {bound:g}): there the bound '
+                         f'stopped it, not the data')
+    return converged, notes
+
+
+def report(ident: Identification, out: str | pathlib.Path | None = None) -> dict:
+    """The command's report as a JSON-ready dict (``--json`` prints it; :func:`report_text` formats it);
+    ``fit_converged`` and the warnings include :func:`fit_stops`."""
+    data = ident.dataset
+    converged, stops = fit_stops(ident)
+    servos = ident.servos
+    pinned, loose = findings(ident)
+    folds = [{k: r[k] for k in ('heldout', *SPREAD_KEYS, 'heldout_mae_deg', 'menagerie_heldout_mae_deg',
+                                'teleport_shift_deg')} for r in ident.folds]
+    summary = servo_sysid.fold_summary(ident.folds)
+    return dict(
+        source=ident.source, version=data.version, fps=data.fps, robot_type=data.robot_type,
+        episodes=dict(fit=[e.index for e in ident.fit], heldout=[e.index for e in ident.heldout]),
+        recording=ident.motion,
+        servo=servos.shared.as_dict() | dict(lag_ms=servos.shared.lag_ms, delay_ms=1e3 * servos.delay),
+        per_joint=({j: dict(kp=servos.kp[i], kv=servos.kv[i], lag_ms=float(servos.lag_ms()[i]))
+                    for i, j in enumerate(ARM_JOINTS)} if servos.per_joint else None),
+        offsets_deg=(dict(zip(ARM_JOINTS, servos.offsets_deg)) if any(servos.offsets_deg) else None),
+        static_offsets_deg=(None if ident.static_offsets_deg is None
+                            else {j: float(c) for j, c in zip(ARM_JOINTS, ident.static_offsets_deg)}),
+        spread=spread(ident), ridge=ridge_summary(ident), pinned=pinned, not_pinned=loose,
+        heldout_mae_deg=heldout_errors(ident), folds=folds,
+        leave_one_out=dict(fitted_deg=summary['fitted_deg'], menagerie_deg=summary['menagerie_deg']),
+        structures=servo_truth.structure_rows(ident.structures) if ident.structures else [],
+        intervals=list(ident.intervals), rise_pct=100 * servo_truth.RISE,
+        truth_table=[{k: r[k] for k, *_ in servo_truth.TRUTH_COLUMNS} | dict(kind=r['kind']) for r in ident.truth],
+        fit_converged=converged, warnings=list(ident.warnings) + stops,
+        out=None if out is None else str(out))
+
+
+def report_json(rep: dict) -> str:
+    """:func:`report` as JSON text; NaN and infinities become null, numpy numbers plain ones."""
+    def clean(value):
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [clean(v) for v in value]
+        if isinstance(value, (np.generic,)):
+            value = value.item()
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        return value
+    return json.dumps(clean(rep), indent=1)
+
+
+def report_text(rep: dict) -> str:
+    """:func:`report` as the text the command prints."""
+    text = outputs.inert  # names from the recording (its folder, robot_type) may hold terminal escapes
+    lines = [f"{text(rep['source'])}: LeRobot {text(rep['version'])}, {rep['fps']:g} fps, "
+             f"robot {text(rep['robot_type'])}",
+             f"fit on episodes {_ranges(rep['episodes']['fit'])} ({rep['recording']['seconds']:.1f} s, "
+             f"{rep['recording']['moving_seconds']:.1f} s moving, {rep['recording']['held_frames']} held frames); "
+             f"held out {_ranges(rep['episodes']['heldout'])}"]
+    if rep['out']:
+        lines.append(f"wrote {text(rep['out'])}")
+    lines += ['', f"fitted servo (class {SERVO_CLASS}), and its range over {len(rep['folds'])} leave-one-out folds:"]
+    rows = [dict(param=k, fitted=three_digits(v['fitted']), fold_min=three_digits(v['fold_min']), fold_max=three_digits(v['fold_max']),
+                 cost_rise_pct='-' if math.isnan(v['cost_rise_pct']) else f"{v['cost_rise_pct']:.1f}",
+                 pinned='yes' if v['pinned'] else 'no') for k, v in rep['spread'].items()]
+    lines.append(format_table(rows, [('param', 's'), ('fitted', 's'), ('fold_min', 's'), ('fold_max', 's'),
+                                     ('cost_rise_pct', 's'), ('pinned', 's')]))
+    lines.append(f'(cost_rise_pct: how much the fit cost rises when the parameter alone is scaled by {PINNED_RATIO:g} '
+                 f'either way; pinned: folds within a factor {PINNED_RATIO:g}, a rise of {100 * COST_RISE:g} % or '
+                 f'more, off the fit\'s bounds)')
+    if rep['per_joint']:
+        lines += ['', 'per joint (classes fitted_servo_<joint>; the other parameters as above):']
+        lines.append(format_table([dict(joint=j, **v) for j, v in rep['per_joint'].items()],
+                                  [('joint', 's'), ('kp', 'g'), ('kv', 'g'), ('lag_ms', '.0f')]))
+    if rep['offsets_deg']:
+        lines += ['', 'calibration offsets written into the actuators (command - joint in the held poses, deg):',
+                  ', '.join(f'{j} {c:+.2f}' for j, c in rep['offsets_deg'].items())]
+    lines += ['', 'what the recording pins down:'] + [f'  - {s}' for s in rep['pinned'] or ['nothing within the folds']]
+    lines += ['what it does not:'] + [f'  - {s}' for s in rep['not_pinned']]
+    held = rep['heldout_mae_deg']
+    held_out = rep['episodes']['heldout']
+    lines += ['', f"held-out error (episode{'s' if len(held_out) > 1 else ''} {_ranges(held_out)}), mean absolute, "
+                  f"degrees:"]
+    lines.append(format_table([dict(model=name, **row) for name, row in held.items()],
+                              [('model', 's')] + [(j, '.3f') for j in ARM_JOINTS] + [('mean', '.3f')]))
+    loo = rep['leave_one_out']
+    lines.append(f"leave-one-out, every selected episode held out once: fitted {loo['fitted_deg']:.3f} deg, "
+                 f"Menagerie {loo['menagerie_deg']:.3f} deg")
+    if rep['structures']:
+        lines += ['', 'model structures, leave-one-out (each fitted on the other episodes; held-out error, degrees):']
+        lines.append(format_table(rep['structures'], [('structure', 's'), ('loo_deg', '.3f'), ('loo_min', '.3f'),
+                                                      ('loo_max', '.3f'), ('kp_min', '.3g'), ('kp_max', '.3g'),
+                                                      ('lag_ms_min', '.0f'), ('lag_ms_max', '.0f'),
+                                                      ('delay_ms_max', '.1f'), ('offset_max_deg', '.2f')]))
+    if rep['intervals']:
+        lines += ['', f"how far each parameter can move before the held-out error, averaged over the folds, rises by "
+                      f"{rep['rise_pct']:g} % (factors of the fitted value; the delay in ms; degrees added to an "
+                      f"offset; a slice, the others kept):"]
+        lines.append(format_table(rep['intervals'], [('param', 's'), ('structure', 's'), ('fitted_min', '.3g'),
+                                                     ('fitted_max', '.3g'), ('low', '.3g'), ('high', '.3g'),
+                                                     ('edge', '')]))
+    if rep['truth_table']:
+        lines += ['', "chapter 4's truth table on this recording (leave-one-out, degrees; from_fit: 'partly' for a "
+                      "published set completed from each fold's own fit; vs_shift: over the teleport at its best "
+                      "shift, its min and max fold by fold):"]
+        lines.append(format_table(rep['truth_table'], servo_truth.TRUTH_COLUMNS))
+    lines += ['', 'warnings:'] + [f'  - {text(w)}' for w in rep['warnings'] or ['none']]
+    return '\n'.join(lines)

@@ -1,0 +1,304 @@
+"""``python -m physai fit-servo``'s request checked before any work: the robot, the episodes, the output files, the cost.
+
+Every check raises a ``ValueError`` that names what was asked and what is allowed, before a single replay runs:
+the robot (:func:`check_robot`), the split into fit and held-out episodes (:func:`select_episodes`), the files to
+write (:func:`check_outputs`, by :mod:`physai.cli.outputs`), the episodes' lengths (:func:`check_lengths`) and the
+fit's estimated cost in frame replays and batch memory (:func:`fit_cost`, :func:`check_cost`).
+
+Warnings (:func:`recording_warnings`, on :func:`motion`) say when a recording is too short or too still to identify
+a servo; their thresholds are derived below (``MOVING_SPEED_DEG_S``, ``MIN_MOVING_SECONDS``, ``MIN_HELD_FRAMES``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import pathlib
+from collections.abc import Sequence
+
+import numpy as np
+
+from physai.engine import arm_replay, so101
+from physai.engine.datasets import Episode, LeRobotDataset, check_episode
+from physai.engine.datasets import index_ranges as _ranges
+from physai.engine.so101 import ARM_JOINTS, JOINTS
+from physai.cli import outputs
+from physai.experiments import servo_sysid
+from physai.laws import checks
+
+
+ROBOTS = ('so101',)
+"""Arms the command can identify: those whose MuJoCo Menagerie model the replay is built on."""
+
+
+FOLD_MAX_ITER = 50
+"""Iteration cap of each leave-one-out fold (started from ``physai.cli.identify.START``; a cap, not a target)."""
+
+MOVING_SPEED_DEG_S = 10.0
+"""deg/s: a frame *moves* when some arm command changes faster than this. A first-order lag T makes a joint moving
+at speed v trail its command by v·T; at 10 deg/s a lag of 0.1 s (chapter 4's) puts the joint 1 degree behind, about
+11 encoder counts of an STS3215 (360/4096 deg each), well above the measurement's resolution. Slower, the lag is lost
+in the counts."""
+
+MIN_MOVING_SECONDS = 5.0
+"""s of moving frames the fit episodes need. Each move shows the lag for a few of its frames; six parameters (and a
+held-out check) want dozens of moves, and a teleoperated pick-and-place move lasts about a second, so a few seconds
+of motion is the least that holds enough of them. Chapter 4's fit episodes hold far more."""
+
+MIN_HELD_FRAMES = 30
+"""Held frames (``servo_sysid.held_frames``, commands within the model's range) the fit episodes need, one second at
+30 fps: the held poses are where the sag (kp against gravity) and the offsets show; without them kp rests on the
+moves alone and the offsets cannot be measured at all."""
+
+MIN_EPISODE_SECONDS = 2.0
+"""s: an episode shorter than this holds less than a move and its settling (a few lag times of 0.1 s each, and the
+move itself)."""
+
+
+OUT_DEFAULT = 'so101_fitted.xml'
+"""The file written when ``--out`` is not given, in the current folder."""
+
+
+
+def check_robot(robot: str) -> str:
+    """``robot`` if the command can identify it, else a ValueError saying which it can and why not the others."""
+    if robot in ROBOTS:
+        return robot
+    if robot == 'so100':
+        raise ValueError("robot must be so101, got 'so100': the replay is built on MuJoCo Menagerie's SO-101 model "
+                         "(robotstudio_so101); Menagerie's SO-100 (trs_so_arm100) has other joint names and link "
+                         "geometry and no replay here yet")
+    raise ValueError(f'robot must be one of {", ".join(ROBOTS)}, got {robot!r}')
+
+
+def select_episodes(dataset: LeRobotDataset, episodes: Sequence[int] | None = None,
+                    heldout: Sequence[int] | None = None) -> tuple[list[Episode], list[Episode]]:
+    """The fit and held-out episodes, by ``episode_index``.
+
+    Args:
+      dataset: the recording.
+      episodes: the indices to use (default every episode of ``dataset``).
+      heldout: the indices among ``episodes`` kept out of the fit (default the last of ``episodes``).
+
+    Raises:
+      ValueError: an index not in the dataset (or not among ``episodes``), one given twice, no held-out episode,
+        fewer than 2 episodes left to fit, or a chosen episode that ``datasets.check_episode`` refuses (timestamps
+        against fps, glitches, wraps, repeated frames).
+    """
+    available = [e.index for e in dataset]
+    by_index = {e.index: e for e in dataset}
+
+    def indices(name, values, allowed, where):
+        if values is None:
+            return None
+        values = list(values)
+        for v in values:
+            if not (isinstance(v, numbers.Integral) and not isinstance(v, bool)) or v not in allowed:
+                raise ValueError(f'{name} must be episode indices {where} ({_ranges(allowed)}), got {v!r}')
+        if len(set(values)) != len(values):
+            raise ValueError(f'{name} must name each episode once, got {values}')
+        return values
+
+    chosen = indices('episodes', episodes, available, 'of the dataset') or available
+    for i in chosen:  # the loader checks what it reads; episodes made otherwise are checked here
+        check_episode(by_index[i], source=str(dataset.root))
+    if len(chosen) < 3:
+        raise ValueError(f'episodes must be at least 3 (2 to fit, 1 held out), got {len(chosen)}: {chosen}')
+    held = indices('heldout', heldout, chosen, 'among the episodes used') or chosen[-1:]
+    if not held:
+        raise ValueError('heldout must name at least one episode, got none')
+    fit = [i for i in chosen if i not in held]
+    if len(fit) < 2:
+        raise ValueError(f'heldout must leave at least 2 episodes to fit, got {len(fit)} of {chosen} '
+                         f'(held out: {held})')
+    return [by_index[i] for i in fit], [by_index[i] for i in held]
+
+
+def protected_folders(dataset: str | pathlib.Path | None = None) -> list[tuple[str, pathlib.Path]]:
+    """The folders the command reads and must never write into: MuJoCo Menagerie's SO-101 model (the folder of
+    ``so101.xml``, which every chapter loads, and the local Menagerie copy it sits in) and the dataset's folder."""
+    xml = so101.menagerie_xml('so101')
+    folders = [("MuJoCo Menagerie's SO-101 model", xml.parent)]
+    root = so101.menagerie_root()
+    if root is not None:
+        folders.append(('the local copy of MuJoCo Menagerie', pathlib.Path(root)))
+    if dataset is not None:
+        folders.append(("the dataset's folder", pathlib.Path(dataset)))
+    return folders
+
+
+def check_outputs(out: str | pathlib.Path, report: str | pathlib.Path | None = None, *, force: bool = False,
+                  dataset: str | pathlib.Path | None = None) -> tuple[pathlib.Path, pathlib.Path | None]:
+    """The MJCF file (``--out``) and the PNG (``--report``, or None) the command may write, checked before any work
+    (``outputs.check_output``): each names a file of its type in an existing folder the command can write to, is no
+    symbolic link, replaces an existing file only when ``force``, and lies in none of :func:`protected_folders`."""
+    folders = protected_folders(dataset)
+    out = outputs.check_output(out, option='--out', suffix='.xml', force=force, keep_out=folders)
+    if report is not None:
+        report = outputs.check_output(report, option='--report', suffix='.png', force=force, keep_out=folders)
+    return out, report
+
+
+def check_lengths(fit: Sequence[Episode], heldout: Sequence[Episode]) -> None:
+    """Refuse, before any fit, episodes too short to take part: a fit episode needs 2 frames to be replayed at all,
+    a held-out one ``MIN_EPISODE_SECONDS`` to hold a move and its settling (its error is the fit's score)."""
+    short = [e.index for e in fit if e.nframe < 2]
+    if short:
+        raise ValueError(f'every fit episode must have at least 2 frames to be replayed, got episode '
+                         f'{_ranges(short)} with {min(e.nframe for e in fit)}; leave it out with --episodes')
+    for e in heldout:
+        if e.nframe / e.fps < MIN_EPISODE_SECONDS:
+            raise ValueError(f'a held-out episode must last at least {MIN_EPISODE_SECONDS:g} s '
+                             f'({math.ceil(MIN_EPISODE_SECONDS * e.fps)} frames at {e.fps:g} fps) to score the fit on '
+                             f'a move and its settling, got episode {e.index} with {e.nframe} frames '
+                             f'({e.nframe / e.fps:.2f} s); hold out another with --heldout')
+
+
+def first_frames(episodes: Sequence[Episode], max_frames: int) -> list[Episode]:
+    """Each episode cut to its first ``max_frames`` frames (``--max-frames``)."""
+    max_frames = checks.whole('max_frames', max_frames, 2, None, 'frames')
+    return [e if e.nframe <= max_frames else dataclasses.replace(
+        e, action=e.action[:max_frames], state=e.state[:max_frames], timestamp=e.timestamp[:max_frames])
+        for e in episodes]
+
+
+EVALUATIONS_PER_ITERATION = len(arm_replay.PARAMS) + 2
+"""Candidate replays per iteration of a fit, as estimated: a Jacobian (one probe per parameter) and about two trial
+steps (a step the solver rejects costs another)."""
+
+MAX_FRAME_REPLAYS = 1e8
+"""The most frame replays (one frame of one episode simulated for one candidate servo: ``ReplayConfig.substeps``
+physics steps) :func:`fit_cost` may estimate before the command refuses. The book's recording (4 episodes of 12 s) is
+estimated at about a fiftieth of it (and replays about a quarter of its estimate), so a run at the budget takes some
+fifty times as long as the book's: long enough that a reader should choose it, with ``--max-frames`` or fewer
+episodes, rather than meet it."""
+
+MAX_BATCH_BYTES = 2e9
+"""bytes: the most memory the largest batch of replays may take (commands and recorded joints of every simulation it
+holds, float64), as :func:`fit_cost` estimates it. The book's recording needs under 20 MB; the 100,000-frame
+held-out episode that asked for this guard had passed 3.5 GB when it was stopped."""
+
+
+def fit_cost(fit: Sequence[Episode], heldout: Sequence[Episode], *, per_joint: bool = False, offsets: bool = False,
+             max_iter: int = 50, config: arm_replay.ReplayConfig = arm_replay.ReplayConfig()) -> dict:
+    """What :func:`identify` will cost, estimated from the episodes before it starts.
+
+    A batch replays every episode it holds for as many frames as its longest one, so the frames of a set of episodes
+    are ``len(set) * longest``. The fit, each leave-one-out fold (one per selected episode, less the main fit's own
+    when one episode is held out) and the per-joint fit each take up to ``max_iter`` (folds ``FOLD_MAX_ITER``)
+    iterations of ``EVALUATIONS_PER_ITERATION`` candidate replays of their frames (the per-joint fit has ten
+    parameters); the scores, the cost rises, the ridge and the final replays add a few replays more. The folds run
+    side by side, so their Jacobians form the largest batch.
+
+    Returns:
+      ``frames`` (the selected episodes' frames), ``fits`` (the main fit and the folds), ``evaluations`` (candidate
+      replays per fit, at most), ``frame_replays`` (the estimate, frames simulated), ``batch_bytes`` (the largest
+      batch's memory, bytes) and ``longest`` (frames of the longest episode).
+    """
+    fit, heldout = list(fit), list(heldout)
+    everyone = fit + heldout
+    sub = config.substeps(everyone[0].fps)
+    nparam = len(arm_replay.PARAMS)
+    longest = max(e.nframe for e in everyone)
+
+    def padded(episodes):
+        return len(episodes) * max(e.nframe for e in episodes)
+
+    evaluations = max_iter * EVALUATIONS_PER_ITERATION
+    replays = evaluations * padded(fit)  # the main fit
+    replays += (2 * nparam + 3) * padded(fit)  # cost_rise: the fit servo and each parameter scaled either way
+    folds = [everyone[:k] + everyone[k + 1:] for k in range(len(everyone))]
+    if len(heldout) == 1:  # the main fit is the held-out episode's fold
+        folds = [f for f, e in zip(folds, everyone) if e is not heldout[0]]
+    replays += sum(FOLD_MAX_ITER * EVALUATIONS_PER_ITERATION * padded(f) for f in folds)
+    replays += 2 * len(everyone) * padded(everyone)  # each fold's score: its servo and Menagerie's on every episode
+    ridge = len(servo_sysid.RIDGE_KPS[::2]) + 1
+    replays += ridge * 2 * padded(fit)  # the ridge, as recorded and with the offsets taken off
+    if per_joint:
+        replays += max_iter * (2 * len(ARM_JOINTS) + 2) * padded(fit)
+    replays += 2 * padded(everyone)  # the fitted and Menagerie's servo on every episode
+    # a batch holds each simulation's commands and its recorded joints for every physics step of the longest episode
+    per_sim = (longest - 1) * sub * 2 * len(JOINTS) * 8
+    sims = max([(nparam + 1) * (len(everyone) - 1) * len(folds), (nparam + 1) * len(fit), 2 * ridge * len(fit),
+                2 * len(everyone)] + ([(2 * len(ARM_JOINTS) + 1) * len(fit)] if per_joint else []))
+    return dict(frames=sum(e.nframe for e in everyone), fits=1 + len(folds), evaluations=evaluations,
+                frame_replays=float(replays), batch_bytes=float(sims * per_sim), longest=longest)
+
+
+def check_cost(fit: Sequence[Episode], heldout: Sequence[Episode], *, max_frame_replays: float = MAX_FRAME_REPLAYS,
+               max_batch_bytes: float = MAX_BATCH_BYTES, **kwargs) -> dict:
+    """:func:`fit_cost` if it is within the budgets, else a ValueError with the numbers and what to do: fewer
+    episodes (``--episodes``), or each cut to its first N frames (``--max-frames N``, the largest N that fits)."""
+    cost = fit_cost(fit, heldout, **kwargs)
+    over = []
+    if cost['frame_replays'] > max_frame_replays:
+        over.append(f"up to {cost['frame_replays'] / 1e6:,.0f} million frame replays, over the budget of "
+                    f"{max_frame_replays / 1e6:,.0f} million "
+                    f"({cost['frames']:,} frames in {len(fit) + len(heldout)} episodes of up to {cost['longest']:,} "
+                    f"frames, {cost['fits']} fits (the main fit and the leave-one-out folds) of up to "
+                    f"{cost['evaluations']} candidate replays each)")
+    if cost['batch_bytes'] > max_batch_bytes:
+        over.append(f"a batch of {cost['batch_bytes'] / 1e9:.2g} GB, over the budget of {max_batch_bytes / 1e9:.2g} GB "
+                    f"(every simulation of a batch runs as long as the longest episode, {cost['longest']:,} frames)")
+    if not over:
+        return cost
+    low, high = 2, cost['longest']  # the largest --max-frames whose cost fits, by bisection (the cost grows with it)
+    while high - low > 1:
+        mid = (low + high) // 2
+        c = fit_cost(first_frames(fit, mid), first_frames(heldout, mid), **kwargs)
+        ok = c['frame_replays'] <= max_frame_replays and c['batch_bytes'] <= max_batch_bytes
+        low, high = (mid, high) if ok else (low, mid)
+    shortest = math.ceil(MIN_EPISODE_SECONDS * fit[0].fps)
+    hint = (f'or keep the first {low:,} frames of each with --max-frames {low}' if low >= shortest else
+            'as even the shortest useful episodes would not fit')
+    raise ValueError(f"the fit must stay within its budget, got an estimate of {' and '.join(over)}; choose fewer "
+                     f"episodes with --episodes, {hint}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Is the recording enough?
+# --------------------------------------------------------------------------------------------------
+
+def motion(episodes: Sequence[Episode]) -> dict:
+    """How much of ``episodes`` moves and holds: ``seconds`` (total), ``moving_seconds`` (frames whose fastest arm
+    command exceeds ``MOVING_SPEED_DEG_S``), ``held_frames`` (held poses inside the model's range, as
+    ``servo_sysid.static_offsets_deg`` uses them) and ``shortest_seconds`` (the shortest episode)."""
+    episodes = list(episodes)
+    if not episodes:
+        raise ValueError('episodes must hold at least one episode, got none')
+    low, high = np.degrees(arm_replay.slim_arm().actuator_ctrlrange[:len(ARM_JOINTS)]).T
+    moving = held = 0
+    for e in episodes:
+        a = e.action[:, arm_replay.arm_columns(e.joints)]
+        if e.nframe >= 2:
+            moving += int(np.sum(np.max(np.abs(np.diff(a, axis=0)), axis=1) * e.fps > MOVING_SPEED_DEG_S))
+        inside = np.all((a >= low) & (a <= high), axis=1)
+        held += int(np.sum(servo_sysid.held_frames(a) & inside))
+    fps = episodes[0].fps
+    return dict(seconds=float(sum(e.nframe for e in episodes) / fps), moving_seconds=moving / fps,
+                held_frames=held, shortest_seconds=float(min(e.nframe for e in episodes) / fps))
+
+
+def recording_warnings(fit_motion: dict, *, fps: float) -> list[str]:
+    """One sentence per reason the fit episodes may be too short or too still to identify the servo."""
+    out = []
+    if fit_motion['moving_seconds'] < MIN_MOVING_SECONDS:
+        out.append(f"too static: the fit episodes move (some arm command faster than {MOVING_SPEED_DEG_S:g} deg/s) "
+                   f"for {fit_motion['moving_seconds']:.1f} s, under {MIN_MOVING_SECONDS:g} s; the lag shows only "
+                   f"while the arm moves, so record more moves")
+    if fit_motion['held_frames'] < MIN_HELD_FRAMES:
+        out.append(f"too few held poses: {fit_motion['held_frames']} held frames in the fit episodes, under "
+                   f"{MIN_HELD_FRAMES}; kp against gravity and the static offsets show only where the arm holds "
+                   f"still, so pause for a second between moves")
+    if fit_motion['shortest_seconds'] < MIN_EPISODE_SECONDS:
+        out.append(f"too short: an episode lasts {fit_motion['shortest_seconds']:.2f} s, under "
+                   f"{MIN_EPISODE_SECONDS:g} s, less than one move and its settling")
+    if fps < 10:
+        out.append(f'low frame rate: {fps:g} fps; a lag of about 0.1 s spans less than one frame')
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Models with a servo per joint, and their replay
+# --------------------------------------------------------------------------------------------------
