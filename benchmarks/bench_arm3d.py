@@ -22,7 +22,9 @@ With ``--panels`` it measures the view where the book shows it, in chapters 3 an
 tests/test_arm3d_panel.py, MuJoCo live): for each panel, the slider-to-plot latency of ``--values`` kp changes (as
 bench_web_arm.py times them: (a) first picture, (b) whole run drawn with its verdict, (c) painted) with the 3D view
 closed and with it open and playing, in ``--blocks`` pairs of interleaved blocks (closed, open, closed, open, ...) so
-that the machine's load falls on both alike, and their ratio of medians (open / closed); then the view's frames per
+that the machine's load falls on both alike, and their ratio of medians (open / closed). The view holds still while
+its panel computes and takes a finished run once the panel has been quiet for 250 ms (arm3d_view.js QUIET_MS), so
+during a run of slider changes it draws nothing, as while a reader drags a slider. Then the view's frames per
 second while it plays the panel's run in the panel, with the CPU time per frame as above. The page's column is the
 book's at a 1280 px window (physai.interface.plots.COLUMN_PX).
 
@@ -161,8 +163,9 @@ def panels(seconds: float, values: int, blocks: int) -> None:
                 print(f'chapter {chapter}: ratio open / closed (medians, {blocks * len(kps)} changes each, interleaved): '
                       f'first picture {ratios[0]:.2f}, whole {ratios[1]:.2f}, painted {ratios[2]:.2f}; '
                       f'load average {os.getloadavg()[0]:.1f}')
-                cpu0 = chromium_cpu_seconds()
+                page.wait_for_timeout(1000)   # the view has taken the last run (arm3d_view.js QUIET_MS) and plays
                 page.evaluate(f"() => window.physaiPanels['{key}'].arm3d.view.pause()")
+                cpu0 = chromium_cpu_seconds()
                 page.wait_for_timeout(int(seconds * 1000))
                 cpu1 = chromium_cpu_seconds()
                 result = page.evaluate(PANEL_FPS, [key, seconds])

@@ -18,6 +18,7 @@ import {el} from './figures.js';
 
 const VIEW_MODULE = new URL('../physai-arm3d.js', import.meta.url).href;
 const ASSETS = new URL('../arm3d/so101.json', import.meta.url).href;
+const QUIET_MS = 250;   // the panel quiet this long after a run: the view takes it (setRun)
 const MAX_FRAMES = 750;   // a hold is 3 s at 1 ms or finer: the clip keeps every stride-th step (4 ms at 1 ms)
 const MAGNIFY = [1, 10, 30, 100];
 const SPEEDS = [[1, 'real time'], [0.25, '¼ speed'], [0.1, '1/10 speed']];
@@ -119,28 +120,35 @@ export class ArmView {
     this.root.dataset.arm3d = 'unavailable';
   }
 
-  // the panel's hook: a run finished (holdRun's or replayRun's record). The view poses it in a task of its own,
-  // after the plots have their picture, so the view adds nothing to the time from a slider to the plots.
+  // the panel's hook: a run finished (holdRun's or replayRun's record). The view takes it once the panel has been
+  // quiet for QUIET_MS (no run since): while a reader drags a slider, runs follow each other and the view holds
+  // still, so it takes no processor time from them; when the reader lets go it poses the last run and plays on.
   setRun(record) {
     this.record = record;
+    this.settle();
+  }
+
+  settle() {
     clearTimeout(this.showing);
-    if (this.view) this.showing = setTimeout(() => { if (this.view) this.show(); }, 0);
+    if (!this.view) return;
+    this.showing = setTimeout(() => {
+      if (!this.view || this.panel.root.dataset.state === 'running') return;
+      const resume = this.resumeAfterRun;
+      this.resumeAfterRun = false;
+      this.show(resume);
+    }, QUIET_MS);
   }
 
   // While the panel reruns MuJoCo (its data-state "running") the view holds still and draws nothing, so the run has
-  // the processor (a browser that draws WebGL on the CPU spends tens of ms a frame); it plays on when the run is done.
+  // the processor (a browser that draws WebGL on the CPU spends tens of ms a frame); see setRun for when it goes on.
   followState() {
     if (this.stateWatch) return;
     this.stateWatch = new MutationObserver(() => {
       const view = this.view;
-      if (!view) return;
-      if (this.panel.root.dataset.state === 'running') {
-        if (view.playing) { this.resumeAfterRun = true; view.pause(); }
-        view.cancelRender();
-      } else if (this.resumeAfterRun) {
-        this.resumeAfterRun = false;
-        view.play();
-      }
+      if (!view || this.panel.root.dataset.state !== 'running') return;
+      clearTimeout(this.showing);
+      if (view.playing) { this.resumeAfterRun = true; view.pause(); }
+      view.cancelRender();
     });
     this.stateWatch.observe(this.panel.root, {attributes: true, attributeFilter: ['data-state']});
   }
@@ -217,10 +225,9 @@ export class ArmView {
   }
 
   // the run's clip, posed by MuJoCo, into the view (playing on if it was)
-  show() {
+  show(resume = false) {
     const r = this.record, view = this.view, engine = this.panel.model;
-    const playing = !this.started || view.playing || this.resumeAfterRun, t = view.time;
-    this.resumeAfterRun = false;
+    const playing = !this.started || view.playing || resume, t = view.time;
     let clip;
     if (this.kind === 'hold') {
       const nq = engine.model.nq, stride = Math.ceil(r.steps / MAX_FRAMES), n = Math.floor((r.steps - 1) / stride) + 1;
