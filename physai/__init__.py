@@ -15,7 +15,8 @@ import-linter, the contract is in ``pyproject.toml``). Read it from the bottom u
    MuJoCo's warnings captured per run, the one divergence rule, position-servo gains and armature set on a
    compiled model), ``perturb`` (the last-bit nudge), ``link`` (chapter 1's link and its step responses),
    ``pendulum`` (chapter 2's pendulum under each actuator model), ``so101`` (the SO-101 from MuJoCo
-   Menagerie), ``pd_controller`` (chapter 3's MIT-form PD, run in the loop or in MuJoCo's step), ``hold``
+   Menagerie), ``bodies`` (what a 3D view needs: each body's pose per frame, each visible mesh on its body),
+   ``pd_controller`` (chapter 3's MIT-form PD, run in the loop or in MuJoCo's step), ``hold``
    (chapter 3's arm holding a pose with it, and ensembles of such runs), ``arm_replay`` (chapter 4's servo model
    and open-loop replay of recorded episodes), ``sysid`` (chapter 4's fit of that servo), ``servo_models``
    (per-joint servos, MuJoCo's command delay and calibration offsets, and the structures fitted against the
@@ -30,9 +31,11 @@ import-linter, the contract is in ``pyproject.toml``). Read it from the bottom u
 5. ``physai.interface``: what a reader sees. ``plots`` (the figure style), ``diagrams``, ``tables`` (result
    tables), ``panel`` (a live panel described once), ``live`` (its kernel renderer: sliders, choices, the blitted
    figure), ``web`` and ``web_arm`` (its page renderer: the precomputed first view, MuJoCo's WebAssembly build in
-   the reader's browser), and one ``*_panels`` module per chapter.
+   the reader's browser), ``arm_frames`` (the SO-101 rendered by MuJoCo for the notebook), and one ``*_panels``
+   module per chapter.
 6. ``physai.book``: the book's own tooling. ``prose`` (numbers glued into the text), ``colab`` (every
-   chapter's first cell), ``edition`` (the Colab edition), ``buildit`` (the learner's Build-it checks).
+   chapter's first cell), ``edition`` (the Colab edition), ``buildit`` (the learner's Build-it checks),
+   ``arm_meshes`` (the SO-101's meshes for the page's 3D view).
 
 ``python -m physai`` (``physai.__main__``) is the command line over the registry and ``physai.cli``.
 

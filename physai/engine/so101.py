@@ -73,6 +73,12 @@ def load_so101(entry: str = 'so101') -> mujoco.MjModel:
     return copy.copy(_load(entry))
 
 
+def folder() -> pathlib.Path:
+    """The folder of Menagerie's ``robotstudio_so101`` (its ``so101.xml``, ``LICENSE`` and ``assets/`` of STL meshes),
+    local or downloaded as :func:`load_so101` finds it."""
+    return pathlib.Path(_from_menagerie(lambda menagerie: menagerie.get('robotstudio_so101').path()))
+
+
 def load_mesh_free(*, collision_meshes: bool = True) -> mujoco.MjModel:
     """A fresh copy of the SO-101 arm without its visual meshes: the same physics, copied in about a millisecond.
 

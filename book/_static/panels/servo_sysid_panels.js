@@ -2,6 +2,7 @@
 // recorded episode replayed open loop under the servo on the controls, drawn against the recording, with the error
 // per joint and the sag in held poses. A replay is thousands of MuJoCo steps, so it goes in slices (ui.js's drive),
 // the page free between two; the next input drops the replay in progress.
+import {ArmView} from './arm3d_view.js';
 import {Model, diverged} from './engine.js';
 import {unpack, summarizeReplay} from './laws.js';
 import {replayRun} from './runs.js';
@@ -25,6 +26,7 @@ export default class SysidPanel extends Panel {
     }
     const s = this.plots.sags;
     s.path(s.layer('zero'), s.spec.xlim, [0, 0], {stroke: '#555555', 'stroke-width': 0.8});
+    this.arm3d = new ArmView(this, container, 'replay', [o]);   // the SO-101 in 3D, on demand
   }
 
   // ---- the two sources of results
@@ -54,6 +56,7 @@ export default class SysidPanel extends Panel {
                        const s = summarizeReplay(record, this.episode, diverged({q: record.q.subarray(0, record.frames * this.model.model.nq),
                                                                                   warned: record.warned}, this.model.rule), k);
                        this.draw(this.fromRecord(record, s), v);
+                       this.arm3d.setRun(record);
                      });
   }
 

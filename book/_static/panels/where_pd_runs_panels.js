@@ -6,6 +6,7 @@
 // laws.js) at once, and the trajectory after its first few milliseconds of computing; the rest of the run goes in
 // slices of about 20 ms, the page free between two, its partial trace redrawn at most every 100 ms; the next input
 // drops the run in progress.
+import {ArmView} from './arm3d_view.js';
 import {Model, diverged} from './engine.js';
 import {el} from './figures.js';
 import {degrees, growthCurve, summarizeHold, unpack} from './laws.js';
@@ -32,6 +33,7 @@ export default class PdPanel extends Panel {
                   class: 'pl-shade'}, plot.layer('shade'));
     }
     this.curves = new Map();
+    this.arm3d = new ArmView(this, container, 'hold', this.holdPlots);   // the SO-101 in 3D, on demand
   }
 
   // ---- the two sources of results
@@ -77,6 +79,7 @@ export default class PdPanel extends Panel {
                        const summary = summarizeHold(record, k.hold, diverged({q: record.q.subarray(0, record.steps * this.model.model.nq),
                                                                warned: record.warned}, this.model.rule));
                        this.drawHold(this.fromRecord(record, summary, growth), v, null);
+                       this.arm3d.setRun(record);
                      });
   }
 

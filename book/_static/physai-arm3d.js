@@ -1,0 +1,721 @@
+/**
+ * physai-arm3d.js: the SO-101 in 3D, posed body by body from MuJoCo's own numbers (three.js, WebGL 2).
+ *
+ * A page imports this module only when the reader opens the 3D view; it then fetches three.js from
+ * `_static/three/` and the arm from `_static/arm3d/` (both put into the site by book/_ext/physai_arm3d.py; the
+ * arm's description and meshes are written by `python -m physai.book.arm_meshes`). It imports nothing of the live
+ * panels: a panel hands it poses.
+ *
+ * The pose is MuJoCo's, with no kinematics here: each body is placed at its `xpos` (m) and `xquat` (w, x, y, z),
+ * each visible geom sits on its body at its compiled `geom_pos`/`geom_quat`, and each mesh's vertices are the ones
+ * MuJoCo compiled (`mesh_vert`, in the mesh's own frame), simplified and quantized. So a geom's world placement is
+ * MuJoCo's `geom_xpos = xpos + xmat geom_pos`, `geom_xmat = xmat mat(geom_quat)` (tests/test_arm3d_view.py checks
+ * the three.js objects against `d.geom_xpos`/`d.geom_xmat`). Coordinates are MuJoCo's, z up.
+ *
+ * Use:
+ *
+ *     const { Arm3D } = await import('./physai-arm3d.js');
+ *     const view = await Arm3D.create(container, { assetsUrl: '_static/arm3d/so101.json', ghost: true });
+ *     if (!view.available) ...;              // view.reason says why (e.g. no WebGL 2); the container shows it
+ *     view.setPose(data.xpos, data.xquat);   // Float64Array nbody*3 and nbody*4, MuJoCo's MjData fields
+ *     view.setPose(xposRec, xquatRec, { ghost: true });
+ *     view.setMagnification(20, { xpos: xposTarget, xquat: xquatTarget });   // "motion x20" on the view
+ *     view.setClip({ time, xpos, xquat, ghost: { xpos, xquat } });            // then play/pause/scrub
+ *     view.onTime = (t) => { ... };          // the view's own playing or scrubbing moved to time t (s)
+ *     view.seek(t);                          // the panel's cursor moved (does not call onTime)
+ *     view.dispose();                        // frees the GPU objects and the WebGL context
+ */
+import * as THREE from './three/three.module.js';
+import { OrbitControls } from './three/OrbitControls.js';
+import { mergeVertices, toCreasedNormals } from './three/BufferGeometryUtils.js';
+
+/** The layout of the arm's description this module reads (physai.book.arm_meshes.FORMAT). */
+export const FORMAT = 'physai-arm3d/1';
+/** Normals are smoothed across edges sharper than this, and kept sharp at the CAD parts' creases. */
+export const CREASE_ANGLE = Math.PI / 6;
+/** The ghost arm's colour and opacity (the recorded arm behind the simulated one). */
+export const GHOST = { color: '#3b82d6', opacity: 0.35 };
+export const UNAVAILABLE = '3D view unavailable: ';
+
+/**
+ * Why this browser cannot show the view, or null if it can: three.js draws with WebGL 2.
+ * @returns {string|null}
+ */
+export function webglUnavailable() {
+    return probeWebGL().reason;
+}
+
+/**
+ * Whether this browser has WebGL 2 and whether it draws on the CPU (SwiftShader, llvmpipe: a browser without a
+ * GPU, or headless). A software renderer pays for every pixel on the CPU, so the view then draws without
+ * multisampling (4 samples a pixel), which costs it most of its frame time there.
+ * @returns {{reason: string|null, software: boolean, renderer: string}}
+ */
+export function probeWebGL() {
+    if (typeof document === 'undefined') return { reason: `${UNAVAILABLE}no document to draw in`, software: false, renderer: '' };
+    try {
+        const canvas = document.createElement('canvas');
+        const gl = canvas.getContext('webgl2');
+        if (!gl) return { reason: `${UNAVAILABLE}this browser has no WebGL 2`, software: false, renderer: '' };
+        const info = gl.getExtension('WEBGL_debug_renderer_info');
+        const renderer = String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
+        gl.getExtension('WEBGL_lose_context')?.loseContext();
+        return { reason: null, software: /swiftshader|llvmpipe|software/i.test(renderer), renderer };
+    } catch (error) {
+        return { reason: `${UNAVAILABLE}this browser has no WebGL 2 (${error.message})`, software: false, renderer: '' };
+    }
+}
+
+/**
+ * The arm's description and meshes from a `so101.json` and the binary beside it (physai.book.arm_meshes).
+ * @param {object} description the parsed JSON
+ * @param {ArrayBuffer} buffer the binary file's bytes
+ * @returns {{description: object, meshes: {positions: Float32Array, index: Uint16Array}[]}}
+ */
+export function decodeArm(description, buffer) {
+    if (description.format !== FORMAT) {
+        throw new Error(`the arm's description must be of format ${FORMAT}, got ${description.format}`);
+    }
+    if (buffer.byteLength !== description.bin_bytes) {
+        throw new Error(`${description.bin} must hold ${description.bin_bytes} bytes, got ${buffer.byteLength}`);
+    }
+    const meshes = description.meshes.map((mesh) => {
+        const levels = new Uint16Array(buffer, mesh.offset, mesh.vertices * 3);
+        const index = new Uint16Array(buffer, mesh.offset + mesh.vertices * 6, mesh.triangles * 3);
+        const positions = new Float32Array(mesh.vertices * 3);
+        for (let v = 0; v < mesh.vertices; v++) {
+            for (let axis = 0; axis < 3; axis++) {
+                positions[3 * v + axis] = mesh.min[axis] + levels[3 * v + axis] * mesh.step[axis];
+            }
+        }
+        return { positions, index };
+    });
+    return { description, meshes };
+}
+
+const loaded = new Map();
+
+/**
+ * Fetch and decode the arm once per URL (views of one page share it).
+ * @param {string|URL} url the description, `.../so101.json`; the binary is named in it and sits beside it
+ */
+export function loadArm(url) {
+    const key = new URL(url, document.baseURI).href;
+    if (!loaded.has(key)) {
+        const load = (async () => {
+            const answer = await fetch(key);
+            if (!answer.ok) throw new Error(`the arm's description could not be fetched from ${key}: ${answer.status}`);
+            const description = await answer.json();
+            const binUrl = new URL(description.bin, key).href;
+            const bin = await fetch(binUrl);
+            if (!bin.ok) throw new Error(`the arm's meshes could not be fetched from ${binUrl}: ${bin.status}`);
+            return decodeArm(description, await bin.arrayBuffer());
+        })();
+        load.catch(() => loaded.delete(key));  // a failed load may be retried
+        loaded.set(key, load);
+    }
+    return loaded.get(key);
+}
+
+function colour(rgba) {
+    return new THREE.Color().setRGB(rgba[0], rgba[1], rgba[2], THREE.SRGBColorSpace);
+}
+
+/**
+ * The arm as a three.js scene graph: one group per body that carries a geom (placed by setBodyPoses), one mesh per
+ * visible geom on it at its compiled geom_pos/geom_quat. Pure scene graph: no renderer, so it also runs in Node.
+ * @param {{description: object, meshes: object[]}} arm from decodeArm/loadArm
+ * @param {{ghost?: boolean}} options ghost: one translucent colour (GHOST), drawn after the solid arm
+ * @returns {{root: THREE.Group, bodies: (THREE.Group|null)[], geoms: THREE.Mesh[], dispose: () => void}}
+ */
+export function buildArm(arm, { ghost = false } = {}) {
+    const { description } = arm;
+    const geometries = arm.meshes.map(({ positions, index }) => {
+        const indexed = new THREE.BufferGeometry();
+        indexed.setAttribute('position', new THREE.BufferAttribute(positions, 3));
+        indexed.setIndex(new THREE.BufferAttribute(index, 1));
+        // Normals sharp at the parts' creases, smooth elsewhere; then the corners that share a position and a
+        // normal merged again, so each is shaded once (a software renderer spends most of a frame on vertices).
+        const creased = toCreasedNormals(indexed, CREASE_ANGLE);
+        const merged = mergeVertices(creased);
+        indexed.dispose();
+        creased.dispose();
+        return merged;
+    });
+    const materials = new Map();
+    const material = (rgba) => {
+        const key = ghost ? 'ghost' : rgba.join(',');
+        if (!materials.has(key)) {
+            // Lambert shading: a CAD part needs no physically based highlights, and a software renderer (no GPU)
+            // draws it in about half the time. The ghost writes depth so that only its nearest surface shows
+            // (one translucent layer, not every inner face of the part), and is pushed back in depth so that where
+            // it coincides with the solid arm (the fixed base) the solid shows.
+            materials.set(key, ghost
+                ? new THREE.MeshLambertMaterial({ color: GHOST.color, transparent: true, opacity: GHOST.opacity,
+                                                  polygonOffset: true, polygonOffsetFactor: 2, polygonOffsetUnits: 2 })
+                : new THREE.MeshLambertMaterial({ color: colour(rgba), transparent: rgba[3] < 1, opacity: rgba[3] }));
+        }
+        return materials.get(key);
+    };
+    const root = new THREE.Group();
+    root.name = ghost ? 'arm (ghost)' : 'arm';
+    const bodies = description.bodies.map(() => null);
+    const geoms = [];
+    for (const geom of description.geoms) {
+        if (!bodies[geom.body]) {
+            const body = new THREE.Group();
+            body.name = description.bodies[geom.body].name;
+            body.matrixAutoUpdate = true;
+            bodies[geom.body] = body;
+            root.add(body);
+        }
+        const mesh = new THREE.Mesh(geometries[geom.mesh], material(geom.rgba));
+        mesh.name = `geom ${geom.geom}`;
+        mesh.position.set(geom.pos[0], geom.pos[1], geom.pos[2]);
+        mesh.quaternion.set(geom.quat[1], geom.quat[2], geom.quat[3], geom.quat[0]);  // MuJoCo w,x,y,z
+        if (ghost) mesh.renderOrder = 1;
+        bodies[geom.body].add(mesh);
+        geoms.push(mesh);
+    }
+    return {
+        root, bodies, geoms,
+        dispose() {
+            geometries.forEach((g) => g.dispose());
+            materials.forEach((m) => m.dispose());
+        },
+    };
+}
+
+/**
+ * Place each body's group at MuJoCo's pose: position xpos[3b..3b+2], orientation xquat[4b..4b+3] (w, x, y, z).
+ * @param {(THREE.Object3D|null)[]} bodies from buildArm
+ */
+export function setBodyPoses(bodies, xpos, xquat) {
+    for (let b = 0; b < bodies.length; b++) {
+        const body = bodies[b];
+        if (!body) continue;
+        body.position.set(xpos[3 * b], xpos[3 * b + 1], xpos[3 * b + 2]);
+        body.quaternion.set(xquat[4 * b + 1], xquat[4 * b + 2], xquat[4 * b + 3], xquat[4 * b]);
+    }
+}
+
+// Quaternions as [w, x, y, z] in plain arrays, MuJoCo's order and Hamilton product (mju_mulQuat).
+function qmul(a, b) {
+    return [a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
+            a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],
+            a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1],
+            a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0]];
+}
+const qconj = (q) => [q[0], -q[1], -q[2], -q[3]];
+function qrot(q, v) {  // q v q*
+    const r = qmul(qmul(q, [0, v[0], v[1], v[2]]), qconj(q));
+    return [r[1], r[2], r[3]];
+}
+function qpow(q, k) {  // the rotation of q, its angle times k, about the same axis (shortest way)
+    const s = q[0] < 0 ? -1 : 1;
+    const w = s * q[0], x = s * q[1], y = s * q[2], z = s * q[3];
+    const sin = Math.hypot(x, y, z);
+    if (sin < 1e-12) return [1, k * x, k * y, k * z];
+    const half = Math.atan2(sin, w) * k;
+    const f = Math.sin(half) / sin;
+    return [Math.cos(half), f * x, f * y, f * z];
+}
+const take = (array, i, n) => Array.from({ length: n }, (_, j) => array[n * i + j]);
+
+/**
+ * Each body's excursion from a reference pose, magnified: the body's pose relative to its parent turned further
+ * about the same axis by `factor` times its turn from the reference, and moved `factor` times as far, then the
+ * chain recomposed from the world outwards, so the bodies stay joined. For hinge joints at their body's origin (every
+ * joint of the SO-101) that is exactly MuJoCo's pose at qpos_ref + factor (qpos - qpos_ref), while
+ * factor |qpos - qpos_ref| < pi (tests/test_arm3d_view.py checks it).
+ * @param {number[]} parents body_parentid (body 0 is the world)
+ * @returns {{xpos: Float64Array, xquat: Float64Array}}
+ */
+export function magnifyPoses(parents, xpos, xquat, reference, factor) {
+    const nbody = parents.length;
+    const outPos = new Float64Array(nbody * 3);
+    const outQuat = new Float64Array(nbody * 4);
+    outQuat[0] = 1;
+    for (let b = 1; b < nbody; b++) {
+        const p = parents[b];
+        // relative pose now and at the reference: R_p^T (x_b - x_p), q_p* q_b
+        const rel = (pos, quat) => {
+            const qp = take(quat, p, 4), xp = take(pos, p, 3), xb = take(pos, b, 3);
+            return { t: qrot(qconj(qp), [xb[0] - xp[0], xb[1] - xp[1], xb[2] - xp[2]]),
+                     q: qmul(qconj(qp), take(quat, b, 4)) };
+        };
+        const now = rel(xpos, xquat), ref = rel(reference.xpos, reference.xquat);
+        const turn = qpow(qmul(qconj(ref.q), now.q), factor);
+        const q = qmul(ref.q, turn);
+        const t = [0, 1, 2].map((i) => ref.t[i] + factor * (now.t[i] - ref.t[i]));
+        const qp = take(outQuat, p, 4), xp = take(outPos, p, 3);
+        const x = qrot(qp, t);
+        const qb = qmul(qp, q);
+        const norm = Math.hypot(...qb);
+        for (let i = 0; i < 3; i++) outPos[3 * b + i] = xp[i] + x[i];
+        for (let i = 0; i < 4; i++) outQuat[4 * b + i] = qb[i] / norm;
+    }
+    return { xpos: outPos, xquat: outQuat };
+}
+
+const STYLE = `
+.physai-arm3d { position: relative; margin: 0.5em 0; color: inherit; font-size: 0.85em; }
+.physai-arm3d-stage { position: relative; width: 100%; touch-action: none; }
+.physai-arm3d-stage canvas { display: block; width: 100%; border-radius: 6px; outline: none; }
+.physai-arm3d-tag { position: absolute; top: 0.4em; padding: 0.1em 0.45em; border-radius: 4px; pointer-events: none;
+  background: color-mix(in srgb, currentColor 10%, transparent); }
+.physai-arm3d-label { left: 0.4em; }
+.physai-arm3d-magnified { right: 0.4em; font-weight: 600; }
+.physai-arm3d-bar { display: flex; align-items: center; gap: 0.5em; margin-top: 0.3em; }
+.physai-arm3d-bar button { font: inherit; color: inherit; background: transparent; border: 1px solid currentColor;
+  border-radius: 4px; padding: 0.1em 0.6em; cursor: pointer; opacity: 0.85; }
+.physai-arm3d-bar input[type=range] { flex: 1; min-width: 4em; }
+.physai-arm3d-time { font-variant-numeric: tabular-nums; min-width: 4.5em; text-align: right; }
+.physai-arm3d-unavailable { margin: 0.5em 0; font-style: italic; }
+`;
+
+function injectStyle() {
+    if (document.getElementById('physai-arm3d-style')) return;
+    const style = document.createElement('style');
+    style.id = 'physai-arm3d-style';
+    style.textContent = STYLE;
+    document.head.append(style);
+}
+
+function element(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined) node.textContent = text;
+    return node;
+}
+
+function checkLength(name, array, length) {
+    if (!array || array.length !== length) {
+        throw new Error(`${name} must hold ${length} numbers, got ${array ? array.length : array}`);
+    }
+}
+
+/** One 3D view of the arm in a container (a solid arm and, if asked, a ghost arm). */
+export class Arm3D {
+    /**
+     * Make a view in `container` (its content is replaced). Resolves to a view; without WebGL 2 (or if the
+     * context cannot be made) the view has `available` false and `reason` set, shows the reason in the
+     * container, and its methods do nothing.
+     * @param {HTMLElement} container
+     * @param {object} options
+     * @param {string|URL} options.assetsUrl the arm's description, `_static/arm3d/so101.json`
+     * @param {boolean} [options.ghost=false] also draw a translucent ghost arm (setPose(..., {ghost: true}))
+     * @param {string} [options.label] a short label drawn on the view (e.g. "PD in the step")
+     * @param {number|(() => number|undefined)} [options.height] CSS px (or a function giving it, asked at every
+     *     resize; undefined for the default); by default 0.62 x the width, within [200, 520]
+     * @param {{azimuth?: number, elevation?: number}} [options.camera] degrees; the view looks at the arm's box
+     * @param {(t: number, frame: number) => void} [options.onTime] see the onTime property
+     * @param {boolean} [options.antialias] multisampling; by default on, except on a software renderer (probeWebGL)
+     * @param {number} [options.maxFps] the most frames a second playback draws; by default 30 on a software renderer
+     *     (each frame costs it tens of ms of CPU, which a live panel's MuJoCo run needs), else the screen's rate
+     * @param {number} [options.pixelRatio] drawing-buffer pixels per CSS px; by default the screen's, at most 2, and
+     *     1 on a software renderer (its time per frame falls with it: benchmarks/bench_arm3d.py)
+     */
+    static async create(container, options = {}) {
+        const view = new Arm3D(container, options);
+        const probe = probeWebGL();
+        if (probe.reason) return view._unavailable(probe.reason);
+        view.webgl = probe;
+        const arm = await loadArm(options.assetsUrl);
+        try {
+            view._start(arm);
+        } catch (error) {
+            return view._unavailable(`${UNAVAILABLE}${error.message}`);
+        }
+        return view;
+    }
+
+    constructor(container, options) {
+        this.container = container;
+        this.options = options;
+        this.available = false;
+        this.reason = null;
+        /** Called with (t, frame) when the view's own playback or scrubber moves the clip's time. */
+        this.onTime = options.onTime || null;
+        /** Frames drawn so far, and the last draw's duration in ms (for measurements). */
+        this.frames = 0;
+        this.renderMs = 0;
+        this.magnification = 1;
+        this._reference = null;
+        this._clip = null;
+        this._playing = false;
+        this._pending = 0;
+        this._poses = { solid: null, ghost: null };
+    }
+
+    _unavailable(reason) {
+        this.reason = reason;
+        injectStyle();
+        this.container.replaceChildren(element('p', 'physai-arm3d-unavailable', reason));
+        return this;
+    }
+
+    _start(arm) {
+        injectStyle();
+        const { description } = arm;
+        this.description = description;
+        this.nbody = description.nbody;
+        this.parents = description.bodies.map((b) => b.parent);
+
+        const antialias = this.options.antialias ?? !this.webgl.software;
+        const renderer = new THREE.WebGLRenderer({ antialias, alpha: true });
+        // A software renderer pays for every pixel: one per CSS px there (benchmarks/bench_arm3d.py); else the screen's.
+        renderer.setPixelRatio(this.options.pixelRatio ?? (this.webgl.software ? 1 : Math.min(window.devicePixelRatio || 1, 2)));
+        renderer.outputColorSpace = THREE.SRGBColorSpace;
+        renderer.toneMapping = THREE.NeutralToneMapping;  // lit faces keep their hue instead of clipping to white
+        this.renderer = renderer;
+        const canvas = renderer.domElement;
+        canvas.setAttribute('role', 'img');
+        canvas.setAttribute('aria-label', 'The SO-101 arm in 3D: drag to turn, scroll or pinch to zoom');
+        canvas.addEventListener('webglcontextlost', (event) => {
+            if (this._disposed) return;
+            event.preventDefault();
+            this._stopPlaying();
+            this._unavailable(`${UNAVAILABLE}the browser took its WebGL context back`);
+        });
+
+        const scene = new THREE.Scene();
+        this.scene = scene;
+        const sky = new THREE.HemisphereLight(0xffffff, 0x303030, 1.2);
+        sky.position.set(0, 0, 1);  // MuJoCo's z is up
+        scene.add(sky);
+        const grid = new THREE.GridHelper(0.4, 8, 0x888888, 0x888888);  // 5 cm squares
+        grid.rotation.x = Math.PI / 2;  // three's grid lies in x-z; MuJoCo's floor is x-y
+        grid.material.transparent = true;
+        grid.material.opacity = 0.35;
+        grid.material.depthWrite = false;
+        scene.add(grid);
+        this._grid = grid;
+
+        this.solid = buildArm(arm);
+        scene.add(this.solid.root);
+        if (this.options.ghost) {
+            this.ghost = buildArm(arm, { ghost: true });
+            this.ghost.root.visible = false;
+            scene.add(this.ghost.root);
+        }
+        const home = description.home;
+        this._apply('solid', Float64Array.from(home.xpos), Float64Array.from(home.xquat));
+
+        const camera = new THREE.PerspectiveCamera(30, 1, 0.01, 20);
+        camera.up.set(0, 0, 1);
+        this.camera = camera;
+        // A headlight, as MuJoCo's viewer has: it turns with the camera, so every side the reader turns to is lit.
+        const headlight = new THREE.DirectionalLight(0xffffff, 2.0);
+        headlight.position.set(-0.5, 1, 1);  // above and left of the eye, in the camera's frame
+        headlight.target.position.set(0, 0, -1);
+        camera.add(headlight, headlight.target);
+        scene.add(camera);
+
+        const root = element('div', 'physai-arm3d');
+        const stage = element('div', 'physai-arm3d-stage');
+        stage.append(canvas);
+        this._label = element('span', 'physai-arm3d-tag physai-arm3d-label', this.options.label || '');
+        this._label.hidden = !this.options.label;
+        stage.append(this._label);
+        this._magnifiedTag = element('span', 'physai-arm3d-tag physai-arm3d-magnified');
+        this._magnifiedTag.hidden = true;
+        stage.append(this._magnifiedTag);
+        const bar = element('div', 'physai-arm3d-bar');
+        this._playButton = element('button', '', 'Play');
+        this._playButton.type = 'button';
+        this._playButton.addEventListener('click', () => (this._playing ? this.pause() : this.play()));
+        this._scrubber = element('input');
+        Object.assign(this._scrubber, { type: 'range', min: '0', max: '1', step: 'any', value: '0' });
+        this._scrubber.setAttribute('aria-label', 'time');
+        this._scrubber.addEventListener('input', () => {
+            this.pause();
+            this._moveTo(Number(this._scrubber.value), true);
+        });
+        this._timeText = element('span', 'physai-arm3d-time');
+        const reset = element('button', '', 'Reset view');
+        reset.type = 'button';
+        reset.addEventListener('click', () => this.resetView());
+        this._clipControls = [this._playButton, this._scrubber, this._timeText];
+        this._clipControls.forEach((c) => { c.hidden = true; });
+        bar.append(this._playButton, this._scrubber, this._timeText, reset);
+        root.append(stage, bar);
+        this.container.replaceChildren(root);
+        this.element = root;
+
+        const controls = new OrbitControls(camera, canvas);
+        controls.enableDamping = false;
+        controls.addEventListener('change', () => this.requestRender());
+        this.controls = controls;
+
+        this._resize = () => {
+            const width = Math.max(1, stage.clientWidth);
+            const asked = typeof this.options.height === 'function' ? this.options.height() : this.options.height;
+            const height = asked || Math.round(Math.min(520, Math.max(200, 0.62 * width)));
+            // setSize clears the picture even at the same size (and a resize observer runs after the frame's draw)
+            if (this._size && this._size[0] === width && this._size[1] === height) return;
+            this._size = [width, height];
+            renderer.setSize(width, height, false);
+            canvas.style.height = `${height}px`;
+            camera.aspect = width / height;
+            camera.updateProjectionMatrix();
+            this.requestRender();
+        };
+        this._observer = new ResizeObserver(this._resize);
+        this._observer.observe(stage);
+        this._resize();
+        this._frameCamera();
+        this.available = true;
+        this.renderNow();
+    }
+
+    _frameCamera() {
+        const box = new THREE.Box3().setFromObject(this.solid.root);
+        const sphere = box.getBoundingSphere(new THREE.Sphere());
+        const { azimuth = 150, elevation = 20 } = this.options.camera || {};
+        const az = THREE.MathUtils.degToRad(azimuth), el = THREE.MathUtils.degToRad(elevation);
+        const fit = Math.min(this.camera.fov, this.camera.fov * this.camera.aspect);
+        const distance = 0.9 * sphere.radius / Math.sin(THREE.MathUtils.degToRad(fit) / 2);
+        this.camera.position.set(sphere.center.x + distance * Math.cos(el) * Math.cos(az),
+                                 sphere.center.y + distance * Math.cos(el) * Math.sin(az),
+                                 sphere.center.z + distance * Math.sin(el));
+        this.controls.target.copy(sphere.center);
+        this.controls.update();
+        this.controls.saveState();
+    }
+
+    /** The label drawn on the view (empty: none). */
+    setLabel(text) {
+        if (!this.available) return;
+        this._label.textContent = text || '';
+        this._label.hidden = !text;
+    }
+
+    /** The clip's rate: clip seconds per wall-clock second (> 0). */
+    setRate(rate) {
+        if (!(rate > 0 && Number.isFinite(rate))) throw new Error(`rate must be a number > 0, got ${rate}`);
+        if (this._clip) this._clip.rate = rate;
+    }
+
+    /** Back to the view the camera started with. */
+    resetView() {
+        if (!this.available) return;
+        this.controls.reset();
+        this.requestRender();
+    }
+
+    _apply(which, xpos, xquat) {
+        this._poses[which] = { xpos, xquat };
+        const arm = which === 'ghost' ? this.ghost : this.solid;
+        if (!arm) return;
+        let pos = xpos, quat = xquat;
+        if (this.magnification !== 1 && this._reference) {
+            ({ xpos: pos, xquat: quat } = magnifyPoses(this.parents, xpos, xquat, this._reference, this.magnification));
+        }
+        setBodyPoses(arm.bodies, pos, quat);
+        if (which === 'ghost') arm.root.visible = true;
+    }
+
+    /**
+     * Pose the arm (or its ghost): MuJoCo's `xpos` (nbody*3, m) and `xquat` (nbody*4, w, x, y, z) of the same
+     * model (MjData's fields, or one frame of body_poses). The numbers are copied; the picture is redrawn at the next
+     * animation frame.
+     */
+    setPose(xpos, xquat, { ghost = false } = {}) {
+        if (!this.available) return;
+        checkLength('xpos', xpos, this.nbody * 3);
+        checkLength('xquat', xquat, this.nbody * 4);
+        if (ghost && !this.ghost) throw new Error('setPose(..., {ghost: true}) needs a view created with ghost: true');
+        this._apply(ghost ? 'ghost' : 'solid', Float64Array.from(xpos), Float64Array.from(xquat));
+        this.requestRender();
+    }
+
+    /**
+     * Magnify motion about a reference pose by `factor` (1 turns it off); the view says "motion x<factor>".
+     * @param {number} factor > 0
+     * @param {{xpos, xquat}} [reference] default: the clip's first frame if there is a clip, else the current pose
+     */
+    setMagnification(factor, reference) {
+        if (!this.available) return;
+        if (!(factor > 0 && Number.isFinite(factor))) throw new Error(`factor must be a number > 0, got ${factor}`);
+        if (reference) {
+            checkLength('reference.xpos', reference.xpos, this.nbody * 3);
+            checkLength('reference.xquat', reference.xquat, this.nbody * 4);
+            this._reference = { xpos: Float64Array.from(reference.xpos), xquat: Float64Array.from(reference.xquat) };
+        } else if (this._clip) {
+            this._reference = { xpos: this._clip.xpos.slice(0, this.nbody * 3),
+                                xquat: this._clip.xquat.slice(0, this.nbody * 4) };
+        } else {
+            this._reference = { xpos: this._poses.solid.xpos.slice(), xquat: this._poses.solid.xquat.slice() };
+        }
+        this.magnification = factor;
+        this._magnifiedTag.hidden = factor === 1;
+        this._magnifiedTag.textContent = `motion \u00d7${Number(factor.toPrecision(3))}`;
+        for (const which of ['solid', 'ghost']) {
+            const pose = this._poses[which];
+            if (pose) this._apply(which, pose.xpos, pose.xquat);
+        }
+        this.requestRender();
+    }
+
+    /**
+     * A clip of frames to play and scrub: `time` (n, s, nondecreasing), `xpos` (n*nbody*3), `xquat` (n*nbody*4)
+     * frame after frame, and optionally `ghost: {xpos, xquat}` of the same frames. Shows the first frame.
+     * @param {{time: ArrayLike<number>, xpos: ArrayLike<number>, xquat: ArrayLike<number>, ghost?: object}} clip
+     * @param {{rate?: number, loop?: boolean}} [options] rate: clip seconds per wall-clock second (default 1)
+     */
+    setClip(clip, { rate = 1, loop = true } = {}) {
+        if (!this.available) return;
+        const n = clip.time.length;
+        if (!(n > 0)) throw new Error('clip.time must hold at least one time');
+        checkLength('clip.xpos', clip.xpos, n * this.nbody * 3);
+        checkLength('clip.xquat', clip.xquat, n * this.nbody * 4);
+        if (clip.ghost) {
+            if (!this.ghost) throw new Error('a clip with a ghost needs a view created with ghost: true');
+            checkLength('clip.ghost.xpos', clip.ghost.xpos, n * this.nbody * 3);
+            checkLength('clip.ghost.xquat', clip.ghost.xquat, n * this.nbody * 4);
+        }
+        const time = Float64Array.from(clip.time);
+        for (let i = 1; i < n; i++) {
+            if (!(time[i] >= time[i - 1])) throw new Error(`clip.time must be nondecreasing, got ${time[i - 1]} then ${time[i]}`);
+        }
+        this.pause();
+        this._clip = {
+            time, xpos: Float64Array.from(clip.xpos), xquat: Float64Array.from(clip.xquat),
+            ghost: clip.ghost && { xpos: Float64Array.from(clip.ghost.xpos), xquat: Float64Array.from(clip.ghost.xquat) },
+            rate, loop, frame: -1, t: time[0],
+        };
+        this._scrubber.min = String(time[0]);
+        this._scrubber.max = String(time[n - 1]);
+        this._clipControls.forEach((c) => { c.hidden = false; });
+        this._moveTo(time[0], false);
+    }
+
+    /** The clip's time, s (NaN without a clip). */
+    get time() { return this._clip ? this._clip.t : NaN; }
+
+    /** Show the clip at time `t` (s), as a panel's cursor moves; does not call onTime. */
+    seek(t) {
+        if (!this.available || !this._clip) return;
+        this._moveTo(t, false);
+    }
+
+    _moveTo(t, fromView) {
+        const clip = this._clip;
+        const { time } = clip;
+        t = Math.min(Math.max(t, time[0]), time[time.length - 1]);
+        clip.t = t;
+        let lo = 0, hi = time.length - 1;  // the last frame at or before t
+        while (lo < hi) {
+            const mid = (lo + hi + 1) >> 1;
+            if (time[mid] <= t) lo = mid; else hi = mid - 1;
+        }
+        if (lo !== clip.frame) {
+            clip.frame = lo;
+            const n3 = this.nbody * 3, n4 = this.nbody * 4;
+            this._apply('solid', clip.xpos.subarray(lo * n3, lo * n3 + n3), clip.xquat.subarray(lo * n4, lo * n4 + n4));
+            if (clip.ghost) {
+                this._apply('ghost', clip.ghost.xpos.subarray(lo * n3, lo * n3 + n3),
+                            clip.ghost.xquat.subarray(lo * n4, lo * n4 + n4));
+            }
+            this.requestRender();
+        }
+        this._scrubber.value = String(t);
+        this._timeText.textContent = `${t.toFixed(2)} s`;
+        if (fromView && this.onTime) this.onTime(t, lo);
+    }
+
+    /** Play the clip from its current time, at its rate, looping if asked. */
+    play() {
+        if (!this.available || !this._clip || this._playing) return;
+        const clip = this._clip;
+        const { time } = clip;
+        if (!clip.loop && clip.t >= time[time.length - 1]) this._moveTo(time[0], true);
+        this._playing = true;
+        this._playButton.textContent = 'Pause';
+        let last = performance.now();
+        const every = 1000 / (this.options.maxFps ?? (this.webgl.software ? 30 : Infinity)) - 2;  // ms, a frame's slack
+        let drawn = -Infinity;
+        const tick = (now) => {
+            if (!this._playing) return;
+            if (now - drawn < every) { this._raf = requestAnimationFrame(tick); return; }
+            drawn = now;
+            const end = time[time.length - 1], span = end - time[0];
+            let t = clip.t + ((now - last) / 1000) * clip.rate;
+            last = now;
+            if (t > end) {
+                if (clip.loop && span > 0) t = time[0] + ((t - time[0]) % span);
+                else { t = end; this._stopPlaying(); }
+            }
+            this._moveTo(t, true);
+            if (this._playing) this._raf = requestAnimationFrame(tick);
+        };
+        this._raf = requestAnimationFrame(tick);
+    }
+
+    /** Drop a redraw that is asked for and not yet drawn (a panel about to compute wants the processor). */
+    cancelRender() {
+        if (this._pending) cancelAnimationFrame(this._pending);
+        this._pending = 0;
+    }
+
+    /** Stop playing (the clip stays where it is). */
+    pause() {
+        if (this._playing) this._stopPlaying();
+    }
+
+    get playing() { return this._playing; }
+
+    _stopPlaying() {
+        this._playing = false;
+        cancelAnimationFrame(this._raf);
+        if (this._playButton) this._playButton.textContent = 'Play';
+    }
+
+    /** Redraw at the next animation frame (once, however often it is asked before then). */
+    requestRender() {
+        if (!this.available && !this.renderer) return;
+        if (this._pending) return;
+        this._pending = requestAnimationFrame(() => {
+            this._pending = 0;
+            this.renderNow();
+        });
+    }
+
+    /** Draw now. */
+    renderNow() {
+        if (!this.renderer) return;
+        const start = performance.now();
+        this.renderer.render(this.scene, this.camera);
+        this.renderMs = performance.now() - start;
+        this.frames += 1;
+    }
+
+    /** The picture as a PNG data URL (drawn now, so it is the current pose). */
+    snapshot() {
+        if (!this.available) return null;
+        this.renderNow();
+        return this.renderer.domElement.toDataURL('image/png');
+    }
+
+    /** Free the GPU objects and the WebGL context, and empty the container. Safe to call twice. */
+    dispose() {
+        this._disposed = true;
+        this._stopPlaying();
+        if (this._pending) cancelAnimationFrame(this._pending);
+        this._pending = 0;
+        this._observer?.disconnect();
+        this.controls?.dispose();
+        this.solid?.dispose();
+        this.ghost?.dispose();
+        this._grid?.geometry.dispose();
+        this._grid?.material.dispose();
+        if (this.renderer) {
+            this.renderer.dispose();
+            this.renderer.forceContextLoss();
+            this.renderer = null;
+        }
+        this.available = false;
+        this.container.replaceChildren();
+    }
+}
