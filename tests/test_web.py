@@ -51,7 +51,9 @@ def finite(x):
 def test_engine_is_the_pinned_package_and_its_size_is_as_stated():
     package = json.loads((ROOT / 'package.json').read_text())
     lock = json.loads((ROOT / 'package-lock.json').read_text())
-    assert package['dependencies'] == {web.ENGINE.package: web.ENGINE.version}  # exact, no range
+    assert package['dependencies'][web.ENGINE.package] == web.ENGINE.version  # exact, no range
+    pins = {**package['dependencies'], **package.get('devDependencies', {})}
+    assert all(re.fullmatch(r'\d+\.\d+\.\d+', v) for v in pins.values()), f'every package pinned exactly: {pins}'
     assert lock['packages'][f'node_modules/{web.ENGINE.package}']['version'] == web.ENGINE.version
     files = [ENGINE_JS.parent / name for name in web.ENGINE.files]
     if not all(f.is_file() for f in files):
