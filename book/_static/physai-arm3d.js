@@ -27,7 +27,7 @@
  */
 import * as THREE from './three/three.module.js';
 import { OrbitControls } from './three/OrbitControls.js';
-import { mergeVertices, toCreasedNormals } from './three/BufferGeometryUtils.js';
+import { mergeGeometries, mergeVertices, toCreasedNormals } from './three/BufferGeometryUtils.js';
 
 /** The layout of the arm's description this module reads (physai.book.arm_meshes.FORMAT). */
 export const FORMAT = 'physai-arm3d/1';
@@ -122,11 +122,12 @@ function colour(rgba) {
 }
 
 /**
- * The arm as a three.js scene graph: one group per body that carries a geom (placed by setBodyPoses), one mesh per
- * visible geom on it at its compiled geom_pos/geom_quat. Pure scene graph: no renderer, so it also runs in Node.
+ * The arm as a three.js scene graph: one group per body that carries a geom (placed by setBodyPoses), on it each
+ * visible geom's frame at its compiled geom_pos/geom_quat (`geoms`, empty objects) and one mesh per colour holding
+ * those geoms' vertices placed by their frames. Pure scene graph: no renderer, so it also runs in Node.
  * @param {{description: object, meshes: object[]}} arm from decodeArm/loadArm
  * @param {{ghost?: boolean}} options ghost: one translucent colour (GHOST), drawn after the solid arm
- * @returns {{root: THREE.Group, bodies: (THREE.Group|null)[], geoms: THREE.Mesh[], dispose: () => void}}
+ * @returns {{root: THREE.Group, bodies: (THREE.Group|null)[], geoms: THREE.Object3D[], dispose: () => void}}
  */
 export function buildArm(arm, { ghost = false } = {}) {
     const { description } = arm;
@@ -161,6 +162,7 @@ export function buildArm(arm, { ghost = false } = {}) {
     root.name = ghost ? 'arm (ghost)' : 'arm';
     const bodies = description.bodies.map(() => null);
     const geoms = [];
+    const drawn = new Map();  // body and material -> the geoms' meshes placed on the body, merged below
     for (const geom of description.geoms) {
         if (!bodies[geom.body]) {
             const body = new THREE.Group();
@@ -169,18 +171,36 @@ export function buildArm(arm, { ghost = false } = {}) {
             bodies[geom.body] = body;
             root.add(body);
         }
-        const mesh = new THREE.Mesh(geometries[geom.mesh], material(geom.rgba));
-        mesh.name = `geom ${geom.geom}`;
-        mesh.position.set(geom.pos[0], geom.pos[1], geom.pos[2]);
-        mesh.quaternion.set(geom.quat[1], geom.quat[2], geom.quat[3], geom.quat[0]);  // MuJoCo w,x,y,z
-        if (ghost) mesh.renderOrder = 1;
-        bodies[geom.body].add(mesh);
-        geoms.push(mesh);
+        // The geom's frame on its body (geom_pos, geom_quat), an empty object: what the tests compare with MuJoCo's
+        // geom_xpos/geom_xmat, and the placement of the geom's vertices in its body's merged mesh.
+        const frame = new THREE.Object3D();
+        frame.name = `geom ${geom.geom}`;
+        frame.position.set(geom.pos[0], geom.pos[1], geom.pos[2]);
+        frame.quaternion.set(geom.quat[1], geom.quat[2], geom.quat[3], geom.quat[0]);  // MuJoCo w,x,y,z
+        frame.updateMatrix();
+        bodies[geom.body].add(frame);
+        geoms.push(frame);
+        const key = `${geom.body} ${ghost ? 'ghost' : geom.rgba.join(',')}`;
+        if (!drawn.has(key)) drawn.set(key, { body: geom.body, rgba: geom.rgba, parts: [] });
+        drawn.get(key).parts.push(geometries[geom.mesh].clone().applyMatrix4(frame.matrix));
     }
+    // One mesh per body and colour, its geoms' vertices moved into the body's frame: a draw call each (8 for the
+    // SO-101's 18 geoms), which a software renderer pays for one by one.
+    const merged = [];
+    for (const { body, rgba, parts } of drawn.values()) {
+        const geometry = parts.length === 1 ? parts[0] : mergeGeometries(parts);
+        if (parts.length > 1) parts.forEach((g) => g.dispose());
+        merged.push(geometry);
+        const mesh = new THREE.Mesh(geometry, material(rgba));
+        mesh.name = `body ${body}`;
+        if (ghost) mesh.renderOrder = 1;
+        bodies[body].add(mesh);
+    }
+    geometries.forEach((g) => g.dispose());
     return {
         root, bodies, geoms,
         dispose() {
-            geometries.forEach((g) => g.dispose());
+            merged.forEach((g) => g.dispose());
             materials.forEach((m) => m.dispose());
         },
     };
