@@ -28,11 +28,17 @@ during a run of slider changes it draws nothing, as while a reader drags a slide
 second while it plays the panel's run in the panel, with the CPU time per frame as above. The page's column is the
 book's at a 1280 px window (physai.interface.plots.COLUMN_PX).
 
+With ``--panels --compare REF`` it measures only the view's CPU time per frame in the two panels, this tree's view
+against a baseline (physai-arm3d.js and arm3d_view.js as at git REF, its meshes simplified to ``--compare-max-error``,
+by default 0.3 mm as before 1 mm), in ``--rounds`` interleaved rounds (a fresh page each), and prints the ratio of
+medians. With ``--blocks 0`` ``--panels`` skips the latency blocks.
+
 With ``--first-view _build/html`` it opens chapters 3 and 4 of the built book and sums, gzip -9, what each loads
 before the reader touches it, then what pressing the view's button adds (three.js and the arm; MuJoCo, which the
 button starts when the panel is not live yet).
 
-Run: ``.venv/bin/python benchmarks/bench_arm3d.py [--seconds 5] [--panels [--values 8]] [--first-view _build/html]``
+Run: ``.venv/bin/python benchmarks/bench_arm3d.py [--seconds 5] [--panels [--values 8] [--compare main]]
+[--first-view _build/html]``
 """
 
 from __future__ import annotations

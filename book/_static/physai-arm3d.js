@@ -36,6 +36,8 @@ export const CREASE_ANGLE = Math.PI / 6;
 /** The ghost arm's colour and opacity (the recorded arm behind the simulated one). */
 export const GHOST = { color: '#3b82d6', opacity: 0.35 };
 export const UNAVAILABLE = '3D view unavailable: ';
+/** ms: while a clip plays, the scrubber and the time shown move at most this often (the picture at every frame). */
+export const BAR_MS = 250;
 
 /**
  * Why this browser cannot show the view, or null if it can: three.js draws with WebGL 2.
@@ -620,7 +622,7 @@ export class Arm3D {
         this._moveTo(t, false);
     }
 
-    _moveTo(t, fromView) {
+    _moveTo(t, fromView, playing = false) {
         const clip = this._clip;
         const { time } = clip;
         t = Math.min(Math.max(t, time[0]), time[time.length - 1]);
@@ -640,8 +642,14 @@ export class Arm3D {
             }
             this.requestRender();
         }
-        this._scrubber.value = String(t);
-        this._timeText.textContent = `${t.toFixed(2)} s`;
+        // While playing, the scrubber and the time follow at most every BAR_MS: repainting them every frame costs a
+        // software renderer about a quarter of its frame (benchmarks/bench_arm3d.py); the picture moves every frame.
+        const now = performance.now();
+        if (!playing || !(now - this._barAt < BAR_MS)) {
+            this._barAt = now;
+            this._scrubber.value = String(t);
+            this._timeText.textContent = `${t.toFixed(2)} s`;
+        }
         if (fromView && this.onTime) this.onTime(t, lo);
     }
 
@@ -667,7 +675,7 @@ export class Arm3D {
                 if (clip.loop && span > 0) t = time[0] + ((t - time[0]) % span);
                 else { t = end; this._stopPlaying(); }
             }
-            this._moveTo(t, true);
+            this._moveTo(t, true, this._playing);
             if (this._playing) this._raf = requestAnimationFrame(tick);
         };
         this._raf = requestAnimationFrame(tick);
@@ -690,6 +698,10 @@ export class Arm3D {
         this._playing = false;
         cancelAnimationFrame(this._raf);
         if (this._playButton) this._playButton.textContent = 'Play';
+        if (this._clip && this._scrubber) {   // the bar shows where the clip stopped
+            this._scrubber.value = String(this._clip.t);
+            this._timeText.textContent = `${this._clip.t.toFixed(2)} s`;
+        }
     }
 
     /** Redraw at the next animation frame (once, however often it is asked before then). */
