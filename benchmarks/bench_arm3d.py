@@ -28,11 +28,17 @@ during a run of slider changes it draws nothing, as while a reader drags a slide
 second while it plays the panel's run in the panel, with the CPU time per frame as above. The page's column is the
 book's at a 1280 px window (physai.interface.plots.COLUMN_PX).
 
+With ``--panels --compare REF`` it measures only the view's CPU time per frame in the two panels, this tree's view
+against a baseline (physai-arm3d.js and arm3d_view.js as at git REF, its meshes simplified to ``--compare-max-error``,
+by default 0.3 mm as before 1 mm), in ``--rounds`` interleaved rounds (a fresh page each), and prints the ratio of
+medians. With ``--blocks 0`` ``--panels`` skips the latency blocks.
+
 With ``--first-view _build/html`` it opens chapters 3 and 4 of the built book and sums, gzip -9, what each loads
 before the reader touches it, then what pressing the view's button adds (three.js and the arm; MuJoCo, which the
 button starts when the panel is not live yet).
 
-Run: ``.venv/bin/python benchmarks/bench_arm3d.py [--seconds 5] [--panels [--values 8]] [--first-view _build/html]``
+Run: ``.venv/bin/python benchmarks/bench_arm3d.py [--seconds 5] [--panels [--values 8] [--compare main]]
+[--first-view _build/html]``
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ import gzip
 import statistics
 import os
 import pathlib
+import shutil
 import sys
 import tempfile
 
@@ -155,14 +162,18 @@ def panels(seconds: float, values: int, blocks: int) -> None:
                     for value in kps:
                         for column, t in zip(times[block], page.evaluate(MEASURE, [key, 'kp', value])):
                             column.append(t)
-                ratios = [statistics.median(o) / statistics.median(c) for o, c in zip(times['open'], times['closed'])]
-                for block, columns in times.items():
+                if blocks == 0:   # only the view's frames per second
+                    open_view(page, key)
+                for block, columns in times.items() if blocks else ():
                     print(f'chapter {chapter} kp, 3D view {block:6s}: ' + ', '.join(
                         f'{name} {statistics.median(c):.1f} ms median (p95 {p95(c):.1f})'
                         for name, c in zip(('first picture', 'whole', 'painted'), columns)))
-                print(f'chapter {chapter}: ratio open / closed (medians, {blocks * len(kps)} changes each, interleaved): '
-                      f'first picture {ratios[0]:.2f}, whole {ratios[1]:.2f}, painted {ratios[2]:.2f}; '
-                      f'load average {os.getloadavg()[0]:.1f}')
+                if blocks:
+                    ratios = [statistics.median(o) / statistics.median(c)
+                              for o, c in zip(times['open'], times['closed'])]
+                    print(f'chapter {chapter}: ratio open / closed (medians, {blocks * len(kps)} changes each, '
+                          f'interleaved): first picture {ratios[0]:.2f}, whole {ratios[1]:.2f}, painted {ratios[2]:.2f}; '
+                          f'load average {os.getloadavg()[0]:.1f}')
                 page.wait_for_timeout(1000)   # the view has taken the last run (arm3d_view.js QUIET_MS) and plays
                 page.evaluate(f"() => window.physaiPanels['{key}'].arm3d.view.pause()")
                 cpu0 = chromium_cpu_seconds()
@@ -177,6 +188,62 @@ def panels(seconds: float, values: int, blocks: int) -> None:
                       f'Chromium CPU {per_frame:.1f} ms per frame over idle: one free core allows '
                       f'{1000 / per_frame:.0f} fps; errors: {errors or "none"}')
                 page.close()
+
+
+def view_fps(page, key: str, seconds: float) -> tuple[dict, float]:
+    """The open view playing its panel's run for ``seconds``: PANEL_FPS's answer and Chromium's CPU ms per frame drawn
+    over idle (the CPU time of as long a time paused just before)."""
+    page.wait_for_timeout(1000)   # the view has taken the last run (arm3d_view.js QUIET_MS)
+    page.evaluate(f"() => window.physaiPanels['{key}'].arm3d.view.pause()")
+    cpu0 = chromium_cpu_seconds()
+    page.wait_for_timeout(int(seconds * 1000))
+    cpu1 = chromium_cpu_seconds()
+    result = page.evaluate(PANEL_FPS, [key, seconds])
+    cpu2 = chromium_cpu_seconds()
+    return result, ((cpu2 - cpu1) - (cpu1 - cpu0)) / max(result['drawn'], 1) * 1000
+
+
+def compare(ref: str, max_error: float, seconds: float, rounds: int) -> None:
+    """The view's CPU ms per frame in chapters 3 and 4's panels, this tree's against a baseline (physai-arm3d.js and
+    arm3d_view.js as at git ``ref``, meshes simplified to ``max_error``), in ``rounds`` interleaved rounds (baseline,
+    this tree, baseline, ...) so that the machine's load falls on both alike; ratio of medians (this / baseline)."""
+    import subprocess
+    from test_arm3d_panel import open_view, panel_site
+    from physai.book import arm_meshes
+    from physai.interface.plots import COLUMN_PX
+    print(f'load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs before the comparison')
+    with tempfile.TemporaryDirectory() as folder:
+        sites = {}
+        for name in ('baseline', 'this tree'):
+            sites[name] = panel_site(pathlib.Path(folder) / name.replace(' ', '_'), max_width=COLUMN_PX)
+        static = sites['baseline'] / '_static'
+        for path in ('book/_static/physai-arm3d.js', 'book/_static/panels/arm3d_view.js'):
+            target = static / pathlib.Path(path).relative_to('book/_static')
+            target.write_bytes(subprocess.run(['git', 'show', f'{ref}:{path}'], cwd=ROOT, check=True,
+                                              capture_output=True).stdout)
+        shutil.rmtree(static / 'arm3d')
+        baseline = arm_meshes.build(static / 'arm3d', max_error=max_error)
+        print(f'baseline: {ref}, meshes to {max_error * 1e3:g} mm ({baseline["triangles"]} '
+              f'triangles); this tree: meshes to {arm_meshes.MAX_ERROR * 1e3:g} mm')
+        with browser.serve(sites['baseline']) as url0, browser.serve(sites['this tree']) as url1, \
+                browser.chromium() as chromium:
+            for chapter, key in ((3, 'pd'), (4, 'sysid')):
+                ms = {'baseline': [], 'this tree': []}
+                for _ in range(rounds):
+                    for name, url in (('baseline', url0), ('this tree', url1)):
+                        page, _, errors = browser.open_page(chromium, url + '/')
+                        browser.go_live(page, key)
+                        open_view(page, key)
+                        result, per_frame = view_fps(page, key, seconds)
+                        ms[name].append(per_frame)
+                        print(f'  chapter {chapter} {name:9s}: canvas {result["canvas"][0]}x{result["canvas"][1]} px, '
+                              f'drawn {result["fps"]:.1f} fps (animation frames {result["rafFps"]:.1f}), CPU '
+                              f'{per_frame:.1f} ms per frame, load average {os.getloadavg()[0]:.1f}; '
+                              f'errors: {errors or "none"}')
+                        page.close()
+                b, t = statistics.median(ms['baseline']), statistics.median(ms['this tree'])
+                print(f'chapter {chapter}: CPU per frame, medians of {rounds}: baseline {b:.1f} ms, this tree {t:.1f} ms, '
+                      f'ratio {t / b:.2f}; one free core allows {1000 / b:.0f} and {1000 / t:.0f} fps')
 
 
 def first_view(html: pathlib.Path, pages: list[str]) -> None:
@@ -213,10 +280,16 @@ def main() -> None:
     parser.add_argument('--seconds', type=float, default=5.0)
     parser.add_argument('--panels', action='store_true', help='measure the view in chapters 3 and 4\'s panels')
     parser.add_argument('--values', type=int, default=6, help='kp changes per block (with --panels)')
-    parser.add_argument('--blocks', type=int, default=4, help='blocks of each, closed and open, alternating')
+    parser.add_argument('--blocks', type=int, default=4, help='blocks of each, closed and open, alternating (0: only the view\'s fps)')
     parser.add_argument('--first-view', type=pathlib.Path, metavar='HTML',
                         help='the built site (_build/html): what chapters 3 and 4 load first, and on opening the view')
+    parser.add_argument('--compare', metavar='REF', help='with --panels: the view\'s CPU per frame against git REF\'s')
+    parser.add_argument('--compare-max-error', type=float, default=3e-4, help='m: the baseline\'s mesh error bound')
+    parser.add_argument('--rounds', type=int, default=3, help='interleaved rounds of the comparison')
     args = parser.parse_args()
+    if args.compare:
+        compare(args.compare, args.compare_max_error, args.seconds, args.rounds)
+        return
     if args.first_view:
         first_view(args.first_view, ['notebooks/03_where_pd_runs.html', 'notebooks/04_servo_sysid.html'])
         return

@@ -160,3 +160,59 @@ def test_without_webgl_the_panel_keeps_its_plots_and_says_why(site, browser):
     assert page.eval_on_selector('#physai-panel-pd .pl-arm3d', 'n => n.dataset.arm3d') == 'unavailable'
     assert 'no WebGL 2' in page.inner_text('#physai-panel-pd .pl-arm3d')
     assert page.locator('#physai-panel-pd .pl-plots svg').count() >= 2
+
+
+def canvas_picture(page, key) -> np.ndarray:
+    """The view's canvas as the page shows it (a screenshot of the element, not a fresh draw): grey levels."""
+    import io
+    from PIL import Image
+    png = page.locator(f'#physai-panel-{key} .pl-arm3d canvas').screenshot()
+    return np.asarray(Image.open(io.BytesIO(png)).convert('L'), dtype=float)
+
+
+PRESENT_FIT_JS = """key => {
+    const root = document.getElementById('physai-panel-' + key), view = root.querySelector('.pl-arm3d');
+    const c = view.querySelector('canvas').getBoundingClientRect(), r = view.getBoundingClientRect();
+    return {canvas: [c.left, c.top, c.right, c.bottom], aside: [r.left, r.top, r.right, r.bottom],
+            overflowX: root.scrollWidth - root.clientWidth, overflowY: root.scrollHeight - root.clientHeight,
+            width: innerWidth, height: innerHeight,
+            plots: Array.from(root.querySelectorAll('.pl-plots svg')).filter((s) => getComputedStyle(s).display !== 'none')
+                .map((s) => { const b = s.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; })};
+}"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('key', ['pd', 'sysid'])
+def test_in_the_present_view_the_open_arm_takes_a_column_beside_the_plots_and_draws_after_entering_and_resizing(
+        site, browser, key):
+    """A projector at 1280x720 and 150 % (853x480 CSS px): the open view stays open into the present view, beside the
+    plots (a column of the screen's height under the controls, the canvas at least a third of the screen tall), nothing
+    overlaps or scrolls, and the canvas shows the arm (its grey levels vary) after entering and after a resize."""
+    page = browser.new_page(viewport={'width': 853, 'height': 480}, device_scale_factor=1.5)
+    errors = []
+    page.on('pageerror', lambda e: errors.append(str(e)))
+    page.goto(site + '/')
+    open_view(page, key)
+    page.click(f'#physai-panel-{key} button:text("present")')
+    for size in ((853, 480), (1000, 560)):
+        page.set_viewport_size({'width': size[0], 'height': size[1]})
+        page.wait_for_function(f"""() => {{ const v = window.physaiPanels['{key}'].arm3d;
+            return v.view && v.root.classList.contains('pl-present-aside') && v.view._clip; }}""", timeout=60_000)
+        page.wait_for_timeout(1500)   # the panel reran at the new sizes; the view took the run (QUIET_MS) and drew
+        fit = page.evaluate(PRESENT_FIT_JS, key)
+        assert page.eval_on_selector(f'#physai-panel-{key} .pl-arm3d', 'n => n.dataset.arm3d') == 'open'
+        assert fit['overflowX'] <= 1 and fit['overflowY'] <= 1, fit
+        left, top, right, bottom = fit['canvas']
+        assert right <= fit['width'] + 1 and bottom <= fit['height'] + 1, fit
+        assert bottom - top >= fit['height'] / 3 and right - left >= 0.3 * fit['width'], fit
+        assert all(r <= fit['aside'][0] + 1 for _, _, r, _ in fit['plots']), fit   # the plots left of the column
+        picture = canvas_picture(page, key)
+        assert picture.std() > 5, f'the canvas is blank at {size}: grey level spread {picture.std():.2f}'
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f'arm3d-panel-{key}-present-{size[0]}x{size[1]}.png'))
+    page.keyboard.press('Escape')
+    page.wait_for_timeout(500)
+    assert page.eval_on_selector(f'#physai-panel-{key} .pl-arm3d', 'n => n.dataset.arm3d') == 'open'
+    assert not page.eval_on_selector(f'#physai-panel-{key} .pl-arm3d', 'n => n.classList.contains("pl-present-aside")')
+    assert errors == []
+    page.close()

@@ -119,9 +119,9 @@ def browser():
 class PageVisit:
     """One page opened in a fresh context, with the JavaScript errors and failed requests it produced."""
 
-    def __init__(self, browser, url, *, theme='light', width=1280, height=900):
+    def __init__(self, browser, url, *, theme='light', width=1280, height=900, scale=1):
         self.url = url
-        self.context = browser.new_context(viewport={'width': width, 'height': height})
+        self.context = browser.new_context(viewport={'width': width, 'height': height}, device_scale_factor=scale)
         self.context.add_init_script(f'localStorage.setItem("theme", "{theme}"); '
                                      f'localStorage.setItem("mode", "{theme}");')
         self.context.route('**/*', self._only_local)
@@ -682,3 +682,93 @@ def test_the_instructors_lecture_links_open_their_setting_live_in_the_present_vi
             assert not visit.our_errors(), '\n'.join(visit.our_errors())
         finally:
             visit.close()
+
+
+ARM3D_PANELS = {'notebooks/03_where_pd_runs': 'pd', 'notebooks/04_servo_sysid': 'sysid'}
+"""The chapters whose page panel has the SO-101's 3D view (book/_static/panels/arm3d_view.js), and the panel's key."""
+
+ARM3D_PICTURE_JS = """key => { const v = window.physaiPanels[key].arm3d.view; return v.snapshot(); }"""
+
+
+def _open_arm3d(visit, key):
+    """Press the panel's "show the arm in 3D" (it brings MuJoCo, three.js and the arm) and wait until it plays the run."""
+    root = f'#physai-panel-{key}'
+    visit.page.wait_for_selector(f'{root}[data-drawn]', state='attached', timeout=PANEL_TIMEOUT_MS)
+    visit.page.click(f'{root} .pl-arm3d > .pl-arm3d-head > button')
+    visit.page.wait_for_function("""key => { const a = window.physaiPanels[key].arm3d;
+        return a.root.dataset.arm3d === 'open' && a.view && a.view._clip && a.view.frames > 0; }""",
+                                 arg=key, timeout=PANEL_TIMEOUT_MS)
+
+
+def _canvas_spread(visit, key):
+    """The spread (standard deviation) of the grey levels of the 3D view's canvas as the page shows it."""
+    import io
+    import numpy as np
+    from PIL import Image
+    png = visit.page.locator(f'#physai-panel-{key} .pl-arm3d canvas').screenshot()
+    return float(np.asarray(Image.open(io.BytesIO(png)).convert('L'), dtype=float).std())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('page', list(ARM3D_PANELS))
+def test_the_arm_in_3d_opens_on_the_chapter_page_without_errors_and_its_picture_follows_the_pose(site, browser, page):
+    """On the built page (desktop, phone, dark, a projector at 150 %): the 3D view opens from its button, its
+    picture changes when the pose does (the run's first moment against one later), no errors; screenshots of each."""
+    key = ARM3D_PANELS[page]
+    url = urllib.parse.urljoin(site, page + '.html')
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    name = page.replace('/', '__')
+    visit = PageVisit(browser, url, width=1280, height=800)
+    try:
+        _open_arm3d(visit, key)
+        view = f"window.physaiPanels['{key}'].arm3d.view"
+        visit.page.evaluate(f'() => {{ {view}.pause(); {view}.seek(0); }}')
+        first = visit.page.evaluate(ARM3D_PICTURE_JS, key)
+        end = visit.page.evaluate(f'() => {view}._clip.time.at(-1)')
+        visit.page.evaluate(f'() => {view}.seek({0.4 * end})')
+        later = visit.page.evaluate(ARM3D_PICTURE_JS, key)
+        assert later != first, f'{page}: the picture did not change with the pose'
+        visit.page.evaluate(f'() => {view}.seek({0.15 * end})')
+        visit.page.wait_for_timeout(300)
+        assert _canvas_spread(visit, key) > 5, f'{page}: the 3D view is blank'
+        panel = visit.page.locator(f'#physai-panel-{key}')
+        panel.screenshot(path=SCREENSHOTS / f'{name}-arm3d-1280x800.png')
+        visit.page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; }")
+        visit.page.wait_for_timeout(300)
+        panel.screenshot(path=SCREENSHOTS / f'{name}-arm3d-1280x800-dark.png')
+        assert not visit.our_errors(), '\n'.join(visit.our_errors())
+    finally:
+        visit.close()
+    visit = PageVisit(browser, url, width=390, height=844)
+    try:
+        _open_arm3d(visit, key)
+        visit.page.wait_for_timeout(1000)
+        view = visit.page.locator(f'#physai-panel-{key} .pl-arm3d')
+        view.evaluate("v => v.scrollIntoView({block: 'center'})")   # clear of the page's sticky header
+        view.screenshot(path=SCREENSHOTS / f'{name}-arm3d-390x844.png')
+        box = visit.page.locator(f'#physai-panel-{key} .pl-arm3d canvas').bounding_box()
+        assert box['x'] >= 0 and box['x'] + box['width'] <= 390 + 1, f'{page}: the 3D view is wider than a phone: {box}'
+        assert _canvas_spread(visit, key) > 5, f'{page}: the 3D view is blank on a phone'
+        assert not visit.our_errors(), '\n'.join(visit.our_errors())
+    finally:
+        visit.close()
+    visit = PageVisit(browser, url, width=853, height=480, scale=1.5)   # 1280x720 at 150 %
+    try:
+        _open_arm3d(visit, key)
+        visit.page.locator(f'#physai-panel-{key}').locator('button:text("present")').click()
+        visit.page.wait_for_function("""key => { const a = window.physaiPanels[key].arm3d;
+            return a.view && a.root.classList.contains('pl-present-aside'); }""", arg=key, timeout=PANEL_TIMEOUT_MS)
+        visit.page.wait_for_selector(f'#physai-panel-{key}[data-state=idle]', state='attached', timeout=PANEL_TIMEOUT_MS)
+        visit.page.wait_for_timeout(1500)   # the view took the panel's run (arm3d_view.js QUIET_MS) and drew it
+        panel = visit.page.locator(f'#physai-panel-{key}')
+        sizes = panel.evaluate(PANEL_SIZES_JS)
+        panel.screenshot(path=SCREENSHOTS / f'{name}-arm3d-present-853x480.png')
+        assert sizes['overflowX'] <= 1 and sizes['overflowY'] <= 1, f'{page}: the present view scrolls: {sizes}'
+        small = [t for t in sizes['texts'] if t[0] < 13 - 0.01]
+        assert not small, f'{page}: text under 13 CSS px in the present view with the 3D view: {small[:5]}'
+        box = visit.page.locator(f'#physai-panel-{key} .pl-arm3d canvas').bounding_box()
+        assert box['y'] + box['height'] <= 480 + 1 and box['height'] >= 480 / 3, f'{page}: the 3D view: {box}'
+        assert _canvas_spread(visit, key) > 5, f'{page}: the 3D view is blank in the present view'
+        assert not visit.our_errors(), '\n'.join(visit.our_errors())
+    finally:
+        visit.close()

@@ -27,7 +27,7 @@
  */
 import * as THREE from './three/three.module.js';
 import { OrbitControls } from './three/OrbitControls.js';
-import { mergeVertices, toCreasedNormals } from './three/BufferGeometryUtils.js';
+import { mergeGeometries, mergeVertices, toCreasedNormals } from './three/BufferGeometryUtils.js';
 
 /** The layout of the arm's description this module reads (physai.book.arm_meshes.FORMAT). */
 export const FORMAT = 'physai-arm3d/1';
@@ -36,6 +36,8 @@ export const CREASE_ANGLE = Math.PI / 6;
 /** The ghost arm's colour and opacity (the recorded arm behind the simulated one). */
 export const GHOST = { color: '#3b82d6', opacity: 0.35 };
 export const UNAVAILABLE = '3D view unavailable: ';
+/** ms: while a clip plays, the scrubber and the time shown move at most this often (the picture at every frame). */
+export const BAR_MS = 250;
 
 /**
  * Why this browser cannot show the view, or null if it can: three.js draws with WebGL 2.
@@ -122,11 +124,12 @@ function colour(rgba) {
 }
 
 /**
- * The arm as a three.js scene graph: one group per body that carries a geom (placed by setBodyPoses), one mesh per
- * visible geom on it at its compiled geom_pos/geom_quat. Pure scene graph: no renderer, so it also runs in Node.
+ * The arm as a three.js scene graph: one group per body that carries a geom (placed by setBodyPoses), on it each
+ * visible geom's frame at its compiled geom_pos/geom_quat (`geoms`, empty objects) and one mesh per colour holding
+ * those geoms' vertices placed by their frames. Pure scene graph: no renderer, so it also runs in Node.
  * @param {{description: object, meshes: object[]}} arm from decodeArm/loadArm
  * @param {{ghost?: boolean}} options ghost: one translucent colour (GHOST), drawn after the solid arm
- * @returns {{root: THREE.Group, bodies: (THREE.Group|null)[], geoms: THREE.Mesh[], dispose: () => void}}
+ * @returns {{root: THREE.Group, bodies: (THREE.Group|null)[], geoms: THREE.Object3D[], dispose: () => void}}
  */
 export function buildArm(arm, { ghost = false } = {}) {
     const { description } = arm;
@@ -161,6 +164,7 @@ export function buildArm(arm, { ghost = false } = {}) {
     root.name = ghost ? 'arm (ghost)' : 'arm';
     const bodies = description.bodies.map(() => null);
     const geoms = [];
+    const drawn = new Map();  // body and material -> the geoms' meshes placed on the body, merged below
     for (const geom of description.geoms) {
         if (!bodies[geom.body]) {
             const body = new THREE.Group();
@@ -169,18 +173,36 @@ export function buildArm(arm, { ghost = false } = {}) {
             bodies[geom.body] = body;
             root.add(body);
         }
-        const mesh = new THREE.Mesh(geometries[geom.mesh], material(geom.rgba));
-        mesh.name = `geom ${geom.geom}`;
-        mesh.position.set(geom.pos[0], geom.pos[1], geom.pos[2]);
-        mesh.quaternion.set(geom.quat[1], geom.quat[2], geom.quat[3], geom.quat[0]);  // MuJoCo w,x,y,z
-        if (ghost) mesh.renderOrder = 1;
-        bodies[geom.body].add(mesh);
-        geoms.push(mesh);
+        // The geom's frame on its body (geom_pos, geom_quat), an empty object: what the tests compare with MuJoCo's
+        // geom_xpos/geom_xmat, and the placement of the geom's vertices in its body's merged mesh.
+        const frame = new THREE.Object3D();
+        frame.name = `geom ${geom.geom}`;
+        frame.position.set(geom.pos[0], geom.pos[1], geom.pos[2]);
+        frame.quaternion.set(geom.quat[1], geom.quat[2], geom.quat[3], geom.quat[0]);  // MuJoCo w,x,y,z
+        frame.updateMatrix();
+        bodies[geom.body].add(frame);
+        geoms.push(frame);
+        const key = `${geom.body} ${ghost ? 'ghost' : geom.rgba.join(',')}`;
+        if (!drawn.has(key)) drawn.set(key, { body: geom.body, rgba: geom.rgba, parts: [] });
+        drawn.get(key).parts.push(geometries[geom.mesh].clone().applyMatrix4(frame.matrix));
     }
+    // One mesh per body and colour, its geoms' vertices moved into the body's frame: a draw call each (8 for the
+    // SO-101's 18 geoms), which a software renderer pays for one by one.
+    const merged = [];
+    for (const { body, rgba, parts } of drawn.values()) {
+        const geometry = parts.length === 1 ? parts[0] : mergeGeometries(parts);
+        if (parts.length > 1) parts.forEach((g) => g.dispose());
+        merged.push(geometry);
+        const mesh = new THREE.Mesh(geometry, material(rgba));
+        mesh.name = `body ${body}`;
+        if (ghost) mesh.renderOrder = 1;
+        bodies[body].add(mesh);
+    }
+    geometries.forEach((g) => g.dispose());
     return {
         root, bodies, geoms,
         dispose() {
-            geometries.forEach((g) => g.dispose());
+            merged.forEach((g) => g.dispose());
             materials.forEach((m) => m.dispose());
         },
     };
@@ -600,7 +622,7 @@ export class Arm3D {
         this._moveTo(t, false);
     }
 
-    _moveTo(t, fromView) {
+    _moveTo(t, fromView, playing = false) {
         const clip = this._clip;
         const { time } = clip;
         t = Math.min(Math.max(t, time[0]), time[time.length - 1]);
@@ -620,8 +642,14 @@ export class Arm3D {
             }
             this.requestRender();
         }
-        this._scrubber.value = String(t);
-        this._timeText.textContent = `${t.toFixed(2)} s`;
+        // While playing, the scrubber and the time follow at most every BAR_MS: repainting them every frame costs a
+        // software renderer about a quarter of its frame (benchmarks/bench_arm3d.py); the picture moves every frame.
+        const now = performance.now();
+        if (!playing || !(now - this._barAt < BAR_MS)) {
+            this._barAt = now;
+            this._scrubber.value = String(t);
+            this._timeText.textContent = `${t.toFixed(2)} s`;
+        }
         if (fromView && this.onTime) this.onTime(t, lo);
     }
 
@@ -647,7 +675,7 @@ export class Arm3D {
                 if (clip.loop && span > 0) t = time[0] + ((t - time[0]) % span);
                 else { t = end; this._stopPlaying(); }
             }
-            this._moveTo(t, true);
+            this._moveTo(t, true, this._playing);
             if (this._playing) this._raf = requestAnimationFrame(tick);
         };
         this._raf = requestAnimationFrame(tick);
@@ -670,6 +698,10 @@ export class Arm3D {
         this._playing = false;
         cancelAnimationFrame(this._raf);
         if (this._playButton) this._playButton.textContent = 'Play';
+        if (this._clip && this._scrubber) {   // the bar shows where the clip stopped
+            this._scrubber.value = String(this._clip.t);
+            this._timeText.textContent = `${this._clip.t.toFixed(2)} s`;
+        }
     }
 
     /** Redraw at the next animation frame (once, however often it is asked before then). */

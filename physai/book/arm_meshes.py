@@ -25,7 +25,7 @@ How the 18 MB of STL (325,020 triangles in the 14 distinct meshes the 18 visual 
 1. **MuJoCo compiles them** (:func:`physai.engine.so101.load_so101`): vertices welded, moved into each mesh's frame.
 2. **Simplified by meshoptimizer** (npm ``meshoptimizer``, pinned in ``package-lock.json``, run by Node on
    ``arm_meshes_simplify.mjs`` beside this file): each mesh as far as its error estimate stays within
-   ``max_error`` (0.3 mm by default; the arm is about 0.4 m long). The simplifier keeps a subset of the
+   ``max_error`` (1 mm by default; the arm is about 0.4 m long). The simplifier keeps a subset of the
    vertices, unmoved, so every vertex drawn is one MuJoCo compiled.
 3. **Quantized** to 16 bits per axis over each mesh's bounding box: at most half a step off, a step being the
    box's size / 65535 (under 2 um for the SO-101's largest part).
@@ -57,10 +57,11 @@ from physai.laws import checks
 
 FORMAT = 'physai-arm3d/1'
 """The name and version of the layout above; the page refuses a description of another one."""
-MAX_ERROR = 3e-4
-"""m: meshoptimizer's error bound for the simplified meshes (0.3 mm: well under a pixel of the view as it opens, where
-the arm's 0.43 m span at its home pose covers some 300 px of a desktop page; 0.1 mm doubles the triangles, which costs
-a software renderer about a third more CPU time per frame, benchmarks/bench_arm3d.py)."""
+MAX_ERROR = 1e-3
+"""m: meshoptimizer's error bound for the simplified meshes (1 mm: under a pixel of the view as it opens, where the
+arm's 0.43 m span at its home pose covers some 300 px of a desktop page, about 1.4 mm a pixel; 0.3 mm doubles the
+triangles, 15,618 instead of 8,044, which costs a software renderer some 15-20 % more CPU time per frame in the panels,
+``benchmarks/bench_arm3d.py --panels --compare``)."""
 QUANT = 65535
 """Quantization levels per axis minus one (uint16)."""
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -30,9 +30,13 @@ const STYLE = `
 .physai-panel .pl-arm3d-head{display:flex;flex-wrap:wrap;align-items:center;gap:6px}
 .physai-panel .pl-arm3d-head select{font:inherit}
 .physai-panel .pl-arm3d-why{font-style:italic}
-.physai-panel-present .pl-plots .pl-arm3d[data-arm3d=open]{grid-row:1;grid-column:span 2;display:flex;flex-direction:column;min-height:0;overflow:hidden}
+.physai-panel-present .pl-plots .pl-arm3d.pl-present-aside{display:flex;flex-direction:column;min-height:0;overflow:hidden}
 .physai-panel-present .pl-plots .pl-arm3d:not([data-arm3d=open]){position:absolute;right:10px;bottom:6px}
-.physai-panel-present .pl-arm3d .pl-arm3d-stage{flex:1 1 0;min-height:0}
+.physai-panel-present .pl-arm3d.pl-present-aside .pl-arm3d-stage{flex:1 1 0;min-height:0}
+.physai-panel-present .pl-arm3d.pl-present-aside .physai-arm3d{flex:1 1 0;min-height:0;display:flex;flex-direction:column;margin:0}
+.physai-panel-present .pl-arm3d .physai-arm3d{font-size:13px}
+.physai-panel-present .pl-arm3d.pl-present-aside .physai-arm3d-bar,.physai-panel-present .pl-present-aside .pl-arm3d-head{gap:2px 6px;margin-top:2px}
+.physai-panel-present .pl-present-aside button,.physai-panel-present .pl-present-aside select{padding:1px 6px;min-height:26px}
 `;
 
 function injectStyle() {
@@ -105,6 +109,30 @@ export class ArmView {
     const reason = this.unavailable();
     if (reason) this.say(reason);
     for (const plot of plots) this.scrubOn(plot);
+  }
+
+  // the panel drew its plots again (the present view, a resize): the view goes under the new plots, as it was (open
+  // or not), its cursor on the new plots
+  attach(container, plots) {
+    container.appendChild(this.root);
+    this.plots = plots;
+    for (const plot of plots) this.scrubOn(plot);
+    if (this.view) {
+      this.view._resize();
+      this.view.requestRender();
+      this.cursor(this.view.time);
+    }
+    return this;
+  }
+
+  // what the panel shows beside its plots in the present view: the open view, with the plots it names (null: all)
+  presentAside(plots = null) {
+    return this.view ? {element: this.root, plots} : null;
+  }
+
+  // the panel lays out again around the view (opened or closed in the present view)
+  relayout() {
+    if (this.panel.present) this.panel.redrawPlots();
   }
 
   // why the view cannot open here, or null
@@ -181,6 +209,7 @@ export class ArmView {
       this.why.textContent = '';
       this.root.dataset.arm3d = 'open';
       if (this.record) this.show(); else this.why.textContent = 'waiting for MuJoCo\'s run…';
+      this.relayout();
     } catch (error) {
       this.root.dataset.arm3d = 'failed';
       this.why.textContent = `3D view unavailable: ${error?.message || error}`;
@@ -196,10 +225,15 @@ export class ArmView {
     while (this.panel.mode === 'loading') await new Promise((resolve) => setTimeout(resolve, 100));
   }
 
-  // the canvas's height: in the present view, the room the panel leaves it; else 0.45 x the width, in [220, 420]
+  // the canvas's height: beside the plots in the present view, the column's height less the view's bars; else 0.45 x
+  // the width, in [220, 420]
   height() {
-    if (!this.panel.present) return Math.round(Math.min(420, Math.max(220, 0.45 * this.root.clientWidth)));
-    const canvas = this.view?.renderer?.domElement, others = this.root.scrollHeight - (canvas?.clientHeight ?? 0);
+    if (!this.root.classList.contains('pl-present-aside')) {
+      return Math.round(Math.min(420, Math.max(220, 0.45 * this.root.clientWidth)));
+    }
+    // the head, the view's bars under its stage, and their margins
+    const bars = [this.head, ...(this.view?.element?.children ?? [])].filter((n) => !n.classList.contains('physai-arm3d-stage'));
+    const others = bars.reduce((sum, n) => sum + n.offsetHeight + 4, 0);
     return Math.max(140, this.root.clientHeight - others - 4);
   }
 
@@ -313,5 +347,6 @@ export class ArmView {
     this.cursor(NaN);
     this.openButton.textContent = '▶ show the arm in 3D';
     this.root.dataset.arm3d = 'closed';
+    this.relayout();
   }
 }

@@ -26,7 +26,12 @@ export default class SysidPanel extends Panel {
     }
     const s = this.plots.sags;
     s.path(s.layer('zero'), s.spec.xlim, [0, 0], {stroke: '#555555', 'stroke-width': 0.8});
-    this.arm3d = new ArmView(this, container, 'replay', [o]);   // the SO-101 in 3D, on demand
+    // the SO-101 in 3D, on demand (kept, open or not, when the plots are drawn again)
+    this.arm3d = this.arm3d ? this.arm3d.attach(container, [o]) : new ArmView(this, container, 'replay', [o]);
+  }
+
+  presentAside() {
+    return this.arm3d?.presentAside(['overlay']) ?? null;   // the trace the view replays, its cursor the view's time
   }
 
   // ---- the two sources of results

@@ -43,6 +43,7 @@ const ENGINE_TEXT = (live) => `MuJoCo ${live.engine.version} loads into this pag
 const PRESENT_MIN_PLOT = 260;
 const TOUCH_DRAG = 10;   // px a finger must drag along a slider for its touch to count as a change
 const PRESENT_FONT = 1.2;
+const PRESENT_ASIDE = 0.45;   // the present view: the share of the width an aside (the 3D view) takes on a wide screen
 
 export class Panel {
   // root: the panel's element (physai.interface.web.first_view's block); data: its JSON; live: the live block's
@@ -192,13 +193,18 @@ export class Panel {
   presentLayout() {
     const specs = [...this.spec.plots, ...this.extraPlots()];
     const order = [...this.plotsBox.children].map((svg) => specs.find((p) => svg.classList.contains(`pl-${p.key}`)));
-    const shown = order.filter((p, i) => p && order.indexOf(p) === i);
     const box = this.plotsBox.getBoundingClientRect();
-    const width = Math.floor(this.root.clientWidth - 24), height = Math.floor(window.innerHeight - box.top - 10);
+    const full = Math.floor(this.root.clientWidth - 24), height = Math.floor(window.innerHeight - box.top - 10);
+    // a chapter's aside (the 3D view) on a wide screen: a column on the right, PRESENT_ASIDE of the width, as tall as
+    // the plots' room; the plots it keeps beside it (all if it names none) share the rest, the others are hidden
+    const aside = full >= 2 * PRESENT_MIN_PLOT ? this.presentAside() : null;
+    this.presentAsideSize = aside ? {width: Math.round(PRESENT_ASIDE * full), height} : null;
+    const width = aside ? full - this.presentAsideSize.width - 8 : full;
+    const shown = order.filter((p, i) => p && order.indexOf(p) === i && (!aside?.plots || aside.plots.includes(p.key)));
     // a phone: one plot a row, the view scrolling; a wider screen: every plot on it, as many to a row as keep each at
     // least PRESENT_MIN_PLOT wide, the count whose plots come nearest a 16:10 box, then the one leaving fewer gaps
     let best = {perRow: 1, rows: shown.length};
-    if (width >= 2 * PRESENT_MIN_PLOT) {
+    if (full >= 2 * PRESENT_MIN_PLOT) {
       best = null;
       for (let perRow = shown.length; perRow >= 1; perRow--) {
         if (perRow > 1 && width / perRow < PRESENT_MIN_PLOT) continue;
@@ -212,7 +218,7 @@ export class Panel {
     const {perRow, rows} = best, sizes = {};
     for (let r = 0; r < rows; r++) {
       const row = shown.slice(r * perRow, (r + 1) * perRow), total = row.reduce((sum, p) => sum + p.width, 0);
-      const h = width < 2 * PRESENT_MIN_PLOT ? Math.max(Math.min(height, Math.round(0.8 * width)), 200)
+      const h = full < 2 * PRESENT_MIN_PLOT ? Math.max(Math.min(height, Math.round(0.8 * width)), 200)
         : Math.floor((height - 4 * (rows - 1)) / rows);
       let used = 0;
       row.forEach((p, i) => {
@@ -222,6 +228,13 @@ export class Panel {
       });
     }
     return sizes;
+  }
+
+  // what a chapter shows beside its plots in the present view on a wide screen, or null: {element, plots}, an element
+  // of the plots' box (redrawPlots places it in a column on the right) and the keys of the plots kept beside it (null:
+  // all; the others are hidden while it is there)
+  presentAside() {
+    return null;
   }
 
   // plots a chapter adds to its description's (the present view sizes them too): [{key, width, height}]
@@ -235,9 +248,20 @@ export class Panel {
     this.plotsBox.replaceChildren();
     this.plots = {};
     this.buildPlots(this.plotsBox);
+    const aside = this.present && this.presentAsideSize ? this.presentAside()?.element : null, room = this.presentAsideSize;
     for (const [key, plot] of Object.entries(this.allPlots())) {
       const size = this.presentSizes?.[key];
       if (size) Object.assign(plot.svg.style, {width: `${size.width}px`, height: `${size.height}px`});
+      else if (aside) plot.svg.style.display = 'none';   // a plot the aside does not keep beside it
+    }
+    Object.assign(this.plotsBox.style, aside ? {position: 'relative', paddingRight: `${room.width + 8}px`}
+      : {position: '', paddingRight: ''});
+    for (const child of this.plotsBox.children) {
+      if (child !== aside && !child.classList.contains('pl-present-aside')) continue;
+      child.classList.toggle('pl-present-aside', child === aside);
+      Object.assign(child.style, child === aside
+        ? {position: 'absolute', top: '0', right: '0', width: `${room.width}px`, height: `${room.height}px`}
+        : {position: '', top: '', right: '', width: '', height: ''});
     }
     if (this.mode === 'live') this.update(); else this.firstView();
   }

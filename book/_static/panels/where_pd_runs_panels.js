@@ -33,7 +33,12 @@ export default class PdPanel extends Panel {
                   class: 'pl-shade'}, plot.layer('shade'));
     }
     this.curves = new Map();
-    this.arm3d = new ArmView(this, container, 'hold', this.holdPlots);   // the SO-101 in 3D, on demand
+    // the SO-101 in 3D, on demand (kept, open or not, when the plots are drawn again)
+    this.arm3d = this.arm3d ? this.arm3d.attach(container, this.holdPlots) : new ArmView(this, container, 'hold', this.holdPlots);
+  }
+
+  presentAside() {
+    return this.arm3d?.presentAside() ?? null;
   }
 
   // ---- the two sources of results
