@@ -38,7 +38,7 @@ export default class PdPanel extends Panel {
   }
 
   presentAside() {
-    return this.arm3d?.presentAside() ?? null;
+    return this.arm3d?.presentAside(['hold']) ?? null;   // the trace the view plays, its cursor the view's time
   }
 
   // ---- the two sources of results
