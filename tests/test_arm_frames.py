@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from physai.engine import so101
-from physai.interface import arm_frames
+from physai.interface import arm_frames, plots
 
 HOME = np.zeros(6)
 TARGET = np.array([0.5, -0.7, 0.6, 0.4, -0.9, 0.3])
@@ -126,8 +126,10 @@ def test_a_notebook_shows_the_same_kinds_of_output_with_or_without_opengl():
                                                           message=None), title='The SO-101', rows=('in-loop', 'in-step'))
     none = arm_frames.render_strip(HOME, backends=('glx',))
     without = arm_frames.StripView(strip=none, title='The SO-101', rows=('in-loop', 'in-step'))
-    a, b = with_gl._repr_mimebundle_(), without._repr_mimebundle_()
+    (a, a_meta), (b, b_meta) = with_gl._repr_mimebundle_(), without._repr_mimebundle_()
     assert a.keys() == b.keys() == {'image/png', 'text/plain'}
+    for meta in (a_meta, b_meta):  # the text record the site test reads: no text under the book's minimum
+        assert meta['image/png'][plots.METADATA_KEY]['min_font_pt'] >= plots.MIN_FONT_PT
     assert a['image/png'].startswith(b'\x89PNG') and b['image/png'].startswith(b'\x89PNG')
     assert a['text/plain'] != b['text/plain'] and none.message in b['text/plain']
     assert sanitized(a['text/plain']) == sanitized(b['text/plain']) == 'The SO-101 [frames: MACHINE]'

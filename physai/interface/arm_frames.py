@@ -33,6 +33,7 @@ import tempfile
 import numpy as np
 
 from physai.engine import bodies, so101
+from physai.interface import plots
 from physai.laws import checks
 
 
@@ -203,6 +204,11 @@ the frames or why it could not (its OpenGL context, machine by machine), so the 
 nbval's comparison (``notebooks/nbval_sanitize.cfg``, section ``arm-frames``)."""
 
 
+WIDTH_IN = 8.4
+"""A strip's width (in): the book's figures' (``plots.use_book_style``), so at 100 dpi in the page's 688 px column its
+9 pt text shows at 10.2 px, the book's minimum or more (``tests/test_site.py``)."""
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class StripView:
     """What a notebook cell shows of a :class:`Strip`: one picture and one line of text, the same two outputs with
@@ -234,14 +240,15 @@ class StripView:
         if self.strip.images is None:
             import textwrap
             lines = textwrap.wrap(self.strip.message, 110)
-            figure = Figure(figsize=(9.6, 0.5 + 0.22 * len(lines)))
+            figure = Figure(figsize=(WIDTH_IN, 0.5 + 0.22 * len(lines)))
             figure.text(0.01, 0.5, '\n'.join([self.title] + lines), va='center', fontsize=9, family='sans-serif')
             return figure
         images = self.strip.images
         nrow = max(1, len(self.rows))
         ncol = len(images) // nrow
         height, width = images.shape[1:3]
-        figure = Figure(figsize=(2.4 * ncol, nrow * (2.4 * height / width + 0.3) + 0.4))
+        side = WIDTH_IN / ncol  # the strip as wide as the book's figures, so its text reads as theirs
+        figure = Figure(figsize=(WIDTH_IN, nrow * (side * height / width + 0.3) + 0.4))
         axes = figure.subplots(nrow, ncol, squeeze=False)
         for i, ax in enumerate(axes.ravel()):
             ax.imshow(images[i])
@@ -257,14 +264,19 @@ class StripView:
         figure.tight_layout()
         return figure
 
-    def png(self) -> bytes:
+    def png(self) -> tuple[bytes, dict]:
+        """The picture as PNG bytes, and its text record (:func:`physai.interface.plots.text_metadata`: its smallest
+        font and size, which the site test turns into the text size a reader sees)."""
         import io
+        figure = self.figure()
+        plots.lift_small_text(figure)
         buffer = io.BytesIO()
-        self.figure().savefig(buffer, format='png', dpi=100)
-        return buffer.getvalue()
+        figure.savefig(buffer, format='png', dpi=100)
+        return buffer.getvalue(), {plots.METADATA_KEY: plots.text_metadata(figure)}
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return {'image/png': self.png(), 'text/plain': self.text()}
+        png, record = self.png()
+        return {'image/png': png, 'text/plain': self.text()}, {'image/png': record}
 
 
 def view_clip(time, qpos, *, fps: float = 30.0, ghost_qpos=None, model=None) -> dict:
