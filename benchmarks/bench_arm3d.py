@@ -25,8 +25,10 @@ closed and with it open and playing, in ``--blocks`` pairs of interleaved blocks
 that the machine's load falls on both alike, and their ratio of medians (open / closed). The view holds still while
 its panel computes and takes a finished run once the panel has been quiet for 250 ms (arm3d_view.js QUIET_MS), so
 during a run of slider changes it draws nothing, as while a reader drags a slider. Then the view's frames per
-second while it plays the panel's run in the panel, with the CPU time per frame as above. The page's column is the
-book's at a 1280 px window (physai.interface.plots.COLUMN_PX).
+second while it plays the panel's run in the panel, with the CPU time per frame as above: as the book plays it (at
+most 30 frames a second on a software renderer; chapter 4's recording has 30 a second) and uncapped (no frame cap
+and, in chapter 4, the replay at twice real time, so that every animation frame has a new pose: the most the view
+can draw). The page's column is the book's at a 1280 px window (physai.interface.plots.COLUMN_PX).
 
 With ``--panels --compare REF`` it measures only the view's CPU time per frame in the two panels, this tree's view
 against a baseline (physai-arm3d.js and arm3d_view.js as at git REF, its meshes simplified to ``--compare-max-error``,
@@ -123,8 +125,12 @@ def chromium_cpu_seconds() -> float:
     return total / os.sysconf('SC_CLK_TCK')
 
 
-PANEL_FPS = """async ([key, seconds]) => {
+PANEL_FPS = """async ([key, seconds, uncapped]) => {
     const view = window.physaiPanels[key].arm3d.view;
+    if (uncapped) {   // as many frames as the browser shows, each with a new pose (chapter 4's recording has 30 a second)
+        view.options.maxFps = Infinity;
+        if (window.physaiPanels[key].arm3d.kind === 'replay') view.setRate(2);
+    }
     view.play();
     let animationFrames = 0, counting = true;
     const count = () => { animationFrames += 1; if (counting) requestAnimationFrame(count); };
@@ -174,31 +180,28 @@ def panels(seconds: float, values: int, blocks: int) -> None:
                     print(f'chapter {chapter}: ratio open / closed (medians, {blocks * len(kps)} changes each, '
                           f'interleaved): first picture {ratios[0]:.2f}, whole {ratios[1]:.2f}, painted {ratios[2]:.2f}; '
                           f'load average {os.getloadavg()[0]:.1f}')
-                page.wait_for_timeout(1000)   # the view has taken the last run (arm3d_view.js QUIET_MS) and plays
-                page.evaluate(f"() => window.physaiPanels['{key}'].arm3d.view.pause()")
-                cpu0 = chromium_cpu_seconds()
-                page.wait_for_timeout(int(seconds * 1000))
-                cpu1 = chromium_cpu_seconds()
-                result = page.evaluate(PANEL_FPS, [key, seconds])
-                cpu2 = chromium_cpu_seconds()
-                per_frame = ((cpu2 - cpu1) - (cpu1 - cpu0)) / max(result['drawn'], 1) * 1000
-                print(f'chapter {chapter} view in the panel, canvas {result["canvas"][0]}x{result["canvas"][1]} px '
-                      f'({result["renderer"]}), load average {os.getloadavg()[0]:.1f}: drawn {result["fps"]:.1f} fps, '
-                      f'animation frames {result["rafFps"]:.1f} fps, ratio {result["fps"] / result["rafFps"]:.2f}; '
-                      f'Chromium CPU {per_frame:.1f} ms per frame over idle: one free core allows '
-                      f'{1000 / per_frame:.0f} fps; errors: {errors or "none"}')
+                for uncapped in (False, True):
+                    result, per_frame = view_fps(page, key, seconds, uncapped)
+                    what = ('uncapped, every animation frame a new pose' if uncapped else
+                            'as the book plays it (at most 30 fps on a software renderer)')
+                    print(f'chapter {chapter} view in the panel, {what}, canvas {result["canvas"][0]}x'
+                          f'{result["canvas"][1]} px ({result["renderer"]}), load average {os.getloadavg()[0]:.1f}: '
+                          f'drawn {result["fps"]:.1f} fps, animation frames {result["rafFps"]:.1f} fps, ratio '
+                          f'{result["fps"] / result["rafFps"]:.2f}; Chromium CPU {per_frame:.1f} ms per frame over '
+                          f'idle: one free core allows {1000 / per_frame:.0f} fps; errors: {errors or "none"}')
                 page.close()
 
 
-def view_fps(page, key: str, seconds: float) -> tuple[dict, float]:
+def view_fps(page, key: str, seconds: float, uncapped: bool = False) -> tuple[dict, float]:
     """The open view playing its panel's run for ``seconds``: PANEL_FPS's answer and Chromium's CPU ms per frame drawn
-    over idle (the CPU time of as long a time paused just before)."""
+    over idle (the CPU time of as long a time paused just before). ``uncapped``: without the view's frame cap and,
+    in chapter 4, at twice real time, so that each animation frame has a new pose to draw: the most it can draw."""
     page.wait_for_timeout(1000)   # the view has taken the last run (arm3d_view.js QUIET_MS)
     page.evaluate(f"() => window.physaiPanels['{key}'].arm3d.view.pause()")
     cpu0 = chromium_cpu_seconds()
     page.wait_for_timeout(int(seconds * 1000))
     cpu1 = chromium_cpu_seconds()
-    result = page.evaluate(PANEL_FPS, [key, seconds])
+    result = page.evaluate(PANEL_FPS, [key, seconds, uncapped])
     cpu2 = chromium_cpu_seconds()
     return result, ((cpu2 - cpu1) - (cpu1 - cpu0)) / max(result['drawn'], 1) * 1000
 

@@ -127,8 +127,16 @@ def test_the_view_loads_on_demand_opens_without_errors_and_its_picture_follows_t
     page.evaluate(f"() => {view}.seek({0.3 * end})")
     moved = snapshot(page, key)
     assert moved != first
-    cursor = page.eval_on_selector(f'#physai-panel-{key} .pl-arm3d-cursor', 'c => Number(c.getAttribute("x1"))')
-    assert cursor > 0
+    # playing, the view moves the cursor on the trace to its time (a line moved by its transform)
+    page.evaluate(f"() => {view}.play()")
+    page.wait_for_timeout(400)
+    drawn, expected = page.evaluate(f"""() => {{
+        {view}.pause();
+        const a = window.physaiPanels['{key}'].arm3d, p = a.plots[0];
+        const line = p.svg.querySelector('.pl-arm3d-cursor').getBoundingClientRect(), box = p.svg.getBoundingClientRect();
+        return [(line.left + line.right) / 2 - box.left, p.x({view}.time) * box.width / p.w];
+    }}""")
+    assert expected > 0 and abs(drawn - expected) < 1.0
     if key == 'pd':   # magnified, the same moment is drawn elsewhere, and the view says by how much
         page.select_option('#physai-panel-pd .pl-arm3d select >> nth=0', '100')
         page.wait_for_function("() => document.querySelector('#physai-panel-pd .physai-arm3d-label').textContent"

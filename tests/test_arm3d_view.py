@@ -90,7 +90,7 @@ const arm3d = await import(pathToFileURL(input.static + '/physai-arm3d.js').href
 const description = JSON.parse(fs.readFileSync(input.static + '/arm3d/so101.json', 'utf8'));
 const bin = fs.readFileSync(input.static + '/arm3d/so101.bin');
 const arm = arm3d.decodeArm(description, bin.buffer.slice(bin.byteOffset, bin.byteOffset + bin.length));
-const built = arm3d.buildArm(arm);
+const built = arm3d.buildArm(arm, { ghost: Boolean(input.ghost) });
 const parents = description.bodies.map((b) => b.parent);
 const out = [];
 for (const frame of input.frames) {
@@ -133,6 +133,17 @@ def test_three_js_places_every_geom_where_mujoco_does_for_sampled_frames_of_a_ru
     np.testing.assert_allclose(world[..., :3, :3], mat, rtol=0, atol=1e-14)
     np.testing.assert_array_equal(world[..., 3, :], np.broadcast_to([0, 0, 0, 1], world[..., 3, :].shape))
     assert np.ptp(pos[:, :, 2]) > 0.01  # the run moves the arm by centimetres: the frames differ
+
+
+def test_the_ghost_arm_places_its_geoms_where_mujoco_does_and_leaves_out_only_the_fixed_base(site, model, frames):
+    """The translucent ghost draws coarser meshes on the same frames; the base, fixed to the world, is the solid arm's."""
+    xpos, xquat = bodies.body_poses(model, frames)
+    geoms, world = three_geom_poses(site, xpos, xquat, ghost=True)
+    moving = [g.geom for g in bodies.visual_geoms(model) if model.body_weldid[g.body] != 0]
+    assert geoms == moving and len(moving) == len(bodies.visual_geoms(model)) - 4   # the base's four geoms
+    pos, mat = mujoco_geom_poses(model, frames, geoms)
+    np.testing.assert_allclose(world[..., :3, 3], pos, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(world[..., :3, :3], mat, rtol=0, atol=1e-14)
 
 
 def test_magnified_view_is_mujoco_s_pose_at_the_magnified_joint_positions(site, model, frames):

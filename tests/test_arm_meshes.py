@@ -52,11 +52,21 @@ def test_the_meshes_are_simplified_within_the_error_bound(built):
     assert summary['triangles'] < summary['source_triangles'] / 10
 
 
+def test_the_ghost_arm_s_meshes_are_the_same_meshes_coarser(built):
+    _, summary, description = built
+    ghost = description['ghost_meshes']
+    assert [m['id'] for m in ghost] == [m['id'] for m in description['meshes']]
+    assert all(0 <= mesh['error_m'] <= arm_meshes.GHOST_ERROR * (1 + 1e-6) for mesh in ghost)
+    assert all(g['triangles'] <= m['triangles'] for g, m in zip(ghost, description['meshes']))
+    assert summary['ghost_triangles'] == sum(m['triangles'] for m in ghost) < summary['triangles'] / 2
+    assert description['source']['ghost_max_error_m'] == arm_meshes.GHOST_ERROR
+
+
 def test_every_drawn_vertex_is_one_mujoco_compiled_within_half_a_quantization_step(built, model):
     """meshoptimizer keeps a subset of the vertices, unmoved: quantized alike, each kept vertex's levels are those
     of a vertex of MuJoCo's mesh_vert, and min + levels * step is within step / 2 of it."""
     folder, _, description = built
-    for mesh in description['meshes']:
+    for mesh in description['meshes'] + description['ghost_meshes']:
         levels, index = read_mesh(folder, mesh)
         vert, _ = bodies.mesh_geometry(model, mesh['id'])
         low, step = np.array(mesh['min']), np.array(mesh['step'])
@@ -72,6 +82,8 @@ def test_the_description_places_each_geom_as_mujoco_compiled_it(built, model):
     _, _, description = built
     assert description['format'] == arm_meshes.FORMAT and description['nbody'] == model.nbody
     assert [b['parent'] for b in description['bodies']] == model.body_parentid.tolist()
+    assert [b['weld'] for b in description['bodies']] == model.body_weldid.tolist()
+    assert [b['weld'] == 0 for b in description['bodies']] == [True, True] + [False] * (model.nbody - 2)  # world, base
     shown = bodies.visual_geoms(model)
     assert len(description['geoms']) == len(shown)
     for written, geom in zip(description['geoms'], shown):
@@ -106,9 +118,11 @@ def test_without_the_pinned_simplifier_the_build_says_how_to_get_it(tmp_path):
         arm_meshes.build(tmp_path, node_modules=pathlib.Path(tmp_path / 'nowhere'))
     with pytest.raises(ValueError, match='max_error must be a finite number > 0 m, got 0'):
         arm_meshes.build(tmp_path, max_error=0)
+    with pytest.raises(ValueError, match='ghost_error must be a finite number > 0 m, got -1'):
+        arm_meshes.build(tmp_path, ghost_error=-1)
 
 
 def test_the_command_prints_every_file_s_size(built, tmp_path, capsys):
     assert arm_meshes.main([str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert 'so101.bin' in out and 'gzip -9' in out and 'triangles 325020 ->' in out
+    assert 'so101.bin' in out and 'gzip -9' in out and 'triangles 325020 ->' in out and 'the ghost arm' in out

@@ -72,7 +72,8 @@ export function probeWebGL() {
  * The arm's description and meshes from a `so101.json` and the binary beside it (physai.book.arm_meshes).
  * @param {object} description the parsed JSON
  * @param {ArrayBuffer} buffer the binary file's bytes
- * @returns {{description: object, meshes: {positions: Float32Array, index: Uint16Array}[]}}
+ * @returns {{description: object, meshes: {positions: Float32Array, index: Uint16Array}[], ghostMeshes: object[]}}
+ *     ghostMeshes: the ghost arm's coarser copies (`ghost_meshes`), or `meshes` if the description has none
  */
 export function decodeArm(description, buffer) {
     if (description.format !== FORMAT) {
@@ -81,7 +82,7 @@ export function decodeArm(description, buffer) {
     if (buffer.byteLength !== description.bin_bytes) {
         throw new Error(`${description.bin} must hold ${description.bin_bytes} bytes, got ${buffer.byteLength}`);
     }
-    const meshes = description.meshes.map((mesh) => {
+    const decode = (mesh) => {
         const levels = new Uint16Array(buffer, mesh.offset, mesh.vertices * 3);
         const index = new Uint16Array(buffer, mesh.offset + mesh.vertices * 6, mesh.triangles * 3);
         const positions = new Float32Array(mesh.vertices * 3);
@@ -91,8 +92,10 @@ export function decodeArm(description, buffer) {
             }
         }
         return { positions, index };
-    });
-    return { description, meshes };
+    };
+    const meshes = description.meshes.map(decode);
+    const ghostMeshes = description.ghost_meshes ? description.ghost_meshes.map(decode) : meshes;
+    return { description, meshes, ghostMeshes };
 }
 
 const loaded = new Map();
@@ -127,13 +130,17 @@ function colour(rgba) {
  * The arm as a three.js scene graph: one group per body that carries a geom (placed by setBodyPoses), on it each
  * visible geom's frame at its compiled geom_pos/geom_quat (`geoms`, empty objects) and one mesh per colour holding
  * those geoms' vertices placed by their frames. Pure scene graph: no renderer, so it also runs in Node.
- * @param {{description: object, meshes: object[]}} arm from decodeArm/loadArm
- * @param {{ghost?: boolean}} options ghost: one translucent colour (GHOST), drawn after the solid arm
+ * @param {{description: object, meshes: object[], ghostMeshes?: object[]}} arm from decodeArm/loadArm
+ * @param {{ghost?: boolean}} options ghost: one translucent colour (GHOST), drawn after the solid arm, with the
+ *     coarser `ghostMeshes` and without the bodies fixed to the world (`weld` 0: the base), which the solid arm
+ *     draws in the same place; a software renderer pays for every triangle (benchmarks/bench_arm3d.py)
  * @returns {{root: THREE.Group, bodies: (THREE.Group|null)[], geoms: THREE.Object3D[], dispose: () => void}}
  */
 export function buildArm(arm, { ghost = false } = {}) {
     const { description } = arm;
-    const geometries = arm.meshes.map(({ positions, index }) => {
+    const drawnGeoms = ghost ? description.geoms.filter((geom) => description.bodies[geom.body].weld !== 0)
+        : description.geoms;
+    const geometries = (ghost ? arm.ghostMeshes ?? arm.meshes : arm.meshes).map(({ positions, index }) => {
         const indexed = new THREE.BufferGeometry();
         indexed.setAttribute('position', new THREE.BufferAttribute(positions, 3));
         indexed.setIndex(new THREE.BufferAttribute(index, 1));
@@ -165,7 +172,7 @@ export function buildArm(arm, { ghost = false } = {}) {
     const bodies = description.bodies.map(() => null);
     const geoms = [];
     const drawn = new Map();  // body and material -> the geoms' meshes placed on the body, merged below
-    for (const geom of description.geoms) {
+    for (const geom of drawnGeoms) {
         if (!bodies[geom.body]) {
             const body = new THREE.Group();
             body.name = description.bodies[geom.body].name;
@@ -662,12 +669,14 @@ export class Arm3D {
         this._playing = true;
         this._playButton.textContent = 'Pause';
         let last = performance.now();
-        const every = 1000 / (this.options.maxFps ?? (this.webgl.software ? 30 : Infinity)) - 2;  // ms, a frame's slack
-        let drawn = -Infinity;
+        // At most maxFps frames a second, on average: a frame is due every `period` ms; one that comes late (the
+        // browser skipped an animation frame) moves the next one earlier, by at most a period, so the rate holds.
+        const period = 1000 / (this.options.maxFps ?? (this.webgl.software ? 30 : Infinity));
+        let due = -Infinity;
         const tick = (now) => {
             if (!this._playing) return;
-            if (now - drawn < every) { this._raf = requestAnimationFrame(tick); return; }
-            drawn = now;
+            if (now < due - 2) { this._raf = requestAnimationFrame(tick); return; }   // 2 ms: animation frames jitter
+            due = Math.max(due, now - period) + period;
             const end = time[time.length - 1], span = end - time[0];
             let t = clip.t + ((now - last) / 1000) * clip.rate;
             last = now;

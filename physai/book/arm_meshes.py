@@ -5,14 +5,18 @@
 
 ``so101.json``
     the description: ``format`` (:data:`FORMAT`), ``nbody`` and ``bodies`` (name, ``parent`` = ``body_parentid``;
-    body 0 is the world), ``geoms`` (each visible mesh geom, :func:`physai.engine.bodies.visual_geoms`: ``geom`` id,
+    body 0 is the world; ``weld`` = ``body_weldid``, 0 for a body fixed to the world), ``geoms`` (each visible mesh geom, :func:`physai.engine.bodies.visual_geoms`: ``geom`` id,
     ``body``, ``mesh`` = an index into ``meshes``, ``pos``/``quat`` = ``geom_pos``/``geom_quat`` and ``rgba``,
     float64 as MuJoCo compiled them), ``meshes`` (``name``, MuJoCo's mesh ``id``, ``offset`` in ``so101.bin``,
     ``vertices``, ``triangles``, ``min`` and ``step`` to read the vertices, ``source_triangles``, ``error_m``),
+    ``ghost_meshes`` (the same meshes in the same order, simplified further, to ``ghost_error``: what the
+    translucent ghost arm draws; a reader that does not know them draws the ghost with ``meshes``),
     ``home`` (every body's ``xpos``/``xquat`` at ``qpos0``, flat, for the first picture), ``bin``, ``bin_bytes``,
-    ``bin_sha256`` and ``source`` (versions of MuJoCo, Menagerie and meshoptimizer, ``max_error_m``, the licence).
+    ``bin_sha256`` and ``source`` (versions of MuJoCo, Menagerie and meshoptimizer, ``max_error_m``,
+    ``ghost_max_error_m``, the licence).
 ``so101.bin``
-    per mesh, its vertices as uint16 triples then its triangles as uint16 triples (little-endian). A vertex is
+    per mesh (``meshes``, then ``ghost_meshes``), its vertices as uint16 triples then its triangles as uint16
+    triples (little-endian). A vertex is
     ``min + q * step`` per axis, in m, in the frame MuJoCo compiled the mesh in (``mesh_vert``; see
     :mod:`physai.engine.bodies`), so the page places it with the compiled ``geom_pos``/``geom_quat`` on the body's
     ``xpos``/``xquat`` and draws MuJoCo's own pose.
@@ -62,6 +66,12 @@ MAX_ERROR = 1e-3
 arm's 0.43 m span at its home pose covers some 300 px of a desktop page, about 1.4 mm a pixel; 0.3 mm doubles the
 triangles, 15,618 instead of 8,044, which costs a software renderer some 15-20 % more CPU time per frame in the panels,
 ``benchmarks/bench_arm3d.py --panels --compare``)."""
+GHOST_ERROR = 3e-3
+"""m: the error bound of the ghost arm's meshes (chapter 4's recorded arm, drawn translucent behind the simulated
+one). 3 mm, about 2 px of the view as it opens: the ghost is one flat translucent colour, which shows outlines, not
+detail. Its 2,506 triangles instead of 8,044 (and no fixed base, which the solid arm already draws in the same place)
+take about a third of the ghost's CPU time per frame off a software renderer (``benchmarks/bench_arm3d.py --panels
+--compare``)."""
 QUANT = 65535
 """Quantization levels per axis minus one (uint16)."""
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -156,33 +166,43 @@ def _gz(data: bytes) -> int:
     return len(gzip.compress(data, compresslevel=9, mtime=0))
 
 
-def build(outdir, *, max_error: float = MAX_ERROR, node_modules: pathlib.Path = NODE_MODULES) -> dict:
+def build(outdir, *, max_error: float = MAX_ERROR, ghost_error: float = GHOST_ERROR,
+          node_modules: pathlib.Path = NODE_MODULES) -> dict:
     """Write the SO-101's 3D-view assets into ``outdir`` (created if needed); see the module docstring.
 
     Returns:
         a summary: ``files`` {name: {'bytes', 'gzip'}}, ``triangles`` and ``source_triangles`` (sums over the
-        meshes), ``vertices``, ``max_error`` (the largest estimate, m) and ``quant_step`` (the largest step, m).
+        meshes), ``vertices``, ``max_error`` (the largest estimate, m), ``quant_step`` (the largest step, m) and
+        ``ghost_triangles`` (the sum over ``ghost_meshes``).
     """
+    ghost_error = checks.positive('ghost_error', ghost_error, 'm')
     outdir = pathlib.Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     model = so101.load_so101()
     shown = bodies.visual_geoms(model)
     mesh_ids = sorted({g.mesh for g in shown})
     meshes, meshopt_version = simplify(model, mesh_ids, max_error=max_error, node_modules=node_modules)
+    ghost_meshes, _ = simplify(model, mesh_ids, max_error=ghost_error, node_modules=node_modules)
     slot = {mesh: i for i, mesh in enumerate(mesh_ids)}
 
-    chunks, described, offset, steps = [], [], 0, []
-    for mesh in meshes:
+    chunks, offset, steps = [], 0, []
+
+    def write(mesh: Mesh) -> dict:
+        nonlocal offset
         if len(mesh.vertices) > QUANT + 1:
             raise ValueError(f'mesh {mesh.name} keeps {len(mesh.vertices)} vertices, more than uint16 indices reach')
         levels, low, step = quantize(mesh.vertices)
         steps.append(step.max())
         data = levels.tobytes() + mesh.triangles.astype('<u2').tobytes()
-        described.append({'name': mesh.name, 'id': mesh.id, 'offset': offset, 'vertices': len(mesh.vertices),
-                          'triangles': len(mesh.triangles), 'min': low.tolist(), 'step': step.tolist(),
-                          'source_triangles': mesh.source_triangles, 'error_m': mesh.error})
+        written = {'name': mesh.name, 'id': mesh.id, 'offset': offset, 'vertices': len(mesh.vertices),
+                   'triangles': len(mesh.triangles), 'min': low.tolist(), 'step': step.tolist(),
+                   'source_triangles': mesh.source_triangles, 'error_m': mesh.error}
         chunks.append(data)
         offset += len(data)
+        return written
+
+    described = [write(mesh) for mesh in meshes]
+    ghost_described = [write(mesh) for mesh in ghost_meshes]
     binary = b''.join(chunks)
 
     import mujoco_menagerie
@@ -191,10 +211,12 @@ def build(outdir, *, max_error: float = MAX_ERROR, node_modules: pathlib.Path = 
         'format': FORMAT,
         'model': 'robotstudio_so101/so101.xml',
         'nbody': model.nbody,
-        'bodies': [{'name': model.body(b).name, 'parent': int(model.body_parentid[b])} for b in range(model.nbody)],
+        'bodies': [{'name': model.body(b).name, 'parent': int(model.body_parentid[b]),
+                    'weld': int(model.body_weldid[b])} for b in range(model.nbody)],
         'geoms': [{'geom': g.geom, 'body': g.body, 'mesh': slot[g.mesh], 'pos': list(g.pos), 'quat': list(g.quat),
                    'rgba': list(g.rgba)} for g in shown],
         'meshes': described,
+        'ghost_meshes': ghost_described,
         'home': {'xpos': home_xpos[0].ravel().tolist(), 'xquat': home_xquat[0].ravel().tolist()},
         'bin': 'so101.bin',
         'bin_bytes': len(binary),
@@ -205,6 +227,7 @@ def build(outdir, *, max_error: float = MAX_ERROR, node_modules: pathlib.Path = 
             'menagerie_commit': mujoco_menagerie.commit(),
             'meshoptimizer': meshopt_version,
             'max_error_m': max_error,
+            'ghost_max_error_m': ghost_error,
             'licence': 'Apache-2.0 (LICENSE)',
             'notice': 'NOTICE.md',
         },
@@ -220,7 +243,7 @@ def build(outdir, *, max_error: float = MAX_ERROR, node_modules: pathlib.Path = 
     return {'files': files, 'triangles': sum(m.triangles.shape[0] for m in meshes),
             'source_triangles': sum(m.source_triangles for m in meshes),
             'vertices': sum(len(m.vertices) for m in meshes), 'max_error': max(m.error for m in meshes),
-            'quant_step': float(max(steps))}
+            'quant_step': float(max(steps)), 'ghost_triangles': sum(m.triangles.shape[0] for m in ghost_meshes)}
 
 
 def _notice(description: dict) -> str:
@@ -239,7 +262,8 @@ The licence is in `LICENSE` beside this file (Menagerie's `robotstudio_so101/LIC
 
 Changed by `python -m physai.book.arm_meshes`: the meshes were compiled by MuJoCo {source['mujoco']} (which moves
 each into the frame of its own inertia), simplified with meshoptimizer {source['meshoptimizer']} to an error
-estimate of at most {source['max_error_m'] * 1e3:g} mm, and their vertices quantized to 16 bits per axis; the
+estimate of at most {source['max_error_m'] * 1e3:g} mm (and, for the translucent ghost arm, a second copy to at most
+{source['ghost_max_error_m'] * 1e3:g} mm), and their vertices quantized to 16 bits per axis; the
 geoms' placements and colours are MuJoCo's compiled ones. Nothing else was changed.
 """
 
@@ -248,9 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog='python -m physai.book.arm_meshes', description=__doc__.split('\n')[0])
     parser.add_argument('outdir', help='folder to write so101.json, so101.bin, LICENSE and NOTICE.md into')
     parser.add_argument('--max-error', type=float, default=MAX_ERROR, help='simplification error bound, m')
+    parser.add_argument('--ghost-error', type=float, default=GHOST_ERROR,
+                        help='simplification error bound of the ghost arm\'s meshes, m')
     args = parser.parse_args(argv)
     try:
-        summary = build(args.outdir, max_error=args.max_error)
+        summary = build(args.outdir, max_error=args.max_error, ghost_error=args.ghost_error)
     except (ToolMissing, so101.ModelUnavailable, ValueError) as err:
         print(f'arm_meshes: {err}', file=sys.stderr)
         return 2
@@ -260,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     total_gz = sum(s['gzip'] for s in summary['files'].values())
     print(f'{"total":12s} {total:9d} bytes  {total_gz:9d} gzip -9')
     print(f'triangles {summary["source_triangles"]} -> {summary["triangles"]}, vertices {summary["vertices"]}, '
-          f'error <= {summary["max_error"] * 1e3:.3f} mm, quantization step <= {summary["quant_step"] * 1e6:.2f} um')
+          f'error <= {summary["max_error"] * 1e3:.3f} mm, quantization step <= {summary["quant_step"] * 1e6:.2f} um; '
+          f'the ghost arm\'s meshes {summary["ghost_triangles"]} triangles')
     return 0
 
 

@@ -85,6 +85,8 @@ export function bodyPoses(engine, nframe, qpos) {
   return {xpos, xquat, nbody};
 }
 
+const cursors = new WeakMap();   // plot -> its cursor line (ArmView.cursor)
+
 export class ArmView {
   // panel: the chapter's Panel (ui.js); container: where the view goes (the panel's plots); kind: 'hold' or 'replay';
   // plots: the plots whose time axis is the view's (a cursor is drawn on them)
@@ -301,14 +303,20 @@ export class ArmView {
     if (playing) view.play();
   }
 
-  // the view's time on the plots: a thin vertical line
+  // the view's time on the plots: a thin vertical line, made once per plot and then only moved (its transform), so
+  // that a browser repaints the line, not the plot's traces, at each of the view's frames (benchmarks/bench_arm3d.py)
   cursor(t) {
     for (const p of this.plots) {
-      const g = p.layer('top-arm3d-cursor');
-      if (!this.view || !Number.isFinite(t)) continue;
-      const x = p.x(t);
-      el('line', {x1: x, x2: x, y1: p.m.t, y2: p.h - p.m.b, stroke: '#e377c2', 'stroke-width': 1.5,
-                  class: 'pl-arm3d-cursor'}, g);
+      if (!this.view || !Number.isFinite(t)) {
+        if (cursors.has(p)) p.layer('top-arm3d-cursor');
+        cursors.delete(p);
+        continue;
+      }
+      if (!cursors.has(p)) {
+        cursors.set(p, el('line', {x1: 0, x2: 0, y1: p.m.t, y2: p.h - p.m.b, stroke: '#e377c2', 'stroke-width': 1.5,
+                                   class: 'pl-arm3d-cursor'}, p.layer('top-arm3d-cursor')));
+      }
+      cursors.get(p).setAttribute('transform', `translate(${p.x(t)} 0)`);
     }
   }
 
