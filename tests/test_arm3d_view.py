@@ -227,6 +227,42 @@ def test_magnification_is_stated_on_the_view_and_moves_the_picture(browser, serv
     page.close()
 
 
+FRAMED_JS = """clip => {
+    view.setClip(clip);
+    const v = new view.camera.position.constructor();   // a THREE.Vector3
+    const lo = [Infinity, Infinity], hi = [-Infinity, -Infinity];
+    for (let i = 0; i < clip.time.length; i += 3) {   // every vertex of the solid and the ghost arm, projected
+        view.seek(clip.time[i]);
+        for (const arm of [view.solid, view.ghost]) {
+            arm.root.updateMatrixWorld(true);
+            arm.root.traverse((mesh) => {
+                if (!mesh.isMesh) return;
+                const position = mesh.geometry.attributes.position;
+                for (let k = 0; k < position.count; k++) {
+                    v.fromBufferAttribute(position, k).applyMatrix4(mesh.matrixWorld).project(view.camera);
+                    lo[0] = Math.min(lo[0], v.x); lo[1] = Math.min(lo[1], v.y);
+                    hi[0] = Math.max(hi[0], v.x); hi[1] = Math.max(hi[1], v.y);
+                }
+            });
+        }
+    }
+    return [lo, hi];   // in the view's normalized coordinates, -1 ... 1 across
+}"""
+
+
+@pytest.mark.slow
+def test_a_clip_is_framed_whole_and_large(browser, served, model, frames):
+    """The camera aims at the clip: every vertex of every frame's arm and ghost inside the view, the motion's envelope
+    taking at least half of its height."""
+    page, errors = open_view(browser, served)
+    clip = arm_frames.view_clip(np.arange(len(frames)) / 30, frames, fps=30, ghost_qpos=frames[::-1], model=model)
+    lo, hi = np.array(page.evaluate(FRAMED_JS, clip))
+    assert np.all(lo >= -1) and np.all(hi <= 1), f'part of the arm is outside the view: {lo}, {hi}'
+    assert hi[1] - lo[1] >= 1.0   # the view is 2 high in these units: half its height or more
+    assert errors == []
+    page.close()
+
+
 @pytest.mark.slow
 def test_a_clip_plays_scrubs_and_tells_the_panel_its_time(browser, served, model, frames):
     page, errors = open_view(browser, served)

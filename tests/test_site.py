@@ -731,11 +731,14 @@ def test_the_arm_in_3d_opens_on_the_chapter_page_without_errors_and_its_picture_
         visit.page.evaluate(f'() => {view}.seek({0.15 * end})')
         visit.page.wait_for_timeout(300)
         assert _canvas_spread(visit, key) > 5, f'{page}: the 3D view is blank'
-        panel = visit.page.locator(f'#physai-panel-{key}')
-        panel.screenshot(path=SCREENSHOTS / f'{name}-arm3d-1280x800.png')
+        # the window as a reader sees it, the view in its middle (a screenshot of the whole panel, taller than the
+        # window, lays the page out again at another size, which clears the canvas until its next frame)
+        visit.page.locator(f'#physai-panel-{key} .pl-arm3d').evaluate("v => v.scrollIntoView({block: 'center'})")
+        visit.page.wait_for_timeout(300)
+        visit.page.screenshot(path=SCREENSHOTS / f'{name}-arm3d-1280x800.png')
         visit.page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; }")
         visit.page.wait_for_timeout(300)
-        panel.screenshot(path=SCREENSHOTS / f'{name}-arm3d-1280x800-dark.png')
+        visit.page.screenshot(path=SCREENSHOTS / f'{name}-arm3d-1280x800-dark.png')
         assert not visit.our_errors(), '\n'.join(visit.our_errors())
     finally:
         visit.close()

@@ -36,6 +36,10 @@ export const CREASE_ANGLE = Math.PI / 6;
 /** The ghost arm's colour and opacity (the recorded arm behind the simulated one). */
 export const GHOST = { color: '#3b82d6', opacity: 0.35 };
 export const UNAVAILABLE = '3D view unavailable: ';
+/** How much of the view's width or height (whichever binds) the framed box's outline takes. */
+export const FRAMING = 0.92;
+/** How many of a clip's frames (spread evenly) the camera's framing takes the arm's box over. */
+export const FRAMING_SAMPLES = 24;
 /** ms: while a clip plays, the scrubber and the time shown move at most this often (the picture at every frame). */
 export const BAR_MS = 250;
 
@@ -475,6 +479,7 @@ export class Arm3D {
         const controls = new OrbitControls(camera, canvas);
         controls.enableDamping = false;
         controls.addEventListener('change', () => this.requestRender());
+        controls.addEventListener('start', () => { this._turned = true; });   // the reader's own view: kept
         this.controls = controls;
 
         this._resize = () => {
@@ -488,6 +493,7 @@ export class Arm3D {
             canvas.style.height = `${height}px`;
             camera.aspect = width / height;
             camera.updateProjectionMatrix();
+            if (this._framedBox && !this._turned) this._frameCamera(this._framedBox);   // the new shape, framed again
             this.requestRender();
         };
         this._observer = new ResizeObserver(this._resize);
@@ -498,17 +504,38 @@ export class Arm3D {
         this.renderNow();
     }
 
-    _frameCamera() {
-        const box = new THREE.Box3().setFromObject(this.solid.root);
-        const sphere = box.getBoundingSphere(new THREE.Sphere());
+    // Aim the camera at `box` (default: the arm as it is posed) from the options' azimuth and elevation, near enough
+    // that the box, seen in perspective, fills FRAMING of the view's width or height and no more; "Reset view" comes
+    // back here. A box is larger than the arm in it, so the arm is inside the view whatever its pose in the box.
+    _frameCamera(box = new THREE.Box3().setFromObject(this.solid.root)) {
+        this._framedBox = box.clone();
+        const camera = this.camera, target = box.getCenter(new THREE.Vector3());
         const { azimuth = 150, elevation = 20 } = this.options.camera || {};
         const az = THREE.MathUtils.degToRad(azimuth), el = THREE.MathUtils.degToRad(elevation);
-        const fit = Math.min(this.camera.fov, this.camera.fov * this.camera.aspect);
-        const distance = 0.9 * sphere.radius / Math.sin(THREE.MathUtils.degToRad(fit) / 2);
-        this.camera.position.set(sphere.center.x + distance * Math.cos(el) * Math.cos(az),
-                                 sphere.center.y + distance * Math.cos(el) * Math.sin(az),
-                                 sphere.center.z + distance * Math.sin(el));
-        this.controls.target.copy(sphere.center);
+        const back = new THREE.Vector3(Math.cos(el) * Math.cos(az), Math.cos(el) * Math.sin(az), Math.sin(el));
+        const tan = Math.tan(THREE.MathUtils.degToRad(camera.fov) / 2);
+        let distance = box.getBoundingSphere(new THREE.Sphere()).radius / Math.sin(Math.atan(tan * Math.min(1, camera.aspect)));
+        const corners = [0, 1, 2, 3, 4, 5, 6, 7].map((i) => new THREE.Vector3(
+            i & 1 ? box.max.x : box.min.x, i & 2 ? box.max.y : box.min.y, i & 4 ? box.max.z : box.min.z));
+        const point = new THREE.Vector3(), right = new THREE.Vector3(), up = new THREE.Vector3();
+        for (let pass = 0; pass < 4; pass++) {   // the sphere's distance first (the box inside), then the box's outline
+            camera.position.copy(target).addScaledVector(back, distance);
+            camera.lookAt(target);
+            camera.updateMatrixWorld();
+            let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
+            for (const corner of corners) {
+                point.copy(corner).project(camera);
+                x0 = Math.min(x0, point.x); x1 = Math.max(x1, point.x); y0 = Math.min(y0, point.y); y1 = Math.max(y1, point.y);
+            }
+            // centre the outline (a shift in the camera's plane), then scale the distance to its larger half-extent
+            right.setFromMatrixColumn(camera.matrixWorld, 0);
+            up.setFromMatrixColumn(camera.matrixWorld, 1);
+            target.addScaledVector(right, ((x0 + x1) / 2) * distance * tan * camera.aspect)
+                .addScaledVector(up, ((y0 + y1) / 2) * distance * tan);
+            distance *= Math.max((x1 - x0) / 2, (y1 - y0) / 2) / FRAMING;
+        }
+        camera.position.copy(target).addScaledVector(back, distance);
+        this.controls.target.copy(target);
         this.controls.update();
         this.controls.saveState();
     }
@@ -529,7 +556,9 @@ export class Arm3D {
     /** Back to the view the camera started with. */
     resetView() {
         if (!this.available) return;
-        this.controls.reset();
+        this._turned = false;
+        if (this._framedBox) this._frameCamera(this._framedBox);   // framed for the view's shape now
+        else this.controls.reset();
         this.requestRender();
     }
 
@@ -617,7 +646,31 @@ export class Arm3D {
         this._scrubber.min = String(time[0]);
         this._scrubber.max = String(time[n - 1]);
         this._clipControls.forEach((c) => { c.hidden = false; });
+        if (!this._turned && !this._framedOnClip) {   // once: a later clip (a rerun, a magnification) keeps the camera
+            this._frameCamera(this._clipBox());
+            this._framedOnClip = true;
+        }
         this._moveTo(time[0], false);
+    }
+
+    // The box that holds the arm (and its ghost) over the clip, as drawn (magnified if it is), from FRAMING_SAMPLES
+    // of its frames; the arms are left posed as the clip's last sample (the caller moves them to a frame).
+    _clipBox() {
+        const clip = this._clip, n = clip.time.length, n3 = this.nbody * 3, n4 = this.nbody * 4;
+        const box = new THREE.Box3(), part = new THREE.Box3();
+        const count = Math.min(n, FRAMING_SAMPLES);
+        for (let k = 0; k < count; k++) {
+            const i = count === 1 ? 0 : Math.round((k * (n - 1)) / (count - 1));
+            for (const [which, source] of [['solid', clip], ['ghost', clip.ghost]]) {
+                if (!source) continue;
+                this._apply(which, source.xpos.subarray(i * n3, i * n3 + n3), source.xquat.subarray(i * n4, i * n4 + n4));
+                const arm = which === 'ghost' ? this.ghost : this.solid;
+                arm.root.updateMatrixWorld(true);
+                box.union(part.setFromObject(arm.root));
+            }
+        }
+        clip.frame = -1;   // the arms are not at the clip's frame any more
+        return box;
     }
 
     /** The clip's time, s (NaN without a clip). */
