@@ -692,7 +692,8 @@ export class Arm3D {
             const mid = (lo + hi + 1) >> 1;
             if (time[mid] <= t) lo = mid; else hi = mid - 1;
         }
-        if (lo !== clip.frame) {
+        const moved = lo !== clip.frame;
+        if (moved) {
             clip.frame = lo;
             const n3 = this.nbody * 3, n4 = this.nbody * 4;
             this._apply('solid', clip.xpos.subarray(lo * n3, lo * n3 + n3), clip.xquat.subarray(lo * n4, lo * n4 + n4));
@@ -711,6 +712,7 @@ export class Arm3D {
             this._timeText.textContent = `${t.toFixed(2)} s`;
         }
         if (fromView && this.onTime) this.onTime(t, lo);
+        return moved;
     }
 
     /** Play the clip from its current time, at its rate, looping if asked. */
@@ -722,14 +724,14 @@ export class Arm3D {
         this._playing = true;
         this._playButton.textContent = 'Pause';
         let last = performance.now();
-        // At most maxFps frames a second, on average: a frame is due every `period` ms; one that comes late (the
-        // browser skipped an animation frame) moves the next one earlier, by at most a period, so the rate holds.
+        // At most maxFps frames drawn a second, on average: after a frame with a new pose the next is due `period` ms
+        // later, or sooner if this one came late (the browser skipped an animation frame), so the rate holds. An
+        // animation frame with no new pose yet (a clip of 30 frames a second) draws nothing and waits for none.
         const period = 1000 / (this.options.maxFps ?? (this.webgl.software ? 30 : Infinity));
         let due = -Infinity;
         const tick = (now) => {
             if (!this._playing) return;
             if (now < due - 2) { this._raf = requestAnimationFrame(tick); return; }   // 2 ms: animation frames jitter
-            due = Math.max(due, now - period) + period;
             const end = time[time.length - 1], span = end - time[0];
             let t = clip.t + ((now - last) / 1000) * clip.rate;
             last = now;
@@ -737,7 +739,7 @@ export class Arm3D {
                 if (clip.loop && span > 0) t = time[0] + ((t - time[0]) % span);
                 else { t = end; this._stopPlaying(); }
             }
-            this._moveTo(t, true, this._playing);
+            if (this._moveTo(t, true, this._playing)) due = Math.max(due, now - period) + period;
             if (this._playing) this._raf = requestAnimationFrame(tick);
         };
         this._raf = requestAnimationFrame(tick);
