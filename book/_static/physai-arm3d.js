@@ -711,7 +711,9 @@ export class Arm3D {
             this._scrubber.value = String(t);
             this._timeText.textContent = `${t.toFixed(2)} s`;
         }
-        if (fromView && this.onTime) this.onTime(t, lo);
+        // the panel's cursor moves with the picture: while playing, only when the pose does (a clip of 30 frames a
+        // second leaves some animation frames without a new pose)
+        if (fromView && this.onTime && (moved || !playing)) this.onTime(t, lo);
         return moved;
     }
 
