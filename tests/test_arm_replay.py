@@ -155,6 +155,17 @@ def test_hold_pose_starts_and_commands_the_pose_and_reads_the_servo_force():
     np.testing.assert_array_equal(h.actuator_force, d.actuator_force[:5])
 
 
+def test_hold_pose_flags_a_hold_that_blew_up_though_its_final_angles_look_finite():
+    """Explicit Euler at 5 ms with a 1e5 N·m/rad servo blows up; MuJoCo then resets the arm to its model pose, so the
+    final angles are finite (and the shoulder seems to have moved 28.6°): the hold says it diverged."""
+    stiff = arm_replay.ArmServo(kp=1e5, kv=0, forcerange=1e6, damping=0, frictionloss=0, armature=0)
+    pose = np.zeros(len(JOINTS))
+    pose[1] = -0.5
+    h = arm_replay.hold_pose(stiff, pose, config=arm_replay.ReplayConfig(integrator='Euler'), seconds=0.5)
+    assert h.diverged and np.all(np.isfinite(h.final_deg))
+    assert not arm_replay.hold_pose(arm_replay.MENAGERIE, pose, seconds=0.5).diverged
+
+
 @pytest.mark.parametrize('kwargs, message', [
     (dict(pose=[0.0] * 5), 'pose must be 6 finite'),
     (dict(pose=[np.nan] * 6), 'pose must be 6 finite'),

@@ -603,6 +603,9 @@ class PoseHold:
     """(5,) the arm actuators' force at the end, N·m (``d.actuator_force``)."""
     ncon: int
     """Contacts active at the end (``d.ncon``)."""
+    diverged: bool
+    """MuJoCo warned that the hold blew up (:func:`physai.engine.mj.diverged`): it then resets the arm to its model
+    pose, so ``final_deg`` looks finite but means nothing."""
 
     @property
     def moved_deg(self) -> np.ndarray:
@@ -610,6 +613,7 @@ class PoseHold:
         return self.final_deg - self.pose_deg
 
 
+@mj.captured_warnings()
 def hold_pose(servo: ArmServo, pose: np.ndarray, *, config: ReplayConfig = ReplayConfig(), seconds: float = 2.0,
               fps: float = 30.0) -> PoseHold:
     """Start the arm at ``pose`` with ``servo`` on every joint, command that same pose, and let it settle.
@@ -647,4 +651,5 @@ def hold_pose(servo: ArmServo, pose: np.ndarray, *, config: ReplayConfig = Repla
         mujoco.mj_step(m, d)
     arm = [JOINTS.index(j) for j in ARM_JOINTS]
     return PoseHold(servo=servo, config=config, pose_deg=np.degrees(q0[arm]), final_deg=np.degrees(d.qpos[arm]),
-                    actuator_force=d.actuator_force[arm].copy(), ncon=int(d.ncon))
+                    actuator_force=d.actuator_force[arm].copy(), ncon=int(d.ncon),
+                    diverged=mj.diverged(d.qpos[arm], warned=mj.warned(d)))
