@@ -21,7 +21,7 @@
  *     view.setPose(xposRec, xquatRec, { ghost: true });
  *     view.setMagnification(20, { xpos: xposTarget, xquat: xquatTarget });   // "motion x20" on the view
  *     view.setClip({ time, xpos, xquat, ghost: { xpos, xquat } });            // then play/pause/scrub
- *     view.onTime = (t) => { ... };          // the view's own playing or scrubbing moved to time t (s)
+ *     view.onTime = (t) => { ... };          // the view's own playing (or its stop) or scrubbing moved to t (s)
  *     view.seek(t);                          // the panel's cursor moved (does not call onTime)
  *     view.dispose();                        // frees the GPU objects and the WebGL context
  */
@@ -708,8 +708,7 @@ export class Arm3D {
         const now = performance.now();
         if (!playing || !(now - this._barAt < BAR_MS)) {
             this._barAt = now;
-            this._scrubber.value = String(t);
-            this._timeText.textContent = `${t.toFixed(2)} s`;
+            this._showTime(t);
         }
         // the panel's cursor moves with the picture: while playing, only when the pose does (a clip of 30 frames a
         // second leaves some animation frames without a new pose)
@@ -764,10 +763,16 @@ export class Arm3D {
         this._playing = false;
         cancelAnimationFrame(this._raf);
         if (this._playButton) this._playButton.textContent = 'Play';
-        if (this._clip && this._scrubber) {   // the bar shows where the clip stopped
-            this._scrubber.value = String(this._clip.t);
-            this._timeText.textContent = `${this._clip.t.toFixed(2)} s`;
+        if (this._clip && this._scrubber) {   // the bar and the panel's cursor show where the clip stopped
+            this._showTime(this._clip.t);
+            if (!this._disposed && this.onTime) this.onTime(this._clip.t, this._clip.frame);
         }
+    }
+
+    // the bar's scrubber and time at `t`, s
+    _showTime(t) {
+        this._scrubber.value = String(t);
+        this._timeText.textContent = `${t.toFixed(2)} s`;
     }
 
     /** Redraw at the next animation frame (once, however often it is asked before then). */

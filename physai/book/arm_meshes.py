@@ -5,21 +5,20 @@
 
 ``so101.json``
     the description: ``format`` (:data:`FORMAT`), ``nbody`` and ``bodies`` (name, ``parent`` = ``body_parentid``;
-    body 0 is the world; ``weld`` = ``body_weldid``, 0 for a body fixed to the world), ``geoms`` (each visible mesh geom, :func:`physai.engine.bodies.visual_geoms`: ``geom`` id,
-    ``body``, ``mesh`` = an index into ``meshes``, ``pos``/``quat`` = ``geom_pos``/``geom_quat`` and ``rgba``,
-    float64 as MuJoCo compiled them), ``meshes`` (``name``, MuJoCo's mesh ``id``, ``offset`` in ``so101.bin``,
-    ``vertices``, ``triangles``, ``min`` and ``step`` to read the vertices, ``source_triangles``, ``error_m``),
-    ``ghost_meshes`` (the same meshes in the same order, simplified further, to ``ghost_error``: what the
-    translucent ghost arm draws; a reader that does not know them draws the ghost with ``meshes``),
-    ``home`` (every body's ``xpos``/``xquat`` at ``qpos0``, flat, for the first picture), ``bin``, ``bin_bytes``,
-    ``bin_sha256`` and ``source`` (versions of MuJoCo, Menagerie and meshoptimizer, ``max_error_m``,
-    ``ghost_max_error_m``, the licence).
+    body 0 is the world; ``weld`` = ``body_weldid``, 0 for a body fixed to the world), ``geoms`` (each visible mesh
+    geom, :func:`physai.engine.bodies.visual_geoms`: ``geom`` id, ``body``, ``mesh`` = an index into ``meshes``,
+    ``pos``/``quat`` = ``geom_pos``/``geom_quat`` and ``rgba``, float64 as MuJoCo compiled them), ``meshes``
+    (``name``, MuJoCo's mesh ``id``, ``offset`` in ``so101.bin``, ``vertices``, ``triangles``, ``min`` and ``step``
+    to read the vertices, ``source_triangles``, ``error_m``), ``ghost_meshes`` (the same meshes in the same order,
+    simplified further, to ``ghost_error``: what the translucent ghost arm draws; a reader that does not know them
+    draws the ghost with ``meshes``), ``home`` (every body's ``xpos``/``xquat`` at ``qpos0``, flat, for the first
+    picture), ``bin``, ``bin_bytes``, ``bin_sha256`` and ``source`` (versions of MuJoCo, Menagerie and
+    meshoptimizer, ``max_error_m``, ``ghost_max_error_m``, the licence).
 ``so101.bin``
     per mesh (``meshes``, then ``ghost_meshes``), its vertices as uint16 triples then its triangles as uint16
-    triples (little-endian). A vertex is
-    ``min + q * step`` per axis, in m, in the frame MuJoCo compiled the mesh in (``mesh_vert``; see
-    :mod:`physai.engine.bodies`), so the page places it with the compiled ``geom_pos``/``geom_quat`` on the body's
-    ``xpos``/``xquat`` and draws MuJoCo's own pose.
+    triples (little-endian). A vertex is ``min + q * step`` per axis, in m, in the frame MuJoCo compiled the mesh in
+    (``mesh_vert``; see :mod:`physai.engine.bodies`), so the page places it with the compiled
+    ``geom_pos``/``geom_quat`` on the body's ``xpos``/``xquat`` and draws MuJoCo's own pose.
 ``LICENSE``, ``NOTICE.md``
     the meshes' licence (Apache-2.0, Menagerie's ``robotstudio_so101/LICENSE``, the same text as The Robot
     Studio's SO-ARM100 repository, where the meshes come from) and what was changed, as its section 4 asks.
@@ -70,8 +69,8 @@ GHOST_ERROR = 3e-3
 """m: the error bound of the ghost arm's meshes (chapter 4's recorded arm, drawn translucent behind the simulated
 one). 3 mm, about 2 px of the view as it opens: the ghost is one translucent colour, which shows outlines, not
 detail. Its meshes hold 2,506 triangles instead of 8,044; without the fixed base (which the solid arm draws in the same
-place) it draws 1,886 a frame instead of 9,628, and chapter 4's view costs a software renderer about a fifth less CPU
-time a frame (``benchmarks/bench_arm3d.py --panels --compare``, ratio 0.80-0.81 with the cursor's change)."""
+place) it draws 1,886 a frame instead of 9,628. With the cursor's changes (``arm3d_view.js``) chapter 4's view costs
+a software renderer about 0.7 of the CPU time a frame it did (``benchmarks/bench_arm3d.py --panels --compare``)."""
 QUANT = 65535
 """Quantization levels per axis minus one (uint16)."""
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -204,9 +204,9 @@ the frames or why it could not (its OpenGL context, machine by machine), so the 
 nbval's comparison (``notebooks/nbval_sanitize.cfg``, section ``arm-frames``)."""
 
 
-WIDTH_IN = 8.4
-"""A strip's width (in): the book's figures' (``plots.use_book_style``), so at 100 dpi in the page's 688 px column its
-9 pt text shows at 10.2 px, the book's minimum or more (``tests/test_site.py``)."""
+WIDTH_IN = plots.BOOK_STYLE['figure.figsize'][0]
+"""A strip's width (in): the book's figures' (8.4 in), so at 100 dpi in the page's 688 px column its 9 pt text shows
+at 10.2 px, the book's minimum or more (``tests/test_site.py``)."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
