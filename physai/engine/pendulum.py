@@ -122,6 +122,11 @@ class Step:
     low: float = 0.0
     high: float = HORIZONTAL
 
+    def __post_init__(self):
+        checks.finite('at', self.at, 's')
+        checks.finite('low', self.low, 'rad')
+        checks.finite('high', self.high, 'rad')
+
     def __call__(self, t):
         return np.where(np.asarray(t) >= self.at - 1e-12, self.high, self.low)
 
@@ -133,6 +138,11 @@ class Square:
     period: float = 2.0
     low: float = 0.0
     high: float = HORIZONTAL
+
+    def __post_init__(self):
+        checks.positive('period', self.period, 's')
+        checks.finite('low', self.low, 'rad')
+        checks.finite('high', self.high, 'rad')
 
     def __call__(self, t):
         phase = np.mod(np.asarray(t) + 1e-12, self.period)
