@@ -553,6 +553,14 @@ RESOLUTION_DEG = 360.0 / 4096
 """An STS3215 encoder count, degrees: the synthetic states are rounded to it."""
 
 
+MAX_SYNTHETIC_EPISODES = 1000
+"""The most episodes :func:`synthetic_dataset` makes."""
+
+MAX_SYNTHETIC_FRAMES = 1_000_000
+"""The most frames :func:`synthetic_dataset` makes in all (about a minute of work: each frame is built in Python and
+replayed for a frame's physics steps); a request of huge sizes once ran on after its caller had gone, up to 0.97 GB."""
+
+
 def synthetic_dataset(*, nepisode: int = 4, seconds: float = 12.0, fps: float = 30.0, seed: int = 0,
                       servo: ArmServo = HIDDEN_SERVO) -> LeRobotDataset:
     """A stand-in recording made by the simulated arm itself, for when no real one is at hand.
@@ -560,9 +568,28 @@ def synthetic_dataset(*, nepisode: int = 4, seconds: float = 12.0, fps: float = 
     Each episode starts folded at ``REST_DEG``, visits four random poses along minimum-jerk paths and
     folds up again; ``observation.state`` is the replay of those commands with ``servo``, rounded to
     encoder counts. A fit on it should find ``servo``'s lag again.
+
+    Raises:
+      ValueError: ``nepisode`` not a whole number in [1, ``MAX_SYNTHETIC_EPISODES``], ``fps`` not a number > 0,
+        ``seconds`` not a finite number that gives at least 2 frames, an episode longer than one replay may run
+        (``mj.MAX_STEPS`` physics steps), more than ``MAX_SYNTHETIC_FRAMES`` frames in all, ``seed`` not a whole
+        number >= 0, or ``servo`` not an :class:`ArmServo`; all checked before any frame is made.
     """
-    rng = np.random.default_rng(seed)
+    checks.whole('nepisode', nepisode, 1, MAX_SYNTHETIC_EPISODES, 'episodes')
+    sub = ReplayConfig().substeps(checks.positive('fps', fps, 'frames/s'))
+    checks.positive('seconds', seconds, 's')
+    checks.whole('seed', seed, 0)
+    if not isinstance(servo, ArmServo):
+        raise ValueError(f'servo must be an ArmServo, got {type(servo).__name__}')
     n = round(seconds * fps)
+    longest = mj.MAX_STEPS // sub + 1
+    if not 2 <= n <= longest:
+        raise ValueError(f'seconds must give 2 to {longest:,} frames at {fps:g} fps (a replay runs at most '
+                         f'{mj.MAX_STEPS:,} physics steps, {sub} a frame), got {seconds!r} s: {n:,} frames')
+    if nepisode * n > MAX_SYNTHETIC_FRAMES:
+        raise ValueError(f'nepisode x seconds x fps must be at most {MAX_SYNTHETIC_FRAMES:,} frames in all, got '
+                         f'{nepisode} episodes of {n:,} frames: ask for fewer or shorter episodes')
+    rng = np.random.default_rng(seed)
     episodes = []
     for index in range(nepisode):
         poses = [REST_DEG] + [rng.uniform(_POSE_LOW, _POSE_HIGH) for _ in range(4)] + [REST_DEG]
