@@ -128,7 +128,8 @@ def fit_servo(argv: list[str]) -> int:
     Everything that can be checked is checked before the fit starts: the arguments, where the files go
     (``fit_request.check_outputs``: an existing file only with ``--force``, never through a symbolic link or into
     Menagerie's or the dataset's folder), the recording (the loader's checks on the episodes asked for), the episodes'
-    lengths and the fit's estimated cost (``fit_request.check_cost``). The files are written atomically.
+    lengths, the follower against its leader joint by joint and Menagerie's model (``fit_request.check_leader_follower``)
+    and the fit's estimated cost (``fit_request.check_cost``). The files are written atomically.
     """
     from physai.cli import fit_report, fit_request, identify  # here: `list` and the tables need neither
     from physai.experiments import servo_sysid
@@ -166,6 +167,7 @@ def fit_servo(argv: list[str]) -> int:
             data = dataclasses.replace(data, episodes=tuple(fit_request.first_frames(data.episodes, max_frames)))
         fit, held = fit_request.select_episodes(data, episodes, heldout)
         fit_request.check_lengths(fit, held)
+        fit_request.check_leader_follower(fit + held)  # loads Menagerie's arm: a model with other joints stops here
         fit_request.check_cost(fit, held, per_joint=args.per_joint, offsets=args.offsets)
         ident = identify.identify(data, fit, held, source=origin, per_joint=args.per_joint, offsets=args.offsets,
                                  delay=args.delay, progress=True)

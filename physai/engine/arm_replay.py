@@ -680,3 +680,26 @@ def hold_pose(servo: ArmServo, pose: np.ndarray, *, config: ReplayConfig = Repla
     return PoseHold(servo=servo, config=config, pose_deg=np.degrees(q0[arm]), final_deg=np.degrees(d.qpos[arm]),
                     actuator_force=d.actuator_force[arm].copy(), ncon=int(d.ncon),
                     diverged=mj.diverged(d.qpos[arm], warned=mj.warned(d)))
+
+
+def holding_torque(qpos: np.ndarray) -> np.ndarray:
+    """(n, 6) the torque each joint must exert to hold the SO-101 still at each pose of ``qpos``, N·m.
+
+    MuJoCo's ``qfrc_bias`` at zero velocity (``mj_forward`` on :func:`slim_arm`): gravity on the links, which at rest
+    the actuators balance (``qfrc_actuator = qfrc_bias``). A position servo holding a pose so sits off its command
+    by ``qfrc_bias / kp``: the sag, which leans with this torque.
+
+    Args:
+      qpos: (n, 6) poses in ``JOINTS`` order, rad (:func:`to_radians` of recorded frames).
+    """
+    q = np.atleast_2d(np.asarray(qpos, dtype=float))
+    if q.ndim != 2 or q.shape[1] != len(JOINTS) or not np.all(np.isfinite(q)):
+        raise ValueError(f'qpos must be (n, {len(JOINTS)}) finite joint angles in rad, got shape {np.shape(qpos)}')
+    m = slim_arm()
+    d = mujoco.MjData(m)
+    out = np.empty((len(q), m.nv))
+    for k, pose in enumerate(q):
+        d.qpos[:] = pose
+        mujoco.mj_forward(m, d)
+        out[k] = d.qfrc_bias
+    return out

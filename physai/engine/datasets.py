@@ -471,13 +471,14 @@ def long_frames(e: Episode) -> tuple[np.ndarray, int]:
     when, in both, its own step is at least :data:`LONG_FRAME_RATIO` times the mean of theirs. LeRobot's record loop
     reads the follower, reads the leader, sends the command and waits out the rest of ``1/fps``; a turn that takes
     longer is still stamped ``1/fps`` after the one before, so only the motion shows it: both arms moved for two
-    periods in one frame.
+    periods in one frame. An episode whose state copies its action has one clock, not two, and is not judged
+    (``fit-servo`` refuses it as a recording without a follower).
 
     Returns:
       (nlong,) the long frames' indices, and the number of frames judged.
     """
     arm = [k for k, j in enumerate(e.joints) if j != 'gripper']
-    if e.nframe < 4 or not arm:
+    if e.nframe < 4 or not arm or np.array_equal(e.action[:, arm], e.state[:, arm]):  # a copy is no second clock
         return np.zeros(0, dtype=int), 0
     judged, long = np.ones(e.nframe - 3, dtype=bool), np.ones(e.nframe - 3, dtype=bool)
     for values in (e.action, e.state):
