@@ -480,7 +480,7 @@ def rollout(models: Sequence[mujoco.MjModel], episodes: Sequence[Episode], subst
     if models[0].nhistory:
         _fill_history(batch, models[0], control[:, 0])
     batch.forward()
-    out = batch.rollout((nframe - 1) * substeps, control=control, record=('qpos',))
+    out = mj.rollout(batch, (nframe - 1) * substeps, control=control, record=('qpos',))
     qpos = np.concatenate([starts[:, None], out['qpos'][:, substeps - 1::substeps]], axis=1)
     return qpos, mj.warned(batch)
 

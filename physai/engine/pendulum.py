@@ -427,8 +427,7 @@ def run_implicit(actuators: Sequence[Actuator], pendulums: Sequence[PendulumPara
         for nstep in np.unique(nsteps):
             ids = np.nonzero(nsteps == nstep)[0]
             control = np.stack([commands[i] for i in ids])[:, :, None]
-            rec = batch.rollout(int(nstep), control=control, record=('qpos', 'qvel', 'actuator_force'),
-                                ids=ids)
+            rec = mj.rollout(batch, int(nstep), control=control, record=('qpos', 'qvel', 'actuator_force'), ids=ids)
             for j, i in enumerate(ids):
                 out[int(i)] = (rec['qpos'][j, :, 0], rec['qvel'][j, :, 0], rec['actuator_force'][j, :, 0])
     bad = mj.warned(batch)
