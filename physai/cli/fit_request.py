@@ -207,6 +207,10 @@ correlation near 0 says nothing; one clearly negative says the column named shou
 holds another joint (shoulder_lift and elbow_flex swapped in info.json: -0.74, a fit with kp 86 % too high) or its
 sign is flipped in both arms (-0.85)."""
 
+MAX_GRAVITY_POSES = 2000
+"""The most held frames whose holding torque :func:`leader_follower` computes (one ``mj_forward`` each): a longer
+recording is sampled evenly (the shipped one has 512)."""
+
 MIN_GRAVITY_SPREAD = 0.1
 """N·m: shoulder_lift's holding torque must vary by at least this over the held frames for its sag to be judged."""
 
@@ -256,8 +260,10 @@ def leader_follower(episodes: Sequence[Episode]) -> dict:
     r = math.nan
     if sum(len(h) for h in held) >= MIN_HELD_FOR_GRAVITY:
         poses = np.concatenate([arm_replay.to_radians(e.state[h], e.joints) for e, h in zip(episodes, held)])
-        torque = arm_replay.holding_torque(poses)[:, JOINTS.index('shoulder_lift')]
         sag = np.concatenate([e.action[h, cols[lift]] - e.state[h, cols[lift]] for e, h in zip(episodes, held)])
+        every = max(1, len(poses) // MAX_GRAVITY_POSES)  # a long recording: every few held frames, evenly
+        poses, sag = poses[::every], sag[::every]
+        torque = arm_replay.holding_torque(poses)[:, JOINTS.index('shoulder_lift')]
         if torque.max() - torque.min() >= MIN_GRAVITY_SPREAD and np.std(sag) > 0:
             r = float(np.corrcoef(torque, sag)[0, 1])
     out['sag_gravity_r'] = r
