@@ -5,18 +5,18 @@ Refusals are checked with the fit replaced by one that fails the test: none of t
 
 import dataclasses
 import os
-import pathlib
 import subprocess
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import recordings  # tests/recordings.py: corrupted copies of the shipped recording
 from physai.__main__ import main
 from physai.cli import fit_request, identify
 from physai.engine import arm_replay, datasets
-from physai.engine.so101 import ARM_JOINTS, JOINTS
+from physai.engine.so101 import JOINTS
 from test_so101 import menagerie_copy, renamed_wrist_roll
 
 
@@ -40,7 +40,7 @@ def refused(monkeypatch, capsys, tmp_path):
     return run
 
 
-def _with(frames: 'pd.DataFrame', feature: str, change) -> 'pd.DataFrame':  # noqa: F821
+def _with(frames: pd.DataFrame, feature: str, change) -> pd.DataFrame:
     """``frames`` with ``change(values)`` applied to every frame's ``feature`` (an (6,) array)."""
     frames = frames.copy()
     frames[feature] = [np.asarray(change(np.array(v, dtype=np.float64)), dtype=np.float32) for v in frames[feature]]
