@@ -128,7 +128,8 @@ def fit_servo(argv: list[str]) -> int:
     Everything that can be checked is checked before the fit starts: the arguments, where the files go
     (``fit_request.check_outputs``: an existing file only with ``--force``, never through a symbolic link or into
     Menagerie's or the dataset's folder), the recording (the loader's checks on the episodes asked for), the episodes'
-    lengths and the fit's estimated cost (``fit_request.check_cost``). The files are written atomically.
+    lengths, the follower against its leader joint by joint and Menagerie's model (``fit_request.check_leader_follower``)
+    and the fit's estimated cost (``fit_request.check_cost``). The files are written atomically.
     """
     from physai.cli import fit_report, fit_request, identify  # here: `list` and the tables need neither
     from physai.experiments import servo_sysid
@@ -166,21 +167,40 @@ def fit_servo(argv: list[str]) -> int:
             data = dataclasses.replace(data, episodes=tuple(fit_request.first_frames(data.episodes, max_frames)))
         fit, held = fit_request.select_episodes(data, episodes, heldout)
         fit_request.check_lengths(fit, held)
+        fit_request.check_leader_follower(fit + held)  # loads Menagerie's arm: a model with other joints stops here
         fit_request.check_cost(fit, held, per_joint=args.per_joint, offsets=args.offsets)
         ident = identify.identify(data, fit, held, source=origin, per_joint=args.per_joint, offsets=args.offsets,
                                  delay=args.delay, progress=True)
-        written.append(fit_report.write_mjcf(ident, out))
+        # the files were checked before the fit; one that appeared since is replaced only with --force
+        written.append(fit_report.write_mjcf(ident, out, replace=args.force))
         rep = fit_report.report(ident, written[0])
         if png is not None:
-            written.append(draw_fit_report(ident, png))
+            written.append(draw_fit_report(ident, png, replace=args.force))
     except (ValueError, OSError, ModelUnavailable) as err:
         return _fail(str(err) + (f' (wrote {" and ".join(map(str, written))} before that)' if written else ''))
     except KeyboardInterrupt:
         done = f'wrote {" and ".join(map(str, written))} only' if written else 'nothing written'
         print(f'fit-servo: interrupted (Ctrl-C); {_inert(done)}', file=sys.stderr)
         return 130
-    print(fit_report.report_json(rep) if args.json else fit_report.report_text(rep))
+    try:
+        print(fit_report.report_json(rep) if args.json else fit_report.report_text(rep), flush=True)
+    except OSError as err:  # stdout on a full disk, a closed pipe: say so on stderr, and what was written
+        _silence_stdout()
+        return _fail(f'standard output took no report ({err.strerror or err}): wrote {" and ".join(map(str, written))}, '
+                     f'but the report is lost; run again with standard output going to a terminal or to a file where '
+                     f'there is room')
     return 0
+
+
+def _silence_stdout() -> None:
+    """Point standard output's file at /dev/null, so that the interpreter's last flush of what is still buffered
+    cannot fail again at exit (Python's advice for a closed pipe)."""
+    try:
+        descriptor = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(descriptor, sys.stdout.fileno())
+        os.close(descriptor)
+    except (OSError, ValueError, AttributeError):  # no file behind sys.stdout (captured, say): nothing to flush
+        pass
 
 
 def _inert(text: str) -> str:
@@ -193,12 +213,13 @@ def _fail(message: str) -> int:
     return 2
 
 
-def draw_fit_report(ident, path) -> pathlib.Path:
+def draw_fit_report(ident, path, *, replace: bool = True) -> pathlib.Path:
     """The replay against the recording, per arm joint, every selected episode end to end; held-out ones shaded.
 
     Args:
       ident: an ``identify.Identification``.
       path: the PNG to write (atomically: ``outputs.write_atomic``).
+      replace: whether a file already at ``path`` may be replaced (False: FileExistsError, the file kept).
 
     Returns:
       The path written.
@@ -237,7 +258,7 @@ def draw_fit_report(ident, path) -> pathlib.Path:
     # the source is the recording's own name: shown as text, never read as mathtext ($...$) or control characters
     fig.suptitle(f'{inert(ident.source)}: open-loop replay against the recording', fontsize=10, parse_math=False)
     fig.tight_layout()
-    return write_atomic(path, lambda f: fig.savefig(f, format='png', dpi=110))
+    return write_atomic(path, lambda f: fig.savefig(f, format='png', dpi=110), replace=replace)
 
 
 if __name__ == '__main__':

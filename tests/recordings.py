@@ -125,6 +125,56 @@ def spike(size: float, feature: str = 'action', episode: int = 3, frame: int = 5
     return corrupt
 
 
+def relabelled(fps: float):
+    """info.json's fps and every timestamp say ``fps``; the frames (and the videos, whose info.json entries still say
+    30) were recorded at 30."""
+    def corrupt(frames, meta):
+        frames, meta = stamped_at(fps)(frames, meta)
+        return frames, {**meta, 'fps': fps}
+    return corrupt
+
+
+def dropout(value: float = 0.0, feature: str = 'observation.state', episode: int = 1, frames_: slice = slice(120, 122),
+            joints: slice = slice(None)):
+    """Some joints of a few frames read as ``value`` (a bus read that returned nothing: all zeros by default)."""
+    def corrupt(frames, meta):
+        frames = frames.copy()
+        for row in _rows(frames, episode)[frames_]:
+            values = np.array(frames.at[row, feature], dtype=np.float32)
+            values[joints] = value
+            frames.at[row, feature] = values
+        return frames, meta
+    return corrupt
+
+
+def excursion(size: float, frames_: slice = slice(80, 83), feature: str = 'observation.state', episode: int = 2,
+              joint: int = 2):
+    """One joint out by ``size`` for a few frames and back (a glitch longer than a frame)."""
+    def corrupt(frames, meta):
+        for k in range(*frames_.indices(10**9)):
+            frames = _set(frames, feature, episode, k, joint, lambda v: v + size)
+        return frames, meta
+    return corrupt
+
+
+def slow_loop(every: int = 10, episodes=None):
+    """The record loop slower than its fps: every ``every``-th turn took two periods, so the frame that a loop on time
+    would have recorded in between is missing; the frames are numbered and stamped at 30 fps as LeRobot does
+    (``frame_index / fps``). ``episodes``: the episodes so recorded (default all)."""
+    def corrupt(frames, meta):
+        keep = np.ones(len(frames), dtype=bool)
+        for episode in sorted(frames['episode_index'].unique()):
+            if episodes is None or episode in episodes:
+                rows = _rows(frames, episode)
+                keep[frames.index.get_indexer(rows[every - 1::every])] = False
+        frames = frames[keep].reset_index(drop=True)
+        frames['frame_index'] = frames.groupby('episode_index').cumcount()
+        frames['timestamp'] = (frames['frame_index'] / 30).astype(np.float32)
+        frames['index'] = np.arange(len(frames))
+        return frames, _recount(meta, frames)
+    return corrupt
+
+
 def renamed(robot_type: str):
     """info.json's robot_type replaced (a hostile one: terminal escapes, comment closers)."""
     def corrupt(frames, meta):
@@ -146,5 +196,13 @@ CORRUPTIONS = {
     'a -360 degree wrap over 40 frames': wrap(-360.0, episode=2, frames_=slice(150, 190), joint=0),
     'one frame 45 degrees out and back': spike(45.0),
     'one state frame 90 degrees out and back': spike(-90.0, feature='observation.state', episode=0, frame=30, joint=1),
+    'two all-zero state frames': dropout(),
+    'two all-zero action frames': dropout(feature='action', episode=3, frames_=slice(200, 202)),
+    'one joint 60 degrees out for three frames': excursion(60.0),
+    'a joint reading 0 for two frames': dropout(feature='observation.state', episode=0, frames_=slice(40, 42),
+                                               joints=slice(1, 2)),
+    'every 10th frame two periods long (the record loop at 9/10 of its fps)': slow_loop(10),
+    'every 25th frame two periods long in one episode': slow_loop(25, episodes=[2]),
+    'fps and timestamps 15, the videos 30': relabelled(15),
 }
 """Each makes a recording the loader must refuse, naming the episode and frames."""

@@ -128,6 +128,24 @@ def test_synthetic_stand_in_is_made_by_its_hidden_servo():
     assert arm_replay.synthetic_dataset(nepisode=2, seconds=3.0)[1].state.tolist() == ds[1].state.tolist()
 
 
+@pytest.mark.parametrize('kwargs, message', [
+    (dict(nepisode=10**9), r'nepisode must be a whole number in \[1, 1,000\] episodes, got 1000000000'),
+    (dict(seconds=1e9), r'seconds must give 2 to 142,858 frames at 30 fps \(a replay runs at most 1,000,000 physics '
+                        r'steps, 7 a frame\), got 1000000000.0 s: 30,000,000,000 frames'),
+    (dict(nepisode=100, seconds=4000.0), r'nepisode x seconds x fps must be at most 1,000,000 frames in all, got 100 '
+                                         r'episodes of 120,000 frames'),
+    (dict(seconds=0.01), r'seconds must give 2 to .* got 0.01 s: 0 frames'),
+    (dict(seconds=math.nan), 'seconds must be a finite number > 0 s, got nan'),
+    (dict(fps=0.0), 'fps must be a finite number > 0 frames/s, got 0.0'),
+    (dict(seed=-1), 'seed must be a whole number >= 0, got -1'),
+    (dict(servo='menagerie'), 'servo must be an ArmServo, got str'),
+])
+def test_a_synthetic_recording_too_large_to_make_is_refused_before_any_frame_is_made(kwargs, message):
+    """Huge sizes once ran on after their caller had gone (0.97 GB); each is refused at once, with the limit."""
+    with pytest.raises(ValueError, match=message):
+        arm_replay.synthetic_dataset(**kwargs)
+
+
 def test_offsets_shift_each_servos_start(synthetic_episode, soft):
     """``offsets`` moves servo i's start by offsets[i] rad on every joint; frame 0 is the start simulated."""
     ep = synthetic_episode(10)

@@ -277,9 +277,9 @@ def test_joints_given_as_one_string_is_refused_not_split_into_letters():
 def test_a_corrupted_recording_is_refused_naming_the_episode_and_what_is_wrong(tmp_path, name):
     frames, meta = recordings.CORRUPTIONS[name](recordings.table(), recordings.info())
     root = recordings.write(tmp_path, frames, meta)
-    with pytest.raises(ValueError, match=r'^episode \d+ of .* (must|timestamps)') as err:
+    with pytest.raises(ValueError, match=r'^(episode \d+ of .* (must|timestamps)|fps in .*info.json must)') as err:
         load_lerobot(root)
-    assert 'leave the episode out' in str(err.value)
+    assert 'leave the episode out' in str(err.value) or str(err.value).startswith('fps in')
 
 
 @pytest.mark.parametrize('fps, words', [(15, ['66.667 ms apart', '33.333 ms between most frames', 'as at 30 fps']),
@@ -303,6 +303,17 @@ def test_a_wrong_fps_says_which_rate_the_timestamps_show(tmp_path, fps, words):
                          'wrist_roll', 'from frame 199 to 200', 'encoder wrap']),
     (recordings.spike(45.0), ['episode 3', 'action must not leave its neighbours by more than 20°', '+45.0°',
                               'elbow_flex', 'frame 50', 'glitch']),
+    (recordings.dropout(), ['episode 1', 'observation.state must hold a reading in every frame',
+                            'every arm joint at exactly 0 in 2 frames (120, 121)', 'dropout']),
+    (recordings.dropout(feature='action', episode=3, frames_=slice(200, 202)), ['episode 3', 'action must hold',
+                                                                                 '(200, 201)']),
+    (recordings.excursion(60.0), ['episode 2', 'observation.state must not leave its neighbours by more than 20° for 1 '
+                                  'to 3 frames', '+60.0° and back -60.0°', 'elbow_flex at frames 80-82',
+                                  'run of 3 frames']),
+    (recordings.dropout(episode=0, frames_=slice(40, 42), joints=slice(1, 2)),
+     ['episode 0', 'shoulder_lift at frames 40-41', 'run of 2 frames', 'dropout']),
+    (recordings.slow_loop(10), ['episode 0', 'must be recorded at its fps', 'of its', 'two frames long',
+                                'ran slower than 30 fps', 'a lag too short', 'record at an fps the loop keeps']),
 ])
 def test_each_kind_of_bad_episode_names_its_frames(tmp_path, corrupt, words):
     root = recordings.write(tmp_path, *corrupt(recordings.table(), recordings.info()))
@@ -353,6 +364,87 @@ def test_the_checks_thresholds_sit_far_from_the_shipped_recording():
             step = np.diff(values, axis=0)
             back = np.where(np.sign(step[:-1]) == -np.sign(step[1:]), np.minimum(abs(step[:-1]), abs(step[1:])), 0)
             assert back.max() < datasets.SPIKE_DEG / 10 and np.abs(step).max() < datasets.WRAP_JUMP_DEG / 10
+
+
+def test_the_dropout_and_pace_thresholds_sit_far_from_the_shipped_recording():
+    """No frame of the real arm reads all zeros; its runs of 2 and 3 frames leave their neighbours by a tenth of the
+    glitch threshold at most; and no frame of it moved the leader and the follower 1.6 times as far as the frames
+    either side, out of 514 judged."""
+    judged = 0
+    for e in load_lerobot(datasets.shipped_recording()):
+        for values in (e.action, e.state):
+            assert not np.any(np.all(values[:, :5] == 0, axis=1))
+            for length in (2, 3):
+                n = len(values) - length - 1
+                before, after = values[:n], values[length + 1:length + 1 + n]
+                run = np.stack([values[1 + i:1 + i + n] for i in range(length)])
+                leave = np.minimum(np.abs(run - before), np.abs(run - after)).min(axis=0)
+                same_way = np.all(np.sign(run - before) == np.sign(run - after), axis=0)
+                assert np.where(same_way, leave, 0).max() < datasets.SPIKE_DEG / 10
+        long, count = datasets.long_frames(e)
+        assert long.size == 0
+        judged += count
+    assert judged == 514
+
+
+@pytest.mark.parametrize('every', [10, 20])
+def test_a_record_loop_slower_than_its_fps_shows_as_long_frames_where_a_turn_took_two_periods(every):
+    """Every 10th turn of the loop two periods long fitted a lag 11 % short; the timestamps (frame_index / fps, as
+    LeRobot writes them) cannot show it, the motion does: the long frames found are the ones after each gap."""
+    frames, _ = recordings.slow_loop(every)(recordings.table(), recordings.info())
+    shipped = load_lerobot(datasets.shipped_recording())
+    for index in range(4):
+        rows = frames[frames['episode_index'] == index].sort_values('frame_index')
+        e = dataclasses.replace(shipped[index], action=np.stack(rows['action']).astype(float),
+                                state=np.stack(rows['observation.state']).astype(float),
+                                timestamp=rows['timestamp'].to_numpy(float))
+        long, judged = datasets.long_frames(e)
+        gaps = np.arange(every - 1, e.nframe, every - 1)  # the frame recorded after each missing one
+        assert long.size > datasets.LONG_FRAME_SHARE * judged and long.size >= datasets.MIN_LONG_FRAMES
+        assert set(long) <= set(gaps)
+        with pytest.raises(ValueError, match=f'episode {index} .*must be recorded at its fps'):
+            datasets.check_episode(e)
+
+
+def test_one_slow_turn_of_the_loop_is_a_hiccup_not_a_rate():
+    e = load_lerobot(datasets.shipped_recording())[1]
+    gap = np.delete(np.arange(e.nframe), [100, 200])  # two turns of two periods in 374 frames
+    slow = dataclasses.replace(e, action=e.action[gap], state=e.state[gap], timestamp=np.arange(len(gap)) / 30)
+    long, judged = datasets.long_frames(slow)
+    assert 0 < long.size < datasets.MIN_LONG_FRAMES
+    assert datasets.check_episode(slow) is slow
+
+
+def _with_videos(fps, video_fps, *, key='info'):
+    info = _info('v3.0', fps=fps)
+    for camera in ('front', 'top'):
+        info['features'][f'observation.images.{camera}'] = {
+            'dtype': 'video', 'shape': [480, 640, 3], 'names': ['height', 'width', 'channels'],
+            key: {'video.fps': video_fps, 'video.codec': 'av1'}}
+    return info
+
+
+@pytest.mark.parametrize('key', ['info', 'video_info'])
+def test_fps_that_is_not_the_videos_rate_is_refused_even_when_the_timestamps_agree_with_it(tmp_path, key):
+    """fps and the timestamps both relabelled 15 fitted a lag of 217 ms, twice the real one, and called it pinned;
+    info.json's videos still said 30 (v2.0 keeps the rate under video_info)."""
+    frames = pd.concat([_frames(e, 8) for e in range(2)], ignore_index=True)
+    frames['timestamp'] = (frames['frame_index'] / 15).astype(np.float32)
+    make_v30(tmp_path, info=_with_videos(15, 30, key=key), frames=frames)
+    with pytest.raises(ValueError, match=r"^fps in .*info.json must be the frame rate of the recording's videos, got "
+                                         r"fps 15 and 30 fps in features.observation.images.front.info.video.fps "
+                                         r"\(and 1 more video\): .* set fps to the rate the recording was made at"):
+        read_lerobot(tmp_path)
+
+
+def test_videos_at_the_recordings_rate_pass_and_a_rate_that_is_not_a_number_is_named(tmp_path):
+    make_v30(tmp_path / 'a', info=_with_videos(30, 30))
+    assert read_lerobot(tmp_path / 'a').fps == 30
+    make_v30(tmp_path / 'b', info=_with_videos(30, 'thirty'))
+    with pytest.raises(ValueError, match=r"features.observation.images.front.info.video.fps in .* must be a number > 0 "
+                                         r"\(the frame rate of its video\), got 'thirty'"):
+        read_lerobot(tmp_path / 'b')
+    assert read_lerobot(datasets.shipped_recording()).fps == 30  # its two videos at 30 fps
 
 
 def test_float32_timestamps_an_hour_into_an_episode_pass_and_a_dropped_frame_there_does_not():

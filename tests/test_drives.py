@@ -15,6 +15,42 @@ from physai.laws import drives
 from physai.engine.pendulum import PendulumParams
 from physai.laws.drives import DCMotor, DelayedPD, IdealPD, ImplicitPD, RemotizedPD
 
+
+@pytest.mark.parametrize('table, message', [
+    (((1.0, 2.0), (-1.0, 1.0)), r'table angles must be strictly increasing, got \[1.0, -1.0\]'),
+    (((0.0, -1.0),), r'table torques must be >= 0 N·m, got \[-1.0\]'),
+    ((), 'table must be one or more finite'),
+    (None, 'table must be one or more finite'),
+    (((0.0, math.nan),), 'table must be one or more finite'),
+    ([[0.0, 1.0], [0.0, 2.0]], 'table angles must be strictly increasing'),
+])
+def test_remotized_limit_refuses_a_table_it_cannot_interpolate(table, message):
+    """An unsorted table gave np.interp's nonsense (a limit of 2 N·m where the table said 1); an empty one a
+    bare unpacking error."""
+    with pytest.raises(ValueError, match=message):
+        drives.remotized_limit(0.0, table)
+    with pytest.raises(ValueError, match=message):
+        RemotizedPD(kp=1.0, table=table)
+
+
+def test_remotized_limit_reads_a_sound_table_as_before():
+    table = ((-1.0, 1.0), (1.0, 3.0))
+    assert drives.remotized_limit(0.0, table) == 2.0
+    assert drives.remotized_limit(0.0, [list(p) for p in table]) == 2.0  # a list (unhashable) is checked each time
+    np.testing.assert_array_equal(drives.remotized_limit(np.array([-2.0, 2.0]), table), [1.0, 3.0])
+
+
+@pytest.mark.parametrize('kp, kv, message', [
+    (-1.0, 0.0, 'kp must be a finite number >= 0 N·m/rad, got -1.0'),
+    (math.nan, 0.0, 'kp must be a finite number >= 0'),
+    (1.0, math.inf, 'kv must be a finite number >= 0 N·m·s/rad, got inf'),  # inf*0 was NaN with a warning
+    (None, 0.0, 'kp must be a number or an array of numbers'),
+    (np.array([1.0, -1.0]), 0.0, 'kp must be a finite number >= 0'),
+])
+def test_pd_torque_names_a_gain_out_of_range(kp, kv, message):
+    with pytest.raises(ValueError, match=message):
+        drives.pd_torque(0.1, 0.0, 0.0, 0.0, kp, kv)
+
 S, E, V = 12.0, 6.0, 8.0  # stall torque, cap, no-load speed of the test motor
 
 

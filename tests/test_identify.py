@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ElementTree
 
 import mujoco
@@ -249,7 +250,7 @@ def test_the_json_report_has_every_part(shipped):
     assert set(rep) == {'source', 'version', 'fps', 'robot_type', 'episodes', 'recording', 'servo', 'per_joint',
                         'offsets_deg', 'static_offsets_deg', 'spread', 'ridge', 'pinned', 'not_pinned',
                         'heldout_mae_deg', 'folds', 'leave_one_out', 'fit_converged', 'warnings', 'out',
-                        'structures', 'intervals', 'rise_pct', 'truth_table'}
+                        'structures', 'intervals', 'rise_pct', 'truth_table', 'lag_rate'}
     assert rep['episodes'] == {'fit': [0, 1, 2], 'heldout': [3]} and rep['out'] == str(out)
     assert set(rep['servo']) == set(arm_replay.PARAMS) | {'lag_ms', 'delay_ms'} and rep['servo']['delay_ms'] == 0
     assert [r['structure'] for r in rep['structures']] == [s.name for s in (servo_models.SPRING,
@@ -303,6 +304,55 @@ def test_the_report_says_the_lag_is_pinned_and_fitted_offsets_do_not_move_kp(shi
     assert any(s.startswith('kp:') and 'prefers the sag' in s for s in rep['pinned'] + rep['not_pinned'])
     by = {r['structure']: r for r in rep['structures']}
     assert by['spring + delay']['delay_ms_max'] < 5 and by['spring + offsets']['loo_deg'] < by['spring']['loo_deg']
+
+
+def _resampled(e: Episode, fps: float, *, held: bool = False) -> Episode:
+    """``e`` at ``fps``: the follower interpolated at the new frame times; the commands interpolated too, or with
+    ``held`` the command the recording's loop had sent last (its zero-order hold, what the servo had)."""
+    t_old = np.arange(e.nframe) / e.fps
+    t = np.arange(int(np.floor(t_old[-1] * fps + 1e-9)) + 1) / fps
+
+    def interpolated(values):
+        return np.column_stack([np.interp(t, t_old, values[:, j]) for j in range(values.shape[1])])
+
+    action = e.action[np.floor(t * e.fps + 1e-9).astype(int)] if held else interpolated(e.action)
+    return Episode(index=e.index, fps=float(fps), joints=e.joints, action=action, state=interpolated(e.state),
+                   timestamp=t)
+
+
+@pytest.mark.slow
+def test_the_fitted_lag_is_measured_against_commands_held_one_frame_not_against_the_frame_rate(real, capsys):
+    """The same motion resampled to other rates fitted other lags (10/15/30/120 fps: 71/92/109/119 ms, each called
+    pinned). The replay holds each frame's command for a frame; resampled, the held commands run (1/30 - 1/R)/2 ahead
+    of the ones the servo got, and the lag takes it up (identify.lag_at_rate): at 120 fps the interpolated commands
+    fit about 12.5 ms more, the commands held as the 30 Hz loop sent them the 30 fps lag again, and at 15 fps about
+    16.7 ms less. ``pytest -s`` prints the numbers."""
+    fit, _ = servo_sysid.split(real)
+
+    def lag(fps, held=False):
+        episodes = fit if fps == real.fps else [_resampled(e, fps, held=held) for e in fit]
+        return sysid.fit_servo(episodes, starts={'therobotstudio': identify.START}, progress=False).servo.lag_ms
+
+    at = {'30': lag(30.0), '15': lag(15.0), '120': lag(120.0), '120 held': lag(120.0, held=True)}
+    names = {'30': '30 fps', '15': '15 fps', '120': '120 fps', '120 held': '120 fps with the commands held as sent'}
+    rule = {r['fps']: r['lag_shift_ms'] for r in identify.lag_at_rate(30.0)['resampled']}
+    with capsys.disabled():
+        print('\nfitted lag, ms: ' + ', '.join(f'{names[k]} {v:.1f}' for k, v in at.items()) +
+              f'; the rule (1/30 - 1/R)/2: {rule[15.0]:+.1f} at 15 fps, {rule[120.0]:+.1f} at 120 fps')
+    assert f"{at['30']:.0f}" == '109'
+    assert abs(at['120 held'] - at['30']) < 3  # the commands the servo got: the same lag at any frame rate
+    assert abs((at['120'] - at['30']) - rule[120.0]) < 4 and abs((at['15'] - at['30']) - rule[15.0]) < 2
+
+
+def test_the_report_says_at_what_rate_the_lag_holds():
+    rate = identify.lag_at_rate(30.0)
+    assert rate['hold_ms'] == pytest.approx(1000 / 30) and [r['fps'] for r in rate['resampled']] == [15.0, 120.0]
+    assert [round(r['lag_shift_ms'], 1) for r in rate['resampled']] == [-16.7, 12.5]
+    assert identify.lag_rate_sentence(rate) == (
+        "the lag is the servo's lag behind commands held one frame each (33.3 ms at 30 fps), as LeRobot's record loop "
+        "sends them: it holds at the recording's rate only. The same moves resampled to another rate R are commands "
+        "the servo never got, and would move the fitted lag by half the change of the frame period, "
+        "(1/fps - 1/R)/2: +12.5 ms at 120 fps and -16.7 ms at 15 fps")
 
 
 @pytest.mark.slow
@@ -529,8 +579,11 @@ def test_ctrl_c_ends_with_one_line_and_status_130_leaving_the_old_file_whole(cap
     assert err == ['fit-servo: interrupted (Ctrl-C); nothing written'] and out.read_text() == 'the old model'
 
 
-def test_a_real_sigint_during_the_fit_stops_it_with_one_line(tmp_path):
-    """The command in its own process, interrupted once its fit's progress bar shows."""
+@pytest.mark.parametrize('after', [0.0, 1.0, 3.0, 8.0])
+def test_a_real_sigint_during_the_fit_stops_it_with_one_line(tmp_path, after):
+    """The command in its own process, interrupted ``after`` seconds once its fit's progress bar shows: most of the
+    time goes to MuJoCo's rollouts, where an interrupt was lost in 3 of 6 runs (the fit carried on, exited 0 and wrote
+    its files). Held until the rollout returns (``mj.deferred_interrupt``), it stops the command every time."""
     out = tmp_path / 'arm.xml'
     out.write_text('the old model')
     env = dict(os.environ, PYTHONUNBUFFERED='1')
@@ -543,6 +596,8 @@ def test_a_real_sigint_during_the_fit_stops_it_with_one_line(tmp_path):
         chunk = proc.stderr.read(1)
         assert chunk, f'the command ended before its fit: {seen}'
         seen += chunk
+    time.sleep(after)
+    assert proc.poll() is None, 'the command ended before the signal: interrupt it sooner'
     proc.send_signal(signal.SIGINT)
     rest = proc.communicate(timeout=120)[1]
     lines = [line for line in (seen + rest).replace('\r', '\n').splitlines() if line.strip()]
@@ -550,6 +605,37 @@ def test_a_real_sigint_during_the_fit_stops_it_with_one_line(tmp_path):
     assert 'Traceback' not in seen + rest, seen + rest
     assert lines[-1] == 'fit-servo: interrupted (Ctrl-C); nothing written', seen + rest
     assert out.read_text() == 'the old model' and sorted(p.name for p in tmp_path.iterdir()) == ['arm.xml']
+
+
+def test_a_file_made_during_the_fit_is_kept_without_force_and_replaced_with_it(capsys, tmp_path, monkeypatch, tiny):
+    """--out was checked at the start and replaced at the end: a file created during the fit (or by a second run on
+    the same name) was overwritten without --force."""
+    out, png = tmp_path / 'arm.xml', tmp_path / 'fit.png'
+
+    def another_run_meanwhile(data, fit, held, *, source='', **kwargs):
+        out.write_text('the other run')
+        return dataclasses.replace(tiny, dataset=data, source=source)
+
+    monkeypatch.setattr(identify, 'identify', another_run_meanwhile)
+    line = _error_line(capsys, ['synthetic', '--out', str(out), '--report', str(png)])
+    assert 'arm.xml appeared while the command ran' in line and 'add --force' in line, line
+    assert out.read_text() == 'the other run' and sorted(p.name for p in tmp_path.iterdir()) == ['arm.xml']
+    assert main(['fit-servo', 'synthetic', '--out', str(out), '--force']) == 0
+    assert out.read_text().startswith('<mujoco')
+
+
+@pytest.mark.skipif(not pathlib.Path('/dev/full').exists(), reason='no /dev/full here')
+def test_standard_output_on_a_full_disk_says_so_in_one_line_and_what_was_written(tmp_path):
+    """stdout on a full disk (> /dev/full) ended in an OSError traceback, and the report was lost without a word."""
+    out = tmp_path / 'arm.xml'
+    with open('/dev/full', 'w') as full:
+        done = subprocess.run([sys.executable, '-m', 'physai', 'fit-servo', 'synthetic', '--max-frames', '60', '--out',
+                               str(out)], stdout=full, stderr=subprocess.PIPE, text=True, timeout=600)
+    last = done.stderr.replace('\r', '\n').strip().splitlines()[-1]
+    assert done.returncode == 2 and 'Traceback' not in done.stderr and 'Exception ignored' not in done.stderr
+    assert last == (f'error: standard output took no report (No space left on device): wrote {out}, but the report '
+                    f'is lost; run again with standard output going to a terminal or to a file where there is room')
+    assert out.read_text().startswith('<mujoco')
 
 
 HOSTILE = ['x--->', '<option gravity="0 0 9.81"', '">\x1b[2J\x1b]0;pwned\x07 \u202ertl']

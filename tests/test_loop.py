@@ -12,6 +12,37 @@ from physai.laws.drives import pd_torque
 from physai.laws.loop import JointCommand
 
 
+def test_a_rate_above_the_physics_rate_is_refused_where_a_pattern_of_ticks_is_asked_for():
+    """tick_pattern(2000, 0.001) answered (1,): growth per tick of a 1 kHz controller under a 2 kHz name. The physics
+    rate itself (1/timestep, rounding included) is one step per tick; tick_mask, which runs a controller, still ticks
+    at every step."""
+    with pytest.raises(ValueError, match=r'rate_hz must be at most the physics rate 1/timestep = 1000 Hz \(a '
+                                         r'controller cannot tick between physics steps\), got 2000'):
+        loop.tick_pattern(2000, 0.001)
+    with pytest.raises(ValueError, match='rate_hz must be at most the physics rate'):
+        loop.tick_growth(rate_hz=1001.0, kp=1.0, kv=0.1, inertia=0.01)
+    assert loop.tick_pattern(1 / 0.0013, 0.0013) == (1,)
+    assert loop.tick_mask(2000, 0.001, 5).all()
+
+
+@pytest.mark.parametrize('call, message', [
+    (lambda: loop.zoh_step(1.0, 0.0, lambda q, v: -q, 0.001, substeps=()),
+     r'substeps must hold at least one tick of physics steps, e.g. \(3, 2\), got none'),  # was growth 1, "stable"
+    (lambda: loop.zoh_step(1.0, 0.0, lambda q, v: -q, -0.001), 'h must be a finite number > 0 s, got -0.001'),
+    (lambda: loop.tick_mask(100.0, 1e308, 10), r'timestep must be in \(0, 0.1\] s, got 1e\+308'),
+    (lambda: loop.tick_pattern(100.0, 0.5), r'timestep must be in \(0, 0.1\] s, got 0.5'),
+])
+def test_each_bad_argument_of_the_loop_laws_is_named_with_what_is_allowed(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_an_empty_pattern_of_ticks_gives_no_growth_of_one():
+    with pytest.raises(ValueError, match='substeps must hold at least one tick'):
+        sim_growth = __import__('physai.laws.sim', fromlist=['step_growth']).step_growth
+        sim_growth(loop.zoh_step, 0.001, 1e6, 0.0, substeps=[])
+
+
 def test_mit_torque_is_chapter_2s_pd_law_clipped_to_max_effort():
     """mit_torque = physai.laws.drives.pd_torque(stiffness, damping, effort), then clip to ±max_effort."""
     command = JointCommand(position=0.3, velocity=0.2, stiffness=40.0, damping=0.8, effort=0.1, max_effort=5.0)
@@ -34,11 +65,11 @@ def test_tick_pattern_is_kept_per_rate_and_still_refuses_bad_input():
     assert loop.tick_pattern(400, 0.001) is loop.tick_pattern(400.0, np.float64(0.001))
     with pytest.raises(ValueError, match=r'rate_hz must be a finite number > 0 Hz, got \[400\]'):
         loop.tick_pattern([400], 0.001)
-    with pytest.raises(ValueError, match='timestep must be a finite number > 0 s'):
+    with pytest.raises(ValueError, match=r'timestep must be in \(0, 0.1\] s'):
         loop.tick_pattern(400, {'h': 0.001})
 
 
-@pytest.mark.parametrize('rate_hz, pattern', [(129, (8, 8, 8, 7)), (400 / 3, (8, 7)), (125, (8,)), (2000, (1,))])
+@pytest.mark.parametrize('rate_hz, pattern', [(129, (8, 8, 8, 7)), (400 / 3, (8, 7)), (125, (8,)), (1000, (1,))])
 def test_tick_pattern_has_the_mean_tick_of_the_rate(rate_hz, pattern):
     """The pattern's ticks cover the steps of the rate's nearest fraction (129 Hz: 31 steps in 4 ticks)."""
     assert loop.tick_pattern(rate_hz, 0.001) == pattern

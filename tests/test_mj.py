@@ -5,6 +5,7 @@ import math
 import threading
 
 import mujoco
+import mujoco.batch
 import numpy as np
 import pytest
 
@@ -153,3 +154,51 @@ def test_a_batch_reports_each_simulation_that_blew_up():
     with mj.captured_warnings():
         batch.rollout(5, control=control, record=('qpos',))
     assert mj.warned(batch).tolist() == [False, True, True]
+
+
+# --- Ctrl-C around MuJoCo's rollouts ---------------------------------------------------------------------------------
+
+def test_ctrl_c_inside_the_block_is_held_and_raised_once_the_block_ends():
+    import os
+    import signal
+    before = signal.getsignal(signal.SIGINT)
+    ran_on = False
+    with pytest.raises(KeyboardInterrupt):
+        with mj.deferred_interrupt():
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # bytecode runs: Python's handler has had its chance to raise, and did not
+                pass
+            ran_on = True
+    assert ran_on and signal.getsignal(signal.SIGINT) is before
+    with mj.deferred_interrupt():  # no signal: nothing raised
+        pass
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_ctrl_c_during_a_rollout_lets_the_rollout_finish_and_then_stops():
+    """An interrupt inside a MuJoCo rollout was lost in 3 of 6 runs of fit-servo (it carried on and exited 0); here it
+    arrives while the C++ rollout runs, which returns whole, and is raised the moment it has."""
+    import os
+    import signal
+    m = mujoco.MjModel.from_xml_string(LINK_XML)
+    batch = mujoco.batch.Batch(m, 8, nthread=1)
+    batch.reset()
+    timer = threading.Timer(0.05, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            mj.rollout(batch, 400_000, record=('qpos',))
+    finally:
+        timer.cancel()
+    np.testing.assert_allclose(batch.bind('time'), 400_000 * m.opt.timestep)  # every step of every simulation ran
+
+
+def test_a_rollout_off_the_main_thread_runs_as_it_is():
+    m = mujoco.MjModel.from_xml_string(LINK_XML)
+    batch = mujoco.batch.Batch(m, 2, nthread=1)
+    batch.reset()
+    got = []
+    worker = threading.Thread(target=lambda: got.append(mj.rollout(batch, 10, record=('qpos',))['qpos'].shape))
+    worker.start()
+    worker.join()
+    assert got == [(2, 10, 1)]

@@ -114,6 +114,41 @@ def test_an_atomic_write_replaces_a_link_that_appeared_late_not_its_target(tmp_p
     assert victim.read_text() == 'keep me' and not (tmp_path / 'arm.xml').is_symlink()
 
 
+def _another_run_writes(path, text):
+    """A ``write`` for write_atomic during which another run creates ``path`` (the race: checked absent at the start,
+    there at the end)."""
+    def write(f):
+        f.write(b'<mujoco> this run')
+        path.write_text(text)
+    return write
+
+
+def test_a_file_that_appears_while_the_command_runs_is_kept_unless_it_may_be_replaced(tmp_path):
+    """--out was checked at the start and replaced at the end: a file made in between (a second run on the same name)
+    was overwritten without --force. Published with a link, it is kept and nothing is left behind."""
+    path = tmp_path / 'arm.xml'
+    with pytest.raises(FileExistsError, match=r'arm.xml appeared while the command ran \(another run, or someone '
+                                              r'else\) and is kept as it is: nothing was written over it; add --force'):
+        outputs.write_atomic(path, _another_run_writes(path, 'the other run'), replace=False)
+    assert path.read_text() == 'the other run' and sorted(p.name for p in tmp_path.iterdir()) == ['arm.xml']
+    outputs.write_atomic(path, _another_run_writes(path, 'the other run'), replace=True)  # --force
+    assert path.read_text() == '<mujoco> this run'
+
+
+def test_a_new_file_is_published_whole_with_its_permissions_where_there_are_no_hard_links(tmp_path, monkeypatch):
+    def no_links(src, dst):
+        raise PermissionError(1, 'Operation not permitted')
+    monkeypatch.setattr(os, 'link', no_links)
+    path = outputs.write_atomic(tmp_path / 'arm.xml', lambda f: f.write(b'<mujoco/>'), replace=False)
+    assert path.read_bytes() == b'<mujoco/>' and sorted(p.name for p in tmp_path.iterdir()) == ['arm.xml']
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask  # not the placeholder's private 0o600
+    with pytest.raises(FileExistsError, match='appeared while the command ran'):
+        outputs.write_atomic(path, lambda f: f.write(b'again'), replace=False)
+    assert path.read_bytes() == b'<mujoco/>' and sorted(p.name for p in tmp_path.iterdir()) == ['arm.xml']
+
+
 @pytest.mark.parametrize('hostile', ['\x1b[2J\x1b[31mred', 'two\nlines', 'bell\x07', 'rtl \u202eevil', 'tab\there',
                                      'nul\x00', 'del\x7f', 'c1 \x9b31m'])
 def test_inert_text_prints_no_control_character_and_says_what_was_there(hostile):

@@ -12,6 +12,18 @@ from physai.engine import pendulum
 from physai.engine.pendulum import Command, PendulumParams, Square, Step
 from physai.laws.drives import DCMotor, DelayedPD, IdealPD, ImplicitPD, RemotizedPD
 
+
+@pytest.mark.parametrize('make, message', [
+    (lambda: Square(period=0.0), 'period must be a finite number > 0 s, got 0.0'),  # np.mod by 0: NaN, then low
+    (lambda: Square(period=-2.0), 'period must be a finite number > 0 s, got -2.0'),
+    (lambda: Square(high=math.nan), 'high must be a finite number rad, got nan'),
+    (lambda: Step(at=math.inf), 'at must be a finite number s, got inf'),
+    (lambda: Step(low=None), 'low must be a finite number rad, got None'),
+])
+def test_a_command_shape_that_is_no_command_is_refused_by_name(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
 S, E = 12.0, 6.0  # stall torque and cap of the test motor (test_drives.py's)
 
 # A pendulum written out by hand: hinge about y, hanging at q = 0, a 1 kg capsule 0.6 m long.

@@ -87,3 +87,31 @@ def test_the_book_s_grids_are_far_from_a_rounding_boundary(grid):
     assert values == robust.log_grid(*raw)
     for x in np.geomspace(*raw):
         assert robust.round_sig(x * (1 - 1e-9), 3) == robust.round_sig(x * (1 + 1e-9), 3) == robust.round_sig(x, 3)
+
+
+@pytest.mark.parametrize('call, message', [
+    # a million-value grid allocates gigabytes before rounding can refuse it: the size is checked first
+    (lambda: robust.log_grid(1.0, 100.0, 10**9), r'num must be a whole number in \[2, 100,000\], got 1000000000'),
+    (lambda: robust.log_grid(1.0, 100.0, True), r'num must be a whole number in \[2, 100,000\], got True'),
+    (lambda: robust.log_grid(1.0, 100.0, 5, digits=0), r'digits must be a whole number in \[1, 17\]'),
+    (lambda: robust.log_grid(1.0, 100.0, 5, digits=10**6), r'digits must be a whole number in \[1, 17\]'),
+    (lambda: robust.roundoff_bound(None), 'value must be a finite number, got None'),
+    (lambda: robust.roundoff_bound('abc'), "value must be a finite number, got 'abc'"),
+    (lambda: robust.roundoff_bound(1e-5, None), 'floor must be a finite number > 0, got None'),
+    (lambda: robust.roundoff(1e-5, 'x'), "floor must be a finite number > 0, got 'x'"),
+    (lambda: robust.difference(None), 'value must be a finite number, got None'),
+    (lambda: robust.difference(math.nan), 'value must be a finite number, got nan'),
+    (lambda: robust.round_sig(None, 3), 'value must be a real number'),
+    (lambda: robust.round_sig(1.0, True), 'digits must be an integer >= 1, got True'),
+    (lambda: robust.series_125(1.7e308, 'up'), 'value must have a 1-2-5 value above it'),
+    (lambda: robust.Ensemble(median=1.0, low=2.0, high=3.0, n=3), 'low <= median <= high must hold'),
+    (lambda: robust.Ensemble(median=math.nan, low=0.0, high=3.0, n=3), 'median must be a finite number'),
+    (lambda: robust.Ensemble(median=1.0, low=0.0, high=3.0, n=0), 'n must be a whole number of runs >= 1, got 0'),
+])
+def test_each_bad_argument_of_the_robust_figures_is_named_with_what_is_allowed(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_series_125_near_the_largest_float_answers_instead_of_a_math_domain_error():
+    assert robust.series_125(1e308) == 1e308 and robust.series_125(1.7e308, 'down') == 1e308

@@ -102,3 +102,17 @@ def test_bad_register_or_kp_is_refused_by_name(bad):
         BAM_STS3215.p_register(bad)
     with pytest.raises(ValueError, match='kp'):
         servo_gain.menagerie_p_register(bad)
+
+
+@pytest.mark.parametrize('call, message', [
+    (lambda: BAM_STS3215.saturation_error(0), r'p_register must be > 0 \(at P = 0 the firmware drives nothing'),
+    (lambda: BAM_STS3215.kp('abc'), "p_register must be a number or an array of numbers, got 'abc'"),
+    (lambda: BAM_STS3215.p_register('abc'), "kp must be a number or an array of numbers N\\*m/rad, got 'abc'"),
+    (lambda: servo_gain.menagerie_gains([]), r'p_register must be a finite number >= 0 \(the P_Coefficient '
+                                             r'register\), got \[\]'),
+    (lambda: servo_gain.menagerie_gains('abc'), "p_register must be a finite number >= 0"),
+])
+def test_each_bad_argument_of_the_gain_conversions_is_named(call, message):
+    """P = 0 divided by zero in saturation_error; text and an empty list failed inside numpy, naming nothing."""
+    with pytest.raises(ValueError, match=message):
+        call()

@@ -90,11 +90,55 @@ def test_servo_sag_rejects_bad_kp(kp):
     (lambda: sim.kv_from_dampratio(1.0, -1.0, 0.1), 'dampratio must be a finite number >= 0, got -1.0'),
     (lambda: sim.kv_from_dampratio(np.array([1.0, 0.0]), 1.0, 0.1), 'kp must be finite numbers > 0'),
     (lambda: sim.step_growth(sim.semi_implicit_euler, 0.0, 1.0, 0.0), 'h must be a finite number > 0 s, got 0.0'),
-    (lambda: sim.semi_implicit_euler(0.0, 0.0, lambda q, v: 0.0, -0.1), 'h must be a timestep > 0 s, got -0.1'),
+    (lambda: sim.semi_implicit_euler(0.0, 0.0, lambda q, v: 0.0, -0.1), 'h must be a finite number > 0 s, got -0.1'),
 ])
 def test_bad_input_to_the_hand_written_functions(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def _accel(q, v):
+    return -q - v
+
+
+@pytest.mark.parametrize('call, message', [
+    # a negative implicit damping divided by zero at h*c_implicit = -1 (ZeroDivisionError), NaN gave a NaN step
+    (lambda: sim.semi_implicit_euler(0.1, 0.0, _accel, 0.01, -100.0), r'c_implicit must be a number >= 0 1/s '
+                                                                       r'\(inf: beyond floating point\), got -100.0'),
+    (lambda: sim.semi_implicit_euler(0.1, 0.0, _accel, 0.01, math.nan), 'c_implicit must be a number >= 0'),
+    (lambda: sim.semi_implicit_euler(0.1, 0.0, _accel, math.inf), 'h must be a finite number > 0 s, got inf'),
+    (lambda: sim.semi_implicit_euler(0.1, 0.0, _accel, None), 'h must be a finite number > 0 s, got None'),
+    # a NaN ω² or damping gave growth inf, "diverged"; a negative ω² is no oscillator
+    (lambda: sim.step_growth(sim.semi_implicit_euler, 0.01, math.nan, 0.1), 'w2 must be a number >= 0 1/s²'),
+    (lambda: sim.step_growth(sim.semi_implicit_euler, 0.01, -1.0, 0.1), 'w2 must be a number >= 0 1/s².*got -1.0'),
+    (lambda: sim.step_growth(sim.semi_implicit_euler, 0.01, 1.0, math.nan), 'c must be a number >= 0 1/s'),
+    # tol 0, negative or NaN never converged (RuntimeError); max_iter 0 or a float failed inside range()
+    (lambda: sim.servo_sag(10.0, 1.0, tol=0.0), 'tol must be a finite number > 0 rad, got 0.0'),
+    (lambda: sim.servo_sag(10.0, 1.0, tol=math.nan), 'tol must be a finite number > 0 rad, got nan'),
+    (lambda: sim.servo_sag(10.0, 1.0, max_iter=0), r'max_iter must be a whole number >= 1, got 0'),
+    (lambda: sim.servo_sag(10.0, 1.0, max_iter=2.5), r'max_iter must be a whole number >= 1, got 2.5'),
+    # text was numpy's "could not convert string to float", naming nothing
+    (lambda: sim.kv_from_dampratio('abc', 1.0, 0.1), "kp must be a number or an array of numbers N·m/rad, got 'abc'"),
+    (lambda: sim.kv_from_dampratio(1.0, 'abc', 0.1), "dampratio must be a number or an array of numbers, got 'abc'"),
+    (lambda: sim.kv_from_dampratio(1.0, None, 0.1), 'dampratio must be a number or an array of numbers, got None'),
+    (lambda: sim.kv_from_dampratio(1.0, np.array([1.0, -1.0]), 0.1), 'dampratio must be finite numbers >= 0'),
+])
+def test_each_bad_argument_of_chapter_1s_functions_is_named_with_what_is_allowed(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_the_checks_leave_the_hand_stepped_loop_as_it_was():
+    """servo_loop checks its arguments once and each step's again: the same trajectory, bit for bit, as the step
+    written out by hand."""
+    kp, kv, inertia, h = 100.0, 1.0, 0.01, 0.001
+    q = sim.servo_loop(kp, kv, inertia, TAU_G, h, 500)
+    qk, v = -0.5, 0.0
+    for k in range(500):
+        a = (kp * (0.0 - qk) - kv * v - TAU_G * math.cos(qk)) / inertia
+        v = v + h * a / (1.0 + h * kv / inertia)
+        qk = qk + h * v
+        assert q[k + 1] == qk
 
 
 def _mujoco_trajectory(params: ServoParams, q0: float, nstep: int) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -46,6 +47,55 @@ def test_a_missing_model_is_one_line_and_exit_2():
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith('error: the SO-101 model is not available')
     assert 'MENAGERIE_ROOT' in lines[0] and 'network' in lines[0]
+
+
+def menagerie_copy(root: pathlib.Path, edit) -> pathlib.Path:
+    """A Menagerie folder at ``root`` whose robotstudio_so101 XML files are Menagerie's run through ``edit`` (text to
+    text); the meshes are the shipped ones, linked."""
+    folder = so101.folder()
+    copy = root / 'robotstudio_so101'
+    copy.mkdir(parents=True)
+    for name in ('so101.xml', 'scene.xml'):
+        (copy / name).write_text(edit((folder / name).read_text()))
+    (copy / 'assets').symlink_to(folder / 'assets')
+    return root
+
+
+def renamed_wrist_roll(text: str) -> str:
+    return text.replace('"wrist_roll"', '"wrist_rotate"')
+
+
+def without_wrist_roll(text: str) -> str:
+    text = re.sub(r'\s*<joint axis="0 0 1" name="wrist_roll"[^>]*/>', '', text)
+    return re.sub(r'\s*<position class="sts3215" name="wrist_roll"[^>]*/>', '', text)
+
+
+def swapped_actuators(text: str) -> str:
+    """The elbow's actuator listed before the shoulder's: every name there, the ctrl columns in another order."""
+    lines = text.splitlines(keepends=True)
+    lift = next((i for i, line in enumerate(lines) if '<position class="sts3215" name="shoulder_lift"' in line), None)
+    if lift is not None:  # so101.xml; scene.xml includes it
+        lines[lift], lines[lift + 1] = lines[lift + 1], lines[lift]
+    return ''.join(lines)
+
+
+@pytest.mark.parametrize('edit, words', [
+    (renamed_wrist_roll, ['joints shoulder_pan, shoulder_lift, elbow_flex, wrist_flex, wrist_rotate, gripper']),
+    (without_wrist_roll, ['joints shoulder_pan, shoulder_lift, elbow_flex, wrist_flex, gripper and']),
+    (swapped_actuators, ['actuators shoulder_pan, elbow_flex, shoulder_lift']),
+])
+def test_a_model_with_other_joints_or_actuators_is_refused_by_name(tmp_path, edit, words):
+    """A Menagerie copy with other joint names or without wrist_roll ended fit-servo in a KeyError or an IndexError;
+    actuators in another order would have driven one joint with another's command."""
+    root = menagerie_copy(tmp_path, edit)
+    m = mujoco.MjModel.from_xml_path(str(root / 'robotstudio_so101' / 'so101.xml'))
+    with pytest.raises(so101.ModelUnavailable) as err:
+        so101.check_model(m)
+    message = str(err.value)
+    assert message.startswith('the SO-101 model must have the hinge joints shoulder_pan, shoulder_lift, elbow_flex, '
+                              'wrist_flex, wrist_roll, gripper in this order, each driven by an actuator of its name')
+    assert all(w in message for w in words) and 'set MENAGERIE_ROOT to an unchanged copy' in message, message
+    assert so101.check_model(so101.load_so101()) is not None
 
 
 def test_a_failed_download_is_reported_as_the_model_being_unavailable(monkeypatch):

@@ -10,6 +10,59 @@ from physai.laws import stability
 from physai.engine.link import LINK_INERTIA, ServoParams, step_responses
 from physai.laws.sim import semi_implicit_euler, step_growth
 
+H, KP, KV = 0.005, 100.0, 1.0
+
+
+@pytest.mark.parametrize('call, message', [
+    (lambda: stability.critical_armature(KP, kv=KV, damping=0.1, timestep=H, link_inertia=-0.01),
+     'link_inertia must be a finite number >= 0 kg·m², got -0.01'),  # a negative inertia gave a larger armature
+    (lambda: stability.critical_inertia(-KP, kv=KV, damping=0.1, timestep=H), 'kp must be a finite number >= 0'),
+    (lambda: stability.critical_inertia(KP, kv=-1.0, damping=0.1, timestep=H), 'kv must be a finite number >= 0'),
+    (lambda: stability.critical_inertia(KP, kv=KV, damping=math.nan, timestep=H), 'damping must be a finite number'),
+    (lambda: stability.critical_inertia(KP, kv=KV, damping=0.1, timestep=0.0), r'timestep must be in \(0, 0.1\] s'),
+    (lambda: stability.critical_inertia(KP, kv=KV, damping=0.1, timestep=H, integrator='RK4'),
+     'integrator must be one of Euler, implicit, implicitfast'),
+    (lambda: stability.armature_at_h_omega(0.0, KP, H, link_inertia=0.001), 'h_omega must be a finite number > 0, '
+                                                                             'got 0.0'),  # was ZeroDivisionError
+    (lambda: stability.armature_at_h_omega(0.5, -KP, H, link_inertia=0.001), 'kp must be a finite number > 0'),
+    (lambda: stability.armature_at_h_omega(0.5, KP, 1e308, link_inertia=0.001), r'timestep must be in \(0, 0.1\]'),
+    (lambda: stability.armature_at_h_omega(0.5, KP, H, link_inertia=None), 'link_inertia must be a finite number'),
+    (lambda: stability.c_implicit_for('Euler', 'abc', 0.1, 0.1), "kv must be a number or an array of numbers"),
+    (lambda: stability.c_implicit_for('Euler', KV, -0.1, 0.1), 'damping must be a finite number >= 0'),
+    (lambda: stability.c_implicit_for('Euler', KV, 0.1, math.nan), 'inertia must be a finite number > 0'),
+    (lambda: stability.oscillation_bound(-H, 1.0), 'h must be a finite number > 0 s'),
+    (lambda: stability.oscillation_bound(H, math.inf), 'c must be a finite number >= 0 1/s'),
+    (lambda: stability.oscillation_bound(H, 1.0, -1.0), 'c_implicit must be a finite number >= 0 1/s'),
+    (lambda: stability.is_stable_linear(math.nan, 1.0, 1.0), 'h must be a finite number > 0 s'),
+    (lambda: stability.is_stable_linear(H, -1.0, 1.0), 'w2 must be a finite number >= 0 1/s²'),
+    (lambda: stability.loglog_slope([1.0, math.nan, 4.0], [1.0, 2.0, 3.0]), 'x must hold finite numbers > 0'),
+    (lambda: stability.loglog_slope([1.0, 2.0], ['a', 'b']), 'y must be a number or an array of numbers'),
+    (lambda: stability.critical_rise_time(-KP, 0.01), r'kp must be finite numbers > 0 N·m/rad, got -100.0'),
+    (lambda: stability.critical_rise_time(KP, 0.0), 'inertia must be finite numbers > 0 kg·m²'),
+    (lambda: stability.integrator_growth('Euler', H, math.nan, 1.0), 'w2 must be a number >= 0'),
+    (lambda: stability.integrator_growth('Euler', H, 1.0, 1.0, c_joint=-1.0), 'c_joint must be a number >= 0'),
+    (lambda: stability.integrator_growth('Verlet', H, 1.0, 1.0), 'integrator must be one of'),
+    (lambda: stability.critical_h_omega('Euler', -1.0), 'dampratio must be a finite number >= 0, got -1.0'),
+    (lambda: stability.critical_h_omega('Euler', [1.0]), r'dampratio must be a finite number >= 0, got \[1.0\]'),
+])
+def test_each_bad_argument_of_the_stability_laws_is_named_with_what_is_allowed(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_an_h_omega_whose_square_overflows_asks_for_no_inertia_instead_of_an_overflow_error():
+    assert stability.armature_at_h_omega(1e308, KP, H, link_inertia=0.001) == -0.001
+
+
+def test_critical_h_omega_without_a_crossing_says_so_instead_of_returning_the_scans_start():
+    """Euler takes kv explicitly: at dampratio 1e6 the step is unstable already at the scan's first hω, 1e-3, and
+    the bisection used to return that first hω as the bound."""
+    with pytest.raises(ValueError, match=r'dampratio must leave Euler stable at the smallest hω scanned \(0.001\), '
+                                         r'got 1000000.0, unstable there already: no crossing'):
+        stability.critical_h_omega('Euler', 1e6)
+    assert stability.critical_h_omega('discrete', 1e6) == math.inf  # never diverges: no crossing, and it says so
+    assert stability.critical_h_omega('Euler', 1) is stability.critical_h_omega('Euler', 1.0)  # one cached value
+
 
 # ---------------------------------------------------------------------------------------------
 # the analytic stability bound

@@ -26,7 +26,7 @@ from physai.cli import outputs
 from physai.experiments import servo_sysid, servo_truth
 from physai.experiments.registry import format_table
 from physai.cli.identify import (BOUND_MARGIN, COST_RISE, PINNED_RATIO, SPREAD_KEYS, START, Identification, findings,
-                                 heldout_errors, ridge_summary, spread, three_digits)
+                                 heldout_errors, lag_at_rate, lag_rate_sentence, ridge_summary, spread, three_digits)
 
 
 SERVO_CLASS = 'fitted_servo'
@@ -37,7 +37,7 @@ SERVO_CLASS = 'fitted_servo'
 # The file
 # --------------------------------------------------------------------------------------------------
 
-def write_mjcf(ident: Identification, path: str | pathlib.Path) -> pathlib.Path:
+def write_mjcf(ident: Identification, path: str | pathlib.Path, *, replace: bool = True) -> pathlib.Path:
     """Write Menagerie's SO-101 with the fitted servo, loadable with ``mujoco.MjModel.from_xml_path``.
 
     The file is Menagerie's ``so101.xml`` as ``MjSpec`` reads it, with a default class ``fitted_servo`` (a child of
@@ -46,7 +46,8 @@ def write_mjcf(ident: Identification, path: str | pathlib.Path) -> pathlib.Path:
     joint (``fitted_servo_<joint>``). Offsets go into each arm actuator's ``biasprm[0] = -kp c`` and ctrlrange. The
     meshes are read from Menagerie's folder by absolute path (``meshdir``); a comment at the top says what was fitted,
     on which recording, and how the replay was run (the recording's name made inert: ``outputs.comment_text``). The
-    file is written atomically (``outputs.write_atomic``): an interrupted write leaves any old file whole.
+    file is written atomically (``outputs.write_atomic``): an interrupted write leaves any old file whole, and without
+    ``replace`` a file that exists by then is kept (FileExistsError).
     Menagerie's own option (timestep, integrator) and contacts stay;
     the replay that scored the fit ran with contacts off and the timestep of ``arm_replay.ReplayConfig``.
     """
@@ -81,7 +82,7 @@ def write_mjcf(ident: Identification, path: str | pathlib.Path) -> pathlib.Path:
     text = spec.to_xml()
     header = _header(ident, xml)
     text = re.sub(r'(<mujoco[^>]*>)', lambda m: m.group(1) + '\n' + header, text, count=1)
-    return outputs.write_atomic(path, lambda f: f.write(text.encode('utf-8')))
+    return outputs.write_atomic(path, lambda f: f.write(text.encode('utf-8')), replace=replace)
 
 
 def _set_joint(joint, servo: ArmServo) -> None:
@@ -184,6 +185,7 @@ def report(ident: Identification, out: str | pathlib.Path | None = None) -> dict
         static_offsets_deg=(None if ident.static_offsets_deg is None
                             else {j: float(c) for j, c in zip(ARM_JOINTS, ident.static_offsets_deg)}),
         spread=spread(ident), ridge=ridge_summary(ident), pinned=pinned, not_pinned=loose,
+        lag_rate=lag_at_rate(data.fps),
         heldout_mae_deg=heldout_errors(ident), folds=folds,
         leave_one_out=dict(fitted_deg=summary['fitted_deg'], menagerie_deg=summary['menagerie_deg']),
         structures=servo_truth.structure_rows(ident.structures) if ident.structures else [],
@@ -236,6 +238,7 @@ def report_text(rep: dict) -> str:
                   ', '.join(f'{j} {c:+.2f}' for j, c in rep['offsets_deg'].items())]
     lines += ['', 'what the recording pins down:'] + [f'  - {s}' for s in rep['pinned'] or ['nothing within the folds']]
     lines += ['what it does not:'] + [f'  - {s}' for s in rep['not_pinned']]
+    lines += ['at what rate:', f"  - {lag_rate_sentence(rep['lag_rate'])}"]
     held = rep['heldout_mae_deg']
     held_out = rep['episodes']['heldout']
     lines += ['', f"held-out error (episode{'s' if len(held_out) > 1 else ''} {_ranges(held_out)}), mean absolute, "

@@ -140,19 +140,182 @@ def check_outputs(out: str | pathlib.Path, report: str | pathlib.Path | None = N
     return out, report
 
 
+def min_frames(fps: float) -> int:
+    """The fewest frames an episode needs to take part in a fit: ``MIN_EPISODE_SECONDS`` of them, and more than the
+    teleport's largest shift (``MAX_SHIFT`` frames), which it is scored against."""
+    return max(math.ceil(MIN_EPISODE_SECONDS * fps), MAX_SHIFT + 1)
+
+
 def check_lengths(fit: Sequence[Episode], heldout: Sequence[Episode]) -> None:
-    """Refuse, before any fit, episodes too short to take part: a fit episode needs 2 frames to be replayed at all,
-    a held-out one ``MIN_EPISODE_SECONDS`` to hold a move and its settling (its error is the fit's score)."""
-    short = [e.index for e in fit if e.nframe < 2]
-    if short:
-        raise ValueError(f'every fit episode must have at least 2 frames to be replayed, got episode '
-                         f'{_ranges(short)} with {min(e.nframe for e in fit)}; leave it out with --episodes')
+    """Refuse, before any fit, episodes too short to take part. A held-out one needs ``MIN_EPISODE_SECONDS`` to hold a
+    move and its settling (its error is the fit's score); so does every fit episode, since leave-one-out holds each
+    out once, and each must outlast the teleport's shifts (:func:`min_frames`). A 3-frame fit episode once failed
+    after the whole fit (28 s), with the teleport's own message about its shift."""
     for e in heldout:
-        if e.nframe / e.fps < MIN_EPISODE_SECONDS:
+        if e.nframe < min_frames(e.fps):
             raise ValueError(f'a held-out episode must last at least {MIN_EPISODE_SECONDS:g} s '
-                             f'({math.ceil(MIN_EPISODE_SECONDS * e.fps)} frames at {e.fps:g} fps) to score the fit on '
+                             f'({min_frames(e.fps)} frames at {e.fps:g} fps) to score the fit on '
                              f'a move and its settling, got episode {e.index} with {e.nframe} frames '
                              f'({e.nframe / e.fps:.2f} s); hold out another with --heldout')
+    for e in fit:
+        if e.nframe < min_frames(e.fps):
+            raise ValueError(f'every fit episode must last at least {MIN_EPISODE_SECONDS:g} s ({min_frames(e.fps)} '
+                             f'frames at {e.fps:g} fps): leave-one-out holds each out once to score the fit on a move '
+                             f'and its settling, got episode {e.index} with {e.nframe} frames '
+                             f'({e.nframe / e.fps:.2f} s); leave it out with --episodes')
+
+
+# --------------------------------------------------------------------------------------------------
+# The leader against the follower, joint by joint
+# --------------------------------------------------------------------------------------------------
+
+MAX_SHIFT = 10
+"""The teleport's shifts, frames (``servo_sysid.best_shift`` tries 0 to 10): the follower compared with the leader
+that many frames before."""
+
+SLOPE_RANGE = (0.75, 4 / 3)
+"""Each arm joint's follower must move as far as its leader: the slope of ``observation.state`` against ``action``
+(least squares over the selected episodes, the state taken ``best_shift`` frames later) must lie in this range, a
+factor 4/3 either side of 1. The shipped recording's slopes lie between 0.93 (elbow_flex and wrist_flex) and 1.03
+(shoulder_lift); a joint whose sign differs between the two arms gives about -1 (a shoulder_lift flipped in the state
+fitted a lag of 2.3 s), a leader in LeRobot's -100..100 with a follower in degrees the leader's degrees per unit (a
+calibrated range of N encoder counts makes N·360/4096/200 of them: 0.97 for 2,205 counts, 1.69 for 3,835)."""
+
+MIN_SPAN_DEG = 20.0
+"""A joint's slope is judged only when its commands span at least this many degrees over the selected episodes: over
+a few degrees the sag and the counts decide the slope, not the calibration."""
+
+MAX_OFFSET_DEG = 20.0
+"""The follower may sit off its leader, joint by joint (the median of state - action at the best shift), by at most
+this: the sag under the arm's own weight and a calibration offset (the shipped recording: at most 1.9, the elbow).
+Beyond it the two arms were calibrated with different zeros."""
+
+RANGE_MARGIN_DEG = 10.0
+"""deg: a recorded arm joint may leave Menagerie's joint range by at most this (the shipped recording's elbow reads
+up to 100.0 against the model's 96.8: the real arm's stops differ a little from the model's); beyond it the joint's
+zero or scale is not the model's, or the column belongs to another joint."""
+
+MIN_HELD_FOR_GRAVITY = 30
+"""Held frames (``servo_sysid.held_frames``) needed to judge which way shoulder_lift sags."""
+
+MIN_SAG_GRAVITY_R = -0.5
+"""shoulder_lift's sag in the held poses (command - joint) must not correlate with the torque that holds the arm
+there (Menagerie's model at the recorded pose) below this. A servo sags with gravity, so the correlation is positive
+(the shipped recording: +0.85); friction holds a joint anywhere within its frictionloss/kp of the command, which
+weakens it (the synthetic stand-in, whose friction is half its gravity load: +0.10). The held poses are few, so a
+correlation near 0 says nothing; one clearly negative says the column named shoulder_lift sags against gravity: it
+holds another joint (shoulder_lift and elbow_flex swapped in info.json: -0.74, a fit with kp 86 % too high) or its
+sign is flipped in both arms (-0.85)."""
+
+MAX_GRAVITY_POSES = 2000
+"""The most held frames whose holding torque :func:`leader_follower` computes (one ``mj_forward`` each): a longer
+recording is sampled evenly (the shipped one has 512)."""
+
+MIN_GRAVITY_SPREAD = 0.1
+"""N·m: shoulder_lift's holding torque must vary by at least this over the held frames for its sag to be judged."""
+
+
+def _pair(episodes: Sequence[Episode], shift: int, columns: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The commands and the follower ``shift`` frames later, every selected episode end to end: (n, len(columns))."""
+    action = np.concatenate([e.action[:e.nframe - shift, columns] for e in episodes])
+    state = np.concatenate([e.state[shift:, columns] for e in episodes])
+    return action, state
+
+
+def leader_follower(episodes: Sequence[Episode]) -> dict:
+    """How the follower (``observation.state``) answers its leader (``action``) joint by joint, for
+    :func:`check_leader_follower`: the episode whose state copies its action exactly (``copy``: (episode, shift) or
+    None), the teleport's best shift, per arm joint the ``slope`` and ``offset_deg`` (median of state - action) at
+    that shift, the commands' ``span_deg``, how far the recorded values leave Menagerie's range (``beyond_deg``, 0
+    inside it, with the ``worst`` (feature, episode, frame, value)), and for shoulder_lift the correlation of its sag
+    in the held frames with the torque that holds it there (``sag_gravity_r``, NaN when there are too few held frames
+    or too little torque to judge).
+    """
+    episodes = list(episodes)
+    cols = arm_replay.arm_columns(episodes[0].joints)
+    copy = next(((e.index, s) for e in episodes for s in range(min(MAX_SHIFT, e.nframe - 1) + 1)
+                 if np.array_equal(e.state[s:, cols], e.action[:e.nframe - s, cols])), None)
+    shift = servo_sysid.best_shift(episodes, range(MAX_SHIFT + 1))
+    action, state = _pair(episodes, shift, cols)
+    low, high = np.degrees(arm_replay.slim_arm().jnt_range[[JOINTS.index(j) for j in ARM_JOINTS]]).T
+    out = dict(copy=copy, best_shift=shift, joints={})
+    for k, joint in enumerate(ARM_JOINTS):
+        a, s = action[:, k], state[:, k]
+        span = float(a.max() - a.min())
+        slope = float(np.polyfit(a, s, 1)[0]) if span > 0 else math.nan
+        worst, beyond = None, 0.0
+        for feature, values in (('action', 'action'), ('observation.state', 'state')):
+            for e in episodes:
+                v = getattr(e, values)[:, cols[k]]
+                outside = np.maximum(low[k] - v, v - high[k])
+                i = int(np.argmax(outside))
+                if outside[i] > beyond:
+                    beyond, worst = float(outside[i]), (feature, e.index, i, float(v[i]))
+        out['joints'][joint] = dict(slope=slope, offset_deg=float(np.median(s - a)), span_deg=span,
+                                    beyond_deg=beyond, worst=worst, range_deg=(float(low[k]), float(high[k])))
+    # held: the commands still for a moment and the follower settled (a slow stretch of a move is no held pose)
+    held = [np.flatnonzero(servo_sysid.held_frames(e.action[:, cols]) & servo_sysid.held_frames(e.state[:, cols]))
+            for e in episodes]
+    lift = ARM_JOINTS.index('shoulder_lift')
+    r = math.nan
+    if sum(len(h) for h in held) >= MIN_HELD_FOR_GRAVITY:
+        poses = np.concatenate([arm_replay.to_radians(e.state[h], e.joints) for e, h in zip(episodes, held)])
+        sag = np.concatenate([e.action[h, cols[lift]] - e.state[h, cols[lift]] for e, h in zip(episodes, held)])
+        every = max(1, len(poses) // MAX_GRAVITY_POSES)  # a long recording: every few held frames, evenly
+        poses, sag = poses[::every], sag[::every]
+        torque = arm_replay.holding_torque(poses)[:, JOINTS.index('shoulder_lift')]
+        if torque.max() - torque.min() >= MIN_GRAVITY_SPREAD and np.std(sag) > 0:
+            r = float(np.corrcoef(torque, sag)[0, 1])
+    out['sag_gravity_r'] = r
+    return out
+
+
+def check_leader_follower(episodes: Sequence[Episode]) -> dict:
+    """:func:`leader_follower` of the selected episodes if the follower answers its leader joint by joint, else a
+    ValueError that names the joint, what was measured and what to do, before any fit.
+
+    Refused: ``observation.state`` a copy of ``action`` (shifted or not: no follower was read, and the teleport it is
+    scored against is then exact); an arm joint whose slope leaves ``SLOPE_RANGE`` (its sign or its scale differs
+    between the arms); an offset beyond ``MAX_OFFSET_DEG`` (different zeros); a recorded value beyond Menagerie's
+    joint range by more than ``RANGE_MARGIN_DEG`` (another zero, another scale, another joint's column); a
+    shoulder_lift whose sag in the held poses leans against the torque gravity puts on it there (its column holds
+    another joint, or its sign is flipped in both arms): the model would replay another arm than the one recorded.
+    Joint names swapped in info.json between joints that gravity loads alike, or that move within each other's
+    ranges, are not seen here.
+    """
+    found = leader_follower(episodes)
+    if found['copy'] is not None:
+        index, shift = found['copy']
+        late = '' if shift == 0 else f' {shift} frame{"s" if shift > 1 else ""} later'
+        raise ValueError(f'observation.state must be the follower\'s own readings, got a copy of action{late} in episode '
+                         f'{index} (every arm joint of every frame): no follower was recorded, so there is no servo to '
+                         f'identify; record with the follower arm connected (its present position is '
+                         f'observation.state)')
+    for joint, row in found['joints'].items():
+        if row['span_deg'] >= MIN_SPAN_DEG and not SLOPE_RANGE[0] <= row['slope'] <= SLOPE_RANGE[1]:
+            why = ('its direction differs between the two arms' if row['slope'] < 0 else
+                   'its scale differs between the two arms (one in degrees, the other in another unit?)')
+            raise ValueError(f'observation.state must move as far as action on every arm joint (a slope of '
+                             f'{SLOPE_RANGE[0]:g} to {SLOPE_RANGE[1]:.3g}), got {row["slope"]:+.2f} for {joint}: '
+                             f'{why}; calibrate both arms the same way (lerobot-calibrate), or fix the recording')
+        if abs(row['offset_deg']) > MAX_OFFSET_DEG:
+            raise ValueError(f'observation.state must sit within {MAX_OFFSET_DEG:g}° of action on every arm joint '
+                             f'(the median of state - action), got {row["offset_deg"]:+.1f}° for {joint}: the two arms '
+                             f'were calibrated with different zeros; calibrate both arms the same way '
+                             f'(lerobot-calibrate)')
+        if row['beyond_deg'] > RANGE_MARGIN_DEG:
+            feature, index, frame, value = row['worst']
+            low, high = row['range_deg']
+            raise ValueError(f'{joint} must stay within Menagerie\'s range of the joint, {low:.1f}° to {high:.1f}° '
+                             f'(± {RANGE_MARGIN_DEG:g}°), got {value:.1f} in {feature} of episode {index} frame '
+                             f'{frame}: its zero or scale is not the model\'s, or the column holds another joint; check '
+                             f'the joint names in meta/info.json and the arms\' calibration')
+    if found['sag_gravity_r'] < MIN_SAG_GRAVITY_R:
+        raise ValueError(f'shoulder_lift must sag with gravity in the held poses (its command - joint growing with the '
+                         f'torque that holds the arm there, in Menagerie\'s model), got a correlation of '
+                         f'{found["sag_gravity_r"]:+.2f}: the column named shoulder_lift holds another joint, or its '
+                         f'sign is flipped in both arms; check the joint names in meta/info.json and the calibration')
+    return found
 
 
 def first_frames(episodes: Sequence[Episode], max_frames: int) -> list[Episode]:

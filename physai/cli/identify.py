@@ -487,6 +487,42 @@ def kp_hangs_on_offsets(ident: Identification) -> bool:
     return bool(ridge['flat_kp_max'] > PINNED_RATIO * kp or ridge['flat_kp_min'] < kp / PINNED_RATIO)
 
 
+RESAMPLED_RATES = (0.5, 4.0)
+"""The rates, as multiples of the recording's, at which :func:`lag_at_rate` says how far resampling moves the lag."""
+
+
+def lag_at_rate(fps: float) -> dict:
+    """What the fitted lag is measured against, and how far a recording resampled to another rate would move it.
+
+    The replay holds each frame's action for one frame (1/fps, a zero-order hold), as LeRobot's record loop sends one
+    command a frame and the servo holds it until the next: the fitted lag is the servo's lag behind the commands it
+    was sent, and those are the recording's frames only at the rate it was recorded at. Resampled to another rate R
+    (interpolated), the frames are commands the servo never got: on average a held command of the recording trails
+    the motion it samples by half a frame, 1/(2 fps), and one held at R by 1/(2R), so the fit adds the difference
+    to the lag, ``(1/fps - 1/R)/2``. Measured on the shipped recording (``tests/test_identify.py``, the test of the
+    lag against the frame rate): resampled to 15 and to 120 fps it fits 91.8 and 119.1 ms against 109.0 at 30
+    (this rule: 92.3 and 121.5), and with the 30 Hz loop's commands held as they were sent, 120 fps fits 107.5 ms:
+    the frame rate itself does not move the lag, the commands it misplaces do.
+
+    Returns:
+      ``fps``, ``hold_ms`` (how long each command is held, 1000/fps), and ``resampled``: per rate R of
+      ``RESAMPLED_RATES`` times fps, ``fps`` and ``lag_shift_ms``, the rule's change of the lag at R.
+    """
+    fps = float(fps)
+    return dict(fps=fps, hold_ms=1e3 / fps,
+                resampled=[dict(fps=k * fps, lag_shift_ms=1e3 * (1.0 / fps - 1.0 / (k * fps)) / 2)
+                           for k in RESAMPLED_RATES])
+
+
+def lag_rate_sentence(rate: dict) -> str:
+    """:func:`lag_at_rate` as the report's sentence."""
+    shifts = ' and '.join(f"{r['lag_shift_ms']:+.1f} ms at {r['fps']:g} fps" for r in rate['resampled'][::-1])
+    return (f"the lag is the servo's lag behind commands held one frame each ({rate['hold_ms']:.1f} ms at "
+            f"{rate['fps']:g} fps), as LeRobot's record loop sends them: it holds at the recording's rate only. The "
+            f"same moves resampled to another rate R are commands the servo never got, and would move the fitted lag "
+            f"by half the change of the frame period, (1/fps - 1/R)/2: {shifts}")
+
+
 def findings(ident: Identification) -> tuple[list[str], list[str]]:
     """Sentences on what the recording pins down, and what it does not."""
     s = spread(ident)

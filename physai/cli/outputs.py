@@ -8,6 +8,9 @@ text taken from a recording made inert.
 - :func:`write_atomic`: the file is written to a temporary file in the same folder, flushed to disk, then moved over
   the target with ``os.replace`` (atomic on POSIX and Windows within one file system), so an interrupted run leaves
   the old file whole and never a half-written one; ``os.replace`` replaces a link rather than writing through it.
+  Where no file may be replaced (no ``--force``), the temporary file is published under its name with ``os.link``,
+  which fails if the name exists: a file that appeared while the command ran (another run's, say) is never
+  overwritten, however the two runs interleave.
 - :func:`inert`: text from a recording (folder names, ``robot_type``, paths) with every control and format character
   (Unicode category C: terminal escapes, newlines, bidirectional overrides) written as a visible escape, so that it
   can neither drive a terminal nor forge a line of a report. :func:`comment_text` also keeps it from ending an XML
@@ -102,10 +105,19 @@ def _mode(path: pathlib.Path) -> int:
     return 0o666 & ~umask
 
 
-def write_atomic(path, write: Callable) -> pathlib.Path:
+def write_atomic(path, write: Callable, *, replace: bool = True) -> pathlib.Path:
     """Write ``path`` all at once: ``write(file)`` fills a temporary file (binary) in the same folder, which is then
-    flushed to disk and moved over ``path`` with ``os.replace``. On any error or interrupt the temporary file is
-    removed and ``path`` is left as it was."""
+    flushed to disk and published as ``path``. On any error or interrupt the temporary file is removed and ``path``
+    is left as it was.
+
+    Args:
+      path: the file to write.
+      write: fills the open temporary file.
+      replace: whether ``path`` may be replaced (``os.replace``). False publishes with ``os.link``, which refuses a
+        name that exists (FileExistsError): a file that appeared after the command checked its outputs is kept.
+        Where the file system has no hard links, the name is taken with an exclusive create first (an empty file,
+        for a moment, until ``os.replace`` puts the whole one in its place).
+    """
     path = pathlib.Path(path)
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f'.{path.name}.', suffix='.part')
     try:
@@ -114,11 +126,36 @@ def write_atomic(path, write: Callable) -> pathlib.Path:
             f.flush()
             os.fsync(f.fileno())
         os.chmod(temporary, _mode(path))
-        os.replace(temporary, path)
+        if replace:
+            os.replace(temporary, path)
+        else:
+            _publish_new(temporary, path)
+    except FileExistsError:
+        _remove(temporary)
+        raise FileExistsError(f'{inert(path)} appeared while the command ran (another run, or someone else) and is '
+                              f'kept as it is: nothing was written over it; add --force to replace it, or choose '
+                              f'another name') from None
     except BaseException:
-        try:
-            os.unlink(temporary)
-        except FileNotFoundError:
-            pass
+        _remove(temporary)
         raise
     return path
+
+
+def _publish_new(temporary: str, path: pathlib.Path) -> None:
+    """Give the written ``temporary`` the name ``path`` only if no file has it (FileExistsError otherwise)."""
+    try:
+        os.link(temporary, path)
+    except FileExistsError:
+        raise
+    except OSError:  # no hard links here (some network and FAT file systems): take the name, then fill it
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.replace(temporary, path)
+        return
+    os.unlink(temporary)
+
+
+def _remove(temporary: str) -> None:
+    try:
+        os.unlink(temporary)
+    except FileNotFoundError:
+        pass

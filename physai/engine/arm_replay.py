@@ -480,7 +480,7 @@ def rollout(models: Sequence[mujoco.MjModel], episodes: Sequence[Episode], subst
     if models[0].nhistory:
         _fill_history(batch, models[0], control[:, 0])
     batch.forward()
-    out = batch.rollout((nframe - 1) * substeps, control=control, record=('qpos',))
+    out = mj.rollout(batch, (nframe - 1) * substeps, control=control, record=('qpos',))
     qpos = np.concatenate([starts[:, None], out['qpos'][:, substeps - 1::substeps]], axis=1)
     return qpos, mj.warned(batch)
 
@@ -553,6 +553,14 @@ RESOLUTION_DEG = 360.0 / 4096
 """An STS3215 encoder count, degrees: the synthetic states are rounded to it."""
 
 
+MAX_SYNTHETIC_EPISODES = 1000
+"""The most episodes :func:`synthetic_dataset` makes."""
+
+MAX_SYNTHETIC_FRAMES = 1_000_000
+"""The most frames :func:`synthetic_dataset` makes in all (about a minute of work: each frame is built in Python and
+replayed for a frame's physics steps); a request of huge sizes once ran on after its caller had gone, up to 0.97 GB."""
+
+
 def synthetic_dataset(*, nepisode: int = 4, seconds: float = 12.0, fps: float = 30.0, seed: int = 0,
                       servo: ArmServo = HIDDEN_SERVO) -> LeRobotDataset:
     """A stand-in recording made by the simulated arm itself, for when no real one is at hand.
@@ -560,9 +568,28 @@ def synthetic_dataset(*, nepisode: int = 4, seconds: float = 12.0, fps: float = 
     Each episode starts folded at ``REST_DEG``, visits four random poses along minimum-jerk paths and
     folds up again; ``observation.state`` is the replay of those commands with ``servo``, rounded to
     encoder counts. A fit on it should find ``servo``'s lag again.
+
+    Raises:
+      ValueError: ``nepisode`` not a whole number in [1, ``MAX_SYNTHETIC_EPISODES``], ``fps`` not a number > 0,
+        ``seconds`` not a finite number that gives at least 2 frames, an episode longer than one replay may run
+        (``mj.MAX_STEPS`` physics steps), more than ``MAX_SYNTHETIC_FRAMES`` frames in all, ``seed`` not a whole
+        number >= 0, or ``servo`` not an :class:`ArmServo`; all checked before any frame is made.
     """
-    rng = np.random.default_rng(seed)
+    checks.whole('nepisode', nepisode, 1, MAX_SYNTHETIC_EPISODES, 'episodes')
+    sub = ReplayConfig().substeps(checks.positive('fps', fps, 'frames/s'))
+    checks.positive('seconds', seconds, 's')
+    checks.whole('seed', seed, 0)
+    if not isinstance(servo, ArmServo):
+        raise ValueError(f'servo must be an ArmServo, got {type(servo).__name__}')
     n = round(seconds * fps)
+    longest = mj.MAX_STEPS // sub + 1
+    if not 2 <= n <= longest:
+        raise ValueError(f'seconds must give 2 to {longest:,} frames at {fps:g} fps (a replay runs at most '
+                         f'{mj.MAX_STEPS:,} physics steps, {sub} a frame), got {seconds!r} s: {n:,} frames')
+    if nepisode * n > MAX_SYNTHETIC_FRAMES:
+        raise ValueError(f'nepisode x seconds x fps must be at most {MAX_SYNTHETIC_FRAMES:,} frames in all, got '
+                         f'{nepisode} episodes of {n:,} frames: ask for fewer or shorter episodes')
+    rng = np.random.default_rng(seed)
     episodes = []
     for index in range(nepisode):
         poses = [REST_DEG] + [rng.uniform(_POSE_LOW, _POSE_HIGH) for _ in range(4)] + [REST_DEG]
@@ -653,3 +680,26 @@ def hold_pose(servo: ArmServo, pose: np.ndarray, *, config: ReplayConfig = Repla
     return PoseHold(servo=servo, config=config, pose_deg=np.degrees(q0[arm]), final_deg=np.degrees(d.qpos[arm]),
                     actuator_force=d.actuator_force[arm].copy(), ncon=int(d.ncon),
                     diverged=mj.diverged(d.qpos[arm], warned=mj.warned(d)))
+
+
+def holding_torque(qpos: np.ndarray) -> np.ndarray:
+    """(n, 6) the torque each joint must exert to hold the SO-101 still at each pose of ``qpos``, N·m.
+
+    MuJoCo's ``qfrc_bias`` at zero velocity (``mj_forward`` on :func:`slim_arm`): gravity on the links, which at rest
+    the actuators balance (``qfrc_actuator = qfrc_bias``). A position servo holding a pose so sits off its command
+    by ``qfrc_bias / kp``: the sag, which leans with this torque.
+
+    Args:
+      qpos: (n, 6) poses in ``JOINTS`` order, rad (:func:`to_radians` of recorded frames).
+    """
+    q = np.atleast_2d(np.asarray(qpos, dtype=float))
+    if q.ndim != 2 or q.shape[1] != len(JOINTS) or not np.all(np.isfinite(q)):
+        raise ValueError(f'qpos must be (n, {len(JOINTS)}) finite joint angles in rad, got shape {np.shape(qpos)}')
+    m = slim_arm()
+    d = mujoco.MjData(m)
+    out = np.empty((len(q), m.nv))
+    for k, pose in enumerate(q):
+        d.qpos[:] = pose
+        mujoco.mj_forward(m, d)
+        out[k] = d.qfrc_bias
+    return out

@@ -23,11 +23,18 @@ A recording that loads but is wrong would give a plausible, wrong fit, so each e
   huggingface/lerobot). Here the same (:data:`TIMESTAMP_TOLERANCE_S`): a frame stored twice (two equal
   timestamps), time running backwards, a dropped frame, or timestamps at another rate than ``fps`` in info.json (the
   open-loop replay plays one frame per 1/fps: at a wrong rate it fits a lag too long or too short by that factor);
-- **values**, in the dataset's units (the SO-101's arm joints in degrees, its gripper 0..100): beyond
-  ±:data:`RANGE_DEG`, jumping by more than :data:`WRAP_JUMP_DEG` in one frame (an encoder wrap), or one frame out
-  and back by more than :data:`SPIKE_DEG` (a glitch);
+- **values**, in the dataset's units (the SO-101's arm joints in degrees, its gripper 0..100): a frame whose every arm
+  joint reads exactly 0 (a read that returned nothing), beyond ±:data:`RANGE_DEG`, jumping by more than
+  :data:`WRAP_JUMP_DEG` in one frame (an encoder wrap), or a run of 1 to :data:`GLITCH_FRAMES` frames out and back by
+  more than :data:`SPIKE_DEG` (a glitch, or a dropout of a few frames);
 - **repeats**: more than :data:`REPEAT_SHARE` of the moving frames equal to the frame before (action and state
-  alike), as when every frame is stored twice under renumbered timestamps.
+  alike), as when every frame is stored twice under renumbered timestamps;
+- **pace**: the record loop slower than ``fps`` (:func:`long_frames`). The timestamps cannot show it, since LeRobot
+  writes ``frame_index / fps`` whatever the loop's real pace, but the motion does: a frame that took two periods
+  moves the leader and the follower about twice as far as the frames either side.
+
+The recording's own ``meta/info.json`` is checked too: ``fps`` must be the rate of its videos (each video feature's
+``info.video.fps``), since LeRobot records frames and videos at one rate.
 
 A bad episode can be left out: ``episodes=`` reads (and checks) only the episodes asked for.
 """
@@ -83,6 +90,27 @@ after it (six encoder counts of an STS3215)."""
 
 MIN_MOVING_FRAMES = 10
 """Repeats are judged only in an episode with at least this many moving frames."""
+
+GLITCH_FRAMES = 3
+"""The longest run of frames the glitch check looks for: 1 to 3 frames that leave both their neighbours by more than
+:data:`SPIKE_DEG` the same way (a bus read gone wrong, a dropout of a few frames reading 0). In the shipped recording
+the largest such run of up to 3 frames leaves its neighbours by 1.9 (a gripper frame of the action); a run of 3 frames
+of the real arm would have to travel 20° out and back in 133 ms."""
+
+LONG_FRAME_RATIO = 1.6
+"""A frame is *long* when the action and the state both moved at least this many times as far in it as the mean of
+the frames either side (both of which moved more than :data:`MOVING_DEG`): a frame that took two periods of the record
+loop moves the arm about twice as far. In the shipped recording no frame is long in both (514 frames judged)."""
+
+LONG_FRAME_SHARE = 0.02
+"""An episode is refused when at least :data:`MIN_LONG_FRAMES` of its judged frames, and more than this share of
+them, are long. A long frame is one period the replay does not play, so a share s of them shortens the fitted lag by
+about s: every 10th frame two periods long (the record loop at nine tenths of its fps) made 8 % of the shipped
+recording's judged frames long and fitted a lag 11 % short; every 50th, 1.2 % of them."""
+
+MIN_LONG_FRAMES = 3
+"""Long frames are refused only when there are at least this many: one slow turn of the loop is a hiccup, not a
+rate."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,6 +230,32 @@ def _read_info(root: pathlib.Path) -> dict:
         if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
             raise ValueError(f'{key} in {path} must be a whole number >= 0, got {value!r}')
     return info
+
+
+def _check_video_fps(info: dict, path: pathlib.Path) -> None:
+    """``fps`` in info.json against the rate of every video feature (``info.video.fps``; v2.0 kept it in
+    ``video_info``): LeRobot records the frames and the videos at one rate, so a difference means one was changed."""
+    fps = float(info['fps'])
+    rates = {}
+    for name, spec in info.get('features', {}).items():
+        if not (isinstance(spec, dict) and spec.get('dtype') == 'video'):
+            continue
+        video = spec.get('info', spec.get('video_info'))
+        rate = video.get('video.fps') if isinstance(video, dict) else None
+        if rate is None:
+            continue
+        if not (checks.is_real(rate) and math.isfinite(rate) and rate > 0):
+            raise ValueError(f'features.{name}.info.video.fps in {path} must be a number > 0 (the frame rate of its '
+                             f'video), got {rate!r}')
+        rates[name] = float(rate)
+    other = {name: rate for name, rate in rates.items() if abs(rate - fps) > 1e-6 * fps}
+    if other:
+        name, rate = next(iter(other.items()))
+        raise ValueError(f'fps in {path} must be the frame rate of the recording\'s videos, got fps {fps:g} and '
+                         f'{rate:g} fps in features.{name}.info.video.fps'
+                         f'{f" (and {len(other) - 1} more video)" if len(other) > 1 else ""}: LeRobot records frames '
+                         f'and videos at one rate, so one of them was changed; set fps to the rate the recording was '
+                         f'made at')
 
 
 def _data_files(root: pathlib.Path, version: str) -> list[pathlib.Path]:
@@ -349,9 +403,30 @@ def _first(mask: np.ndarray) -> tuple[int, int, np.ndarray]:
     return k, j, np.flatnonzero(mask.any(axis=1))
 
 
+def _excursions(values: np.ndarray, frames: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Runs of ``frames`` frames that leave both their neighbours by more than ``SPIKE_DEG`` the same way.
+
+    Returns (nrun, njoint) arrays over the runs starting at frames 1 ... nframe - frames - 1: which joints leave, the
+    step out (into the run's first frame) and the step back (out of its last)."""
+    n = len(values) - frames - 1
+    if n <= 0:
+        empty = np.zeros((0, values.shape[1]))
+        return empty.astype(bool), empty, empty
+    before, after = values[:n], values[frames + 1:frames + 1 + n]
+    run = np.stack([values[1 + i:1 + i + n] for i in range(frames)])  # (frames, n, njoint)
+    up = np.all((run - before > SPIKE_DEG) & (run - after > SPIKE_DEG), axis=0)
+    down = np.all((before - run > SPIKE_DEG) & (after - run > SPIKE_DEG), axis=0)
+    return up | down, run[0] - before, after - run[-1]
+
+
 def _check_values(e: Episode) -> str | None:
-    """What is wrong with an episode's values (range, wraps, glitches, repeated frames), or None."""
+    """What is wrong with an episode's values (zeros, range, wraps, glitches, repeated frames), or None."""
+    arm = [k for k, j in enumerate(e.joints) if j != 'gripper']
     for feature, values in ((ACTION, e.action), (STATE, e.state)):
+        zero = np.flatnonzero(np.all(values[:, arm] == 0, axis=1)) if arm else np.zeros(0, dtype=int)
+        if zero.size:
+            return (f'{feature} must hold a reading in every frame, got every arm joint at exactly 0 in '
+                    f'{_count(zero.size, "frame")} ({_frames_text(zero)}): a read that returned nothing (a dropout)')
         outside = np.abs(values) > RANGE_DEG
         if outside.any():
             k, j, frames = _first(outside)
@@ -366,14 +441,17 @@ def _check_values(e: Episode) -> str | None:
             return (f'{feature} must move less than {WRAP_JUMP_DEG:g}° in one frame, got {step[k, j]:+.1f}° for '
                     f'{e.joints[j]} from frame {k} to {k + 1} ({_count(frames.size, "such jump")}, at frames '
                     f'{_frames_text(frames)}): an encoder wrap past ±180°, or a glitch')
-        out, back = step[:-1], step[1:]
-        spikes = (np.sign(out) == -np.sign(back)) & (np.minimum(np.abs(out), np.abs(back)) > SPIKE_DEG)
-        if spikes.any():
-            k, j, frames = _first(spikes)
-            frames = frames + 1  # the frame out and back
-            return (f'{feature} must not leave its neighbours by more than {SPIKE_DEG:g}° for one frame, got '
-                    f'{out[k, j]:+.1f}° and back {back[k, j]:+.1f}° for {e.joints[j]} at frame {k + 1} '
-                    f'({_count(frames.size, "such frame")}: {_frames_text(frames)}): a glitch')
+        for length in range(1, GLITCH_FRAMES + 1):
+            runs, out, back = _excursions(values, length)
+            if runs.any():
+                k, j, starts = _first(runs)
+                starts = starts + 1  # the run's first frame
+                at = f'frame {k + 1}' if length == 1 else f'frames {k + 1}-{k + length}'
+                return (f'{feature} must not leave its neighbours by more than {SPIKE_DEG:g}° for 1 to '
+                        f'{GLITCH_FRAMES} frames, got {out[k, j]:+.1f}° and back {back[k, j]:+.1f}° for '
+                        f'{e.joints[j]} at {at} ({_count(starts.size, "such run")} of {length} '
+                        f'frame{"s" if length > 1 else ""}, from frame {_frames_text(starts)}): a glitch, or a '
+                        f'dropout')
     if e.nframe >= 3:
         moving = np.max(np.abs(e.action[2:] - e.action[:-2]), axis=1) > MOVING_DEG
         repeat = (np.all(e.action[1:-1] == e.action[:-2], axis=1) & np.all(e.state[1:-1] == e.state[:-2], axis=1))
@@ -385,9 +463,50 @@ def _check_values(e: Episode) -> str | None:
     return None
 
 
+def long_frames(e: Episode) -> tuple[np.ndarray, int]:
+    """The frames of ``e`` that took about two periods of the record loop, and how many frames were judged.
+
+    A frame k is judged when the arm joints moved more than :data:`MOVING_DEG` (the length of the step over the arm
+    joints, in the dataset's units) in each of the frames either side, in both the action and the state; it is long
+    when, in both, its own step is at least :data:`LONG_FRAME_RATIO` times the mean of theirs. LeRobot's record loop
+    reads the follower, reads the leader, sends the command and waits out the rest of ``1/fps``; a turn that takes
+    longer is still stamped ``1/fps`` after the one before, so only the motion shows it: both arms moved for two
+    periods in one frame. An episode whose state copies its action has one clock, not two, and is not judged
+    (``fit-servo`` refuses it as a recording without a follower).
+
+    Returns:
+      (nlong,) the long frames' indices, and the number of frames judged.
+    """
+    arm = [k for k, j in enumerate(e.joints) if j != 'gripper']
+    if e.nframe < 4 or not arm or np.array_equal(e.action[:, arm], e.state[:, arm]):  # a copy is no second clock
+        return np.zeros(0, dtype=int), 0
+    judged, long = np.ones(e.nframe - 3, dtype=bool), np.ones(e.nframe - 3, dtype=bool)
+    for values in (e.action, e.state):
+        step = np.linalg.norm(np.diff(values[:, arm], axis=0), axis=1)
+        before, now, after = step[:-2], step[1:-1], step[2:]
+        moving = (before > MOVING_DEG) & (after > MOVING_DEG)
+        judged &= moving
+        long &= moving & (now >= LONG_FRAME_RATIO * 0.5 * (before + after))
+    # step[1:-1][i] is the step into frame i + 2 from frame i + 1: the frame that took long is i + 2
+    return np.flatnonzero(long) + 2, int(judged.sum())
+
+
+def _check_pace(e: Episode) -> str | None:
+    """Whether the record loop kept its fps (:func:`long_frames`), or what shows it did not."""
+    long, judged = long_frames(e)
+    if long.size >= MIN_LONG_FRAMES and long.size > LONG_FRAME_SHARE * judged:
+        return (f'must be recorded at its fps, got {long.size} of its {judged} moving frames about two frames long '
+                f'(action and state each moved {LONG_FRAME_RATIO:g} times as far as in the frames either side: frames '
+                f'{_frames_text(long)}): the record loop ran slower than {e.fps:g} fps, and LeRobot stamps every frame '
+                f'1/fps after the one before, so a replay plays those moves too fast and fits a lag too short: record '
+                f'at an fps the loop keeps (fewer or smaller cameras, a lower fps)')
+    return None
+
+
 def check_episode(episode: Episode, *, source: str = '') -> Episode:
-    """``episode`` if its timestamps agree with its fps and its values hold no glitch, wrap or repeated frames (see
-    the module docstring), else a ValueError naming the episode, what is wrong and the frames.
+    """``episode`` if its timestamps agree with its fps, its values hold no empty reading, glitch, wrap or repeated
+    frames and its frames are not longer than 1/fps (see the module docstring), else a ValueError naming the episode,
+    what is wrong and the frames.
 
     Args:
       episode: the episode to check.
@@ -395,7 +514,7 @@ def check_episode(episode: Episode, *, source: str = '') -> Episode:
     """
     if not isinstance(episode, Episode):
         raise TypeError(f'episode must be an Episode, got {type(episode).__name__}')
-    problem = _check_timing(episode) or _check_values(episode)
+    problem = _check_timing(episode) or _check_values(episode) or _check_pace(episode)
     if problem:
         where = f' of {source}' if source else ''
         raise ValueError(f'episode {episode.index}{where} {problem}; fix the recording, or leave the episode out '
@@ -424,8 +543,8 @@ def read_lerobot(root: str | pathlib.Path, *, joints: Sequence[str] | None = Non
         ``observation.state``, joint names that differ between the two, are unknown or named twice, a row of the
         wrong width, a non-finite frame, an empty data file, a frame stored twice, episodes and frames that
         disagree with info.json's ``total_episodes`` / ``total_frames``, no timestamp column, an episode asked for
-        that is not there, or a kept episode that :func:`check_episode` refuses (timestamps against fps, glitches,
-        wraps, repeated frames).
+        that is not there, a kept episode that :func:`check_episode` refuses (timestamps against fps, empty readings,
+        glitches, wraps, repeated frames, frames longer than 1/fps), or an fps that is not its videos' rate.
     """
     import pandas as pd
 
@@ -507,6 +626,8 @@ def read_lerobot(root: str | pathlib.Path, *, joints: Sequence[str] | None = Non
         timestamp = rows['timestamp'].to_numpy(dtype=np.float64)
         kept.append(check_episode(Episode(index=int(index), fps=fps, joints=tuple(joints), action=action, state=state,
                                           timestamp=timestamp), source=str(root)))
+    # after the episodes: a wrong fps whose timestamps disagree is named with its episode and the rate they show
+    _check_video_fps(info, root / 'meta' / 'info.json')
     return LeRobotDataset(root=root, version=version, fps=fps, robot_type=info.get('robot_type'),
                           joints=tuple(joints), episodes=tuple(kept))
 

@@ -391,8 +391,7 @@ def _hold_batch(params: list[HoldParams], duration: float, nthread: int) -> list
             else:
                 control[row, :, :nu] = pos
                 control[row, :, nu:] = feedforward
-        out = batch.rollout(nstep, control=control, control_spec=int(spec), record=('qpos',),
-                            ids=step_ids)
+        out = mj.rollout(batch, nstep, control=control, control_spec=int(spec), record=('qpos',), ids=step_ids)
         q[step_ids] = out['qpos']
 
     # In-loop: the torque depends on the state at each tick; step to the next tick of any run.
@@ -416,7 +415,7 @@ def _hold_batch(params: list[HoldParams], duration: float, nthread: int) -> list
             now = loop_ids[rows]
             tau = pd_torque(pos_ref[k], qpos[now], vel_ref[k], qvel[now], kp_loop[rows], kv_loop[rows])
             qfrc_applied[now] = np.clip(tau, -limit_loop[rows], limit_loop[rows])
-            q[loop_ids, k:end] = batch.rollout(end - k, record=('qpos',), ids=loop_ids)['qpos']
+            q[loop_ids, k:end] = mj.rollout(batch, end - k, record=('qpos',), ids=loop_ids)['qpos']
     bad = mj.warned(batch)
     if lone is not None:
         bad[lone] = lone_warned

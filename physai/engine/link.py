@@ -356,7 +356,7 @@ def step_responses(params: Sequence[ServoParams], *, q0: float | Sequence[float]
     with mj.captured_warnings():
         for nstep in np.unique(nsteps):
             ids = np.nonzero(nsteps == nstep)[0]
-            out = batch.rollout(int(nstep), record=('qpos',), ids=ids)
+            out = mj.rollout(batch, int(nstep), record=('qpos',), ids=ids)
             for i, row in zip(ids, out['qpos'][:, :, 0]):
                 records[int(i)] = row
     bad = mj.warned(batch)

@@ -9,12 +9,15 @@
 - :func:`set_position_servo`, :func:`set_armature`: write ``<position kp kv forcerange>`` gains and joint armature
   into a compiled model (then the constants that follow armature), without recompiling.
 - :data:`MAX_STEPS`, :data:`MAX_TOTAL_STEPS`: the limits that keep a run from hanging the machine.
+- :func:`rollout`: ``mujoco.batch.Batch.rollout`` with Ctrl-C held until the rollout returns
+  (:func:`deferred_interrupt`), so that an interrupt is never lost inside MuJoCo.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import signal
 import threading
 from collections.abc import Iterator
 
@@ -139,6 +142,41 @@ def captured_warnings() -> Iterator[list[str]]:
             if _capture['depth'] == 0:
                 mujoco.set_mju_user_warning(_capture['before'])
                 _capture['before'] = None
+
+
+# ------------------------------------------------------------------------------------------------
+# Ctrl-C around MuJoCo's rollouts
+
+
+@contextlib.contextmanager
+def deferred_interrupt() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) while the block runs, then deliver it: once the block ends, the handler that was there
+    (Python's: a ``KeyboardInterrupt``) runs as if the signal had arrived then.
+
+    An interrupt that arrives while a MuJoCo rollout runs in C++ could be lost: the command carried on, exited 0 and
+    wrote its files (issue 37; reproduced with ``mujoco.rollout`` alone). Here Python's own handler for SIGINT only
+    records the signal, so nothing that runs inside the rollout can swallow a ``KeyboardInterrupt``; the rollout
+    finishes (a batch is seconds at most) and the interrupt is raised right after it. Outside the main thread, or
+    when SIGINT is ignored or not handled in Python, the block runs as it is.
+    """
+    previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
+    if not callable(previous):
+        yield
+        return
+    caught = []
+    signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        previous(signal.SIGINT, caught[0])
+
+
+def rollout(batch, *args, **kwargs) -> dict:
+    """``batch.rollout(*args, **kwargs)`` (``mujoco.batch.Batch.rollout``) under :func:`deferred_interrupt`."""
+    with deferred_interrupt():
+        return batch.rollout(*args, **kwargs)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -122,6 +122,11 @@ class Step:
     low: float = 0.0
     high: float = HORIZONTAL
 
+    def __post_init__(self):
+        checks.finite('at', self.at, 's')
+        checks.finite('low', self.low, 'rad')
+        checks.finite('high', self.high, 'rad')
+
     def __call__(self, t):
         return np.where(np.asarray(t) >= self.at - 1e-12, self.high, self.low)
 
@@ -133,6 +138,11 @@ class Square:
     period: float = 2.0
     low: float = 0.0
     high: float = HORIZONTAL
+
+    def __post_init__(self):
+        checks.positive('period', self.period, 's')
+        checks.finite('low', self.low, 'rad')
+        checks.finite('high', self.high, 'rad')
 
     def __call__(self, t):
         phase = np.mod(np.asarray(t) + 1e-12, self.period)
@@ -417,8 +427,7 @@ def run_implicit(actuators: Sequence[Actuator], pendulums: Sequence[PendulumPara
         for nstep in np.unique(nsteps):
             ids = np.nonzero(nsteps == nstep)[0]
             control = np.stack([commands[i] for i in ids])[:, :, None]
-            rec = batch.rollout(int(nstep), control=control, record=('qpos', 'qvel', 'actuator_force'),
-                                ids=ids)
+            rec = mj.rollout(batch, int(nstep), control=control, record=('qpos', 'qvel', 'actuator_force'), ids=ids)
             for j, i in enumerate(ids):
                 out[int(i)] = (rec['qpos'][j, :, 0], rec['qvel'][j, :, 0], rec['actuator_force'][j, :, 0])
     bad = mj.warned(batch)

@@ -40,7 +40,32 @@ class ModelUnavailable(RuntimeError):
 
 @functools.cache
 def _load(entry: str) -> mujoco.MjModel:
-    return _from_menagerie(lambda menagerie: menagerie.load('robotstudio_so101', entry))
+    return check_model(_from_menagerie(lambda menagerie: menagerie.load('robotstudio_so101', entry)), entry)
+
+
+def check_model(m: mujoco.MjModel, entry: str = 'so101') -> mujoco.MjModel:
+    """``m`` if it is the SO-101 physai is built on, else :class:`ModelUnavailable` saying what differs and what to do.
+
+    Everything that replays or holds the arm reads its joints and actuators by the names in ``JOINTS`` and by their
+    order (``qpos`` and ``ctrl`` columns in ``JOINTS`` order): each of ``JOINTS`` must be a hinge joint, the first
+    ``len(JOINTS)`` in the model and in this order, driven by an actuator of the same name, the actuators in the same
+    order, as in Menagerie's ``robotstudio_so101``. Another arm, an older or a hand-edited copy of the model would
+    otherwise end in a KeyError or an IndexError, or drive one joint with another's command.
+    """
+    joints = [m.joint(i).name for i in range(m.njnt)]
+    actuators = [m.actuator(i).name for i in range(m.nu)]
+    driven = [m.joint(int(m.actuator_trnid[i, 0])).name if m.actuator_trntype[i] == mujoco.mjtTrn.mjTRN_JOINT
+              else None for i in range(m.nu)]
+    hinges = all(m.jnt_type[i] == mujoco.mjtJoint.mjJNT_HINGE for i in range(min(m.njnt, len(JOINTS))))
+    if joints[:len(JOINTS)] != list(JOINTS) or not hinges or actuators[:len(JOINTS)] != list(JOINTS) \
+            or driven[:len(JOINTS)] != list(JOINTS):
+        where = os.environ.get('MENAGERIE_ROOT') or 'mujoco_menagerie\'s download'
+        raise ModelUnavailable(
+            f'the SO-101 model must have the hinge joints {", ".join(JOINTS)} in this order, each driven by an '
+            f'actuator of its name, as MuJoCo Menagerie\'s robotstudio_so101 has; got joints {", ".join(joints)} and '
+            f'actuators {", ".join(actuators)} in robotstudio_so101/{entry}.xml of {where}: set MENAGERIE_ROOT to '
+            f'an unchanged copy of MuJoCo Menagerie (the book ships one in ../shared/menagerie)')
+    return m
 
 
 def _from_menagerie(read):
@@ -120,7 +145,7 @@ def _mesh_free(collision_meshes: bool) -> mujoco.MjModel:
     drop_meshes(keep_on=from_geoms)
     freeze_inertia(spec, spec.compile(), bodies)  # every body's inertia as the shipped model has it
     drop_meshes(keep_on=set())
-    return spec.compile()
+    return check_model(spec.compile())
 
 
 def freeze_inertia(spec: mujoco.MjSpec, compiled: mujoco.MjModel, bodies) -> None:

@@ -395,6 +395,9 @@ def truth_table(dataset: LeRobotDataset, folds: Sequence[Fold], *, config: Repla
                          heldout=held))
     shifted = np.array(rows[1]['heldout'])
     shift_mean = float(np.mean(shifted))
+    if not np.all(shifted > 0):  # a teleport that is exact (the state a copy of the action) is no scale to divide by
+        raise ValueError(f'the teleport at its best shift must miss the held-out episodes by something, got '
+                         f'{shifted.min():g} degrees: observation.state copies action, so there is no servo to score')
     k_out = [f.heldout for f in folds].index(heldout_index)
     for r in rows:
         held = r.pop('heldout')

@@ -136,6 +136,10 @@ def growth_curve(rates_hz: Sequence[float], *, backend: str, kp: float = SO101_K
     every rate's pattern in one stacked product. Agrees with :func:`tick_growth` to rounding
     (``tests/test_where_pd_runs.py``).
 
+    A rate above the physics rate ``1/timestep`` is drawn at the physics rate: a controller that asks for more ticks
+    than there are physics steps ticks at every step (:func:`physai.laws.loop.tick_mask`, as the hold runs it), so its
+    growth per tick is the growth per physics step.
+
     Args:
       rates_hz: controller rates, Hz, (nrate,).
       backend, kp, kv, armature, timestep, integrator, damping: as :func:`worst_growth`.
@@ -162,7 +166,7 @@ def growth_curve(rates_hz: Sequence[float], *, backend: str, kp: float = SO101_K
     with np.errstate(over='ignore'):  # a gain beyond floating point per unit inertia is inf: diverged below
         w2, c_pd, c_joint = kp / inertia, kv / inertia, damping / inertia
     h = timestep
-    patterns = [tick_pattern(r, h) for r in rates]
+    patterns = [tick_pattern(min(r, 1.0 / h), h) for r in rates]  # at most a tick a physics step
     if not patterns:
         return np.empty(0)
     if backend == 'in-step':

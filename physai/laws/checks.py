@@ -118,6 +118,31 @@ def real_array(name: str, value, unit: str = '') -> np.ndarray:
     return array.astype(float)
 
 
+def rate(name: str, value, unit: str = '1/s'):
+    """A rate per unit inertia (ω² = kp/I, a damping over I; a number or an array) >= 0, returned as given; inf
+    stands for a value beyond floating point (kp/I overflowed: a step with it diverges), NaN is refused."""
+    if is_real(value):  # the common case, without numpy: a step's checks run once a step
+        ok = value >= 0  # False for NaN too
+    else:
+        ok = bool(np.all(real_array(name, value, unit) >= 0))
+    if not ok:
+        raise ValueError(f'{name} must be a number >= 0{_unit(unit)} (inf: beyond floating point), got {value!r}')
+    return value
+
+
+def gain(name: str, value, unit: str = ''):
+    """A gain (kp, kv; a number or an array) that is finite and >= 0, returned as given (an infinite gain times a
+    zero error is NaN)."""
+    if is_real(value):  # the common case, without numpy: a PD law runs once a step
+        ok = _isfinite(value) and value >= 0
+    else:
+        array = real_array(name, value, unit)
+        ok = bool(np.all(np.isfinite(array) & (array >= 0)))
+    if not ok:
+        raise ValueError(f'{name} must be a finite number >= 0{_unit(unit)}, got {value!r}')
+    return value
+
+
 def distinct(name: str, values: Sequence) -> list:
     """Items that appear once each (joint names, say), as a list."""
     values = list(values)

@@ -36,6 +36,7 @@ the joint's ``actuatorfrcrange``). Isaac Lab's older ``effort_limit``, ``velocit
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 
@@ -54,7 +55,18 @@ holds the first command for the whole run, as this one does."""
 
 
 def pd_torque(q_target, q, v_target, v, kp: float, kv: float, tau_ff=0.0):
-    """The PD law ``kp*(q* - q) + kv*(qd* - qd) + tau_ff`` (N·m), unclipped; broadcasts over arrays."""
+    """The PD law ``kp*(q* - q) + kv*(qd* - qd) + tau_ff`` (N·m), unclipped; broadcasts over arrays.
+
+    Args:
+      q_target, q: rad; v_target, v: rad/s; tau_ff: N·m: numbers or arrays (NaN passes through, as a diverged state
+        does).
+      kp: N·m/rad, kv: N·m·s/rad: finite numbers (or arrays) >= 0.
+
+    Raises:
+      ValueError: a gain negative or not finite (an infinite gain times a zero error is NaN).
+    """
+    checks.gain('kp', kp, 'N·m/rad')
+    checks.gain('kv', kv, 'N·m·s/rad')
     return kp * (np.asarray(q_target) - q) + kv * (np.asarray(v_target) - v) + tau_ff
 
 
@@ -96,9 +108,39 @@ def remotized_limit(q, table: Sequence[tuple[float, float]]):
     """Torque limit at joint angle ``q`` from a table of (angle rad, max torque N·m).
 
     Linear interpolation between the table's points, held constant beyond its ends (``np.interp``).
+
+    Raises:
+      ValueError: ``q`` not numbers (None is refused, not read as NaN), or ``table`` not one or more finite (angle,
+        torque) pairs with the angles strictly increasing and the torques >= 0 (``np.interp`` would answer an
+        unsorted table with nonsense).
     """
-    angles, limits = np.asarray(table, dtype=float).T
-    return np.interp(q, angles, limits)
+    angles, limits = _table(table)
+    return np.interp(checks.real_array('q', q, 'rad'), angles, limits)
+
+
+def _table(table) -> tuple[np.ndarray, np.ndarray]:
+    """A remotized table's angles and torques, checked (kept per table: a run looks its table up every step)."""
+    try:
+        return _checked_table(table)
+    except TypeError:  # unhashable (a list): check it every time
+        return _checked_table.__wrapped__(table)
+
+
+@functools.lru_cache(maxsize=64)
+def _checked_table(table) -> tuple[np.ndarray, np.ndarray]:
+    try:
+        array = np.asarray(table, dtype=float)
+    except (TypeError, ValueError):
+        array = None
+    if array is None or array.ndim != 2 or array.shape[1] != 2 or len(array) < 1 or not np.all(np.isfinite(array)):
+        raise ValueError(f'table must be one or more finite (angle rad, max torque N·m) pairs, got {table!r}')
+    if np.any(np.diff(array[:, 0]) <= 0):
+        raise ValueError(f'table angles must be strictly increasing, got {array[:, 0].tolist()}')
+    if np.any(array[:, 1] < 0):
+        raise ValueError(f'table torques must be >= 0 N·m, got {array[:, 1].tolist()}')
+    angles, limits = array.T.copy()
+    angles.flags.writeable = limits.flags.writeable = False  # shared by every call with this table
+    return angles, limits
 
 
 def delay_commands(commands, delay: int) -> np.ndarray:
@@ -226,13 +268,7 @@ class RemotizedPD(DelayedPD):
 
     def __post_init__(self):
         super().__post_init__()
-        table = np.asarray(self.table, dtype=float)
-        if table.ndim != 2 or table.shape[1] != 2 or len(table) < 1 or not np.all(np.isfinite(table)):
-            raise ValueError(f'table must be finite (angle rad, max torque N·m) pairs, got {self.table!r}')
-        if np.any(np.diff(table[:, 0]) <= 0):
-            raise ValueError(f'table angles must be strictly increasing, got {table[:, 0].tolist()}')
-        if np.any(table[:, 1] < 0):
-            raise ValueError(f'table torques must be >= 0 N·m, got {table[:, 1].tolist()}')
+        _table(self.table)
 
     def limits(self, q, v):
         limit = remotized_limit(q, self.table)

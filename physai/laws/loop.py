@@ -52,6 +52,10 @@ MAX_STEPS_PER_TICK = 10_000
 """Physics steps one controller tick may span (0.1 Hz on 1 kHz physics): a slower rate is an error, not a hang of
 :func:`tick_growth`, which steps every one of them."""
 
+RATE_TOLERANCE = 1e-9
+"""A controller rate counts as the physics rate when ``rate_hz * timestep`` exceeds 1 by no more than this (the
+rounding of ``1 / timestep``)."""
+
 MAX_MASK_STEPS = 10_000_000
 """Physics steps one :func:`tick_mask` may cover (10 MB of flags)."""
 
@@ -125,11 +129,11 @@ def tick_mask(rate_hz: float, timestep: float, nstep: int) -> np.ndarray:
     the physics rate ticks at every step.
 
     Raises:
-      ValueError: ``rate_hz`` or ``timestep`` not a number > 0, or ``nstep`` not a whole number in
+      ValueError: ``rate_hz`` not a number > 0, ``timestep`` not in (0, 0.1] s, or ``nstep`` not a whole number in
         [0, ``MAX_MASK_STEPS``].
     """
     checks.positive('rate_hz', rate_hz, 'Hz')
-    checks.positive('timestep', timestep, 's')
+    checks.timestep(timestep)
     if not (isinstance(nstep, numbers.Integral) and not isinstance(nstep, bool) and 0 <= nstep <= MAX_MASK_STEPS):
         raise ValueError(f'nstep must be a whole number in [0, {MAX_MASK_STEPS:,}], got {nstep!r}')
     nstep = int(nstep)
@@ -163,10 +167,13 @@ def zoh_step(q, v, accel, h, *, substeps: Sequence[int] = (1,), c_joint: float =
       ``(q', v')`` after ``len(substeps)`` ticks.
 
     Raises:
-      ValueError: a tick of substeps not a whole number in [1, ``MAX_STEPS_PER_TICK``], or ``c_joint`` not a
-        finite number >= 0 (``h`` is checked by :func:`physai.laws.sim.semi_implicit_euler`).
+      ValueError: no tick in ``substeps`` (no step: the state unchanged, a growth of 1 whatever the gains), a tick
+        not a whole number in [1, ``MAX_STEPS_PER_TICK``], or ``c_joint`` not a finite number >= 0 (``h`` is
+        checked by :func:`physai.laws.sim.semi_implicit_euler`).
     """
     substeps = tuple(substeps)
+    if not substeps:
+        raise ValueError('substeps must hold at least one tick of physics steps, e.g. (3, 2), got none')
     for k, n in enumerate(substeps):
         if not (isinstance(n, numbers.Integral) and not isinstance(n, bool) and 1 <= n <= MAX_STEPS_PER_TICK):
             raise ValueError(f'substeps[{k}] must be a whole number of physics steps in [1, {MAX_STEPS_PER_TICK:,}], '
@@ -187,12 +194,21 @@ def tick_pattern(rate_hz: float, timestep: float) -> tuple[int, ...]:
     makes at that exact ratio: tick j starts at step ``ceil(j*p/q)``, so the q ticks cover p steps and
     the mean tick is ``p/q`` steps (129 Hz on 1 kHz: 31/4, (8, 8, 8, 7)).
 
+    A rate above the physics rate is refused: a controller cannot tick between physics steps, and a pattern of one
+    step per tick would give the growth of a controller at the physics rate under the faster one's name.
+    (:func:`tick_mask`, which runs a controller, ticks at every step then; the growth curve of chapter 3's panel
+    draws such rates at the physics rate, ``physai.experiments.where_pd_runs.growth_curve``.)
+
     Raises:
-      ValueError: ``rate_hz`` or ``timestep`` not a number > 0, or a tick longer than ``MAX_STEPS_PER_TICK``
-        physics steps (``rate_hz < 1 / (MAX_STEPS_PER_TICK * timestep)``).
+      ValueError: ``rate_hz`` not a number > 0, ``timestep`` not in (0, 0.1] s, a rate above the physics rate
+        ``1/timestep``, or a tick longer than ``MAX_STEPS_PER_TICK`` physics steps
+        (``rate_hz < 1 / (MAX_STEPS_PER_TICK * timestep)``).
     """
     rate_hz = checks.positive('rate_hz', rate_hz, 'Hz')
-    timestep = checks.positive('timestep', timestep, 's')
+    timestep = checks.timestep(timestep)
+    if rate_hz * timestep > 1 + RATE_TOLERANCE:
+        raise ValueError(f'rate_hz must be at most the physics rate 1/timestep = {1 / timestep:.6g} Hz (a controller '
+                         f'cannot tick between physics steps), got {rate_hz!r}')
     if timestep * rate_hz * MAX_STEPS_PER_TICK < 1:
         raise ValueError(f'rate_hz must be >= {1 / (MAX_STEPS_PER_TICK * timestep):.6g} Hz at timestep {timestep:g} s '
                          f'(at most {MAX_STEPS_PER_TICK:,} physics steps per tick), got {rate_hz!r}')

@@ -26,6 +26,17 @@ from collections.abc import Iterable
 import numpy as np
 
 
+def _real(value) -> bool:
+    """A real number (int, float, NumPy scalar), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _finite(name: str, value) -> float:
+    if not (_real(value) and math.isfinite(value)):
+        raise ValueError(f'{name} must be a finite number, got {value!r}')
+    return float(value)
+
+
 ROUNDOFF_FLOOR = 1e-12
 """The smallest bound :func:`roundoff_bound` reports: differences below it are rounding, on any processor."""
 
@@ -38,11 +49,10 @@ def roundoff_bound(value: float, floor: float = ROUNDOFF_FLOOR) -> float:
     difference sits right at a power of ten, which a real round-off difference does not).
 
     Raises:
-      ValueError: ``value`` is not finite, or ``floor`` is not a positive finite number.
+      ValueError: ``value`` is not a finite number, or ``floor`` is not a positive finite number.
     """
-    if not math.isfinite(value):
-        raise ValueError(f'value must be a finite number, got {value!r}')
-    if not (math.isfinite(floor) and floor > 0):
+    _finite('value', value)
+    if not (_real(floor) and math.isfinite(floor) and floor > 0):
         raise ValueError(f'floor must be a finite number > 0, got {floor!r}')
     magnitude = abs(float(value))
     if magnitude <= floor:
@@ -77,18 +87,31 @@ def difference(value: float) -> float:
 
     Below ``ROUNDING_BELOW`` the difference between two computations of the same physics is rounding, whose digits
     depend on the processor: it becomes ``roundoff(value)``. Above it, it is a real difference and stays as is.
+
+    Raises:
+      ValueError: ``value`` is not a finite number (a NaN difference is no figure to print).
     """
-    value = float(value)
+    value = _finite('value', value)
     return roundoff(value) if abs(value) < ROUNDING_BELOW else value
 
 
 def round_sig(value: float, digits: int) -> float:
-    """``value`` rounded to ``digits`` significant digits (0 stays 0; NaN and infinities pass through)."""
-    if not (isinstance(digits, int) and digits >= 1):
+    """``value`` rounded to ``digits`` significant digits (0 stays 0; NaN and infinities pass through).
+
+    Raises:
+      ValueError: ``value`` not a real number, or ``digits`` not a whole number >= 1.
+    """
+    if not (isinstance(digits, numbers.Integral) and not isinstance(digits, bool) and digits >= 1):
         raise ValueError(f'digits must be an integer >= 1, got {digits!r}')
+    if not _real(value):
+        raise ValueError(f'value must be a real number (NaN and infinities pass through), got {value!r}')
     if value == 0 or not math.isfinite(value):
         return value
     return round(float(value), digits - 1 - math.floor(math.log10(abs(value))))
+
+
+MAX_GRID = 100_000
+"""The most values :func:`log_grid` makes (a grid is an input to a table or a panel, never a bulk array)."""
 
 
 def log_grid(start: float, stop: float, num: int, digits: int = 3) -> tuple[float, ...]:
@@ -101,16 +124,20 @@ def log_grid(start: float, stop: float, num: int, digits: int = 3) -> tuple[floa
     the last place of a rounding boundary (``tests/test_robust.py`` checks the book's grids are far from one).
 
     Raises:
-      ValueError: ``start`` or ``stop`` not a finite number > 0, ``stop <= start``, ``num < 2``, or rounding merged
-        two neighbours (ask for fewer values or more digits).
+      ValueError: ``start`` or ``stop`` not a finite number > 0, ``stop <= start``, ``num`` not a whole number in
+        [2, ``MAX_GRID``], ``digits`` not a whole number in [1, 17], or rounding merged two neighbours (ask for
+        fewer values or more digits).
     """
     for name, value in (('start', start), ('stop', stop)):
-        if not (isinstance(value, numbers.Real) and math.isfinite(value) and value > 0):
+        if not (_real(value) and math.isfinite(value) and value > 0):
             raise ValueError(f'{name} must be a finite number > 0, got {value!r}')
     if not stop > start:
         raise ValueError(f'stop must be greater than start ({start!r}), got {stop!r}')
-    if not (isinstance(num, int) and num >= 2):
-        raise ValueError(f'num must be an integer >= 2, got {num!r}')
+    if not (isinstance(num, numbers.Integral) and not isinstance(num, bool) and 2 <= num <= MAX_GRID):
+        raise ValueError(f'num must be a whole number in [2, {MAX_GRID:,}], got {num!r}')
+    if not (isinstance(digits, numbers.Integral) and not isinstance(digits, bool) and 1 <= digits <= 17):
+        raise ValueError(f'digits must be a whole number in [1, 17] (a float holds 17 significant digits), got '
+                         f'{digits!r}')
     grid = tuple(round_sig(float(x), digits) for x in np.geomspace(start, stop, num))
     if any(b <= a for a, b in zip(grid, grid[1:])):
         raise ValueError(f'{num} values from {start!r} to {stop!r} at {digits} significant digits repeat a value: '
@@ -125,12 +152,14 @@ def series_125(value: float, how: str = 'nearest') -> float:
     1-2-5 series is coarse enough that the printed figure does not (``tests/test_where_pd_runs.py`` checks it on the
     SO-101's chatter).
     """
-    if not (isinstance(value, numbers.Real) and math.isfinite(value) and value > 0):
+    if not (_real(value) and math.isfinite(value) and value > 0):
         raise ValueError(f'value must be a finite number > 0, got {value!r}')
     if how not in ('nearest', 'down', 'up'):
         raise ValueError(f"how must be one of nearest, down, up, got {how!r}")
     decade = 10.0 ** math.floor(math.log10(value))
-    ladder = [decade * m for m in (1, 2, 5, 10)]
+    ladder = [v for v in (decade * m for m in (1, 2, 5, 10)) if math.isfinite(v)]  # 2e308 is beyond a float
+    if how == 'up' and not any(v >= value * (1 - 1e-12) for v in ladder):
+        raise ValueError(f'value must have a 1-2-5 value above it within floating point, got {value!r}')
     if how == 'nearest':
         best = min(ladder, key=lambda v: abs(math.log(value / v)))
     elif how == 'down':
@@ -152,6 +181,14 @@ class Ensemble:
     """The largest value."""
     n: int
     """The number of runs."""
+
+    def __post_init__(self):
+        for name in ('median', 'low', 'high'):
+            _finite(name, getattr(self, name))
+        if not self.low <= self.median <= self.high:
+            raise ValueError(f'low <= median <= high must hold, got {self.low!r}, {self.median!r}, {self.high!r}')
+        if not (isinstance(self.n, numbers.Integral) and not isinstance(self.n, bool) and self.n >= 1):
+            raise ValueError(f'n must be a whole number of runs >= 1, got {self.n!r}')
 
     def rounded(self, digits: int = 1) -> 'Ensemble':
         """The same summary with each figure rounded to ``digits`` significant digits."""

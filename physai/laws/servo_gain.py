@@ -103,7 +103,7 @@ class ServoElectrics:
 
     def p_register(self, kp):
         """The P register (a real number: round it to write it) that gives MuJoCo kp: ``P = kp*R/(g*V*kt)``."""
-        kp = np.asarray(kp, dtype=float)
+        kp = checks.real_array('kp', kp, 'N*m/rad')
         if not np.all(np.isfinite(kp) & (kp >= 0)):
             raise ValueError(f'kp must be finite and >= 0 N*m/rad, got {kp!r}')
         return kp / self.kp_per_p
@@ -119,8 +119,16 @@ class ServoElectrics:
         return self.max_duty * self.supply_voltage * self.torque_constant / self.resistance
 
     def saturation_error(self, p_register) -> float:
-        """The position error (rad) at which the duty reaches d_max: ``d_max/(g*P)``; beyond it kp no longer holds."""
-        return self.max_duty / (self.duty_gain * _register(p_register))
+        """The position error (rad) at which the duty reaches d_max: ``d_max/(g*P)``; beyond it kp no longer holds.
+
+        Raises:
+          ValueError: ``p_register`` not a finite number > 0 (at P = 0 the firmware drives nothing, at any error).
+        """
+        p = _register(p_register)
+        if not np.all(np.asarray(p) > 0):
+            raise ValueError(f'p_register must be > 0 (at P = 0 the firmware drives nothing, at any error), got '
+                             f'{p_register!r}')
+        return self.max_duty / (self.duty_gain * p)
 
 
 BAM_STS3215 = ServoElectrics(duty_gain=0.166, supply_voltage=7.4, torque_constant=1.21164135295077,
@@ -158,8 +166,11 @@ def menagerie_gains(p_register=16) -> dict[str, float]:
 
     Returns:
       ``{'kp': N·m/rad, 'kv': N·m·s/rad, 'forcerange': N·m}``.
+
+    Raises:
+      ValueError: ``p_register`` not one finite number >= 0.
     """
-    p = _register(p_register)
+    p = checks.nonnegative('p_register', p_register, '(the P_Coefficient register)')
     km = MENAGERIE_STALL_TORQUE / MENAGERIE_STALL_CURRENT
     kb = (MENAGERIE_RATED_VOLTAGE - MENAGERIE_RESISTANCE * MENAGERIE_NO_LOAD_CURRENT) / MENAGERIE_NO_LOAD_SPEED
     return {'kp': float(km * p * np.rad2deg(1.0) / MENAGERIE_RESISTANCE),
@@ -175,7 +186,7 @@ def menagerie_p_register(kp) -> float:
 
 
 def _register(p_register):
-    p = np.asarray(p_register, dtype=float)
+    p = checks.real_array('p_register', p_register)
     if not np.all(np.isfinite(p) & (p >= 0)):
         raise ValueError(f'p_register must be finite and >= 0 (the P_Coefficient register), got {p_register!r}')
     return p if p.ndim else float(p)

@@ -36,11 +36,21 @@ MAX_LOOP_STEPS = 1_000_000
 
 def _positive_array(name: str, value, unit: str):
     """A number or array whose entries are all finite and > 0 (ValueError otherwise)."""
-    array = np.asarray(value, dtype=float)
+    array = checks.real_array(name, value, unit)
     if array.ndim == 0:
         return checks.positive(name, value, unit)
     if not np.all(np.isfinite(array) & (array > 0)):
         raise ValueError(f'{name} must be finite numbers > 0 {unit}, got {value!r}')
+    return array
+
+
+def _nonnegative_array(name: str, value, unit: str):
+    """A number or array whose entries are all finite and >= 0 (ValueError otherwise)."""
+    array = checks.real_array(name, value, unit)
+    if array.ndim == 0:
+        return checks.nonnegative(name, value, unit)
+    if not np.all(np.isfinite(array) & (array >= 0)):
+        raise ValueError(f'{name} must be finite numbers >= 0 {unit}, got {value!r}')
     return array
 
 
@@ -115,8 +125,7 @@ def kv_from_dampratio(kp, dampratio, inertia):
     """
     kp = _positive_array('kp', kp, 'N·m/rad')
     inertia = _positive_array('inertia', inertia, 'kg·m²')
-    if np.any(~np.isfinite(np.asarray(dampratio, dtype=float)) | (np.asarray(dampratio) < 0)):
-        raise ValueError(f'dampratio must be a finite number >= 0, got {dampratio!r}')
+    dampratio = _nonnegative_array('dampratio', dampratio, '')
     return 2.0 * dampratio * np.sqrt(kp) * np.sqrt(inertia)  # two roots: kp*inertia may overflow
 
 
@@ -132,12 +141,16 @@ def servo_sag(kp: float, tau_g: float, *, tol: float = 1e-14, max_iter: int = 10
     Args:
       kp: stiffness, N·m/rad (> 0).
       tau_g: gravity torque of the horizontal link, N·m (> 0).
+      tol: stop when a step moves e by less than this, rad (> 0).
+      max_iter: the most Newton steps, a whole number >= 1.
 
     Returns:
       e in rad, in (0, π/2) (positive: the link hangs below the command).
     """
     checks.positive('kp', kp, 'N·m/rad')
     checks.positive('tau_g', tau_g, 'N·m')
+    checks.positive('tol', tol, 'rad')
+    checks.whole('max_iter', max_iter, 1)
     low, high = 0.0, math.pi / 2
     e = min(tau_g / kp, 1.0)
     for _ in range(max_iter):
@@ -167,17 +180,21 @@ def semi_implicit_euler(q, v, accel: Callable, h: float, c_implicit: float = 0.0
     integrates only the joint damping implicitly).
 
     Args:
-      q: position, rad.
-      v: velocity, rad/s.
+      q: position, rad (a number or an array; NaN passes through, as a diverged state does).
+      v: velocity, rad/s (the same).
       accel: ``accel(q, v)``, the acceleration with every force explicit, rad/s².
-      h: timestep, s.
-      c_implicit: implicit damping per unit inertia, 1/s.
+      h: timestep, s (a finite number > 0).
+      c_implicit: implicit damping per unit inertia, 1/s (>= 0; inf, beyond floating point, holds the velocity).
 
     Returns:
       ``(q', v')``.
+
+    Raises:
+      ValueError: ``h`` not a finite number > 0, or ``c_implicit`` negative or NaN (at ``h*c_implicit = -1`` the
+        step would divide by zero).
     """
-    if not h > 0:
-        raise ValueError(f'h must be a timestep > 0 s, got {h!r}')
+    checks.positive('h', h, 's')
+    checks.rate('c_implicit', c_implicit)
     v_next = v + h * accel(q, v) / (1.0 + h * c_implicit)
     return q + h * v_next, v_next
 
@@ -192,14 +209,19 @@ def step_growth(step: Callable, h: float, w2: float, c: float, **step_kwargs) ->
     Args:
       step: a step like :func:`semi_implicit_euler`, called as ``step(q, v, accel, h, **step_kwargs)``.
       h: timestep, s.
-      w2: ω² = kp / I, 1/s².
-      c: damping per unit inertia, (kv + damping) / I, 1/s.
+      w2: ω² = kp / I, 1/s², >= 0 (inf: beyond floating point, which diverges).
+      c: damping per unit inertia, (kv + damping) / I, 1/s, >= 0 (inf as for w2).
       **step_kwargs: passed on to ``step`` (e.g. ``c_implicit``).
 
     Returns:
-      The spectral radius.
+      The spectral radius (``inf`` for a step that overflows: it diverges).
+
+    Raises:
+      ValueError: ``h`` not a finite number > 0, ``w2`` or ``c`` negative or NaN.
     """
     checks.positive('h', h, 's')
+    checks.rate('w2', w2, '1/s²')
+    checks.rate('c', c, '1/s')
 
     def accel(q, v):
         return -w2 * q - c * v

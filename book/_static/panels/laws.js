@@ -201,6 +201,7 @@ export function tickMask(rateHz, h, nstep) {
 const gcd = (a, b) => (b ? gcd(b, a % b) : a);
 
 // physai.laws.loop.tick_pattern: physics steps per tick over one repeating pattern. Python takes the steps per tick,
+// tick_pattern of a rate up to the physics rate; a faster rate ticks at every step ([1]), as growth_curve draws it.
 // 1 / (h * rate), as Fraction(...).limit_denominator(maxTicks): the closest fraction p/q with q <= maxTicks. Here the
 // same fraction by trying every q (lowest terms, the smaller q when two are as close; two distinct fractions exactly
 // as close to a double do not occur at the panel's rates).
