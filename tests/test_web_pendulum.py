@@ -140,13 +140,13 @@ console.log(JSON.stringify(cases.map((c) => {{
 WORDS_SCRIPT = """
 import fs from 'fs';
 import {{format}} from '{spec}';
-import PendulumPanel from '{chapter}';
+import PendulumPanel, {{panelVerdict}} from '{chapter}';
 const {{runs, words, constants}} = JSON.parse(fs.readFileSync(0, 'utf8'));
-const panel = {{say: (word, values) => format(words[word], values), constants, verdict: PendulumPanel.prototype.verdict}};
+const panel = {{say: (word, values) => format(words[word], values), constants}};
 console.log(JSON.stringify(runs.map((r) => {{
   const run = {{t: Float64Array.from(r.t), q: Float64Array.from(r.q), v: Float64Array.from(r.v),
                command: Float64Array.from(r.command), diverged: r.diverged}};
-  return [PendulumPanel.prototype.words.call(panel, run), panel.verdict(run)];
+  return [PendulumPanel.prototype.words.call(panel, run), panelVerdict(run, constants)];
 }})));
 """
 

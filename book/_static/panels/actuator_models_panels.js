@@ -36,6 +36,15 @@ export function panelTorqueTop(limit, {tauG, torqueSteps}) {
 
 const effortOf = (actuator) => (actuator.kind === 'remotized PD' ? actuator.table[0][1] : actuator.forcerange);
 
+// physai.interface.actuator_models_panels.panel_verdict: diverged, swinging, creeping or settled (k: the panel's
+// constants)
+export function panelVerdict(run, k) {
+  const m = stepMetrics(run, k.step.at, {tail: k.tail, riseStart: k.riseStart});
+  if (run.diverged || m.diverged) return 'diverged';
+  if (m.p2pDeg > k.swingingP2pDeg) return reverses(run, k.tail) ? 'swinging' : 'creeping';
+  return 'settled';
+}
+
 export default class PendulumPanel extends Panel {
   buildPlots(container) {
     this.container = container;
@@ -96,16 +105,12 @@ export default class PendulumPanel extends Panel {
     this.done(start, start);
   }
 
-  // physai.interface.actuator_models_panels.panel_verdict: diverged, swinging, creeping or settled
   verdict(run) {
-    const k = this.constants, m = stepMetrics(run, k.step.at, {tail: k.tail, riseStart: k.riseStart});
-    if (run.diverged || m.diverged) return 'diverged';
-    if (m.p2pDeg > k.swingingP2pDeg) return reverses(run, k.tail) ? 'swinging' : 'creeping';
-    return 'settled';
+    return panelVerdict(run, this.constants);
   }
 
   // physai.interface.actuator_models_panels.panel_readout: the verdict, in the description's words
-  words(run, verdict = this.verdict(run)) {
+  words(run, verdict = panelVerdict(run, this.constants)) {
     const k = this.constants, m = stepMetrics(run, k.step.at, {tail: k.tail, riseStart: k.riseStart});
     if (verdict === 'diverged') return this.say('diverged', {t: run.t[run.t.length - 1]});
     if (verdict === 'swinging') return this.say('swinging', {p2p: m.p2pDeg});
