@@ -48,6 +48,27 @@ def test_panel_readout_says_a_run_that_never_settles_is_still_swinging():
     assert actuator_models_panels.panel_readout(run, metrics) == f'diverged after {run.t[-1]:.3f} s'
 
 
+def test_panel_verdict_reads_as_a_failure_only_when_the_run_diverges_or_swings():
+    """The readout's colour follows from the run: a diverged run or one still swinging (the DC motor chattering along
+    its band; the link below its hold torque, swinging far from the command) reads as a failure. A soft or overdamped
+    PD still creeping toward the command (kp 1; kv 300) is slow, not unstable: it does not. Nor does a settled run,
+    however far from the command it settles (kp 40, 4° short)."""
+    def verdict(model, kp, kv, forcerange=100.0, velocity_limit=8.0, timestep=pendulum.TIMESTEP):
+        run, metrics = actuator_models_panels.panel_run(model, kp, kv, 0.0, timestep, 'implicitfast', forcerange,
+                                                        velocity_limit, 0)
+        return actuator_models_panels.panel_verdict(run, metrics), metrics
+
+    cases = {('DC motor', 100.0, 100.0, 100.0, 1.0, 0.02): 'swinging', ('ideal PD', 400.0, 20.0, 2.0): 'swinging',
+             ('implicit', 1.0, 0.5): 'creeping', ('implicit', 100.0, 300.0): 'creeping',
+             ('ideal PD', 100.0, 100.0): 'diverged', ('implicit', 40.0, 5.0): 'settled'}
+    for args, expected in cases.items():
+        got, metrics = verdict(*args)
+        assert got == expected, (args, got, metrics)
+        assert (got in actuator_models_panels.BAD_VERDICTS) == (expected in ('swinging', 'diverged')), args
+    _, far = verdict('implicit', 40.0, 5.0)
+    assert far['error_deg'] > 4  # settled well below the command: said in the words, not a failure
+
+
 def test_panel_flags_the_explicit_pd_that_explodes():
     run, metrics = actuator_models_panels.panel_run('ideal PD', 100.0, 100.0, 0.0, pendulum.TIMESTEP, 'implicitfast', 100.0, 8.0, 0)
     assert run.diverged and metrics['diverged']

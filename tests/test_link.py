@@ -209,3 +209,35 @@ def test_first_crossing_interpolates_linearly_between_samples():
     assert link.crossing_time(t, x, 0.7) == pytest.approx(1.5)
     assert link.crossing_time(t, x, 0.0) == 0.0
     assert math.isnan(link.crossing_time(t, x, 2.0))
+
+
+def test_moving_at_reads_each_length_as_a_whole_run_of_that_length_would():
+    """A run of length T, stepped from length to length and dropped once still, is sample for sample the first T s
+    of a longer run: its peak-to-peak over the last 0.5 s at each length is step_responses' at that duration, and a
+    run found still at one length stays still at every later one (friction holds it)."""
+    params = [ServoParams(kp=998.22, kv=2.731, damping=0.6, frictionloss=0.052, armature=0.002, integrator='Euler',
+                          forcerange=2.94)] * 12
+    starts = -0.5 + 1e-9 * np.arange(12)
+    lengths = (1.0, 2.0, 3.0, 5.0)
+    survival = link.moving_at(params, lengths, p2p_rad=math.radians(1e-6), q0=starts)
+    whole = step_responses(params, q0=starts, duration=lengths[-1])
+    for k, length in enumerate(lengths):
+        n = round(length / params[0].timestep) + 1
+        p2p = np.array([np.ptp(r.q[n - 100:n]) for r in whole])
+        moving = p2p > math.radians(1e-6)
+        assert np.array_equal(survival.moving[:, k], moving), length
+        stepped = ~np.isnan(survival.p2p_rad[:, k])
+        assert np.array_equal(survival.p2p_rad[stepped, k], p2p[stepped])
+    assert np.all(np.diff(survival.moving.astype(int), axis=1) <= 0)  # caught is for good
+    assert survival.count()[0] > survival.count()[-1] > 0 and not survival.diverged.any()
+
+
+def test_moving_at_refuses_lengths_closer_than_its_window():
+    params = [ServoParams(kp=100.0)]
+    for lengths in ((), (0.2,), (1.0, 1.3), (2.0, 1.0), (1.0, 700.0)):
+        with pytest.raises(ValueError, match='lengths'):
+            link.moving_at(params, lengths, p2p_rad=1e-8)
+    with pytest.raises(ValueError, match='p2p_rad'):
+        link.moving_at(params, (1.0,), p2p_rad=0.0)
+    with pytest.raises(ValueError, match='one timestep'):
+        link.moving_at([ServoParams(kp=1.0), ServoParams(kp=1.0, timestep=0.001)], (1.0,), p2p_rad=1e-8)

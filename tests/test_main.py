@@ -47,7 +47,7 @@ KEYS = {
                'mujoco_implicitfast'],
     'kp-sweep': ['kp', 'kv', 'sag_deg', 'sag_linear_deg', 'sag_exact_deg', 'rise_ms'],
     'armature-sweep': ['armature', 'inertia', 'h_omega', 'euler', 'implicitfast', 'discrete',
-                       'euler_clamped_chatters', 'euler_clamped_p2p_deg'],
+                       'euler_clamped_at_3s', 'euler_clamped_p2p_deg'],
     'kp-limit': ['kp', 'h_omega', 'implicitfast', 'discrete'],
 }
 

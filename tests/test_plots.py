@@ -81,16 +81,25 @@ def test_book_style_has_white_background_and_grid():
         assert not matplotlib.rcParams['savefig.transparent']
 
 
-def test_readout_calls_out_a_run_that_never_settles():
-    """At kp 30000 and dampratio 1, hω sits on implicitfast's bound: stable in name, swinging for ever."""
-
+def test_readout_says_what_a_run_that_has_not_settled_does():
+    """At kp 30000 and dampratio 1, hω sits on implicitfast's bound: stable in name, still swinging at the end, a
+    failure (the diverged colour). An overdamped servo that creeps toward the command has not settled either, but it
+    does not swing: its readout says it creeps and is not a failure. The low-kp servo settles far below the command:
+    its readout gives the sag."""
     assert plots.readout(link.step_response(100)) == 'sag 0.169°   rise 56.7 ms'
     swinging = link.step_response(30000)
-    assert not swinging.diverged
-    assert plots.readout(swinging) == f'never settles: swing {swinging.p2p_deg:.2g}° peak to peak'
+    assert not swinging.diverged and swinging.swinging
+    assert plots.readout(swinging) == f'not settled: still swinging {swinging.p2p_deg:.3g}° peak to peak'
     assert 'sag' not in plots.readout(swinging) and 'rise' not in plots.readout(swinging)
-    creeping = link.step_response(100, kv=1e9)  # moved 1.5e-7 rad in 3 s: no sag, no rise to report
-    assert not creeping.settled and plots.readout(creeping).startswith('never settles')
+    assert plots.readout_bad(swinging)
+    creeping = link.step_response(1.0, dampratio=2.0)  # overdamped and soft: still on its way after 3 s
+    assert not creeping.settled and not creeping.swinging and not creeping.diverged
+    assert plots.readout(creeping) == f'not settled: still creeping, {creeping.p2p_deg:.3g}° in the last 0.5 s'
+    assert not plots.readout_bad(creeping)
+    soft = link.step_response(1.0)  # settles, 16° below the command
+    assert soft.settled and plots.readout(soft) == 'sag 16.193°   rise 533.0 ms' and not plots.readout_bad(soft)
+    diverged = link.step_response(30000, integrator='Euler')
+    assert diverged.diverged and plots.readout(diverged) == 'diverged' and plots.readout_bad(diverged)
 
 
 def test_text_metadata_finds_the_smallest_visible_text_once_drawn():

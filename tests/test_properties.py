@@ -368,11 +368,15 @@ def _hold_consistent(r: hold.HoldResponse) -> None:
     """A hold run's flags agree with its numbers."""
     assert r.q.shape == r.target.shape == (len(r.t), 6)
     if r.diverged:
-        assert np.all(np.isnan(r.p2p_rad)) and r.chatter_hz is None and not r.chatters
+        assert np.all(np.isnan(r.p2p_rad)) and r.chatter_hz is None and not r.chatters and r.state == 'diverged'
         return
     assert np.all(np.isfinite(r.q)) and np.all(np.abs(r.q) <= sim.DIVERGED_BOUND)
     assert np.all(np.isfinite(r.p2p_rad)) and np.all(r.p2p_rad >= 0)
-    assert r.chatters == (r.worst_p2p_rad >= hold.QUIET_P2P)
+    loud = (r.p2p_rad >= hold.QUIET_P2P) & (r.turns >= hold.CHATTER_TURNS)  # back and forth, and far enough
+    assert r.chatters == bool(loud.any()) and (not r.chatters or loud[r.worst])
+    assert r.moves == (not r.chatters and r.worst_p2p_rad >= hold.QUIET_P2P)
+    assert r.state == ('chatters' if r.chatters else 'moves' if r.moves else 'still')
+    assert np.isfinite(r.offset_deg) and r.offset_deg >= 0
     if r.chatter_hz is not None:
         assert r.chatters and r.chatter_hz >= hold.CHATTER_MIN_HZ
 

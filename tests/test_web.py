@@ -292,18 +292,20 @@ import {{format}} from '{spec}';
 import {{summarizeStep, unstable}} from '{laws}';
 import ServoPanel from '{chapter}';
 const {{runs, words, link}} = JSON.parse(fs.readFileSync(0, 'utf8'));
-const panel = {{say: (word, values) => format(words[word], values)}};
+const panel = {{say: (word, values) => format(words[word], values), constants: {{link}}}};
 console.log(JSON.stringify(runs.map((r) => {{
   const s = summarizeStep(r.h, Float64Array.from(r.q), r.diverged, link);
   return {{sag: s.sagDeg, rise: s.riseMs, p2p: s.p2pDeg, diverged: s.diverged, window: s.riseWindow,
-          unstable: unstable(s, -0.5), words: ServoPanel.prototype.words.call(panel, s)}};
+          unstable: unstable(s, -0.5), words: ServoPanel.prototype.words.call(panel, s),
+          bad: s.diverged || (!s.settled && s.swinging)}};
 }}), (k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v)));
 """
 
 
 def test_js_step_figures_and_words_equal_python_s_on_the_same_trajectories():
     """laws.js's summarizeStep and unstable, and the chapter's words, read Python's own trajectories as physai does:
-    figures to the last bits a mean can differ in (physai sums pairwise, the page left to right), words equal."""
+    figures to the last bits a mean can differ in (physai sums pairwise, the page left to right), words and the
+    verdict's colour equal (a run not settled swings, a failure, or creeps, slow but not a failure)."""
     settings = AGREEMENT + [(kp, 0.028, 0.005, 'implicitfast', z) for kp in (1.0, 30.0, 300.0) for z in (0.0, 0.5, 2.0)]
     responses = step_responses([panel_servo(*s) for s in settings])
     short = step_responses([panel_servo(*s) for s in settings[:18]], duration=300 * 0.005)
@@ -315,14 +317,14 @@ def test_js_step_figures_and_words_equal_python_s_on_the_same_trajectories():
               {'runs': runs, 'words': spec.words, 'link': link})
     kinds = set()
     for r, j in zip(responses + short, js):
-        assert j['words'] == plots.readout(r)
+        assert j['words'] == plots.readout(r) and j['bad'] == plots.readout_bad(r)
         for got, want in ((j['sag'], r.sag_deg), (j['rise'], r.rise_ms), (j['p2p'], r.p2p_deg)):
             assert (got is None) == (not math.isfinite(want)) and (got is None or got == pytest.approx(want, rel=1e-12))
         assert j['diverged'] == r.diverged and j['unstable'] == servo_panel.unstable(r, -0.5)
         if math.isfinite(r.rise_ms):
             assert j['window'] == pytest.approx(list(r.rise_window), rel=1e-12)
-        kinds.add(j['words'].split()[0])
-    assert kinds == {'sag', 'never', 'diverged'}  # every kind of readout was compared
+        kinds.add('diverged' if r.diverged else 'settled' if r.settled else 'swinging' if r.swinging else 'creeping')
+    assert kinds == {'settled', 'swinging', 'creeping', 'diverged'}  # every kind of readout was compared
 
 
 def test_js_unpacks_what_python_packs():

@@ -80,7 +80,7 @@ def python_holds(settings) -> list[dict]:
 
 
 def verdict(note: str) -> str:
-    """'quiet', 'chatters' or 'diverged' from a note."""
+    """'quiet', 'chatters', 'still moving' or 'diverged' from a note."""
     return 'diverged' if 'diverged' in note else note.split('\n')[1].split(',')[0]
 
 
@@ -219,17 +219,20 @@ console.log(JSON.stringify(runs.map((r) => {{
   const run = {{q: Float64Array.from(r.q), target: Float64Array.from(r.target), h: r.timestep, steps: r.q.length / 6}};
   const s = summarizeHold(run, hold, r.diverged);
   const panel = {{say: (word, values) => format(words[word], values), values: r}};
-  return {{note: PdPanel.prototype.words.call(panel, s, r.growth), worst: s.worst}};
+  return {{note: PdPanel.prototype.words.call(panel, s, r.growth), worst: s.worst, state: s.state, turns: s.turns,
+          bad: s.state === 'diverged' || s.chatters}};
 }})));
 """
 
 
 def test_js_hold_summary_and_words_equal_python_s_on_the_same_trajectories():
-    """The page's summary of a hold (worst joint, peak-to-peak, chatter tone) and its note, in the description's
-    words, on Python's own trajectories: quiet, chattering and diverged."""
+    """The page's summary of a hold (worst joint, peak-to-peak, turns, offset, chatter tone, state) and its note, in
+    the description's words, on Python's own trajectories: quiet, chattering, still moving (a soft servo drifting far
+    from its pose: kp 1 and 13) and diverged."""
     settings = [dict(BASE, rate_hz=r, backend=b, integrator=i, timestep=h)
                 for r, b in ((50.0, 'in-loop'), (100.0, 'in-loop'), (129.0, 'in-loop'), (400.0, 'in-loop'),
                              (50.0, 'in-step')) for i, h in (('implicitfast', 0.001), ('Euler', 0.005))]
+    settings += [dict(BASE, rate_hz=50.0, backend='in-loop', kp=kp) for kp in (1.0, 13.0)]  # drift, not chatter
     settings.append(SETTINGS[-1])  # diverges
     responses = hold_responses([HoldParams(**s) for s in settings], nthread=1)
     python = python_holds(settings)
@@ -242,8 +245,10 @@ def test_js_hold_summary_and_words_equal_python_s_on_the_same_trajectories():
     for s, j, p, r in zip(settings, js, python, responses):
         assert j['note'] == p['note'], s
         assert j['worst'] == r.worst or r.diverged
+        assert j['state'] == r.state and j['bad'] == where_pd_runs_panels.pd_bad(r), s
+        assert r.diverged or j['turns'] == r.turns.tolist(), s
         kinds.add(verdict(p['note']))
-    assert kinds == {'quiet', 'chatters', 'diverged'}
+    assert kinds == {'quiet', 'chatters', 'still moving', 'diverged'}
 
 
 def test_chatter_frequency_is_physai_s():

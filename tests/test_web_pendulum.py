@@ -140,18 +140,21 @@ console.log(JSON.stringify(cases.map((c) => {{
 WORDS_SCRIPT = """
 import fs from 'fs';
 import {{format}} from '{spec}';
-import PendulumPanel from '{chapter}';
+import PendulumPanel, {{panelVerdict}} from '{chapter}';
 const {{runs, words, constants}} = JSON.parse(fs.readFileSync(0, 'utf8'));
 const panel = {{say: (word, values) => format(words[word], values), constants}};
-console.log(JSON.stringify(runs.map((r) => PendulumPanel.prototype.words.call(panel, {{
-  t: Float64Array.from(r.t), q: Float64Array.from(r.q), v: Float64Array.from(r.v),
-  command: Float64Array.from(r.command), diverged: r.diverged}}))));
+console.log(JSON.stringify(runs.map((r) => {{
+  const run = {{t: Float64Array.from(r.t), q: Float64Array.from(r.q), v: Float64Array.from(r.v),
+               command: Float64Array.from(r.command), diverged: r.diverged}};
+  return [PendulumPanel.prototype.words.call(panel, run), panelVerdict(run, constants)];
+}})));
 """
 
 
 def test_js_readout_equals_python_s_on_python_s_runs():
-    """The page's words (stepMetrics in laws.js, the chapter's words) read Python's own runs as panel_readout does:
-    settled, still swinging, still creeping and diverged."""
+    """The page's words and verdict (stepMetrics in laws.js, the chapter's words) read Python's own runs as
+    panel_readout and panel_verdict do: settled, still swinging, still creeping and diverged (the colour follows the
+    verdict)."""
     settings = [_setting(), _setting(kp=3000.0, kv=1.0), _setting(model='remotized PD', armature=0.05),
                 _setting(model='implicit', forcerange=2.0), _setting(model='DC motor', kp=30.0, kv=30.0),
                 _setting(kp=30000.0, kv=0.1, forcerange=100.0, timestep=0.02, integrator='Euler'),
@@ -161,9 +164,10 @@ def test_js_readout_equals_python_s_on_python_s_runs():
               {'runs': [{'t': r.t.tolist(), 'q': r.q.tolist(), 'v': r.v.tolist(), 'command': r.command.tolist(),
                          'diverged': r.diverged} for r, _ in runs],
                'words': models_panels.actuator_spec().words, 'constants': models_panels.pendulum_constants()})
-    assert js == [models_panels.panel_readout(run, metrics) for run, metrics in runs]
-    assert {' '.join(w.split()[:2]) for w in js} >= {'settling error', 'still swinging:', 'still creeping:',
-                                                    'diverged after'}
+    assert [words for words, _ in js] == [models_panels.panel_readout(run, metrics) for run, metrics in runs]
+    assert [verdict for _, verdict in js] == [models_panels.panel_verdict(run, metrics) for run, metrics in runs]
+    assert {' '.join(w.split()[:2]) for w, _ in js} >= {'settling error', 'still swinging:', 'still creeping:',
+                                                       'diverged after'}
 
 
 RUN_SCRIPT = """

@@ -166,6 +166,30 @@ def test_implicit_kv_table_survives_a_last_bit_change(monkeypatch, implicit_kv_a
     assert nudged == plain
 
 
+def test_mujoco_arm_with_only_explicit_kv_holds_still_at_every_rate(cause_at):
+    """MuJoCo's check of explicit_kv_only on its own structure: the servo evaluated at every physics step under Euler
+    (the actuator's kv explicit, the joints' damping implicit), its setpoint refreshed at each rate, holds the arm
+    still in every run at every rate, where the linear step's growth stays below 1."""
+    assert all(row['explicit_kv_only'] < 1 for row in cause_at.values())
+    for e in where_pd_runs.explicit_kv_ensembles():
+        assert e.params.backend == 'in-step' and e.params.integrator == 'Euler'
+        assert e.state == 'still' and not e.diverged.any(), e.params.rate_hz
+    rows = registry.run('pd-explicit-kv')
+    assert [row['rate_hz'] for row in rows] == list(where_pd_runs.RATES_HZ)
+    assert all(row['chattering'] == 0 for row in rows)
+
+
+@pytest.mark.slow
+def test_in_loop_chatter_is_sustained_for_thirty_seconds():
+    """The chapter's "limit cycle": held ten times longer than its table's runs, every in-loop run at 50 and 100 Hz
+    still chatters at 30 s, and as wide as at 3 s (0.2 and 0.05 rad on the 1-2-5 series)."""
+    rows = {row['rate_hz']: row for row in registry.run('pd-rate-long')}
+    for rate, p2p in ((50, 0.2), (100, 0.05)):
+        row = rows[rate]
+        assert row['chattering_3s'] == row['chattering_30s'] == row['runs'] == where_pd_runs.LONG_RUNS, row
+        assert row['p2p_3s_rad'] == row['p2p_30s_rad'] == p2p, row
+
+
 def test_chattering_joints_sit_at_the_clamp_at_most_ticks():
     """The first answer's claim: at 50 Hz in-loop, the joints that chatter have their held torque at one of the
     ±forcerange limits at most ticks of the last second (a loop of PDController writes, mj_step in between)."""

@@ -42,6 +42,48 @@ def test_first_view_says_what_the_table_says_and_its_traces_show_it(ensembles, b
             assert np.ptp(q_deg[last]) <= 2 * step
 
 
+def _note(**change):
+    params = hold.HoldParams(**{'rate_hz': 50.0, 'backend': 'in-loop', **change})
+    r = hold.hold_responses([params], nthread=1)[0]
+    growth = where_pd_runs.worst_growth(rate_hz=params.rate_hz, backend=params.backend, kp=params.kp, kv=params.kv,
+                                        armature=params.armature)
+    return r, growth, where_pd_runs_panels.pd_note(r, growth, rate_hz=params.rate_hz, backend=params.backend)
+
+
+@pytest.mark.parametrize('kp', [1.0, 13.0])
+def test_a_soft_servo_drifting_is_not_called_a_chatter(kp):
+    """At kp 1 and 13 the in-loop PD at 50 Hz is stable (growth per tick below 1) and the arm drifts slowly toward its
+    pose, one way, without turning back: the note says it is still moving, with no chatter and how far off its command
+    it is, and does not read as a failure. (The panel used to call it "broadband chatter, chatters", in red.)"""
+    r, growth, note = _note(kp=kp)
+    assert growth < 1 and not r.diverged
+    assert r.worst_p2p_rad >= hold.QUIET_P2P and r.turns[r.worst] < hold.CHATTER_TURNS
+    assert r.state == 'moves' and not r.chatters and not where_pd_runs_panels.pd_bad(r)
+    assert 'chatter' not in note.split('\n')[0] and note.split('\n')[1].startswith('still moving, no chatter')
+    assert f'up to {r.offset_deg:.2g}° off the command' in note
+
+
+def test_a_hold_far_off_its_command_says_how_far():
+    """kp 1 cannot hold the arm up: a joint sits more than 10° from its command at the end, and the note says so;
+    Menagerie's kp in the step holds every joint within a tenth of a degree."""
+    soft, _, note = _note(kp=1.0)
+    assert soft.offset_deg > 10 and f'up to {soft.offset_deg:.2g}° off the command' in note
+    stiff, _, note = _note(backend='in-step')
+    assert stiff.state == 'still' and stiff.offset_deg < 0.1 and 'quiet' in note
+    assert not where_pd_runs_panels.pd_bad(stiff)
+
+
+def test_a_chattering_hold_and_a_diverged_one_read_as_failures():
+    """Menagerie's gains in-loop at 50 Hz chatter (growth per tick above 1, joints turning back and forth at the
+    clamp): the note names the tone and reads as a failure; a run MuJoCo flags as diverged does too."""
+    r, growth, note = _note()
+    assert growth > 1 and r.state == 'chatters' and r.turns[r.worst] >= hold.CHATTER_TURNS
+    assert where_pd_runs_panels.pd_bad(r) and note.split('\n')[1].startswith('chatters')
+    bad, _, note = _note(backend='in-step', integrator='RK4', timestep=0.005, kp=10000.0, kv=0.0, armature=0.0,
+                         rate_hz=1000.0)
+    assert bad.state == 'diverged' and where_pd_runs_panels.pd_bad(bad) and 'diverged' in note
+
+
 def test_panel_slider_moves_redraw_only_the_animated_artists():
     """Rate, kp and backend moves keep the axes (no full redraw): the live panel stays under 100 ms."""
     panel = where_pd_runs_panels.pd_panel()

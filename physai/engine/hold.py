@@ -29,7 +29,7 @@ import mujoco.batch
 import numpy as np
 
 from physai.engine import link, mj, perturb, so101
-from physai.laws import checks, robust
+from physai.laws import checks, motion, robust
 from physai.engine.mj import INTEGRATOR_ENUM
 from physai.laws.drives import pd_torque
 from physai.engine.pd_controller import PDController
@@ -124,9 +124,14 @@ class HoldResponse:
     """Index of the joint with the largest peak-to-peak (all still: the largest tracking error)."""
     chatter_hz: float | None
     """Dominant frequency of the worst joint's motion in the window, Hz (:func:`chatter_frequency`); None
-    when it is still or its motion is broadband (no single tone)."""
+    when it does not chatter or its chatter is broadband (no single tone)."""
     diverged: bool
     """MuJoCo's bad-acceleration warning or a non-finite state."""
+    turns: np.ndarray
+    """(6,) how often each joint turns back in the window by more than ``TURN_SIZE`` (:func:`physai.laws.motion.
+    reversals`); zeros if diverged."""
+    offset_rad: np.ndarray
+    """(6,) each joint's mean angle over the window minus its command there, rad (NaN if diverged)."""
 
     @property
     def worst_p2p_rad(self) -> float:
@@ -135,8 +140,29 @@ class HoldResponse:
 
     @property
     def chatters(self) -> bool:
-        """Whether the worst joint still moves in the window (peak-to-peak >= ``QUIET_P2P``), tone or not."""
-        return not self.diverged and self.worst_p2p_rad >= QUIET_P2P
+        """Whether a joint chatters in the window: it moves at least ``QUIET_P2P`` peak to peak and turns back and forth
+        at least ``CHATTER_TURNS`` times (:func:`chattering_joints`). A joint that moves as much one way, a soft servo
+        drifting toward its pose, does not chatter: that run :attr:`moves`."""
+        return not self.diverged and bool(chattering_joints(self.p2p_rad, self.turns).any())
+
+    @property
+    def moves(self) -> bool:
+        """Whether the run still moves at the end without chattering (a joint's peak-to-peak at least ``QUIET_P2P``):
+        it drifts or creeps and has not settled within the run."""
+        return not self.diverged and not self.chatters and self.worst_p2p_rad >= QUIET_P2P
+
+    @property
+    def state(self) -> str:
+        """``'diverged'``, ``'chatters'``, ``'moves'`` (no chatter, not yet still) or ``'still'``: the run's verdict."""
+        if self.diverged:
+            return 'diverged'
+        return 'chatters' if self.chatters else 'moves' if self.moves else 'still'
+
+    @property
+    def offset_deg(self) -> float:
+        """How far the joint furthest from its command sits, its mean angle over the window, degrees (NaN if
+        diverged): a soft servo that cannot hold the arm up is still, or drifting, far from its pose."""
+        return math.degrees(float(np.max(np.abs(self.offset_rad))))
 
 
 @functools.cache
@@ -287,17 +313,64 @@ def chatter_frequency(t: np.ndarray, x: np.ndarray) -> float | None:
     return peak
 
 
+CHATTER_TURNS = 2
+"""A joint chatters when it turns back at least this often in the last second: once there and once back, a full
+swing. One that moves one way, however far (a soft servo drifting toward its pose), or turns back once (an overshoot
+coming to rest), does not chatter."""
+
+TURN_SIZE = QUIET_P2P / 2
+"""rad: a turn counts when the joint comes back by more than this (:func:`physai.laws.motion.reversals`): half the
+peak-to-peak below which a joint is still, so a swing of ``QUIET_P2P`` turns at each end."""
+
+
+def chattering_joints(p2p_rad: np.ndarray, turns: np.ndarray) -> np.ndarray:
+    """Which joints chatter: at least ``QUIET_P2P`` peak to peak over the window and at least ``CHATTER_TURNS`` turns.
+
+    Args:
+      p2p_rad: (..., 6) peak-to-peak, rad (NaN: a diverged run, which does not chatter).
+      turns: (..., 6) turns of each joint in the window.
+
+    Returns:
+      (..., 6) bool.
+    """
+    p2p = np.asarray(p2p_rad, dtype=float)
+    return (np.nan_to_num(p2p, nan=0.0) >= QUIET_P2P) & (np.asarray(turns) >= CHATTER_TURNS)
+
+
 def _summarize(params: HoldParams, t, q, target, warned: bool) -> HoldResponse:
+    njoint = q.shape[1]
     if mj.diverged(q, warned=warned):
-        p2p = np.full(q.shape[1], math.nan)
-        return HoldResponse(params, t, q, target, p2p, 0, None, True)
+        nan = np.full(njoint, math.nan)
+        return HoldResponse(params, t, q, target, nan, 0, None, True, np.zeros(njoint, dtype=int), nan.copy())
     window = t >= t[-1] - SETTLE_WINDOW + 0.5 * params.timestep
     p2p = np.ptp(q[window], axis=0)
-    worst = int(np.argmax(p2p))
-    if p2p[worst] < QUIET_P2P:  # all still: show the joint that strayed furthest from its command
-        worst = int(np.argmax(np.max(np.abs(q - target), axis=0)))
-    chatter = (chatter_frequency(t[window], q[window, worst]) if p2p[worst] >= QUIET_P2P else None)
-    return HoldResponse(params, t, q, target, p2p, worst, chatter, False)
+    turns = np.array([motion.reversals(q[window, j], TURN_SIZE) for j in range(njoint)])
+    offset = np.mean(q[window] - target[window], axis=0)
+    loud = chattering_joints(p2p, turns)
+    if loud.any():  # the loudest joint that chatters
+        worst = int(np.flatnonzero(loud)[np.argmax(p2p[loud])])
+    else:
+        worst = int(np.argmax(p2p))
+        if p2p[worst] < QUIET_P2P:  # all still: show the joint that strayed furthest from its command
+            worst = int(np.argmax(np.max(np.abs(q - target), axis=0)))
+    chatter = chatter_frequency(t[window], q[window, worst]) if loud.any() else None
+    return HoldResponse(params, t, q, target, p2p, worst, chatter, False, turns, offset)
+
+
+def read_at(response: HoldResponse, length: float) -> HoldResponse:
+    """``response`` as a run of ``length`` s would have it: the same samples up to ``length`` (a run is the start of
+    any longer one), read over the last ``SETTLE_WINDOW`` before it. A run that diverged reads as diverged at every
+    length (its record does not say when MuJoCo flagged it).
+
+    Raises:
+      ValueError: ``length`` not longer than the window or beyond the run.
+    """
+    checks.positive('length', length, 's')
+    if not SETTLE_WINDOW < length <= response.t[-1] + 1e-9:
+        raise ValueError(f'length must be in ({SETTLE_WINDOW}, {response.t[-1]:g}] s, the run\'s, got {length!r}')
+    keep = response.t <= length + 1e-9
+    return _summarize(response.params, response.t[keep], response.q[keep], response.target[keep],
+                      response.diverged)
 
 
 def hold_responses(params: Sequence[HoldParams], *, duration: float = DURATION,
@@ -509,6 +582,10 @@ class HoldEnsemble:
     """(n,) bool, each run's :attr:`HoldResponse.diverged`."""
     sample: HoldResponse
     """Run 0 in full, for a plot: one draw of the ensemble, not its summary."""
+    chatters: np.ndarray
+    """(n,) bool, each run's :attr:`HoldResponse.chatters`."""
+    turns: np.ndarray
+    """(n, 6) each run's :attr:`HoldResponse.turns`."""
 
     @property
     def n(self) -> int:
@@ -522,8 +599,8 @@ class HoldEnsemble:
 
     @property
     def chattering(self) -> int:
-        """How many runs chatter (worst joint's peak-to-peak at least ``QUIET_P2P``)."""
-        return int(np.sum(~self.diverged & (self.worst_p2p_rad >= QUIET_P2P)))
+        """How many runs chatter (:attr:`HoldResponse.chatters`: a joint back and forth, at least ``QUIET_P2P``)."""
+        return int(np.sum(self.chatters))
 
     @property
     def still(self) -> int:
@@ -571,7 +648,7 @@ class HoldEnsemble:
     def joint(self) -> int:
         """The joint a plot shows: the first (in joint order) that chatters in every run; when none does,
         the one that strays furthest from its command in run 0 (a still run does not depend on its start)."""
-        loud = np.flatnonzero(np.all(self.p2p_rad >= QUIET_P2P, axis=0))
+        loud = np.flatnonzero(np.all(chattering_joints(self.p2p_rad, self.turns), axis=0))
         return int(loud[0]) if loud.size else self.sample.worst
 
     def row(self) -> dict:
@@ -633,7 +710,8 @@ def hold_ensembles(params: Sequence[HoldParams], *, n: int = ENSEMBLE_SIZE, prob
     return [HoldEnsemble(params=p, p2p_rad=np.array([r.p2p_rad for r in runs]),
                          chatter_hz=np.array([math.nan if r.chatter_hz is None else r.chatter_hz for r in runs]),
                          diverged=np.array([r.diverged for r in runs]),
-                         sample=dataclasses.replace(runs[0], q=runs[0].q.copy()))
+                         sample=dataclasses.replace(runs[0], q=runs[0].q.copy()),
+                         chatters=np.array([r.chatters for r in runs]), turns=np.array([r.turns for r in runs]))
             for p, runs in zip(params, members)]
 
 

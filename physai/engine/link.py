@@ -22,7 +22,7 @@ import mujoco.batch
 import numpy as np
 
 from physai.engine import perturb
-from physai.laws import checks
+from physai.laws import checks, motion
 from physai.engine import mj
 from physai.engine.mj import INTEGRATOR_ENUM, MAX_STEPS, MAX_TOTAL_STEPS, diverged
 from physai.laws.sim import kv_from_dampratio
@@ -209,6 +209,10 @@ class StepResponse:
     rise_window: tuple[float, float] = (math.nan, math.nan)
     """(t10, t90), s: when the run crossed 10 % and 90 % of the way from q0 to its settled value; NaN where
     :attr:`rise_ms` is (the figures draw the rise from here instead of measuring it again)."""
+    swinging: bool = False
+    """Not settled, and still turning back and forth over the last 0.5 s (:func:`physai.laws.motion.reversals`: at
+    least one turn). A run that has not settled without turning is creeping toward rest (an overdamped or soft servo):
+    slow, not unstable."""
 
     @property
     def settled(self) -> bool:
@@ -265,7 +269,8 @@ def summarize(params: ServoParams, t: np.ndarray, q: np.ndarray, warned: bool,
     travel = float(np.max(np.abs(q - q[0])))
     at_rest = math.degrees(p2p) <= SETTLED_P2P_DEG and (p2p <= STILL_RAD or p2p <= CREEP_SHARE * travel)
     if not at_rest:
-        return StepResponse(params, t, q, math.nan, math.nan, math.degrees(p2p), False)
+        return StepResponse(params, t, q, math.nan, math.nan, math.degrees(p2p), False,
+                            swinging=motion.reversals(tail) >= 1)
     way = (q - q[0]) / (u - q[0]) if u != q[0] else np.zeros_like(q)
     window = rise_window(t, q, q_final) if np.max(way) >= RISE_START else (math.nan, math.nan)
     return StepResponse(params, t, q, sag_deg=math.degrees(u - q_final), rise_ms=1e3 * (window[1] - window[0]),
@@ -295,42 +300,29 @@ def _unused_stages(params: ServoParams) -> int:
     return int(flags)
 
 
-def step_responses(params: Sequence[ServoParams], *, q0: float | Sequence[float] = -0.5,
-                   duration: float = 3.0, nthread: int = 0) -> list[StepResponse]:
-    """Step responses for many parameter sets, simulated together on ``mujoco.batch.Batch``.
-
-    Args:
-      params: the configurations, (nsim,).
-      q0: start angle, rad, at rest, one for every run or one per run, (nsim,); the command is 0.
-      duration: simulated time, s; sag, rise and peak-to-peak need more than the 0.5 s window (NaN otherwise).
-      nthread: Batch threads (0: all CPUs).
-
-    Returns:
-      One :class:`StepResponse` per configuration, in order.
-    """
-    if not (isinstance(duration, (int, float, np.floating)) and 0 < duration <= 600):
-        raise ValueError(f'duration must be in (0, 600] s, got {duration!r}')
+def _params(params: Sequence[ServoParams]) -> list[ServoParams]:
     params = list(params)
     for k, p in enumerate(params):
         if not isinstance(p, ServoParams):
             raise TypeError(f'params[{k}] must be a ServoParams, got {type(p).__name__} {p!r}')
-    steps = [max(1, round(duration / p.timestep)) for p in params]
-    if steps and max(steps) > MAX_STEPS:
-        k = int(np.argmax(steps))
-        raise ValueError(f'duration / timestep must be at most MAX_STEPS = {MAX_STEPS:,} steps per run, got '
-                         f'{duration!r} s / {params[k].timestep!r} s = {steps[k]:,}')
-    if sum(steps) > MAX_TOTAL_STEPS:
-        raise ValueError(f'the batch must take at most MAX_TOTAL_STEPS = {MAX_TOTAL_STEPS:,} steps in all, got '
-                         f'{sum(steps):,} ({len(params)} runs)')
+    return params
+
+
+def _starts(q0: float | Sequence[float], n: int) -> np.ndarray:
+    """The start angles of ``n`` runs, (n,) rad: one angle for all, or one per run, each in [-π, π]."""
     starts = np.asarray(q0, dtype=float) if np.ndim(q0) else None
     if starts is None:
         if not (isinstance(q0, (int, float, np.floating)) and abs(q0) <= math.pi):
             raise ValueError(f'q0 must be an angle in [-pi, pi] rad, got {q0!r}')
-        starts = np.full(len(params), float(q0))
-    elif starts.shape != (len(params),) or not np.all(np.abs(starts) <= math.pi):
-        raise ValueError(f'q0 must be one angle or one per run ({len(params)}) in [-pi, pi] rad, got {q0!r}')
-    if not params:
-        return []
+        return np.full(n, float(q0))
+    if starts.shape != (n,) or not np.all(np.abs(starts) <= math.pi):
+        raise ValueError(f'q0 must be one angle or one per run ({n}) in [-pi, pi] rad, got {q0!r}')
+    return starts
+
+
+def _batch(params: Sequence[ServoParams], starts: np.ndarray, nthread: int) -> tuple[mujoco.batch.Batch, np.ndarray]:
+    """The link's runs on one ``mujoco.batch.Batch``, each at rest at its start (nudged, :mod:`physai.engine.perturb`),
+    forward-evaluated and ready to step; and the starts as the simulations got them, (nsim,) rad."""
     batch = mujoco.batch.Batch(_base_model(), len(params), nthread=nthread)
     # Per-simulation model fields instead of one model copy each: the parameters are plain fields.
     batch.expand('actuator_gainprm')[:, 0, 0] = [p.kp for p in params]
@@ -351,6 +343,37 @@ def step_responses(params: Sequence[ServoParams], *, q0: float | Sequence[float]
     perturb.nudge(batch.qpos)
     starts = batch.qpos[:, 0].copy()  # the record starts where the simulation did
     batch.forward()
+    return batch, starts
+
+
+def step_responses(params: Sequence[ServoParams], *, q0: float | Sequence[float] = -0.5,
+                   duration: float = 3.0, nthread: int = 0) -> list[StepResponse]:
+    """Step responses for many parameter sets, simulated together on ``mujoco.batch.Batch``.
+
+    Args:
+      params: the configurations, (nsim,).
+      q0: start angle, rad, at rest, one for every run or one per run, (nsim,); the command is 0.
+      duration: simulated time, s; sag, rise and peak-to-peak need more than the 0.5 s window (NaN otherwise).
+      nthread: Batch threads (0: all CPUs).
+
+    Returns:
+      One :class:`StepResponse` per configuration, in order.
+    """
+    if not (isinstance(duration, (int, float, np.floating)) and 0 < duration <= 600):
+        raise ValueError(f'duration must be in (0, 600] s, got {duration!r}')
+    params = _params(params)
+    steps = [max(1, round(duration / p.timestep)) for p in params]
+    if steps and max(steps) > MAX_STEPS:
+        k = int(np.argmax(steps))
+        raise ValueError(f'duration / timestep must be at most MAX_STEPS = {MAX_STEPS:,} steps per run, got '
+                         f'{duration!r} s / {params[k].timestep!r} s = {steps[k]:,}')
+    if sum(steps) > MAX_TOTAL_STEPS:
+        raise ValueError(f'the batch must take at most MAX_TOTAL_STEPS = {MAX_TOTAL_STEPS:,} steps in all, got '
+                         f'{sum(steps):,} ({len(params)} runs)')
+    starts = _starts(q0, len(params))
+    if not params:
+        return []
+    batch, starts = _batch(params, starts, nthread)
     nsteps = np.array(steps)
     records: dict[int, np.ndarray] = {}
     with mj.captured_warnings():
@@ -368,6 +391,89 @@ def step_responses(params: Sequence[ServoParams], *, q0: float | Sequence[float]
         t = p.timestep * np.arange(len(q))
         results.append(summarize(p, t, q, bool(bad[i])))
     return results
+
+
+@dataclasses.dataclass(frozen=True)
+class Survival:
+    """Which runs of an ensemble still move at each of several run lengths (:func:`moving_at`)."""
+
+    lengths: tuple[float, ...]
+    """The run lengths, s, increasing, (nlength,)."""
+    moving: np.ndarray
+    """(nsim, nlength) bool: the run's peak-to-peak over the window ending at that length is above the threshold."""
+    p2p_rad: np.ndarray
+    """(nsim, nlength) that peak-to-peak, rad; NaN once the run was found still (it is no longer stepped)."""
+    diverged: np.ndarray
+    """(nsim,) bool: MuJoCo warned that the run blew up (it counts as moving from then on)."""
+
+    def count(self) -> np.ndarray:
+        """(nlength,) how many runs still move at each length."""
+        return self.moving.sum(axis=0)
+
+
+def moving_at(params: Sequence[ServoParams], lengths: Sequence[float], *, p2p_rad: float,
+              q0: float | Sequence[float] = -0.5, window: float = SETTLE_WINDOW, nthread: int = 0) -> Survival:
+    """Whether each step response still moves at each run length: its peak-to-peak over the ``window`` that ends
+    there is above ``p2p_rad``.
+
+    The runs are the ones :func:`step_responses` would make (the same batch, the same arithmetic: a run of length T
+    here is sample for sample the first T s of a longer one), stepped from one length to the next. A run found still
+    at a length is taken to stay still and is not stepped further: true of a joint that its friction loss holds at
+    rest under a constant command, as a clamped servo's chatter ends (a test compares every length with whole runs).
+    So an ensemble whose runs stop one by one costs only what its moving runs take.
+
+    Args:
+      params: the configurations, (nsim,).
+      lengths: run lengths, s, increasing, each at least ``window`` longer than the one before (the first at least
+        ``window``).
+      p2p_rad: rad, the peak-to-peak above which a run still moves.
+      q0: start angle, rad, one for all runs or one per run, (nsim,); the command is 0.
+      window: s, the window over which the peak-to-peak is read.
+      nthread: Batch threads (0: all CPUs).
+
+    Returns:
+      A :class:`Survival`.
+    """
+    params = _params(params)
+    lengths = tuple(float(x) for x in lengths)
+    checks.positive('window', window, 's')
+    checks.positive('p2p_rad', p2p_rad, 'rad')
+    if not lengths or lengths[0] < window or any(b - a < window for a, b in zip(lengths, lengths[1:])):
+        raise ValueError(f'lengths must increase, the first at least the window ({window} s) and each at least the '
+                         f'window longer than the one before, got {lengths!r}')
+    if lengths[-1] > 600:
+        raise ValueError(f'lengths must be at most 600 s, got {lengths[-1]!r}')
+    if len({p.timestep for p in params}) > 1:
+        raise ValueError('params must share one timestep (the runs are stepped together from length to length), got '
+                         f'{sorted({p.timestep for p in params})}')
+    n = len(params)
+    moving = np.zeros((n, len(lengths)), dtype=bool)
+    p2p = np.full((n, len(lengths)), np.nan)
+    if not params:
+        return Survival(lengths, moving, p2p, np.zeros(0, dtype=bool))
+    h = params[0].timestep
+    total = sum(round(lengths[-1] / h) for _ in params)
+    if round(lengths[-1] / h) > MAX_STEPS or total > MAX_TOTAL_STEPS:
+        raise ValueError(f'the runs must take at most MAX_STEPS = {MAX_STEPS:,} steps each and MAX_TOTAL_STEPS = '
+                         f'{MAX_TOTAL_STEPS:,} in all, got {round(lengths[-1] / h):,} each, {total:,} in all')
+    batch, _ = _batch(params, _starts(q0, n), nthread)
+    active = np.arange(n)
+    done = 0  # steps taken so far
+    last = round(window / h)  # samples in a window
+    with mj.captured_warnings():
+        for k, length in enumerate(lengths):
+            nstep = round(length / h) - done
+            out = batch.rollout(nstep, record=('qpos',), ids=active)
+            done += nstep
+            p2p[active, k] = np.ptp(out['qpos'][:, -last:, 0], axis=1)
+            bad = mj.warned(batch)[active]
+            moving[active, k] = bad | ~(p2p[active, k] <= p2p_rad)
+            active = active[moving[active, k] & ~bad]
+            if not active.size:
+                break
+    diverged = np.asarray(mj.warned(batch), dtype=bool)
+    moving[diverged] = moving[diverged] | (np.cumsum(moving[diverged], axis=1) > 0)
+    return Survival(lengths, moving, p2p, diverged)
 
 
 def step_response(kp: float, *, kv: float | None = None, dampratio: float = 1.0,

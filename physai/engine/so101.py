@@ -216,8 +216,31 @@ def so101_hold(*, armature: float | None = None, forcelimited: bool = True, time
       ``(p2p_deg, diverged)``: the peak-to-peak of each joint over the last 0.5 s, degrees, (nu,)
       (NaN when MuJoCo flagged a bad acceleration), and whether it did.
     """
+    p2p, bad = so101_hold_windows((duration,), armature=armature, forcelimited=forcelimited, timestep=timestep,
+                                  step=step, offset=offset)
+    return p2p[0], bad
+
+
+def so101_hold_windows(lengths, *, armature: float | None = None, forcelimited: bool = True,
+                       timestep: float | None = None, step: float = ARMATURE_CHECK_STEP, offset: float = 0.0):
+    """:func:`so101_hold` read at several run lengths: one run, as long as the longest, and each joint's
+    peak-to-peak over the 0.5 s that end at each length (a run of length T is the first T s of a longer one).
+
+    Args:
+      lengths: run lengths, s, increasing, the first at least 0.5 s, (nlength,).
+      armature, forcelimited, timestep, step, offset: as :func:`so101_hold`.
+
+    Returns:
+      ``(p2p_deg, diverged)``: (nlength, nu) degrees (all NaN when MuJoCo flagged a bad acceleration), and whether
+      it did.
+    """
     import numpy as np
 
+    lengths = tuple(float(x) for x in lengths)
+    if (not lengths or lengths[0] < ARMATURE_CHECK_WINDOW or any(b <= a for a, b in zip(lengths, lengths[1:]))
+            or lengths[-1] > 600):
+        raise ValueError(f'lengths must increase from at least {ARMATURE_CHECK_WINDOW} s to at most 600 s, '
+                         f'got {lengths!r}')
     m = load_so101()
     if not forcelimited:
         m.actuator_forcelimited[:] = 0
@@ -231,14 +254,16 @@ def so101_hold(*, armature: float | None = None, forcelimited: bool = True, time
     perturb.nudge(d.qpos)
     d.ctrl[:] = np.clip(step, m.actuator_ctrlrange[:, 0], m.actuator_ctrlrange[:, 1])
     mujoco.mj_forward(m, d)
-    nstep = round(duration / m.opt.timestep)
+    ends = [round(length / m.opt.timestep) for length in lengths]
     ntail = round(ARMATURE_CHECK_WINDOW / m.opt.timestep)
-    tail = np.empty((ntail, m.nu))
+    joints = m.jnt_qposadr[m.actuator_trnid[:, 0]]
+    tails = np.empty((len(ends), ntail, m.nu))
     with mj.captured_warnings():
-        for k in range(nstep):
+        for k in range(ends[-1]):
             mujoco.mj_step(m, d)
-            if k >= nstep - ntail:
-                tail[k - (nstep - ntail)] = d.qpos[m.jnt_qposadr[m.actuator_trnid[:, 0]]]
-    if mj.diverged(tail, warned=mj.warned(d)):
-        return np.full(m.nu, np.nan), True
-    return np.degrees(np.ptp(tail, axis=0)), False
+            for i, end in enumerate(ends):
+                if end - ntail <= k < end:
+                    tails[i, k - (end - ntail)] = d.qpos[joints]
+    if mj.diverged(tails, warned=mj.warned(d)):
+        return np.full((len(ends), m.nu), np.nan), True
+    return np.degrees(np.ptp(tails, axis=1)), False

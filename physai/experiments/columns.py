@@ -44,6 +44,11 @@ LABELS = {
     'one_plus_tr_plus_det': '1 + tr + det', 'gainprm0': 'gainprm[0]', 'vs_model_limit_2': 'vs model limit 2',
     'beta': 'β', 'p_bam': 'BAM P', 'no_armature_1ms': 'no armature, 1 ms', 'in_loop': 'in-loop', 'in_step': 'in-step',
     'in_loop_growth': 'in-loop growth', 'in_step_growth': 'in-step growth',
+    'at_3s': 'chattering at 3 s', 'at_30s': 'chattering at 30 s', 'at_100s': 'chattering at 100 s',
+    'half_caught': 'half caught between', 'euler_clamped_at_3s': 'Euler clamped, chatters at 3 s',
+    'euler_clamped_p2p': 'Euler clamped, p2p', 'no_armature_at_30s': 'no armature, at 30 s',
+    'chattering_3s': 'chattering at 3 s', 'chattering_30s': 'chattering at 30 s', 'p2p_3s': 'p2p at 3 s',
+    'p2p_30s': 'p2p at 30 s',
 }
 """Readable names of the keys (without their unit suffix) whose spelled-out form reads badly."""
 

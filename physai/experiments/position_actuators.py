@@ -22,7 +22,8 @@ from physai.laws import checks, robust
 from physai.engine.link import LINK_INERTIA, SETTLE_WINDOW, ServoParams, TAU_G, step_responses
 from physai.engine import mj
 from physai.engine.mj import diverged
-from physai.engine.so101 import ARMATURE_CHECK_FINE_TIMESTEP, load_so101, so101_hold
+from physai.engine.so101 import ARMATURE_CHECK_FINE_TIMESTEP, load_so101, so101_hold_windows
+from physai.experiments import registry
 from physai.experiments.registry import experiment
 from physai.laws.sim import actuator_force, kv_from_dampratio, servo_loop, servo_sag
 from physai.laws.stability import (armature_at_h_omega, c_implicit_for, critical_armature, integrator_growth,
@@ -127,6 +128,10 @@ SO101_HOLD_SPREAD = 1e-7
 """rad: the spacing of the ensemble's starts. At 1e-9 rad the runs stay together for the whole 3 s; from about
 1e-7 rad they take different paths, so the ensemble samples the chatter rather than one path of it."""
 
+SO101_HOLD_LONG = 30.0
+"""s: the second length at which ``so101-no-armature`` reads the runs without armature (their first 3 s are the
+table's runs): the link's clamped chatter is mostly over by then (``chatter-survival``), the arm's is not."""
+
 SO101_HOLD_VARIANTS = {
     'shipped': {},
     'no_armature': {'armature': 0.0},
@@ -170,10 +175,13 @@ def so101_without_armature(n: int = SO101_HOLD_ENSEMBLE) -> list[dict]:
         raise ValueError(f'n must be an integer in [1, 10] runs (starts at most 1e-6 rad apart), got {n!r}')
     p2p = {}
     for name, kwargs in SO101_HOLD_VARIANTS.items():
-        runs = [so101_hold(offset=k * SO101_HOLD_SPREAD, **kwargs) for k in range(n)]
+        lengths = (so101.ARMATURE_CHECK_DURATION,) + ((SO101_HOLD_LONG,) if name == 'no_armature' else ())
+        runs = [so101_hold_windows(lengths, offset=k * SO101_HOLD_SPREAD, **kwargs) for k in range(n)]
         if any(bad for _, bad in runs):
             raise RuntimeError(f'so101_without_armature: a run of {name} diverged')
-        p2p[name] = np.array([run for run, _ in runs])  # (n, nu) degrees
+        p2p[name] = np.array([run[0] for run, _ in runs])  # (n, nu) degrees
+        if name == 'no_armature':
+            p2p['no_armature_long'] = np.array([run[1] for run, _ in runs])
     m = load_so101()
     rows = []
     for i in range(m.nu):
@@ -182,6 +190,7 @@ def so101_without_armature(n: int = SO101_HOLD_ENSEMBLE) -> list[dict]:
         rows.append({'joint': mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, int(m.actuator_trnid[i, 0])),
                      'shipped': verdict['shipped'], 'no_armature': verdict['no_armature'],
                      'no_armature_p2p_low': low, 'no_armature_p2p_high': high,
+                     'no_armature_at_30s': verdict['no_armature_long'],
                      'no_armature_unclamped': verdict['no_armature_unclamped'],
                      'no_armature_1ms': verdict['no_armature_1ms']})
     return rows
@@ -192,7 +201,7 @@ def _register_hold() -> None:
     experiment('so101-no-armature',
                summary='the SO-101 model with its armature dropped: does it chatter after a step, per joint',
                columns=(('joint', 's'), ('shipped', 's'), ('no_armature', 's'), ('no_armature_p2p_low', '.1g', '°'),
-                        ('no_armature_p2p_high', '.1g', '°'), ('no_armature_unclamped', 's'),
+                        ('no_armature_p2p_high', '.1g', '°'), ('no_armature_at_30s', 's'), ('no_armature_unclamped', 's'),
                         ('no_armature_1ms', 's')))(so101_without_armature)
 
 
@@ -416,11 +425,19 @@ def kp_sweep() -> list[dict]:
             for p, r in zip(params, link.step_responses(params))]
 
 
+CHATTER_CHECKS = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0)
+"""s: the lengths at which :func:`clamped_chatter` looks whether each run still moves; a run friction has caught is
+not stepped further (the runs are the 3 s step responses, cut short where nothing is left to see)."""
+
+
 def clamped_chatter(armature: float, *, n: int = CHATTER_ENSEMBLE) -> tuple[str, float, float]:
-    """Does Euler with the servo's forcerange keep chattering at this armature? An ensemble's answer.
+    """Does Euler with the servo's forcerange still chatter at the end of the 3 s run at this armature? An
+    ensemble's answer.
 
     Runs ``n`` step responses from starts ``k*CHATTER_SPREAD`` rad apart (k = 0 .. n-1). A run chatters when its
     peak-to-peak over the settle window exceeds ``CHATTER_P2P_DEG``; otherwise the joint's friction loss caught it.
+    The share depends on how long the runs are (:func:`chatter_survival` runs them to 100 s): this is the share at
+    3 s, the length of every run of the table.
 
     Returns:
       ``(verdict, p2p, share)``: ``'never'``, ``'sometimes'`` or ``'always'``; the median peak-to-peak of the
@@ -429,16 +446,103 @@ def clamped_chatter(armature: float, *, n: int = CHATTER_ENSEMBLE) -> tuple[str,
     """
     params = [so101_servo(armature, integrator='Euler', forcerange=SO101_FORCERANGE)] * n
     starts = -0.5 + CHATTER_SPREAD * np.arange(n)
-    p2p = np.array([r.p2p_deg for r in link.step_responses(params, q0=starts)])
-    chatter = p2p > CHATTER_P2P_DEG
+    run = link.moving_at(params, CHATTER_CHECKS, p2p_rad=math.radians(CHATTER_P2P_DEG), q0=starts)
+    chatter = run.moving[:, -1]
+    p2p = np.degrees(run.p2p_rad[:, -1])
     verdict = 'never' if not chatter.any() else 'always' if chatter.all() else 'sometimes'
     median = round(float(np.median(p2p[chatter])), 1) if chatter.any() else 0.0
     return verdict, median, float(chatter.mean())
 
 
+SURVIVAL_ARMATURES = (0.002, 0.0)
+"""kg·m²: the armatures of ``chatter-survival``, the first and the last at which the clamped Euler run sometimes
+still chatters at 3 s."""
+
+SURVIVAL_ENSEMBLE = 64
+"""Runs per armature of ``chatter-survival``, from starts ``k*CHATTER_SPREAD`` apart."""
+
+SURVIVAL_LENGTHS = (1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 70.0, 100.0)
+"""s: the run lengths at which ``chatter-survival`` counts the runs still chattering (its figure draws them all)."""
+
+SURVIVAL_SHOWN = (3.0, 30.0, 100.0)
+"""s: the run lengths the table shows: the chapter's 3 s, and ten and thirty times longer."""
+
+HALF_CAUGHT_GRID = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+"""s: the 1-2-5 run lengths between which ``chatter-survival`` places the time by which half the runs are caught."""
+
+SHARE_BINS = ((0.0, '0'), (0.25, '<25%'), (0.75, '25-75%'), (1.0, '>75%'))
+"""The share of runs still chattering as the table prints it, (upper edge, text): none, under a quarter, a quarter to
+three quarters (both included), more than three quarters (all included). Bins this wide hold from one draw of a 64-run ensemble to the next where the
+share is not near their edges: ``tests/test_position_actuators.py`` checks the table on ten draws."""
+
+
+SHARE_WORDS = {'0': 'none', '<25%': 'under a quarter', '25-75%': 'a quarter to three quarters',
+               '>75%': 'over three quarters'}
+"""Each bin of :data:`SHARE_BINS` in the words of the chapter's prose."""
+
+
+def share_bin(count: int, n: int) -> str:
+    """The bin of :data:`SHARE_BINS` that holds ``count`` of ``n`` runs."""
+    if not (isinstance(count, (int, np.integer)) and isinstance(n, (int, np.integer)) and 0 <= count <= n and n > 0):
+        raise ValueError(f'count must be a whole number in [0, n] of n > 0 runs, got count={count!r}, n={n!r}')
+    if count == 0:
+        return SHARE_BINS[0][1]
+    share = count / n
+    if share < SHARE_BINS[1][0]:
+        return SHARE_BINS[1][1]
+    return SHARE_BINS[2][1] if share <= SHARE_BINS[2][0] else SHARE_BINS[3][1]
+
+
+def half_caught(survival: link.Survival) -> str:
+    """``'a-b'``: the run lengths of :data:`HALF_CAUGHT_GRID`, s, between which the number of runs still chattering
+    first falls to half the ensemble or below (``'>100'`` when it never does within the runs)."""
+    counts = dict(zip(survival.lengths, survival.count()))
+    n = survival.moving.shape[0]
+    before = 0.0
+    for length in HALF_CAUGHT_GRID:
+        if counts[length] <= n / 2:
+            return f'{before:g}-{length:g}'
+        before = length
+    return f'>{before:g}'
+
+
+@registry.cached(maxsize=4)
+def chatter_survival(armature: float, *, n: int = SURVIVAL_ENSEMBLE) -> link.Survival:
+    """How many clamped Euler runs still chatter after each run length of :data:`SURVIVAL_LENGTHS`, at this armature.
+
+    The runs of :func:`clamped_chatter`'s ensemble (``n`` starts ``k*CHATTER_SPREAD`` rad apart), run to 100 s
+    (:func:`physai.engine.link.moving_at`): a run friction has caught stays caught, so it is not stepped further.
+
+    Returns:
+      A :class:`physai.engine.link.Survival`.
+    """
+    params = [so101_servo(armature, integrator='Euler', forcerange=SO101_FORCERANGE)] * n
+    return link.moving_at(params, SURVIVAL_LENGTHS, p2p_rad=math.radians(CHATTER_P2P_DEG),
+                          q0=-0.5 + CHATTER_SPREAD * np.arange(n))
+
+
+@experiment('chatter-survival', summary='the clamped Euler chatter on the link: share of runs still chattering, '
+                                        'against run length',
+            columns=(('armature', '.3f'), ('runs', 'd'), ('at_3s', 's'), ('at_30s', 's'), ('at_100s', 's'),
+                     ('half_caught_s', 's')))
+def chatter_survival_table() -> list[dict]:
+    """The clamped Euler runs of ``armature-sweep`` run to 100 s (:func:`chatter_survival`): per armature of
+    :data:`SURVIVAL_ARMATURES`, the share still chattering at each length of :data:`SURVIVAL_SHOWN` (a bin of
+    :data:`SHARE_BINS`) and the run lengths between which half the runs have been caught (:func:`half_caught`)."""
+    rows = []
+    for armature in SURVIVAL_ARMATURES:
+        survival = chatter_survival(armature)
+        counts = dict(zip(survival.lengths, survival.count()))
+        n = survival.moving.shape[0]
+        rows.append({'armature': armature, 'runs': n,
+                     **{f'at_{length:g}s': share_bin(int(counts[length]), n) for length in SURVIVAL_SHOWN},
+                     'half_caught_s': half_caught(survival)})
+    return rows
+
+
 @experiment('armature-sweep', summary='SO-101 servo with less and less armature under three integrators',
             columns=(('armature', '.3f'), ('inertia', '.5f'), ('h_omega', '.3f'), ('euler', 's'),
-                     ('implicitfast', 's'), ('discrete', 's'), ('euler_clamped_chatters', 's'),
+                     ('implicitfast', 's'), ('discrete', 's'), ('euler_clamped_at_3s', 's'),
                      ('euler_clamped_p2p_deg', '.1f')))
 def armature_sweep() -> list[dict]:
     """The last two columns: Euler with the servo's forcerange, over an ensemble (:func:`clamped_chatter`)."""
@@ -452,7 +556,7 @@ def armature_sweep() -> list[dict]:
         rows.append({'armature': a, 'inertia': params[3 * k].inertia,
                      'h_omega': params[3 * k].h_omega, 'euler': _verdict(euler),
                      'implicitfast': _verdict(implicitfast), 'discrete': _verdict(discrete),
-                     'euler_clamped_chatters': chatters, 'euler_clamped_p2p_deg': p2p})
+                     'euler_clamped_at_3s': chatters, 'euler_clamped_p2p_deg': p2p})
     return rows
 
 

@@ -9,8 +9,9 @@ built on :func:`physai.laws.loop.tick_growth`) explains it.
 
 The analysis behind the chapter's growth table is here too, each table a named experiment: ``pd-growth``
 (:func:`growth_rows`: the two margins of the held tick, :func:`zoh_margins`, beside both growths), ``pd-cause`` and
-``pd-implicit-kv`` (:func:`cause_rows`, :func:`implicit_kv_ensembles`: which of the in-loop PD's two flaws, the hold or
-the explicit kv, makes it chatter, on the growth per tick and in MuJoCo), and Break it B's two feed-forward designs
+``pd-implicit-kv``, ``pd-explicit-kv`` (:func:`cause_rows`, :func:`implicit_kv_ensembles`, :func:`explicit_kv_ensembles`:
+which of the in-loop PD's two flaws, the hold or the explicit kv, makes it chatter, on the growth per tick and in
+MuJoCo, each flaw alone), and Break it B's two feed-forward designs
 (:func:`position_only_difference`, :func:`clamp_damping_rows`). The first exercise, the critical rate, is
 :mod:`physai.experiments.critical_rate`. The growth figures are linear algebra on the model at ``STANDBY``, with no
 simulation start to nudge; MuJoCo's runs are summed up by what every run of an ensemble shares. Symbols as in
@@ -29,7 +30,7 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-from physai.laws import checks
+from physai.laws import checks, robust
 from physai.engine.hold import (ENSEMBLE_SIZE, HoldEnsemble, HoldParams, PHYSICS_TIMESTEP, SO101_ARMATURE, SO101_KP,
                                 SO101_KV, SO101_FORCERANGE, STANDBY, shared_hold_model, so101_base, hold_ensembles)
 from physai.experiments.registry import experiment
@@ -392,7 +393,8 @@ def _implicit_kv_ensembles(rates_hz: tuple, overrides: tuple) -> tuple[HoldEnsem
 
 
 IMPLICIT_KV_COLUMNS = tuple(c for c in RATE_COLUMNS if c[0] != 'backend')
-"""The pd-implicit-kv table's columns: pd-rate's without the backend (every row is in-loop with kv implicit)."""
+"""The pd-implicit-kv and pd-explicit-kv tables' columns: pd-rate's without the backend (every row of either table has
+one placement of the PD)."""
 
 
 @experiment('pd-implicit-kv', summary=f'SO-101 hold, {ENSEMBLE_SIZE} runs per row: the PD in-loop with kv moved into '
@@ -400,6 +402,71 @@ IMPLICIT_KV_COLUMNS = tuple(c for c in RATE_COLUMNS if c[0] != 'backend')
             columns=IMPLICIT_KV_COLUMNS)
 def pd_implicit_kv() -> list[dict]:
     return [{key: value for key, value in e.row().items() if key != 'backend'} for e in implicit_kv_ensembles()]
+
+
+def explicit_kv_ensembles(rates_hz: Sequence[float] = RATES_HZ, **overrides) -> list[HoldEnsemble]:
+    """MuJoCo's check of ``explicit_kv_only``: the PD evaluated at every physics step, its setpoint refreshed at each
+    rate, with kv explicit. That is the in-step servo under ``Euler``, which takes the actuator's kv explicitly and the
+    joints' damping implicitly, as :func:`physai.laws.loop.flaw_growth` does without the hold. As ensembles
+    (:func:`hold_ensembles`), shared like :func:`rate_ensembles`.
+
+    Args:
+      rates_hz: controller rates, Hz, strictly increasing, (nrate,).
+      overrides: further :class:`HoldParams` fields (kp, kv, armature, ...), the same for every rate.
+    """
+    return list(_explicit_kv_ensembles(checked_rates('rates_hz', rates_hz), tuple(sorted(overrides.items()))))
+
+
+@functools.lru_cache(maxsize=2)
+def _explicit_kv_ensembles(rates_hz: tuple, overrides: tuple) -> tuple[HoldEnsemble, ...]:
+    return tuple(hold_ensembles([HoldParams(rate_hz=r, backend='in-step', integrator='Euler', **dict(overrides))
+                                 for r in rates_hz]))
+
+
+@experiment('pd-explicit-kv', summary=f'SO-101 hold, {ENSEMBLE_SIZE} runs per row: the PD at every physics step with kv '
+                                      'explicit (in-step under Euler), its setpoint at the rate: p2p and chatter vs rate',
+            columns=IMPLICIT_KV_COLUMNS)
+def pd_explicit_kv() -> list[dict]:
+    return [{key: value for key, value in e.row().items() if key != 'backend'} for e in explicit_kv_ensembles()]
+
+
+LONG_RATES_HZ = (50, 100)
+"""Hz: the controller rates at which the in-loop PD chatters with Menagerie's armature: ``pd-rate-long`` runs them on."""
+
+LONG_RUNS = 8
+"""Runs per rate of ``pd-rate-long`` (starts ``ENSEMBLE_SPACING`` apart, as the chapter's ensembles)."""
+
+LONG_DURATION = 30.0
+"""s: how long ``pd-rate-long`` holds the pose, ten times the chapter's runs."""
+
+
+@experiment('pd-rate-long', summary=f'SO-101 PD in-loop at {LONG_RATES_HZ[0]} and {LONG_RATES_HZ[1]} Hz held '
+                                    f'{LONG_DURATION:g} s: is the chatter still there, and as wide, as at 3 s?',
+            columns=(('rate_hz', '.0f'), ('runs', 'd'), ('chattering_3s', 'd'), ('chattering_30s', 'd'),
+                     ('p2p_3s_rad', 'g'), ('p2p_30s_rad', 'g')))
+def pd_rate_long(rates_hz: Sequence[float] = LONG_RATES_HZ, *, n: int = LONG_RUNS,
+                 duration: float = LONG_DURATION) -> list[dict]:
+    """The in-loop chatter of the chapter's table, run on: each rate's first ``n`` runs held for ``duration`` s, and
+    read over the last second before 3 s (the chapter's runs) and before ``duration``.
+
+    Returns:
+      One row per rate: how many runs chatter (:attr:`physai.engine.hold.HoldResponse.chatters`, read over the last
+      second before each of the two lengths, :func:`physai.engine.hold.read_at`), and the median of the worst
+      peak-to-peak there, rad, on the 1-2-5 series.
+    """
+    rates = checked_rates('rates_hz', rates_hz)
+    params = [m for r in rates for m in hold.ensemble_members(HoldParams(rate_hz=r, backend='in-loop'), n)]
+    runs = hold.hold_responses(params, duration=duration)
+    rows = []
+    for k, rate in enumerate(rates):
+        read = {length: [hold.read_at(r, length) for r in runs[k * n:(k + 1) * n]] for length in (hold.DURATION, duration)}
+        row = {'rate_hz': rate, 'runs': n}
+        for length, key in ((hold.DURATION, '3s'), (duration, '30s')):
+            row[f'chattering_{key}'] = sum(r.chatters for r in read[length])
+        for length, key in ((hold.DURATION, '3s'), (duration, '30s')):
+            row[f'p2p_{key}_rad'] = robust.series_125(float(np.median([r.worst_p2p_rad for r in read[length]])))
+        rows.append(row)
+    return rows
 
 
 def margins_positive_from(rows: Sequence[dict]) -> float:

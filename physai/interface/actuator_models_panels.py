@@ -41,9 +41,27 @@ READOUT_WORDS = {
 """The panel's verdict on a step response (:func:`panel_readout`), templates of its description."""
 
 
+def panel_verdict(run: Run, metrics: dict) -> str:
+    """The live panel's verdict on a step response (``metrics`` from :func:`step_metrics`): ``'diverged'``,
+    ``'swinging'`` (its angle still moves more than ``plots.SWINGING_P2P_DEG`` peak to peak over the last 0.5 s and its
+    velocity reverses there), ``'creeping'`` (as much motion, one way only) or ``'settled'``."""
+    if run.diverged or metrics['diverged']:
+        return 'diverged'
+    if metrics['p2p_deg'] > SWINGING_P2P_DEG:
+        v = run.v[run.t >= run.t[-1] - TAIL + 1e-9]
+        signs = np.sign(v[v != 0])
+        return 'swinging' if np.any(signs[1:] != signs[:-1]) else 'creeping'
+    return 'settled'
+
+
+BAD_VERDICTS = ('diverged', 'swinging')
+"""The verdicts that read as a failure (the diverged colour, on the page and in the kernel): a run still creeping
+toward its command is slow, not unstable."""
+
+
 def panel_readout(run: Run, metrics: dict) -> str:
-    """The live panel's one-line verdict on a step response (``metrics`` from :func:`step_metrics`), in the words of
-    :data:`READOUT_WORDS`.
+    """The live panel's one-line verdict on a step response (``metrics`` from :func:`step_metrics`, the verdict
+    :func:`panel_verdict`), in the words of :data:`READOUT_WORDS`.
 
     A settled run reads ``'settling error 1.69°   rise 75 ms'``. A run whose angle still moves more than
     ``plots.SWINGING_P2P_DEG`` peak to peak over the last 0.5 s has no settling error or rise time to
@@ -51,15 +69,12 @@ def panel_readout(run: Run, metrics: dict) -> str:
     peak to peak   rise n/a'`` if its velocity reverses in the window, ``'still creeping: 6.92° in the
     last 0.5 s   rise n/a'`` if it only drifts one way. A diverged run reads ``'diverged after 0.611 s'``.
     """
-    words = READOUT_WORDS
-    if run.diverged or metrics['diverged']:
+    words, verdict, p2p = READOUT_WORDS, panel_verdict(run, metrics), metrics['p2p_deg']
+    if verdict == 'diverged':
         return words['diverged'].format(t=float(run.t[-1]))
-    p2p = metrics['p2p_deg']
-    if p2p > SWINGING_P2P_DEG:
-        v = run.v[run.t >= run.t[-1] - TAIL + 1e-9]
-        signs = np.sign(v[v != 0])
-        if np.any(signs[1:] != signs[:-1]):
-            return words['swinging'].format(p2p=p2p)
+    if verdict == 'swinging':
+        return words['swinging'].format(p2p=p2p)
+    if verdict == 'creeping':
         return words['creeping'].format(p2p=p2p, tail=TAIL)
     rise = metrics['rise_ms']
     rise_text = words['rise'].format(rise_ms=rise) if math.isfinite(rise) else words['no_rise']
@@ -286,7 +301,7 @@ def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.
         run, metrics, actuator = results['run'], results['metrics'], results['actuator']
         state['q'].set_data(run.t, np.clip(np.degrees(np.nan_to_num(run.q)), -30, 160))
         state['flag'].set_visible(run.diverged)
-        state['readout'].set_color(COLORS['diverged'] if run.diverged else '#222222')
+        state['readout'].set_color(COLORS['diverged'] if panel_verdict(run, metrics) in BAD_VERDICTS else '#222222')
         state['readout'].set_text(panel_readout(run, metrics))
         remotized = isinstance(actuator, RemotizedPD)
         e = float(actuator.table[0][1]) if remotized else float(actuator.forcerange)
@@ -351,7 +366,8 @@ def run_part(values: dict) -> dict:
         return {'q': web.trace(np.degrees(run.q), STORED_STEPS['q'], (-40.0, 180.0)),
                 'torque': web.pack(np.clip(run.torque, -2 * top, 2 * top).tolist(), STORED_STEPS['torque']),
                 'v': web.pack(np.clip(run.v, -2 * PANEL_SPEED_AXIS, 2 * PANEL_SPEED_AXIS).tolist(), STORED_STEPS['v']),
-                'diverged': bool(run.diverged), 'readout': panel_readout(run, metrics)}
+                'diverged': bool(run.diverged), 'readout': panel_readout(run, metrics),
+                'bad': panel_verdict(run, metrics) in BAD_VERDICTS}
 
     stored = record(0.0)
     if any(record(q0) != stored for q0 in (CHAOS_NUDGE, -CHAOS_NUDGE)):

@@ -41,7 +41,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from physai.engine.link import SETTLED_P2P_DEG
+from physai.engine.link import SETTLE_WINDOW, SETTLED_P2P_DEG
 
 
 BOOK_STYLE = {
@@ -409,7 +409,7 @@ class StepResponseMarks:
             self.flag.set_visible(True)
             return
         self.flag.set_visible(False)
-        self.readout.set_color('#222222')
+        self.readout.set_color(COLORS['diverged'] if readout_bad(response) else '#222222')
         qf = math.degrees(q_final)
         self.settled.set_data([0, t_end], [qf, qf])
         if math.isfinite(t10) and math.isfinite(t90):
@@ -429,7 +429,8 @@ SWINGING_P2P_DEG = SETTLED_P2P_DEG
 STEP_WORDS = {
     'diverged': 'diverged',
     'diverged_after': 'diverged after {t:.3f} s',
-    'never': 'never settles: swing {p2p:.2g}° peak to peak',
+    'swinging': 'not settled: still swinging {p2p:.3g}° peak to peak',
+    'creeping': 'not settled: still creeping, {p2p:.3g}° in the last {tail:g} s',
     'settled': 'sag {sag:.3f}°   rise {rise}',
     'rise': '{rise_ms:.1f} ms',
     'no_rise': 'n/a',
@@ -441,16 +442,26 @@ page writes the same)."""
 def readout(response) -> str:
     """What a step response measured, in the book's words (:data:`STEP_WORDS`).
 
-    'sag 0.169°   rise 56.7 ms' for a settled run (rise 'n/a' when it never got 10 % of its way); 'never settles,
-    swing 127° p2p' for a stable run still moving at the end; 'diverged' for a run MuJoCo gave up on.
+    'sag 0.169°   rise 56.7 ms' for a settled run (rise 'n/a' when it never got 10 % of its way); for a run still
+    moving at the end, 'not settled: still swinging 127° peak to peak' when it turns back and forth
+    (:attr:`~physai.engine.link.StepResponse.swinging`) or 'not settled: still creeping, 0.37° in the last 0.5 s'
+    when it only moves one way; 'diverged' for a run MuJoCo gave up on.
     """
     if response.diverged:
         return STEP_WORDS['diverged']
     if not response.settled:
-        return STEP_WORDS['never'].format(p2p=response.p2p_deg)
+        if response.swinging:
+            return STEP_WORDS['swinging'].format(p2p=response.p2p_deg)
+        return STEP_WORDS['creeping'].format(p2p=response.p2p_deg, tail=SETTLE_WINDOW)
     rise = (STEP_WORDS['rise'].format(rise_ms=response.rise_ms) if math.isfinite(response.rise_ms)
             else STEP_WORDS['no_rise'])
     return STEP_WORDS['settled'].format(sag=response.sag_deg, rise=rise)
+
+
+def readout_bad(response) -> bool:
+    """Whether a step response's readout reads as a failure (the diverged colour): it diverged, or it has not settled
+    and still swings. A run still creeping toward rest is slow, not unstable, and reads in the text colour."""
+    return bool(response.diverged or (not response.settled and response.swinging))
 
 
 def mark_step_response(ax: Axes, response, **kwargs) -> StepResponseMarks:

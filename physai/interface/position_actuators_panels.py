@@ -69,11 +69,12 @@ def servo_spec(*, kp: float = 100.0, armature: float = 0.028, timestep: float = 
                  xlim=(PANEL_KP_GRID[0] / 1.3, PANEL_KP_GRID[-1] * 1.3), ylim=(1e-3, 1e2), xlog=True, ylog=True,
                  y2=Axis2(label='rise time (ms)', lim=(1.0, 1e4), log=True, color=COLORS['rise_curve']),
                  legend=(Entry('sag', COLORS['sag_curve']), Entry('rise time', COLORS['rise_curve']),
-                         Entry('never settles', COLORS['diverged'], 'x'), Entry('current kp', COLORS['current'], 'o')))
+                         Entry('not settled in the run', COLORS['diverged'], 'x'),
+                         Entry('current kp', COLORS['current'], 'o')))
     stability = Plot(key='map', title='stability', xlabel='armature (kg·m²)', ylabel='kp (N·m/rad)',
                      xlim=(float(ARMATURE_EDGES[0]), float(ARMATURE_EDGES[-1])),
                      ylim=(float(KP_EDGES[0]), float(KP_EDGES[-1])), ylog=True, notes=2, corner='lr', height=290,
-                     legend=(Entry('MuJoCo diverges', MAP_FILLS[2], 'box'), Entry('not run yet', MAP_FILLS[0], 'box'),
+                     legend=(Entry('diverges or swings wide', MAP_FILLS[2], 'box'), Entry('not run yet', MAP_FILLS[0], 'box'),
                              Entry('growth = 1', COLORS['bound']), Entry('hω = 2', COLORS['bound'], 'dash'),
                              Entry('current', COLORS['current'], 'o')))
     words = {**plots.STEP_WORDS,
@@ -254,7 +255,7 @@ def step_part(response: link.StepResponse, *, ylim: tuple[float, float]) -> dict
     (``book/_static/panels/position_actuators_panels.js`` draws it as it draws a run of its own)."""
     return {'h': response.params.timestep,
             'q': web.trace(np.degrees(response.q), TRACE_STEP_DEG, (ylim[0] - 5.0, ylim[1] + 5.0)),
-            'diverged': bool(response.diverged), 'settled': bool(response.settled),
+            'diverged': bool(response.diverged), 'settled': bool(response.settled), 'bad': plots.readout_bad(response),
             'tEnd': web.rounded(response.t[-1]), 'sagDeg': web.rounded(response.sag_deg),
             'riseMs': web.rounded(response.rise_ms), 'riseWindow': [web.rounded(x) for x in response.rise_window],
             'readout': plots.readout(response)}

@@ -22,9 +22,9 @@ from matplotlib.text import Text
 from physai.experiments import registry
 from physai.interface import live, plots, web
 from physai.interface.panel import Choice, Entry, LogSlider, PanelSpec, Plot, Slider, common_controls
-from physai.engine.hold import (DURATION, MOVE_TIME, PHYSICS_TIMESTEP, QUIET_P2P, SETTLE_WINDOW,
-                                SO101_ARMATURE, SO101_FORCERANGE, SO101_KP, SO101_KV, STANDBY, HoldEnsemble, HoldParams,
-                                HoldResponse, hold_responses, so101_base, so101_joints)
+from physai.engine.hold import (CHATTER_TURNS, DURATION, MOVE_TIME, PHYSICS_TIMESTEP, QUIET_P2P, SETTLE_WINDOW,
+                                SO101_ARMATURE, SO101_FORCERANGE, SO101_KP, SO101_KV, STANDBY, TURN_SIZE, HoldEnsemble,
+                                HoldParams, HoldResponse, hold_responses, so101_base, so101_joints)
 from physai.experiments.where_pd_runs import (RATES_HZ, growth_curve, rate_ensembles, standby_inertia,
                                               worst_growth)
 from physai.laws import robust
@@ -177,11 +177,21 @@ BACKEND_COLORS = {'in-loop': plots.COLORS['diverged'], 'in-step': plots.COLORS['
 NOTE_WORDS = {
     'where': '{backend} at {rate:.0f} Hz',
     'diverged': '{where}: diverged\ngrowth per tick {growth:.3g}',
-    'held': '{where}: p2p over the last second {p2p:.2g} rad{chatter}\n{state}, growth per tick {growth:.3f}',
+    'held': '{where}: p2p over the last second {p2p:.2g} rad{chatter}; joints up to {off:.2g}° off the command\n'
+            '{state}, growth per tick {growth:.3f}',
     'tone': ', chatter {hz:.0f} Hz',
     'broadband': ', broadband chatter',
+    'chatters': 'chatters',
+    'moves': 'still moving, no chatter',
+    'quiet': 'quiet',
 }
-"""The note on the panel's trajectory (:func:`pd_note`), templates of its description."""
+"""The note on the panel's trajectory (:func:`pd_note`), templates of its description. The verdict (``state``) is the
+run's (:attr:`physai.engine.hold.HoldResponse.state`): it chatters only if a joint turns back and forth; a run still
+moving one way (a soft servo drifting toward its pose) is "still moving"; the offset is the largest over the joints of
+the mean angle over the last second from the command (:attr:`~physai.engine.hold.HoldResponse.offset_deg`)."""
+
+STATE_WORDS = {'chatters': 'chatters', 'moves': 'moves', 'still': 'quiet'}
+"""Each state of a hold (:attr:`~physai.engine.hold.HoldResponse.state`) to the key of its words in :data:`NOTE_WORDS`."""
 
 
 def pd_spec(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO101_KP, kv: float = SO101_KV,
@@ -206,8 +216,8 @@ def pd_spec(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO10
                   legend=(Entry('in-loop', BACKEND_COLORS['in-loop']), Entry('in-step', BACKEND_COLORS['in-step']),
                           Entry('growth = 1', plots.COLORS['bound'], 'dash'), Entry('current', plots.COLORS['current'], 'o')))
     words = {**NOTE_WORDS, 'title': 'worst joint: {joint}', 'flag': 'diverged',
-             'growth_title': 'growth per tick {growth:.4g} ({backend}, {rate:.0f} Hz)', 'chatters': 'chatters',
-             'quiet': 'quiet', 'running': 'running… {done:.1f} / {total:.1f} s',
+             'growth_title': 'growth per tick {growth:.4g} ({backend}, {rate:.0f} Hz)',
+             'running': 'running… {done:.1f} / {total:.1f} s',
              'ensemble': '{words} · trace: run 1 of {n}'}
     note = ('The SO-101 (its bodies and joints: nothing touches) moves from its home pose to the standby pose in '
             '{move:g} s and holds it; the controller ticks at the chosen rate and holds its command (or torque) '
@@ -219,8 +229,9 @@ def pd_spec(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO10
 
 def pd_note(response: HoldResponse, growth: float, *, rate_hz: float, backend: str) -> str:
     """The two-line note :func:`pd_panel` writes on its trajectory plot, in the words of :data:`NOTE_WORDS`: where
-    the PD runs and how often, the worst joint's peak-to-peak over the last second and its chatter tone, and the
-    verdict with the growth per tick."""
+    the PD runs and how often, the shown joint's peak-to-peak over the last second and its chatter tone, how far the
+    joints sit from the command, and the run's verdict (:attr:`~physai.engine.hold.HoldResponse.state`) with the growth per
+    tick."""
     words = NOTE_WORDS
     where = words['where'].format(backend=backend, rate=rate_hz)
     if response.diverged:  # MuJoCo flagged bad accelerations (and reset the run): no peak-to-peak to speak of
@@ -228,7 +239,15 @@ def pd_note(response: HoldResponse, growth: float, *, rate_hz: float, backend: s
     chatter = '' if not response.chatters else (words['broadband'] if response.chatter_hz is None
                                                 else words['tone'].format(hz=response.chatter_hz))
     return words['held'].format(where=where, p2p=response.worst_p2p_rad, chatter=chatter,
-                                state='chatters' if response.chatters else 'quiet', growth=growth)
+                                off=response.offset_deg, state=words[STATE_WORDS[response.state]],
+                                growth=growth)
+
+
+def pd_bad(response: HoldResponse) -> bool:
+    """Whether the note reads as a failure (the diverged colour on the page and in the kernel): the run diverged or
+    chatters. A run still moving one way, or holding still, is no failure of the PD, however far off it sits (the note
+    says how far)."""
+    return response.state in ('diverged', 'chatters')
 
 
 def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO101_KP,
@@ -306,6 +325,7 @@ def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO1
         state['note'].set_position((0.02, 0.96 if down else 0.04))
         state['note'].set_verticalalignment('top' if down else 'bottom')
         state['note'].set_text(pd_note(r, growth, rate_hz=values['rate_hz'], backend=values['backend']))
+        state['note'].set_color(plots.COLORS['diverged'] if pd_bad(r) else '#222222')
         for b, line in state['lines'].items():
             line.set_data(PANEL_RATES_HZ, np.minimum(results['curves'][b], 2.0))
         state['point'].set_data([values['rate_hz']], [min(growth, 2.0)])
@@ -331,13 +351,15 @@ TRACE_STEP_DEG = 0.01
 
 def hold_part(ensemble: HoldEnsemble) -> dict:
     """One configuration as the page's first view stores it: the ensemble's verdict in the chapter's words
-    (:func:`ensemble_text`, with its state), the joint it shows, and that joint's command and run 0's angle every
+    (:func:`ensemble_text`, with its state, and ``bad``: a run of it chatters or diverged), the joint it shows, and
+    that joint's command and run 0's angle every
     physics step (packed at :data:`TRACE_STEP_DEG`): the trace is one draw of the ensemble, the words are what every
     processor reproduces (the stored ``sample`` of a chattering hold differs in its last bits from one processor to
     another, which the chapter's nbval sanitizer leaves out of the comparison)."""
     r, j = ensemble.sample, ensemble.joint
     clip = (-PANEL_YLIM_WIDE_DEG - 5.0, PANEL_YLIM_WIDE_DEG + 5.0)
     return {'joint': j, 'words': ensemble_text(ensemble), 'state': ensemble.state, 'n': ensemble.n,
+            'bad': bool(ensemble.chattering > 0 or ensemble.diverged.any()),
             'target': web.trace(np.degrees(r.target[:, j]), TRACE_STEP_DEG, clip),
             'sample': web.trace(np.degrees(r.q[:, j]), TRACE_STEP_DEG, clip), 'h': r.params.timestep}
 
@@ -346,7 +368,8 @@ def pd_constants() -> dict:
     """The numbers the page's panel draws and runs with (JSON-ready): the hold's, the growth curve's, the joints."""
     base = so101_base()
     return {'hold': {'standby': list(STANDBY), 'moveTime': MOVE_TIME, 'duration': DURATION,
-                     'settleWindow': SETTLE_WINDOW, 'quietP2P': QUIET_P2P, 'forcerange': SO101_FORCERANGE},
+                     'settleWindow': SETTLE_WINDOW, 'quietP2P': QUIET_P2P, 'forcerange': SO101_FORCERANGE,
+                     'turnSize': TURN_SIZE, 'chatterTurns': CHATTER_TURNS},
             'joints': list(so101_joints()), 'rates': list(PANEL_RATES_HZ), 'inertia': standby_inertia(0.0).tolist(),
             'damping': float(base.dof_damping[0]), 'ylimDeg': [PANEL_YLIM_DEG, PANEL_YLIM_WIDE_DEG],
             'traceStep': TRACE_STEP_DEG, 'note': {'move': MOVE_TIME}}

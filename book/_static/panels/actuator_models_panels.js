@@ -36,6 +36,15 @@ export function panelTorqueTop(limit, {tauG, torqueSteps}) {
 
 const effortOf = (actuator) => (actuator.kind === 'remotized PD' ? actuator.table[0][1] : actuator.forcerange);
 
+// physai.interface.actuator_models_panels.panel_verdict: diverged, swinging, creeping or settled (k: the panel's
+// constants)
+export function panelVerdict(run, k) {
+  const m = stepMetrics(run, k.step.at, {tail: k.tail, riseStart: k.riseStart});
+  if (run.diverged || m.diverged) return 'diverged';
+  if (m.p2pDeg > k.swingingP2pDeg) return reverses(run, k.tail) ? 'swinging' : 'creeping';
+  return 'settled';
+}
+
 export default class PendulumPanel extends Panel {
   buildPlots(container) {
     this.container = container;
@@ -73,12 +82,12 @@ export default class PendulumPanel extends Panel {
   decode(frame, values) {
     const stored = frame.run, k = this.constants;
     const actuator = panelActuator(values, k);
-    if (stored.chaotic) return {chaotic: true, diverged: stored.diverged, readout: stored.readout, actuator};
+    if (stored.chaotic) return {chaotic: true, diverged: stored.diverged, readout: stored.readout, bad: true, actuator};
     const q = unpack(stored.q, k.steps.q).map((x) => x * Math.PI / 180);
     const run = {t: Float64Array.from(q, (_, i) => values.timestep * i), q: Float64Array.from(q),
                  v: Float64Array.from(unpack(stored.v, k.steps.v)), torque: Float64Array.from(unpack(stored.torque, k.steps.torque)),
                  diverged: stored.diverged};
-    return {run, actuator, readout: stored.readout, diverged: stored.diverged};
+    return {run, actuator, readout: stored.readout, diverged: stored.diverged, bad: stored.bad};
   }
 
   async start(mujoco, live) {
@@ -90,29 +99,30 @@ export default class PendulumPanel extends Panel {
     const actuator = panelActuator(v, k);
     const run = pendulumRun(this.model, actuator, {armature: v.armature, timestep: v.timestep, integrator: v.integrator},
                             {duration: k.duration, step: k.step, controlRate: k.controlRate});
-    this.draw({run, actuator, readout: this.words(run), diverged: run.diverged}, v);
+    const verdict = this.verdict(run);
+    this.draw({run, actuator, readout: this.words(run, verdict), diverged: run.diverged,
+               bad: verdict === 'diverged' || verdict === 'swinging'}, v);
     this.done(start, start);
   }
 
+  verdict(run) {
+    return panelVerdict(run, this.constants);
+  }
+
   // physai.interface.actuator_models_panels.panel_readout: the verdict, in the description's words
-  words(run) {
+  words(run, verdict = panelVerdict(run, this.constants)) {
     const k = this.constants, m = stepMetrics(run, k.step.at, {tail: k.tail, riseStart: k.riseStart});
-    if (run.diverged || m.diverged) return this.say('diverged', {t: run.t[run.t.length - 1]});
-    if (m.p2pDeg > k.swingingP2pDeg) {
-      return reverses(run, k.tail) ? this.say('swinging', {p2p: m.p2pDeg}) : this.say('creeping', {p2p: m.p2pDeg, tail: k.tail});
-    }
+    if (verdict === 'diverged') return this.say('diverged', {t: run.t[run.t.length - 1]});
+    if (verdict === 'swinging') return this.say('swinging', {p2p: m.p2pDeg});
+    if (verdict === 'creeping') return this.say('creeping', {p2p: m.p2pDeg, tail: k.tail});
     const rise = Number.isFinite(m.riseMs) ? this.say('rise', {rise_ms: m.riseMs}) : this.say('no_rise', {});
     return this.say('settled', {error: m.errorDeg, rise});
   }
 
-  // whether a readout is the settled verdict (the others: diverged, still swinging, still creeping, chaotic)
-  settled(readout) {
-    return readout.startsWith(this.spec.words.settled.split('{')[0]);
-  }
-
   // ---- the picture
 
-  draw({run, actuator, readout, diverged, chaotic = false}, values) {
+  // `bad` (physai.interface.actuator_models_panels.BAD_VERDICTS): the run diverged, swings, or is a stored chaotic one
+  draw({run, actuator, readout, diverged, bad, chaotic = false}, values) {
     const k = this.constants, c = this.colors, e = effortOf(actuator);
     this.torqueAxes(panelTorqueTop(e, k));
     const top = this.top, clipTau = (x) => Math.max(-2 * top, Math.min(2 * top, Number.isFinite(x) ? x : 0));
@@ -133,7 +143,6 @@ export default class PendulumPanel extends Panel {
       p.say(marks, this.say('flag', {}), p.x(k.duration / 2), p.y(65), {fill: c.diverged, 'font-size': 24,
             'font-weight': 'bold', 'text-anchor': 'middle'});
     }
-    const bad = diverged || chaotic || !this.settled(readout);
     p.sayLines(marks, readout, p.w - p.m.r - 6, p.h - p.m.b - 8 * p.fs, this.verdictAttrs(bad, {'text-anchor': 'end'}));
     this.setReadout(readout, bad);
     // the applied torque and the limits that clip it; the path in the torque-speed plane and the allowed band

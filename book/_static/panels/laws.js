@@ -10,6 +10,7 @@
 //   tickPattern
 //   growthCurve                   physai.experiments.where_pd_runs.growth_curve (the growth per controller tick)
 //   summarizeHold, chatterFrequency  physai.engine.hold._summarize, chatter_frequency (chapter 3)
+//   reversals                     physai.laws.motion.reversals (chapters 1 and 3: a run that turns back and forth)
 //   summarizeReplay               physai.engine.arm_replay.Replay's figures, physai.experiments.servo_sysid.hold_sag_deg
 //   unpack                        physai.interface.web.unpack (the precomputed first view's packed traces)
 // Sums are plain left-to-right sums (numpy sums pairwise): a mean may differ from numpy's in its last bits, which
@@ -52,11 +53,12 @@ export function riseWindow(time, q, qFinal) {
 }
 
 // physai.engine.link.summarize for t = h * arange(n) and command u: sag (deg), 10-90 % rise (ms) and its window,
-// peak-to-peak over the settle window (deg), whether it diverged (isDiverged: the engine's rule) and settled.
+// peak-to-peak over the settle window (deg), whether it diverged (isDiverged: the engine's rule), settled, or (not
+// settled) still swinging: it turns back at least once over the window.
 export function summarizeStep(h, q, isDiverged, link, u = 0.0) {
   const n = q.length, tEnd = h * (n - 1);
   const out = {h, q, sagDeg: NaN, riseMs: NaN, p2pDeg: NaN, diverged: isDiverged, riseWindow: [NaN, NaN],
-               settled: false, tEnd};
+               settled: false, swinging: false, tEnd};
   if (isDiverged || tEnd <= link.settleWindow) return out;
   const from = tEnd - link.settleWindow + 1e-12;
   let first = 0;
@@ -67,7 +69,10 @@ export function summarizeStep(h, q, isDiverged, link, u = 0.0) {
   for (let i = 0; i < n; i++) travel = Math.max(travel, Math.abs(q[i] - q[0]));
   const p2p = hi - lo;
   out.p2pDeg = degrees(p2p);
-  if (!(degrees(p2p) <= link.settledP2pDeg && (p2p <= link.stillRad || p2p <= link.creepShare * travel))) return out;
+  if (!(degrees(p2p) <= link.settledP2pDeg && (p2p <= link.stillRad || p2p <= link.creepShare * travel))) {
+    out.swinging = reversals((i) => q[first + i], n - first, 0.0) >= 1;   // not settled: back and forth, or one way
+    return out;
+  }
   let way = 0;
   if (u !== q[0]) { way = -Infinity; for (let i = 0; i < n; i++) way = Math.max(way, (q[i] - q[0]) / (u - q[0])); }
   const window = way >= link.riseStart ? riseWindow((i) => h * i, q, qFinal) : [NaN, NaN];
@@ -345,35 +350,74 @@ export function chatterFrequency(dt, x, {minHz = 3.0, tonePower = 2 / 3} = {}) {
   return peak;
 }
 
+// physai.laws.motion.reversals: how many times x(i), i = 0 .. n - 1, turns back by more than size (a zigzag count
+// with hysteresis; equal neighbours are no turn).
+export function reversals(x, n, size = 0.0) {
+  if (n === 0) return 0;
+  let count = 0, direction = 0, high = x(0), low = x(0);
+  for (let i = 1; i < n; i++) {
+    const v = x(i);
+    if (direction === 0) {
+      high = Math.max(high, v); low = Math.min(low, v);
+      if (v - low > size) { direction = 1; high = v; } else if (high - v > size) { direction = -1; low = v; }
+    } else if (direction > 0) {
+      if (v > high) high = v; else if (high - v > size) { count++; direction = -1; low = v; }
+    } else if (v < low) {
+      low = v;
+    } else if (v - low > size) {
+      count++; direction = 1; high = v;
+    }
+  }
+  return count;
+}
+
 // physai.engine.hold._summarize on a hold record's first run.steps steps (row k: the joints after step k, at time
-// (k + 1) h): per joint peak-to-peak over the last settleWindow s (rad), the worst joint, its tone (Hz or null),
-// whether it chatters; isDiverged: the engine's rule on the record.
+// (k + 1) h): per joint peak-to-peak over the last settleWindow s (rad), turns (reversals by more than turnSize) and
+// mean offset from the command (rad), the largest offset (deg); whether a joint chatters (at least quietP2P and chatterTurns turns), the joint
+// shown (the loudest that chatters, else the one that moves most, else the one that strayed furthest), its tone (Hz or
+// null), and the state: diverged, chatters, moves or still; isDiverged: the engine's rule on the record.
 export function summarizeHold(run, hold, isDiverged) {
   const {q, target, h, steps: n} = run, nq = hold.standby.length;
-  const out = {diverged: isDiverged, p2p: new Array(nq).fill(NaN), worst: 0, chatterHz: null, chatters: false,
-               worstP2p: NaN};
+  const out = {diverged: isDiverged, p2p: new Array(nq).fill(NaN), turns: new Array(nq).fill(0),
+               offset: new Array(nq).fill(NaN), worst: 0, chatterHz: null, chatters: false, moves: false,
+               worstP2p: NaN, offsetDeg: NaN, state: 'diverged'};
   if (isDiverged) return out;
   const from = h * n - hold.settleWindow + 0.5 * h;
   let first = 0;
   while (h * (first + 1) < from) first++;
+  const loud = [];
   for (let j = 0; j < nq; j++) {
-    let lo = Infinity, hi = -Infinity;
-    for (let k = first; k < n; k++) { lo = Math.min(lo, q[k * nq + j]); hi = Math.max(hi, q[k * nq + j]); }
+    let lo = Infinity, hi = -Infinity, sum = 0;
+    for (let k = first; k < n; k++) {
+      lo = Math.min(lo, q[k * nq + j]); hi = Math.max(hi, q[k * nq + j]);
+      sum += q[k * nq + j] - target[k * nq + j];
+    }
     out.p2p[j] = hi - lo;
+    out.offset[j] = sum / (n - first);
+    out.turns[j] = reversals((i) => q[(first + i) * nq + j], n - first, hold.turnSize);
+    if (out.p2p[j] >= hold.quietP2P && out.turns[j] >= hold.chatterTurns) loud.push(j);
   }
   let worst = 0;
-  for (let j = 1; j < nq; j++) if (out.p2p[j] > out.p2p[worst]) worst = j;
-  if (out.p2p[worst] < hold.quietP2P) {   // all still: the joint that strayed furthest from its command
-    let far = -1;
-    for (let j = 0; j < nq; j++) {
-      let e = 0;
-      for (let k = 0; k < n; k++) e = Math.max(e, Math.abs(q[k * nq + j] - target[k * nq + j]));
-      if (e > far) { far = e; worst = j; }
+  if (loud.length) {
+    worst = loud[0];
+    for (const j of loud) if (out.p2p[j] > out.p2p[worst]) worst = j;
+  } else {
+    for (let j = 1; j < nq; j++) if (out.p2p[j] > out.p2p[worst]) worst = j;
+    if (out.p2p[worst] < hold.quietP2P) {   // all still: the joint that strayed furthest from its command
+      let far = -1;
+      for (let j = 0; j < nq; j++) {
+        let e = 0;
+        for (let k = 0; k < n; k++) e = Math.max(e, Math.abs(q[k * nq + j] - target[k * nq + j]));
+        if (e > far) { far = e; worst = j; }
+      }
     }
   }
   out.worst = worst;
   out.worstP2p = out.p2p[worst];
-  out.chatters = out.worstP2p >= hold.quietP2P;
+  out.offsetDeg = Math.max(...out.offset.map((x) => Math.abs(degrees(x))));   // the joint furthest from its command
+  out.chatters = loud.length > 0;
+  out.moves = !out.chatters && out.worstP2p >= hold.quietP2P;
+  out.state = out.chatters ? 'chatters' : out.moves ? 'moves' : 'still';
   if (out.chatters) {
     const x = Float64Array.from({length: n - first}, (_, k) => q[(first + k) * nq + worst]);
     out.chatterHz = chatterFrequency(h * (first + 2) - h * (first + 1), x);   // t[1] - t[0] of the window

@@ -64,8 +64,9 @@ export default class ServoPanel extends Panel {
   // the stored first view: step response, kp curve and stability map at the grid's values
   decode(frame) {
     const s = frame.step, c = this.constants;
-    return {step: {h: s.h, qDeg: unpack(s.q, c.traceStep), diverged: s.diverged, settled: s.settled, tEnd: s.tEnd,
-                   sagDeg: fix(s.sagDeg), riseMs: fix(s.riseMs), riseWindow: s.riseWindow.map(fix), readout: s.readout},
+    return {step: {h: s.h, qDeg: unpack(s.q, c.traceStep), diverged: s.diverged, settled: s.settled, bad: s.bad,
+                   tEnd: s.tEnd, sagDeg: fix(s.sagDeg), riseMs: fix(s.riseMs), riseWindow: s.riseWindow.map(fix),
+                   readout: s.readout},
             curve: {kp: c.kpGrid, sagDeg: frame.curve.sagDeg.map(fix), riseMs: frame.curve.riseMs.map(fix),
                     bad: frame.curve.bad},
             map: frame.map, mapSource: 'precomputed'};
@@ -88,7 +89,8 @@ export default class ServoPanel extends Panel {
   update(start = performance.now()) {
     const v = {...this.values}, c = this.constants, b = this.background;
     const r = stepResponse(this.model, v, {q0: c.q0, duration: c.duration, link: c.link});
-    const step = {...r, qDeg: Float64Array.from(r.q, degrees), readout: this.words(r)};
+    const step = {...r, qDeg: Float64Array.from(r.q, degrees), readout: this.words(r),
+                  bad: r.diverged || (!r.settled && r.swinging)};
     const curveKey = JSON.stringify([v.armature, v.timestep, v.integrator, v.dampratio]);
     const mapKey = JSON.stringify([v.timestep, v.integrator, v.dampratio]);
     const job = {generation: ++this.generation, values: v, curve: curveKey !== b.curveKey, map: mapKey !== b.mapKey};
@@ -145,10 +147,14 @@ export default class ServoPanel extends Panel {
 
   // ---- words and pictures
 
-  // physai.interface.plots.readout: what a step response measured, in the description's words
+  // physai.interface.plots.readout: what a step response measured, in the description's words (a run not settled
+  // swings or creeps; physai.interface.plots.readout_bad: only a diverged or swinging one reads as a failure)
   words(r) {
     if (r.diverged) return this.say('diverged', {});
-    if (!r.settled) return this.say('never', {p2p: r.p2pDeg});
+    if (!r.settled) {
+      return r.swinging ? this.say('swinging', {p2p: r.p2pDeg})
+        : this.say('creeping', {p2p: r.p2pDeg, tail: this.constants.link.settleWindow});
+    }
     const rise = Number.isFinite(r.riseMs) ? this.say('rise', {rise_ms: r.riseMs}) : this.say('no_rise', {});
     return this.say('settled', {sag: r.sagDeg, rise});
   }
@@ -183,10 +189,9 @@ export default class ServoPanel extends Panel {
         p.path(marks, [t10, t90], [q90, q90], {stroke: c.rise, 'stroke-width': 3});
       }
     }
-    p.sayLines(marks, r.readout, p.w - p.m.r - 6, p.h - p.m.b - 8 * p.fs, this.verdictAttrs(r.diverged || !r.settled,
-                                                                                {'text-anchor': 'end'}));
+    p.sayLines(marks, r.readout, p.w - p.m.r - 6, p.h - p.m.b - 8 * p.fs, this.verdictAttrs(r.bad, {'text-anchor': 'end'}));
     p.title(this.say('step_title', {integrator: values.integrator, h_ms: values.timestep * 1e3}));
-    this.setReadout(r.readout, r.diverged || !r.settled);
+    this.setReadout(r.readout, r.bad);
     this.drawZoom(r);
   }
 

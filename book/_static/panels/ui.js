@@ -501,8 +501,9 @@ export class Panel {
     return format(word === 'note' ? this.spec.note : this.spec.words[word], values);
   }
 
-  // The verdict, in one style in every chapter: a bad run (diverged, never settles, still swinging, chatters) reads
-  // in the diverged colour, bold, in the readout line and on its plot (verdictAttrs), a good one in the text colour.
+  // The verdict, in one style in every chapter: a bad run (diverged, still swinging, chatters) reads in the diverged
+  // colour, bold, in the readout line and on its plot (verdictAttrs); any other (settled, still, or still creeping or
+  // drifting toward rest, which is slow, not unstable) in the text colour. Each chapter's verdict rule decides which.
   setReadout(text, bad) {
     this.readout.textContent = text;
     this.readout.classList.toggle('pl-bad', Boolean(bad));

@@ -48,7 +48,7 @@ export default class PdPanel extends Panel {
     const s = frame.hold, k = this.constants;
     const target = unpack(s.target, k.traceStep), sample = unpack(s.sample, k.traceStep);
     return {joint: s.joint, h: s.h, steps: sample.length, targetDeg: target, qDeg: sample, diverged: s.state === 'diverged',
-            bad: s.state !== 'still', note: this.say('ensemble', {words: s.words, n: s.n}), growth: this.growth(values)};
+            bad: s.bad, note: this.say('ensemble', {words: s.words, n: s.n}), growth: this.growth(values)};
   }
 
   async start(mujoco, live) {
@@ -95,17 +95,18 @@ export default class PdPanel extends Panel {
     if (summary) this.lastJoint = joint;
     const column = (a) => Float64Array.from({length: record.steps}, (_, i) => degrees(a[i * nq + joint]));
     return {joint, h: record.h, steps: record.steps, targetDeg: column(record.target), qDeg: column(record.q),
-            diverged: summary?.diverged ?? false, bad: summary ? summary.diverged || summary.chatters : false,
+            diverged: summary?.diverged ?? false, bad: summary ? summary.state === 'diverged' || summary.chatters : false,
             note: summary ? this.words(summary, growth.current) : null, growth};
   }
 
-  // physai.interface.where_pd_runs_panels.pd_note: the note, in the description's words
+  // physai.interface.where_pd_runs_panels.pd_note: the note, in the description's words (the run's state: chatters,
+  // moves or still, each in the words STATE_WORDS names)
   words(s, growth) {
     const v = this.values, where = this.say('where', {backend: v.backend, rate: v.rate_hz});
     if (s.diverged) return this.say('diverged', {where, growth});
     const chatter = !s.chatters ? '' : s.chatterHz === null ? this.say('broadband', {}) : this.say('tone', {hz: s.chatterHz});
-    return this.say('held', {where, p2p: s.worstP2p, chatter, state: this.say(s.chatters ? 'chatters' : 'quiet', {}),
-                             growth});
+    const state = this.say({chatters: 'chatters', moves: 'moves', still: 'quiet'}[s.state], {});
+    return this.say('held', {where, p2p: s.worstP2p, chatter, off: s.offsetDeg, state, growth});
   }
 
   // ---- the picture
