@@ -23,7 +23,8 @@ A recording that loads but is wrong would give a plausible, wrong fit, so each e
   huggingface/lerobot). Here the same (:data:`TIMESTAMP_TOLERANCE_S`): a frame stored twice (two equal
   timestamps), time running backwards, a dropped frame, or timestamps at another rate than ``fps`` in info.json (the
   open-loop replay plays one frame per 1/fps: at a wrong rate it fits a lag too long or too short by that factor);
-- **values**, in the dataset's units (the SO-101's arm joints in degrees, its gripper 0..100): beyond
+- **values**, in the dataset's units (the SO-101's arm joints in LeRobot's degrees or its -100..100 normalisation,
+  :mod:`physai.engine.lerobot_units`; its gripper 0..100): beyond
   ±:data:`RANGE_DEG`, jumping by more than :data:`WRAP_JUMP_DEG` in one frame (an encoder wrap), or one frame out
   and back by more than :data:`SPIKE_DEG` (a glitch);
 - **repeats**: more than :data:`REPEAT_SHARE` of the moving frames equal to the frame before (action and state
@@ -87,7 +88,8 @@ MIN_MOVING_FRAMES = 10
 
 @dataclasses.dataclass(frozen=True)
 class Episode:
-    """One recorded episode, in the dataset's own units (SO-101: degrees, gripper 0..100)."""
+    """One recorded episode, in the dataset's own units (SO-101: LeRobot's degrees or its -100..100 normalisation,
+    which :func:`physai.engine.lerobot_units.to_degrees` converts; gripper 0..100)."""
 
     index: int
     """``episode_index`` in the dataset."""
