@@ -368,7 +368,8 @@ import {{format}} from '{spec}';
 import {{summarizeReplay}} from '{laws}';
 import SysidPanel from '{chapter}';
 const {{runs, k, words}} = JSON.parse(fs.readFileSync(0, 'utf8'));
-const panel = {{say: (word, values) => format(words[word], values)}};
+const panel = {{say: (word, values) => format(words[word], values), constants: k,
+               verdict: SysidPanel.prototype.verdict}};
 console.log(JSON.stringify(runs.map((r) => {{
   const s = summarizeReplay({{q: Float64Array.from(r.q), frames: k.episode.nframe}}, k.episode, r.diverged, k);
   return {{words: SysidPanel.prototype.words.call(panel, s), sag: s.sag, sagReal: s.sagReal, mae: s.mae}};
@@ -380,8 +381,9 @@ def test_js_replay_figures_and_words_equal_python_s_on_the_same_replays():
     """The page's figures of a replay (MAE, chatter, sag in held poses) and its words on Python's own simulated
     joints."""
     episode, base = held_out()
-    servos = [base, dataclasses.replace(base, kp=30000.0, armature=0.0), dataclasses.replace(base, kp=3.0)]
-    configs = [ReplayConfig(), ReplayConfig(timestep=0.02, integrator='Euler'), ReplayConfig()]
+    servos = [base, dataclasses.replace(base, kp=30000.0, armature=0.0), dataclasses.replace(base, kp=3.0),
+              dataclasses.replace(base, kp=1.0, kv=0.1)]
+    configs = [ReplayConfig(), ReplayConfig(timestep=0.02, integrator='Euler'), ReplayConfig(), ReplayConfig()]
     runs, python = [], []
     for servo, config in zip(servos, configs):
         rep = replay([servo], [episode], config=config, nthread=1)[0][0]
@@ -397,7 +399,7 @@ def test_js_replay_figures_and_words_equal_python_s_on_the_same_replays():
         np.testing.assert_allclose(np.array(j['sag'], dtype=float), sag, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(np.array(j['sagReal'], dtype=float), real_sag, rtol=1e-9, atol=1e-12)
         assert j['mae'] == pytest.approx(mae, rel=1e-12)
-    assert {j['words'].split(' ')[0] for j in js} == {'stable', 'chatters'}
+    assert {j['words'].split(' ')[0] for j in js} == {'stable', 'chatters', 'far'}  # 'far off' at kp 1
 
 
 REPLAY_SCRIPT = """
