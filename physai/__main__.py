@@ -107,6 +107,10 @@ def _fit_servo_parser() -> argparse.ArgumentParser:
     parser.add_argument('--max-frames', default=None, metavar='N',
                         help='use only the first N frames of each episode (when the fit would exceed its budget)')
     parser.add_argument('--download', action='store_true', help='allow downloading DATASET from the Hugging Face Hub')
+    parser.add_argument('--calibration', default=None, metavar='FILE.json',
+                        help="the follower's LeRobot calibration file, to convert a recording in LeRobot's -100..100 "
+                             "normalisation to degrees (default: the ranges read off the recording itself, with a "
+                             "warning); see the page Identify your own arm")
     return parser
 
 
@@ -127,8 +131,11 @@ def fit_servo(argv: list[str]) -> int:
 
     Everything that can be checked is checked before the fit starts: the arguments, where the files go
     (``fit_request.check_outputs``: an existing file only with ``--force``, never through a symbolic link or into
-    Menagerie's or the dataset's folder), the recording (the loader's checks on the episodes asked for), the episodes'
-    lengths and the fit's estimated cost (``fit_request.check_cost``). The files are written atomically.
+    Menagerie's or the dataset's folder), the recording (the loader's checks on the episodes asked for), its units
+    (``fit_request.check_units``: a recording in LeRobot's -100..100 normalisation is converted to degrees, with its
+    follower's calibration file when ``--calibration`` gives one, else with the ranges its own values show, and a
+    warning), the episodes' lengths and the fit's estimated cost (``fit_request.check_cost``). The files are written
+    atomically.
     """
     from physai.cli import fit_report, fit_request, identify  # here: `list` and the tables need neither
     from physai.experiments import servo_sysid
@@ -162,6 +169,12 @@ def fit_servo(argv: list[str]) -> int:
             origin = f'recording {args.dataset}'
             if not local:  # downloaded: its folder is known only now
                 out, png = fit_request.check_outputs(out, png, force=args.force, dataset=data.root)
+        units, unit_warnings = None, []
+        if args.dataset != 'synthetic':  # before any fit: a recording in -100..100 is never fitted as degrees
+            data, _, units, unit_warnings = fit_request.check_units(data, args.calibration)
+        elif args.calibration is not None:
+            raise ValueError('--calibration converts a recording of yours, got DATASET synthetic, which is in degrees; '
+                             'leave --calibration out')
         if max_frames is not None:
             data = dataclasses.replace(data, episodes=tuple(fit_request.first_frames(data.episodes, max_frames)))
         fit, held = fit_request.select_episodes(data, episodes, heldout)
@@ -169,6 +182,7 @@ def fit_servo(argv: list[str]) -> int:
         fit_request.check_cost(fit, held, per_joint=args.per_joint, offsets=args.offsets)
         ident = identify.identify(data, fit, held, source=origin, per_joint=args.per_joint, offsets=args.offsets,
                                  delay=args.delay, progress=True)
+        ident = dataclasses.replace(ident, units=units, warnings=tuple(unit_warnings) + ident.warnings)
         written.append(fit_report.write_mjcf(ident, out))
         rep = fit_report.report(ident, written[0])
         if png is not None:
