@@ -216,7 +216,7 @@ def test_past_the_cliff_the_joint_damping_caps_the_speed_below_the_real_arms(cha
     cliff = valley.cliff_damping
     past = valley.dampings >= cliff
     assert past.any() and np.all(valley.best_per_damping[past] > servo_sysid.CLIFF_FACTOR * valley.best[2])
-    assert cliff > max(r['best_damping'] for r in valley.rows())
+    assert cliff >= max(r['best_damping'] for r in valley.rows())  # the stiff rows' best damping is where it begins
     real = np.concatenate([servo_sysid.frame_speeds_deg(e.state[:, arm_replay.arm_columns(e.joints)], data.fps)
                            for e in fit_eps])
     assert np.mean(real > servo_sysid.saturated_speed_deg(fitted, damping=cliff)) > 0.01
@@ -257,25 +257,26 @@ def test_break_it_only_menagerie_at_one_step_per_frame_is_chaotic(break_rows):
     for name in one_step:
         assert break_rows[name]['menagerie'].figure == 3
         assert break_rows[name]['menagerie_mae_deg'] == '≈ 3 (chaotic)'
-        # the soft fitted servo barely notices the coarse step
-        assert break_rows[name]['fitted'].figure == pytest.approx(break_rows['as above']['fitted'].figure, rel=0.05)
+        # the soft fitted servo notices the coarse step little
+        assert break_rows[name]['fitted'].figure == pytest.approx(break_rows['as above']['fitted'].figure, rel=0.1)
     assert break_rows['as above']['menagerie'].figure < 2.5
 
 
 @pytest.mark.slow
 @needs_real
-def test_break_it_contacts_worsen_both_and_the_limit_stands_in_for_the_arms_own_stop(break_rows):
-    """Contacts on more than double the fitted servo's error and worsen Menagerie's. Limits off, the fitted elbow
-    sags past the model's limit and past where the real elbow rests, so its error rises."""
+def test_break_it_contacts_hardly_matter_and_the_limit_stands_in_for_the_arms_own_stop(break_rows):
+    """Contacts on change either servo's error by under 5 % (the boxes overlap 4 mm deep; read as degrees, 2 cm, they
+    had more than doubled the fitted servo's). Limits off, the fitted elbow sags past the model's limit and on past
+    where the real elbow rests, so its error rises; the limit stops it 2-3 degrees past the real rest."""
     plain, contacts, free = (break_rows[k] for k in ('as above', 'contacts on', 'limits off'))
-    assert contacts['fitted'].figure > 2 * plain['fitted'].figure
-    assert contacts['menagerie'].figure > plain['menagerie'].figure
+    for servo in ('fitted', 'menagerie'):
+        assert contacts[servo].figure == pytest.approx(plain[servo].figure, rel=0.05)
     assert free['fitted_elbow_deg'] > plain['fitted_elbow_deg']
     rest = free['fitted'].runs[0][0]
     limit = math.degrees(arm_replay.slim_arm().jnt_range[JOINTS.index('elbow_flex')][1])
     real_rest, sim_rest = rest.real_deg[-1, ELBOW], rest.sim_deg[-1, ELBOW]
-    assert limit < real_rest < limit + 5      # the model's limit stops the elbow a few degrees early
-    assert sim_rest > real_rest + 2           # without it the soft elbow sags on past the real one
+    assert limit - 3 < real_rest < limit     # the model's limit stops the elbow a little past the real one's rest
+    assert sim_rest > limit + 1              # without it the soft elbow sags on past the limit
 
 
 @pytest.mark.slow
