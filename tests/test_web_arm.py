@@ -321,8 +321,8 @@ def test_node_mujoco_compiles_the_arm_as_python_does_and_its_holds_agree():
 
 REPLAY_SIM_TOL_DEG = 1e-6
 """deg: the largest difference between a replay in the browser's MuJoCo 3.14.0 and in Python's 3.17.0 at any frame
-(measured: 4e-16° with the published fit at 5 ms, 6e-11° for a replay that chatters at kp 1e5; MuJoCo 3.3.8 parted from 3.17.0
-by 0.34° where the friction loss sticks and slips)."""
+(measured: 4e-16° with the published fit at 5 ms, 6e-11° for a replay that chatters at kp 1e5; MuJoCo 3.3.8 parted
+from 3.17.0 by 0.34° where the friction loss sticks and slips)."""
 
 REPLAY_MAE_TOL_DEG = 1e-6
 """deg: the same for the replay's mean absolute error against the recording."""
