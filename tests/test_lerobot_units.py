@@ -326,3 +326,21 @@ def test_the_recordings_readme_states_the_units_the_values_show(shipped):
     e = JOINTS.index('elbow_flex')
     assert f'folds to {max(x.state[:, e].max() for x in converted):.1f}°' in text
     assert f'commands it to {max(x.action[:, e].max() for x in converted):.1f}°' in text
+
+
+@pytest.mark.slow
+def test_the_action_converted_with_the_leaders_scale_fits_a_stiffer_kp_and_a_shorter_lag(shipped):
+    """Chapter 4's 'What the units change': each column on its own arm's scale moves the commands up to 6 % off the
+    goals the follower was sent, and the fit answers with a kp about a tenth stiffer and a lag about a tenth shorter
+    than on the follower's scale (9.12 against 8.31 N·m/rad, 95 against 108 ms)."""
+    from physai.engine import sysid
+    from physai.experiments import servo_sysid
+    units = lerobot_units.identify_units(shipped)
+    follower, leader = units.degrees_per_unit(), lerobot_units.degrees_per_unit([c.counts for c in units.action])
+    assert 0.05 < np.max(np.abs(leader / follower - 1)) < 0.07
+    fit_eps, _ = servo_sysid.split(shipped)
+    right = lerobot_units.convert(fit_eps, follower)
+    own = [dataclasses.replace(e, action=lerobot_units.convert([raw], leader)[0].action) for e, raw in zip(right, fit_eps)]
+    core, wrong = (r.servo for r in sysid.fit_servos([right, own], starts={'therobotstudio': arm_replay.THEROBOTSTUDIO},
+                                                       progress=False))
+    assert 1.05 < wrong.kp / core.kp < 1.15 and 0.83 < wrong.lag_ms / core.lag_ms < 0.93
