@@ -20,7 +20,8 @@ import-linter, the contract is in ``pyproject.toml``). Read it from the bottom u
    (chapter 3's arm holding a pose with it, and ensembles of such runs), ``arm_replay`` (chapter 4's servo model
    and open-loop replay of recorded episodes), ``sysid`` (chapter 4's fit of that servo), ``servo_models``
    (per-joint servos, MuJoCo's command delay and calibration offsets, and the structures fitted against the
-   spring), ``datasets`` (LeRobot recordings).
+   spring), ``datasets`` (LeRobot recordings), ``lerobot_units`` (their units read off their values: degrees or
+   LeRobot's -100..100 normalisation, converted to degrees).
 3. ``physai.experiments``: every table of the book, by chapter (``position_actuators``, with ``servo_panel``, its
    live panel's physics, and ``position_actuators_further``, its "Going further" tables; ``actuator_models``,
    ``where_pd_runs``, ``servo_sysid``, and ``servo_truth``, chapter 4's truth table), and the ``registry`` behind

@@ -107,6 +107,10 @@ def _fit_servo_parser() -> argparse.ArgumentParser:
     parser.add_argument('--max-frames', default=None, metavar='N',
                         help='use only the first N frames of each episode (when the fit would exceed its budget)')
     parser.add_argument('--download', action='store_true', help='allow downloading DATASET from the Hugging Face Hub')
+    parser.add_argument('--calibration', default=None, metavar='FILE.json',
+                        help="the follower's LeRobot calibration file, to convert a recording in LeRobot's -100..100 "
+                             "normalisation to degrees (default: the ranges read off the recording itself, with a "
+                             "warning); see the page Identify your own arm")
     return parser
 
 
@@ -127,9 +131,12 @@ def fit_servo(argv: list[str]) -> int:
 
     Everything that can be checked is checked before the fit starts: the arguments, where the files go
     (``fit_request.check_outputs``: an existing file only with ``--force``, never through a symbolic link or into
-    Menagerie's or the dataset's folder), the recording (the loader's checks on the episodes asked for), the episodes'
-    lengths, the follower against its leader joint by joint and Menagerie's model (``fit_request.check_leader_follower``)
-    and the fit's estimated cost (``fit_request.check_cost``). The files are written atomically.
+    Menagerie's or the dataset's folder), the recording (the loader's checks on the episodes asked for), its units
+    (``fit_request.check_units``: a recording in LeRobot's -100..100 normalisation is converted to degrees, with its
+    follower's calibration file when ``--calibration`` gives one, else with the ranges its own values show, and a
+    warning), the episodes' lengths, the follower against its leader joint by joint and Menagerie's model
+    (``fit_request.check_leader_follower``) and the fit's estimated cost (``fit_request.check_cost``). The files are
+    written atomically.
     """
     from physai.cli import fit_report, fit_request, identify  # here: `list` and the tables need neither
     from physai.experiments import servo_sysid
@@ -163,6 +170,12 @@ def fit_servo(argv: list[str]) -> int:
             origin = f'recording {args.dataset}'
             if not local:  # downloaded: its folder is known only now
                 out, png = fit_request.check_outputs(out, png, force=args.force, dataset=data.root)
+        units, unit_warnings = None, []
+        if args.dataset != 'synthetic':  # before any fit: a recording in -100..100 is never fitted as degrees
+            data, _, units, unit_warnings = fit_request.check_units(data, args.calibration)
+        elif args.calibration is not None:
+            raise ValueError('--calibration converts a recording of yours, got DATASET synthetic, which is in degrees; '
+                             'leave --calibration out')
         if max_frames is not None:
             data = dataclasses.replace(data, episodes=tuple(fit_request.first_frames(data.episodes, max_frames)))
         fit, held = fit_request.select_episodes(data, episodes, heldout)
@@ -171,6 +184,7 @@ def fit_servo(argv: list[str]) -> int:
         fit_request.check_cost(fit, held, per_joint=args.per_joint, offsets=args.offsets)
         ident = identify.identify(data, fit, held, source=origin, per_joint=args.per_joint, offsets=args.offsets,
                                  delay=args.delay, progress=True)
+        ident = dataclasses.replace(ident, units=units, warnings=tuple(unit_warnings) + ident.warnings)
         # the files were checked before the fit; one that appeared since is replaced only with --force
         written.append(fit_report.write_mjcf(ident, out, replace=args.force))
         rep = fit_report.report(ident, written[0])

@@ -121,8 +121,10 @@ def synthetic_episode():
 
 @pytest.fixture(scope='module')
 def real():
-    """The SO-101 recording physai ships (a copy of ../shared/datasets/so101_record_test); skips when absent."""
+    """The SO-101 recording physai ships (a copy of ../shared/datasets/so101_record_test), converted from LeRobot's
+    -100..100 normalisation to its degrees as chapter 4 reads it; skips when absent."""
     from physai.engine.datasets import load_lerobot, shipped_recording
+    from physai.engine.lerobot_units import to_degrees
     if not shipped_recording().is_dir():
         pytest.skip('the shipped SO-101 recording is absent')
-    return load_lerobot(shipped_recording())
+    return to_degrees(load_lerobot(shipped_recording()))[0]

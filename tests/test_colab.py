@@ -442,9 +442,17 @@ def test_the_shipped_recording_is_the_real_one_with_its_provenance():
     assert (len(dataset), dataset.fps, dataset.robot_type) == (4, 30.0, 'so101_follower')
     assert sum(episode.nframe for episode in dataset) == 1492
     if SHARED_RECORDING.is_dir():
-        for original in sorted(p for p in SHARED_RECORDING.rglob('*') if p.is_file()):
+        originals = sorted(p for p in SHARED_RECORDING.rglob('*') if p.is_file())
+        assert {p.relative_to(SHARED_RECORDING).parts[0] for p in originals} == {'README.md', 'meta', 'data'}
+        # the recording's own files, byte for byte; the README is the book's, which states the units the values
+        # prove (LeRobot's -100..100, not the degrees the shared copy's README first said) and may differ
+        for original in originals:
+            if original.name == 'README.md' and original.parent == SHARED_RECORDING:
+                continue
             copy = path / original.relative_to(SHARED_RECORDING)
             assert copy.read_bytes() == original.read_bytes(), f'{copy} differs from {original}'
+        readme = (path / 'README.md').read_text(encoding='utf-8')
+        assert "LeRobot's −100..100 normalisation for the five arm joints, not degrees" in readme
 
 
 def test_a_wheel_of_physai_carries_the_recording(tmp_path):

@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai.engine import arm_replay, perturb, sysid
+from physai.engine import arm_replay, lerobot_units, perturb, sysid
 from physai.experiments import registry, servo_sysid
 from physai.laws import robust
 from physai.__main__ import main
@@ -20,6 +20,13 @@ from physai.engine.so101 import ARM_JOINTS, JOINTS
 from physai.experiments.servo_sysid import DampingValley, EnsembleScore
 
 REAL = shipped_recording()
+
+
+def chapter_recording():
+    """The shipped recording as chapter 4 reads it: converted from LeRobot's -100..100 to its degrees."""
+    return lerobot_units.to_degrees(load_lerobot(REAL))[0]
+
+
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason='the shipped SO-101 recording is absent')
 
 ELBOW = ARM_JOINTS.index('elbow_flex')
@@ -151,7 +158,7 @@ def test_break_it_rows_carry_the_table_and_the_ensembles(synthetic_episode, soft
 @pytest.fixture(scope='module')
 def chapter():
     """The chapter's recording, held-out episode and fitted servo (the fit takes a minute)."""
-    data = load_lerobot(REAL)
+    data = chapter_recording()
     fit_eps, heldout = servo_sysid.split(data)
     fitted = sysid.fit_servo(fit_eps, starts={'therobotstudio': arm_replay.THEROBOTSTUDIO}, progress=False).servo
     return data, heldout, fitted
@@ -209,7 +216,7 @@ def test_past_the_cliff_the_joint_damping_caps_the_speed_below_the_real_arms(cha
     cliff = valley.cliff_damping
     past = valley.dampings >= cliff
     assert past.any() and np.all(valley.best_per_damping[past] > servo_sysid.CLIFF_FACTOR * valley.best[2])
-    assert cliff > max(r['best_damping'] for r in valley.rows())
+    assert cliff >= max(r['best_damping'] for r in valley.rows())  # the stiff rows' best damping is where it begins
     real = np.concatenate([servo_sysid.frame_speeds_deg(e.state[:, arm_replay.arm_columns(e.joints)], data.fps)
                            for e in fit_eps])
     assert np.mean(real > servo_sysid.saturated_speed_deg(fitted, damping=cliff)) > 0.01
@@ -250,25 +257,26 @@ def test_break_it_only_menagerie_at_one_step_per_frame_is_chaotic(break_rows):
     for name in one_step:
         assert break_rows[name]['menagerie'].figure == 3
         assert break_rows[name]['menagerie_mae_deg'] == '≈ 3 (chaotic)'
-        # the soft fitted servo barely notices the coarse step
-        assert break_rows[name]['fitted'].figure == pytest.approx(break_rows['as above']['fitted'].figure, rel=0.05)
+        # the soft fitted servo notices the coarse step little
+        assert break_rows[name]['fitted'].figure == pytest.approx(break_rows['as above']['fitted'].figure, rel=0.1)
     assert break_rows['as above']['menagerie'].figure < 2.5
 
 
 @pytest.mark.slow
 @needs_real
-def test_break_it_contacts_worsen_both_and_the_limit_stands_in_for_the_arms_own_stop(break_rows):
-    """Contacts on more than double the fitted servo's error and worsen Menagerie's. Limits off, the fitted elbow
-    sags past the model's limit and past where the real elbow rests, so its error rises."""
+def test_break_it_contacts_hardly_matter_and_the_limit_stands_in_for_the_arms_own_stop(break_rows):
+    """Contacts on change either servo's error by under 5 % (the boxes overlap 4 mm deep; read as degrees, 2 cm, they
+    had more than doubled the fitted servo's). Limits off, the fitted elbow sags past the model's limit and on past
+    where the real elbow rests, so its error rises; the limit stops it 2-3 degrees past the real rest."""
     plain, contacts, free = (break_rows[k] for k in ('as above', 'contacts on', 'limits off'))
-    assert contacts['fitted'].figure > 2 * plain['fitted'].figure
-    assert contacts['menagerie'].figure > plain['menagerie'].figure
+    for servo in ('fitted', 'menagerie'):
+        assert contacts[servo].figure == pytest.approx(plain[servo].figure, rel=0.05)
     assert free['fitted_elbow_deg'] > plain['fitted_elbow_deg']
     rest = free['fitted'].runs[0][0]
     limit = math.degrees(arm_replay.slim_arm().jnt_range[JOINTS.index('elbow_flex')][1])
     real_rest, sim_rest = rest.real_deg[-1, ELBOW], rest.sim_deg[-1, ELBOW]
-    assert limit < real_rest < limit + 5      # the model's limit stops the elbow a few degrees early
-    assert sim_rest > real_rest + 2           # without it the soft elbow sags on past the real one
+    assert limit - 3 < real_rest < limit     # the model's limit stops the elbow a little past the real one's rest
+    assert sim_rest > limit + 1              # without it the soft elbow sags on past the limit
 
 
 @pytest.mark.slow
@@ -319,18 +327,21 @@ def test_hold_sag_of_a_stiff_servo_is_near_zero():
 
 @needs_real
 def test_contacts_off_because_the_collision_boxes_overlap_when_folded(real):
-    """Measured poses put the lower arm, wrist and gripper boxes a centimetre or more into the shoulder's."""
+    """Measured poses put the lower arm, wrist and gripper boxes a few millimetres into the shoulder's, in a fifth of
+    the frames or more of every episode (the recording read as degrees had them 2 cm deep: the joints were off by
+    their scale)."""
     for ep in real:
         depth = servo_sysid.overlap_depth(ep)
-        assert depth.max() > 0.01
-        assert np.mean(depth > 0) > 0.2
+        assert 0.003 < depth.max() < 0.005
+        assert np.mean(depth > 0) > 0.18
 
 
 @needs_real
-def test_the_real_elbow_folds_past_the_model_range(real):
+def test_the_real_elbow_folds_to_the_models_range_and_the_leader_commands_past_it(real):
     elbow = arm_replay.slim_arm().jnt_range[JOINTS.index('elbow_flex')]
     reached = max(np.deg2rad(ep.state[:, 2]).max() for ep in real)
-    assert reached > elbow[1]
+    commanded = max(np.deg2rad(ep.action[:, 2]).max() for ep in real)
+    assert elbow[1] - np.radians(0.5) < reached < elbow[1] < commanded
 
 
 def test_the_book_uses_the_shipped_recording_and_the_stand_in_only_when_asked(monkeypatch):
@@ -351,7 +362,7 @@ def test_a_missing_recording_is_an_error_not_a_silent_stand_in(monkeypatch, tmp_
 def test_sign_convention_keeps_the_tip_near_the_table(real):
     """+1 signs: the tip dips to the table plane but not through it; one flipped sign breaks that."""
     z = np.concatenate([servo_sysid.tip_height(ep) for ep in real])
-    assert -0.05 < z.min() < 0.0 and z.max() < 0.25
+    assert -0.03 < z.min() < 0.0 and z.max() < 0.25
     lift_flipped = np.concatenate([servo_sysid.tip_height(ep, signs=(1, -1, 1, 1, 1)) for ep in real])
     elbow_flipped = np.concatenate([servo_sysid.tip_height(ep, signs=(1, 1, -1, 1, 1)) for ep in real])
     assert lift_flipped.min() < -0.07     # through the table
@@ -410,7 +421,7 @@ def test_the_kept_fit_survives_a_last_bit_change(sysid_rows, monkeypatch):
     _, result = sysid_rows
     trs = {s.name: s for s in result.starts}['therobotstudio']
     monkeypatch.setenv(perturb.ENV, '1e-12' if perturb.size() == 0 else '3e-11')
-    nudged = sysid.fit_servo(servo_sysid.split(load_lerobot(REAL))[0], starts={'therobotstudio': trs.start},
+    nudged = sysid.fit_servo(servo_sysid.split(chapter_recording())[0], starts={'therobotstudio': trs.start},
                              progress=False)
     assert nudged.servo == result.servo
     for name, value in trs.servo.as_dict().items():
@@ -513,12 +524,13 @@ def test_missing_dataset_is_a_clear_error(monkeypatch, tmp_path):
 
 
 @needs_real
-def test_break_it_contacts_on_worsens_and_only_the_clamp_saves_a_stiff_servo_at_one_step_per_frame(real):
-    """Contacts on push the folded arm apart; Menagerie at 33 ms under Euler diverges without its clamp."""
+def test_break_it_contacts_on_hardly_matter_and_only_the_clamp_saves_a_stiff_servo_at_one_step_per_frame(real):
+    """With the boxes a few millimetres deep, contacts on change a replay's error by a few per cent (read as degrees,
+    2 cm deep, they had added a third); Menagerie at 33 ms under Euler diverges without its clamp."""
     _, heldout = servo_sysid.split(real)
     servo = arm_replay.PUBLISHED_FIT
     off, on = (arm_replay.replay([servo], heldout, config=ReplayConfig(contacts=c))[0][0] for c in (False, True))
-    assert on.mae_deg > 1.3 * off.mae_deg
+    assert on.mae_deg == pytest.approx(off.mae_deg, rel=0.05)
     coarse = ReplayConfig(integrator='Euler', timestep=1 / 30)
     clamped, unclamped = (row[0] for row in arm_replay.replay(
         [arm_replay.MENAGERIE, dataclasses.replace(arm_replay.MENAGERIE, forcerange=1e6)], heldout, config=coarse))
@@ -639,14 +651,14 @@ def test_static_offsets_are_command_minus_joint_in_the_held_poses(synthetic_epis
 @needs_real
 def test_contacts_on_pin_the_folded_elbow_and_wrist_at_the_force_limit_and_shove_the_wrist(real):
     """The collision artefact: in the folded rest pose the overlapping boxes push; Menagerie's servo then sits at
-    +forcerange on the elbow and wrist flex and the wrist is shoved about 12 degrees, none of which happens with
+    +forcerange on the elbow and wrist flex and the wrist is shoved about 3.5 degrees, none of which happens with
     contacts off."""
     holds = servo_sysid.collision_hold(real.episodes[servo_sysid.COLLISION_EPISODE])
     rows = {r['joint']: r for r in servo_sysid.collision_rows(holds)}
     limit = arm_replay.MENAGERIE.forcerange
     assert rows['elbow_flex']['force_on'] == pytest.approx(limit) and rows['wrist_flex']['force_on'] == pytest.approx(limit)
     assert all(abs(r['force_off']) < 0.5 * limit for r in rows.values())
-    assert 10 < abs(rows['wrist_flex']['moved_on_deg']) < 15
+    assert 3 < abs(rows['wrist_flex']['moved_on_deg']) < 4
     assert abs(rows['wrist_flex']['moved_off_deg']) < 0.01
     assert holds['contacts on'].ncon > 0 and holds['contacts off'].ncon == 0
 
@@ -654,20 +666,21 @@ def test_contacts_on_pin_the_folded_elbow_and_wrist_at_the_force_limit_and_shove
 @needs_real
 def test_with_the_static_offsets_off_the_ridge_bottom_moves_to_a_stiffer_kp(real):
     """The fitted kp is set by the held-pose offsets: as recorded the ridge of constant lag has its bottom near
-    kp 8; with the offsets taken off the commands the bottom moves to kp >= 20 and the ridge is flat (5 %) above."""
+    kp 8 and its stiff end costs three times as much; with the offsets taken off the commands the bottom moves to a
+    stiffer kp (12-13) and the ridge flattens (its stiff end 1.4 times its bottom)."""
     fit_eps, _ = servo_sysid.split(real)
-    fitted = ArmServo(kp=7.96, kv=0.733, forcerange=1.16, damping=0.135, frictionloss=0.156, armature=0.0341)
+    fitted = ArmServo(kp=8.31, kv=0.713, forcerange=1.29, damping=0.181, frictionloss=0.178, armature=0.0375)
     off = servo_sysid.static_offsets_deg(fit_eps)
-    assert off[ARM_JOINTS.index('shoulder_lift')] < -2 and off[ARM_JOINTS.index('elbow_flex')] < -2
+    assert off[ARM_JOINTS.index('shoulder_lift')] < -1.5 and off[ARM_JOINTS.index('elbow_flex')] < -1.5
     rows = servo_sysid.ridge(fit_eps, fitted, offsets_deg=off)
     assert 5 < servo_sysid.ridge_bottom(rows)['kp'] < 12
-    assert rows[-1]['cost'] > 2 * servo_sysid.ridge_bottom(rows)['cost']
+    assert rows[-1]['cost'] > 2.5 * servo_sysid.ridge_bottom(rows)['cost']
     bottom = servo_sysid.ridge_bottom(rows, 'cost_shifted')
-    assert bottom['kp'] >= 20
-    assert all(r['cost_shifted'] <= 1.05 * bottom['cost_shifted'] for r in rows if r['kp'] >= 30)
+    assert bottom['kp'] > 1.2 * servo_sysid.ridge_bottom(rows)['kp']
+    assert rows[-1]['cost_shifted'] < 1.5 * bottom['cost_shifted']
     # the joints that carry no gravity load are better off stiffer along the ridge
     for joint in ('shoulder_pan', 'wrist_roll'):
-        assert servo_sysid.ridge_bottom(rows, f'{joint}_deg')['kp'] > 15
+        assert servo_sysid.ridge_bottom(rows, f'{joint}_deg')['kp'] > 12
 
 
 @pytest.mark.slow
@@ -678,9 +691,9 @@ def test_the_fit_on_commands_without_the_static_offsets_is_much_stiffer_at_the_s
     off = servo_sysid.static_offsets_deg(fit_eps)
     stiff = sysid.fit_servo(servo_sysid.shift_commands(fit_eps, off),
                              starts={'therobotstudio': arm_replay.THEROBOTSTUDIO}, progress=False).servo
-    assert stiff.kp > 5 * fitted.kp
-    assert stiff.lag_ms == pytest.approx(fitted.lag_ms, rel=0.02)
-    assert robust.round_sig(stiff.kp, 1) == 60
+    assert stiff.kp > 2.5 * fitted.kp
+    assert stiff.lag_ms == pytest.approx(fitted.lag_ms, rel=0.05)
+    assert robust.round_sig(stiff.kp, 2) == 22
 
 
 @pytest.mark.slow

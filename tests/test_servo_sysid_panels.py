@@ -29,7 +29,8 @@ def test_panel_survives_extreme_sliders_and_the_first_view_is_stable(synthetic_e
     assert data['firstView']['grid'] == {'kp': [1.0, 10.0, 30.0, 100.0]}
     assert data['spec']['controls'][0]['default'] == 30.0
     replays = data['firstView']['parts']['replay']['data']
-    assert all(r['status'].startswith(('stable', 'chatters', 'diverged')) for r in replays if not r.get('chaotic'))
+    assert all(r['status'].startswith(('stable', 'chatters', 'far off', 'diverged'))
+               for r in replays if not r.get('chaotic'))
 
 
 @pytest.mark.skipif(not os.path.exists('/usr/bin/chromium'), reason='headless Chromium is not installed')
@@ -87,13 +88,14 @@ def test_panel_legends_sit_off_the_data_and_only_animated_artists_move(synthetic
         panel.update(**change)
         assert panel.error is None
     assert panel.full_redraws == before
-    assert panel.state['status'].get_text().startswith(('stable', 'chatters', 'diverged'))
+    assert panel.state['status'].get_text().startswith(('stable', 'chatters', 'far off', 'diverged'))
 
 
 CHAPTER_LIKE_FIT = arm_replay.ArmServo(kp=7.96, kv=0.733, forcerange=1.16, damping=0.135, frictionloss=0.156,
                                   armature=0.0341)
-"""A servo like chapter 4's fit of the shipped recording: with its friction and clamp, a stiff kp makes the
-replay chaotic (at kp 1000 a last-bit change of the start moves the arm by degrees)."""
+"""A servo like chapter 4's fit of the shipped recording (its fit when the recording was read as degrees): with its
+friction and clamp, a stiff kp makes the replay chaotic (at kp 1000 a last-bit change of the start moves the arm by
+degrees)."""
 
 
 def test_a_chaotic_first_view_frame_stores_its_verdict_and_survives_a_nudge(real, monkeypatch):
@@ -108,8 +110,8 @@ def test_a_chaotic_first_view_frame_stores_its_verdict_and_survives_a_nudge(real
     chaotic = [r for r in replays if r.get('chaotic')]
     assert len(chaotic) >= 1 and all(set(r) == {'chaotic', 'mae', 'diverged'} for r in chaotic)
     spec = servo_sysid_panels.sysid_spec(heldout[0], CHAPTER_LIKE_FIT)
-    assert all(re.fullmatch(r'chaotic: no single replay is stored · MAE ≈ \d\.\d°', spec.say('chaotic', mae=r['mae']))
-               for r in chaotic)
+    words = r'chaotic: no single replay is stored · MAE ≈ \d(\.\d)?°'
+    assert all(re.fullmatch(words, spec.say('chaotic', mae=r['mae'])) for r in chaotic)
 
 
 def test_the_panel_refuses_a_wrong_servo_or_episode_by_name():
@@ -127,3 +129,57 @@ def test_the_panel_refuses_a_wrong_servo_or_episode_by_name():
                               timestamp=episode.timestamp[:1])
     with pytest.raises(ValueError, match='episode must hold at least 2 frames'):
         servo_sysid_panels.sysid_panel(one, arm_replay.MENAGERIE)
+
+
+# --- the words on a replay: each follows from the run it labels --------------------------------------------------
+
+def _replay(error_deg: float, *, teleport_deg: float = 1.0, diverged: bool = False, rattle_deg: float = 0.0):
+    """A replay of 60 frames whose joints are ``error_deg`` off the recording (every frame), whose teleport is
+    ``teleport_deg`` off, and whose simulated joints flip by ``rattle_deg`` from frame to frame."""
+    n = 60
+    real = np.tile(np.linspace(0.0, 10.0, n)[:, None], (1, 5))
+    action = np.vstack([real[1:] + teleport_deg, real[-1:] + teleport_deg])  # each frame's command, one frame early
+    sim = real + error_deg + rattle_deg * (np.arange(n) % 2)[:, None]
+    return arm_replay.Replay(servo=arm_replay.MENAGERIE, episode=0, t=np.arange(n) / 30.0, real_deg=real,
+                             sim_deg=sim, action_deg=action, diverged=diverged)
+
+
+@pytest.mark.parametrize('rep, words', [
+    (_replay(1.0, diverged=True), 'diverged'),
+    (_replay(np.nan), 'diverged'),
+    (_replay(0.5, rattle_deg=4.0), 'chatters'),
+    (_replay(1.9), 'stable'),
+    (_replay(2.1), 'far off'),
+    (_replay(12.0), 'far off'),
+])
+def test_each_verdict_follows_from_the_run_it_labels(rep, words):
+    """The first rule that applies: diverged, chatters, far off (over twice the teleport's error: a smooth replay
+    12 deg off once read 'stable'), stable."""
+    assert rep.teleport_deg == pytest.approx(1.0)
+    status = servo_sysid_panels.replay_status(rep)
+    assert status.startswith(words), status
+    if words == 'far off':
+        assert f'{rep.mae_deg / rep.teleport_deg:.1f}× the teleport' in status
+        assert servo_sysid_panels.replay_far_off(rep)
+
+
+def test_a_replay_far_off_the_recording_is_not_called_stable_nor_drawn_black(real):
+    """The held-out episode at kp 1, the rest as fitted: a smooth, bounded replay 11 deg off, six times the teleport's
+    error. The panel once wrote 'stable' over it in plain black; the page's first view now stores it as far off."""
+    _, heldout = servo_sysid.split(real)
+    fitted = arm_replay.ArmServo(kp=8.31, kv=0.713, forcerange=1.29, damping=0.181, frictionloss=0.178,
+                                 armature=0.0375)
+    soft = arm_replay.replay([dataclasses.replace(fitted, kp=1.0)], heldout)[0][0]
+    assert not soft.diverged and not soft.chatters and 10 < soft.mae_deg < 15
+    assert servo_sysid_panels.replay_status(soft).startswith('far off')
+    panel = servo_sysid_panels.sysid_panel(heldout[0], fitted)
+    assert panel.state['status'].get_text().startswith('stable')
+    assert panel.state['status'].get_color() == '#222222'
+    panel.update(kp=1.0)
+    assert panel.error is None and panel.state['status'].get_text().startswith('far off')
+    assert panel.state['status'].get_color() != '#222222'
+    data = web.block_data(servo_sysid_panels.sysid_twin(heldout[0], fitted, kps=(1.0,)).data)
+    stored = dict(zip(data['firstView']['grid']['kp'], data['firstView']['parts']['replay']['data']))
+    assert stored[1.0]['farOff'] and stored[1.0]['status'].startswith('far off')
+    assert not stored[fitted.kp]['farOff'] and stored[fitted.kp]['status'].startswith('stable')
+    assert data['constants']['teleportDeg'] == pytest.approx(soft.teleport_deg)

@@ -152,7 +152,7 @@ def chapter():
 @pytest.mark.skipif(not shipped_recording().is_dir(), reason='the shipped SO-101 recording is absent')
 def test_the_recording_prefers_the_soft_spring_and_no_delay_and_small_offsets(chapter):
     """The structures as chapter 4 reads them: the delay stays at its one-step floor and changes the error by under 2 %
-    in every fold; the offsets help in every fold (by 3 to 9 %), stay under a degree, and leave kp soft."""
+    in every fold; the offsets help in every fold (by 2 to 9 %), stay under a degree, and leave kp soft."""
     data, _, folds, _ = chapter
     step = 1.0 / (data.fps * arm_replay.ReplayConfig().substeps(data.fps))
     spring, delay, offsets = (s.name for s in (servo_models.SPRING, servo_models.SPRING_DELAY,
@@ -160,7 +160,7 @@ def test_the_recording_prefers_the_soft_spring_and_no_delay_and_small_offsets(ch
     for f in folds:
         assert f.models[delay].delay < 1.5 * step
         assert abs(f.heldout_mae[delay] / f.heldout_mae[spring] - 1) < 0.02
-        assert 0.03 < 1 - f.heldout_mae[offsets] / f.heldout_mae[spring] < 0.09
+        assert 0.02 < 1 - f.heldout_mae[offsets] / f.heldout_mae[spring] < 0.1
         assert max(abs(c) for c in f.models[offsets].offsets_deg) < 1.0
         assert f.models[offsets].kp[0] < 2 * f.models[spring].kp[0] < 20
 
@@ -169,10 +169,10 @@ def test_the_recording_prefers_the_soft_spring_and_no_delay_and_small_offsets(ch
 @pytest.mark.skipif(not shipped_recording().is_dir(), reason='the shipped SO-101 recording is absent')
 def test_the_truth_table_says_what_chapter_4_reads_from_it(chapter):
     """Menagerie is no better than the plain teleport; every independent published set lies between about the
-    teleport and a little below its best shift, the study's fit and AnchorBench's tie at the top, about 1.5 times the
-    spring (1.2 to 1.9 fold by fold); BAM at P = 16 beats P = 32; no published set, borrowed or not, beats the
-    spring on average; the spring is 2 to 3 times closer than Menagerie in every fold; the folds' kp reads as P 13-15
-    through BAM's law."""
+    teleport and a little below its best shift, the study's fit and AnchorBench's tie at the top (each the closer of
+    the two in two folds of four), about 1.5 times the spring (1.25 to 1.9 fold by fold); BAM at P = 16 beats
+    P = 32; no published set, borrowed or not, beats the spring on average; the spring is 2 to 3.3 times closer than
+    Menagerie in every fold; the folds' kp reads as P 14-16 through BAM's law."""
     data, fitted, folds, rows = chapter
     ours, tele, shift = rows['this book: spring'], rows['teleport'], rows['teleport, best shift']
     assert abs(rows['Menagerie']['loo_deg'] / tele['loo_deg'] - 1) < 0.02
@@ -180,16 +180,17 @@ def test_the_truth_table_says_what_chapter_4_reads_from_it(chapter):
     assert all(0.9 * shift['loo_deg'] < r['loo_deg'] < 1.02 * tele['loo_deg'] for r in independent)
     best = sorted(independent, key=lambda r: r['loo_deg'])[:2]
     assert {r['model'] for r in best} == {'servo study, published fit', 'Isaac Lab AnchorBench'}
-    assert abs(best[0]['loo_deg'] - best[1]['loo_deg']) < 0.005
+    wins = [sum(a < b for a, b in zip(x['heldout_folds'], y['heldout_folds'])) for x, y in (best, best[::-1])]
+    assert wins == [2, 2]
     assert 1.4 < best[0]['loo_deg'] / ours['loo_deg'] < 1.55
     fold_ratios = [a / b for r in best for a, b in zip(r['heldout_folds'], ours['heldout_folds'])]
-    assert 1.15 < min(fold_ratios) < 1.25 and 1.85 < max(fold_ratios) < 1.95
+    assert 1.2 < min(fold_ratios) < 1.3 and 1.85 < max(fold_ratios) < 1.95
     assert rows['BAM m1, P = 16']['loo_deg'] < rows['BAM m1, P = 32']['loo_deg']
     assert all(r['loo_deg'] > ours['loo_deg'] for r in rows.values() if r['kind'] == 'published')
     men = [a / b for a, b in zip(rows['Menagerie']['heldout_folds'], ours['heldout_folds'])]
-    assert 1.95 < min(men) and max(men) < 3.2
+    assert 1.95 < min(men) and max(men) < 3.4
     p = [servo_gain.BAM_STS3215.p_register(f.models[servo_models.SPRING.name].kp[0]) for f in folds]
-    assert 12.5 < min(p) and max(p) < 15.5
+    assert 13 < min(p) and max(p) < 16.5
 
 
 @pytest.mark.slow

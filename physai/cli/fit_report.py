@@ -117,6 +117,9 @@ def _header(ident: Identification, xml: pathlib.Path) -> str:
         f'pose), joint limits on, {ident.config.integrator} at {1e3 * step:.3f} ms; '
         'this file keeps Menagerie\'s own option and contacts.',
     ]
+    if ident.units and ident.units['converted_with']:
+        lines.append(f"The recording was in LeRobot's -100..100 normalisation, converted to its degrees with "
+                     f"{ident.units['converted_with']} before the fit.")
     if ident.servos.per_joint:
         lines.append('Per-joint classes fitted_servo_<joint> carry each arm joint\'s own kp and kv (gainprm, biasprm).')
     if ident.servos.delay > 0:
@@ -175,7 +178,7 @@ def report(ident: Identification, out: str | pathlib.Path | None = None) -> dict
                                 'teleport_shift_deg')} for r in ident.folds]
     summary = servo_sysid.fold_summary(ident.folds)
     return dict(
-        source=ident.source, version=data.version, fps=data.fps, robot_type=data.robot_type,
+        source=ident.source, version=data.version, fps=data.fps, robot_type=data.robot_type, units=ident.units,
         episodes=dict(fit=[e.index for e in ident.fit], heldout=[e.index for e in ident.heldout]),
         recording=ident.motion,
         servo=servos.shared.as_dict() | dict(lag_ms=servos.shared.lag_ms, delay_ms=1e3 * servos.delay),
@@ -218,6 +221,11 @@ def report_text(rep: dict) -> str:
              f"fit on episodes {_ranges(rep['episodes']['fit'])} ({rep['recording']['seconds']:.1f} s, "
              f"{rep['recording']['moving_seconds']:.1f} s moving, {rep['recording']['held_frames']} held frames); "
              f"held out {_ranges(rep['episodes']['heldout'])}"]
+    if rep['units']:
+        lines.append(f"units: {text(rep['units']['evidence'])}")
+        if rep['units']['converted_with']:
+            lines.append(f"  converted to LeRobot's degrees with {text(rep['units']['converted_with'])}; degrees per "
+                         "unit: " + ', '.join(f'{j} {v:.4f}' for j, v in rep['units']['deg_per_unit'].items()))
     if rep['out']:
         lines.append(f"wrote {text(rep['out'])}")
     lines += ['', f"fitted servo (class {SERVO_CLASS}), and its range over {len(rep['folds'])} leave-one-out folds:"]

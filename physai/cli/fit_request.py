@@ -3,7 +3,9 @@
 Every check raises a ``ValueError`` that names what was asked and what is allowed, before a single replay runs:
 the robot (:func:`check_robot`), the split into fit and held-out episodes (:func:`select_episodes`), the files to
 write (:func:`check_outputs`, by :mod:`physai.cli.outputs`), the episodes' lengths (:func:`check_lengths`) and the
-fit's estimated cost in frame replays and batch memory (:func:`fit_cost`, :func:`check_cost`).
+fit's estimated cost in frame replays and batch memory (:func:`fit_cost`, :func:`check_cost`), and the recording's
+units (:func:`check_units`: a recording in LeRobot's -100..100 normalisation is converted to degrees, never fitted
+as it is).
 
 Warnings (:func:`recording_warnings`, on :func:`motion`) say when a recording is too short or too still to identify
 a servo; their thresholds are derived below (``MOVING_SPEED_DEG_S``, ``MIN_MOVING_SECONDS``, ``MIN_HELD_FRAMES``).
@@ -19,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from physai.engine import arm_replay, so101
+from physai.engine import arm_replay, lerobot_units, so101
 from physai.engine.datasets import Episode, LeRobotDataset, check_episode
 from physai.engine.datasets import index_ranges as _ranges
 from physai.engine.so101 import ARM_JOINTS, JOINTS
@@ -465,3 +467,78 @@ def recording_warnings(fit_motion: dict, *, fps: float) -> list[str]:
 # --------------------------------------------------------------------------------------------------
 # Models with a servo per joint, and their replay
 # --------------------------------------------------------------------------------------------------
+
+
+# --------------------------------------------------------------------------------------------------
+# Units: degrees, or LeRobot's -100..100 normalisation?
+# --------------------------------------------------------------------------------------------------
+
+CALIBRATION_HINT = '~/.cache/huggingface/lerobot/calibration/robots/so101_follower/<id>.json'
+"""Where LeRobot keeps the SO-101 follower's calibration file by default (``HF_LEROBOT_CALIBRATION``)."""
+
+
+def check_units(dataset: LeRobotDataset, calibration: str | pathlib.Path | None = None
+                ) -> tuple[LeRobotDataset, lerobot_units.RecordingUnits, dict, list[str]]:
+    """The recording in LeRobot's degrees before any fit, what its units were, and what to say about them.
+
+    A recording in LeRobot's -100..100 normalisation (``lerobot_units.identify_units``: per-joint grids of encoder
+    counts, values clamped at exactly ±100) fitted as degrees gives a plausible, wrong servo, so it is never fitted as
+    it is. It is converted with the follower's calibration file when ``calibration`` names one (checked against the
+    recording's grids), else with the follower's calibrated ranges read off ``observation.state``'s grids, which give
+    the same scale (the conversion needs only each range's width, max - min: both modes put zero in its middle), with
+    a warning that says so. Without either it is refused.
+
+    Returns:
+      The recording in degrees, its :class:`~physai.engine.lerobot_units.RecordingUnits`, the units as the report
+      states them (``units``, ``evidence``, ``converted_with``, ``deg_per_unit`` per arm joint or None) and the
+      warnings to add to the report.
+
+    Raises:
+      ValueError: one line saying what to do: the leader and follower in different units; a normalised recording
+        whose follower shows no grid and no ``calibration``; a ``calibration`` that does not match the recording or
+        is given for one in degrees; an unreadable calibration file.
+    """
+    units = lerobot_units.identify_units(dataset)
+    if units.units == 'mixed':
+        raise ValueError(f'the recording\'s arm joints must all be in one unit, got {units.summary()}: the leader and '
+                         f'the follower were configured differently (use_degrees), so the follower was sent numbers in '
+                         f'units it does not read them in; record again with both alike')
+    warnings = []
+    scale, converted_with = None, None
+    if units.normalised:
+        if calibration is not None:
+            try:
+                ranges = lerobot_units.read_calibration(calibration)
+            except FileNotFoundError as err:
+                raise ValueError(f'--calibration must name the follower\'s LeRobot calibration file, got '
+                                 f'{err}') from None
+            try:
+                scale = lerobot_units.calibration_scale(units, ranges)
+            except ValueError as err:
+                raise ValueError(f'--calibration {calibration}: {err}') from None
+            converted_with = f'the follower\'s calibration file {calibration}'
+        else:
+            try:
+                scale = units.degrees_per_unit()
+            except ValueError:
+                missing = [j for j, n in zip(units.joints, units.follower_counts) if n is None]
+                raise ValueError(f'the recording is in {units.summary()}, and the follower\'s calibrated range of '
+                                 f'{", ".join(missing)} cannot be read off observation.state (too few distinct values, '
+                                 f'or not raw readings); give the follower\'s calibration with --calibration '
+                                 f'({CALIBRATION_HINT})') from None
+            converted_with = ('the follower\'s calibrated ranges read off observation.state\'s grids (' +
+                              ', '.join(f'{j} {n}' for j, n in zip(units.joints, units.follower_counts)) +
+                              ' encoder counts)')
+            warnings.append(f'the recording is in {units.summary()}: converted to LeRobot\'s degrees with '
+                            f'{converted_with}; give the follower\'s calibration file with --calibration '
+                            f'({CALIBRATION_HINT}) to convert with it instead')
+        dataset = dataclasses.replace(dataset, episodes=tuple(lerobot_units.convert(dataset.episodes, scale)))
+    elif calibration is not None:
+        raise ValueError(f'--calibration converts a recording in LeRobot\'s -100..100 normalisation, got one in '
+                         f'{units.summary()}; leave --calibration out')
+    elif units.units == 'unknown':
+        warnings.append(f'units {units.summary()}; if the recording is in LeRobot\'s -100..100 normalisation, '
+                        f'convert it first (physai.engine.lerobot_units.convert)')
+    stated = dict(units=units.units, evidence=units.summary(), converted_with=converted_with,
+                  deg_per_unit=None if scale is None else dict(zip(units.joints, map(float, scale))))
+    return dataset, units, stated, warnings

@@ -271,6 +271,9 @@ class Identification:
     """``servo_truth.intervals`` rows: how far each parameter can move before the held-out error rises."""
     truth: tuple[dict, ...] = ()
     """``servo_truth.truth_table`` rows of the recording: every published set, the teleport, the structures."""
+    units: dict | None = None
+    """The recording's units as the report states them (``fit_request.check_units``): ``units``, ``evidence``,
+    ``converted_with`` and ``deg_per_unit``; None when not checked (the synthetic stand-in)."""
 
 
 def identify(dataset: LeRobotDataset, fit: Sequence[Episode], heldout: Sequence[Episode], *, source: str = '',
@@ -555,10 +558,13 @@ def findings(ident: Identification) -> tuple[list[str], list[str]]:
                      f"{offsets}), which a soft servo explains as sag and a stiff one with a calibration offset "
                      f"explains as well")
         if ridge and 'flat_kp_min' in ridge:
+            flat = (f"within {100 * RIDGE_FLAT:.0f} % of its lowest from kp {three_digits(ridge['flat_kp_min'])} to "
+                    f"{three_digits(ridge['flat_kp_max'])}" if ridge['flat_kp_max'] > ridge['flat_kp_min'] else
+                    f"lowest at kp {three_digits(ridge['shifted_bottom_kp'])}, and more than {100 * RIDGE_FLAT:.0f} % "
+                    f"higher at the other kp of the ridge")
             sentence += (f". Along the ridge of constant lag the cost is lowest at kp {three_digits(ridge['bottom_kp'])} and "
                          f"{ridge['stiff_over_bottom']:.3g} times that at kp {ridge['stiff_kp']:.0f}; with the offsets "
-                         f"taken off the commands it is within {100 * RIDGE_FLAT:.0f} % of its lowest from kp "
-                         f"{three_digits(ridge['flat_kp_min'])} to {three_digits(ridge['flat_kp_max'])}")
+                         f"taken off the commands it is {flat}")
             ratio = offsets_structure_kp_ratio(ident)
             if not math.isnan(ratio):
                 sentence += (f"; fitted as parameters fold by fold (spring + offsets), the offsets move kp by up to a "

@@ -9,12 +9,14 @@ Open-loop replay
 
     Contacts are off: Menagerie's simple collision boxes overlap each other in the folded rest pose
     (``physai.experiments.servo_sysid.overlap_depth``), in which most of the recorded episodes start and end, so
-    with contacts on the arm is pushed apart, wherever the boxes overlap, by contact forces the real arm never
+    with contacts on the arm is pushed, wherever the boxes overlap, by contact forces the real arm never
     feels. Joint limits and the actuators' ctrlrange stay as the model ships them (``ReplayConfig.limits``);
-    note that the model's elbow range, ±1.69 rad (±96.8°), is a few degrees narrower than the ≈99.6°
-    this real elbow reaches when folded.
+    note that the model's elbow range, ±1.69 rad (±96.8°), ends where the shipped recording's folded elbow does:
+    the follower folds to 96.5°, and the leader commands 96.9°.
 
 Joint convention
+    The episodes are in LeRobot's degrees (a recording in its -100..100 normalisation converted first:
+    :mod:`physai.engine.lerobot_units`), each joint's zero in the middle of its calibrated range.
     radians = deg2rad(degrees), sign +1, offset 0 for the five arm joints: the gripper tip then comes
     down to the table plane and never far below it (``physai.experiments.servo_sysid.tip_height``; a flipped
     shoulder lift sends it through the table, a flipped elbow or wrist flex never lets it reach the table). The
@@ -248,7 +250,8 @@ def arm_columns(joints: Sequence[str]) -> list[int]:
 def to_radians(values: np.ndarray, joints: Sequence[str]) -> np.ndarray:
     """Dataset joint values as model qpos, (nframe, 6) in ``JOINTS`` order.
 
-    Arm joints: ``deg2rad(degrees)``, sign +1, offset 0. Gripper: 0..100 mapped linearly onto the model's
+    Arm joints: ``deg2rad(degrees)``, sign +1, offset 0 (LeRobot's degrees: a recording in its -100..100
+    normalisation is converted first, :func:`physai.engine.lerobot_units.to_degrees`). Gripper: 0..100 mapped linearly onto the model's
     gripper range; held at the bottom of the range if the dataset has no gripper column. A NaN value stays NaN.
 
     Args:
@@ -337,6 +340,12 @@ class Replay:
     def chatters(self) -> bool:
         """Not diverged, but the simulated joints rattle: :attr:`chatter_deg` above ``CHATTER_DEG``."""
         return not self.diverged and self.chatter_deg > CHATTER_DEG
+
+    @property
+    def teleport_deg(self) -> float:
+        """The scale to read :attr:`mae_deg` against: the mean absolute error, over the same frames and joints, of a
+        teleport that puts each joint exactly on the previous frame's command, |action[t-1] - real[t]|, degrees."""
+        return float(np.abs(self.action_deg[:-1] - self.real_deg[1:]).mean())
 
 
 def replay(servos: Sequence[ArmServo], episodes: Sequence[Episode], *,

@@ -23,10 +23,11 @@ A recording that loads but is wrong would give a plausible, wrong fit, so each e
   huggingface/lerobot). Here the same (:data:`TIMESTAMP_TOLERANCE_S`): a frame stored twice (two equal
   timestamps), time running backwards, a dropped frame, or timestamps at another rate than ``fps`` in info.json (the
   open-loop replay plays one frame per 1/fps: at a wrong rate it fits a lag too long or too short by that factor);
-- **values**, in the dataset's units (the SO-101's arm joints in degrees, its gripper 0..100): a frame whose every arm
-  joint reads exactly 0 (a read that returned nothing), beyond ±:data:`RANGE_DEG`, jumping by more than
-  :data:`WRAP_JUMP_DEG` in one frame (an encoder wrap), or a run of 1 to :data:`GLITCH_FRAMES` frames out and back by
-  more than :data:`SPIKE_DEG` (a glitch, or a dropout of a few frames);
+- **values**, in the dataset's units (the SO-101's arm joints in LeRobot's degrees or its -100..100 normalisation,
+  :mod:`physai.engine.lerobot_units`; its gripper 0..100): a frame whose every arm joint reads exactly 0 (a read that
+  returned nothing), beyond ±:data:`RANGE_DEG`, jumping by more than :data:`WRAP_JUMP_DEG` in one frame (an encoder
+  wrap), or a run of 1 to :data:`GLITCH_FRAMES` frames out and back by more than :data:`SPIKE_DEG` (a glitch, or a
+  dropout of a few frames);
 - **repeats**: more than :data:`REPEAT_SHARE` of the moving frames equal to the frame before (action and state
   alike), as when every frame is stored twice under renumbered timestamps;
 - **pace**: the record loop slower than ``fps`` (:func:`long_frames`). The timestamps cannot show it, since LeRobot
@@ -115,7 +116,8 @@ rate."""
 
 @dataclasses.dataclass(frozen=True)
 class Episode:
-    """One recorded episode, in the dataset's own units (SO-101: degrees, gripper 0..100)."""
+    """One recorded episode, in the dataset's own units (SO-101: LeRobot's degrees or its -100..100 normalisation,
+    which :func:`physai.engine.lerobot_units.to_degrees` converts; gripper 0..100)."""
 
     index: int
     """``episode_index`` in the dataset."""

@@ -163,17 +163,18 @@ so the regulariser mu is relative to that parameter's curvature, 1 meaning a ste
 one, whatever the units of the residuals. That lets one range serve every problem: mu never below 1e-3 (below
 that the step is Gauss-Newton's anyway, and the solver then uses mu = 0), at most 1e4 (a step 10^-4 of the
 gradient's, below what the finite differences resolve), raised by 10^0.5 per rejected trial step. The solver's
-own defaults (mu from 1e-6 to 1e8 on the raw Hessian, raised by 10^0.1) spent about half of the 747 replays of
-chapter 4's fit on rejected trial steps, creeping up to the mu the problem needs, up to 58 in a row; with this
-schedule and ``FTOL`` the fit takes 265."""
+own defaults (mu from 1e-6 to 1e8 on the raw Hessian, raised by 10^0.1) spent 166 of the 244 candidate servos of
+chapter 4's fit on trial steps, creeping up to the mu the problem needs, up to 64 in a row, and stopped 5 % higher
+in cost (0.646 deg², kv at its lower bound); with this schedule and ``FTOL`` the fit takes 91 candidates (each
+replayed on the three fit episodes)."""
 
 FTOL = 1e-3
 """A start stops when an iteration lowers the cost by less than this fraction of it (0.1 %, a change of 0.05 % in
 the root-mean-square error): the flat valley of the fit (the kv/damping split) otherwise takes tens of iterations
 that each lower the cost by parts in 10^4 or 10^5 and move the servo along the valley. Chosen on the fit episodes'
-cost alone: chapter 4's fit stops after 10 iterations at a cost of 0.6100 deg²; with no such stop it takes 25, and
-its 91 evaluations of the residuals become 207, to reach 0.6094 (0.1 % lower), kp from 7.96 to 7.97, kv and the
-joint damping moved along the valley (0.733 and 0.135 to 0.781 and 0.087)."""
+cost alone: chapter 4's fit stops after 9 iterations at a cost of 0.6139 deg²; with no such stop it takes 36, and
+its 91 candidate servos become 290, to reach 0.6132 (0.1 % lower), kp from 8.31 to 8.28 and the joint damping
+moved along the valley (0.181 to 0.174)."""
 
 
 class _Flat(Exception):
@@ -232,7 +233,7 @@ def fit_servo(episodes: Sequence[Episode], *, starts: dict[str, ArmServo] | None
 
     Which start is kept: the one with the lowest cost, except that costs within ``COST_TIE`` (1 %) of the
     lowest are a tie, which goes to the softest start (the lowest start kp). On the book's recording the two
-    default starts end within 0.2 % of each other in cost, in one flat valley along the kv/damping split, so
+    default starts end within 0.3 % of each other in cost, in one flat valley along the kv/damping split, so
     which is lower is no finding. Nor is it reproducible: from Menagerie's stiff, force-clamped gains the
     first iterations amplify a difference in the last bits about tenfold per iteration, so where that start
     stops along the valley changes with the processor (``PHYSAI_PERTURB`` shows it), while TheRobotStudio's

@@ -11,6 +11,7 @@ ensembles (:func:`break_it`), and where the recording comes from (:func:`find_da
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 import numbers
@@ -25,6 +26,7 @@ import mujoco.minimize
 import numpy as np
 
 from physai.engine.datasets import Episode, LeRobotDataset, load_lerobot, shipped_recording
+from physai.engine import lerobot_units
 from physai.engine.sysid import fit_servo, fit_servos
 from physai.engine.arm_replay import ArmServo, BASELINES, MENAGERIE, PoseHold, Replay, ReplayConfig, TIP_SITE, slim_arm, arm_columns, hold_pose, joint_mae_deg, mae_deg, replay, replay_ensemble, synthetic_dataset, to_radians
 from physai.engine.so101 import ARM_JOINTS, load_so101
@@ -149,6 +151,30 @@ def tip_height(episode: Episode, *, signs: Sequence[float] = (1, 1, 1, 1, 1)) ->
     return z
 
 
+def joint_inertia(episodes: Sequence[Episode]) -> np.ndarray:
+    """(5,) each arm joint's own inertia without armature, kg·m²: the diagonal of the mass matrix (what the joint's
+    motor alone must accelerate, the rest of the arm held), the smallest over the episodes' measured poses.
+
+    Chapter 1's bound on an explicit step scales with kp over this inertia, so the joint with the smallest one is the
+    first to overshoot under Euler without armature.
+    """
+    m = copy.copy(slim_arm())
+    m.dof_armature[:] = 0.0
+    d = mujoco.MjData(m)
+    unit, column = np.zeros(m.nv), np.zeros(m.nv)
+    out = np.full(len(ARM_JOINTS), np.inf)
+    for e in episodes:
+        for qk in to_radians(e.state, e.joints):
+            d.qpos[:] = qk
+            mujoco.mj_forward(m, d)
+            for j in range(len(ARM_JOINTS)):
+                unit[:] = 0.0
+                unit[j] = 1.0
+                mujoco.mj_mulM(m, d, column, unit)
+                out[j] = min(out[j], column[j])
+    return out
+
+
 def overlap_depth(episode: Episode) -> np.ndarray:
     """(nframe,) deepest overlap of the arm's own collision geoms at each measured pose, m (0: none).
 
@@ -168,20 +194,24 @@ def overlap_depth(episode: Episode) -> np.ndarray:
     return depth
 
 
-def find_dataset(source: str | os.PathLike | None = None, *, download: bool = False
+def find_dataset(source: str | os.PathLike | None = None, *, download: bool = False, degrees: bool = True
                  ) -> tuple[LeRobotDataset, str]:
     """The chapter's recording, and a sentence saying where it came from.
 
     ``source`` is a folder, a Hub dataset id (fetched when ``download`` is True), or ``'synthetic'`` for
     :func:`synthetic_dataset`, the stand-in recorded by the simulated arm itself; None means :func:`dataset_path`,
-    the recording that ships with physai (or ``PHYSAI_DATASET``).
+    the recording that ships with physai (or ``PHYSAI_DATASET``). With ``degrees`` (the default) a recording in
+    LeRobot's -100..100 normalisation, as the shipped one is, comes converted to LeRobot's degrees with the
+    follower's scale read off its values (:func:`physai.engine.lerobot_units.to_degrees`); without, as recorded.
     """
     if source == 'synthetic':
         return synthetic_dataset(), 'a synthetic stand-in made by the simulated arm itself, as asked'
     if source is not None:
-        return load_lerobot(source, download=download), f'recording {source}'
-    path = dataset_path()
-    return load_lerobot(path), f'recording {path.name}'
+        data, origin = load_lerobot(source, download=download), f'recording {source}'
+    else:
+        path = dataset_path()
+        data, origin = load_lerobot(path), f'recording {path.name}'
+    return (lerobot_units.to_degrees(data)[0] if degrees else data), origin
 
 
 def dataset_path() -> pathlib.Path:
@@ -193,8 +223,9 @@ def dataset_path() -> pathlib.Path:
 
 def load_book_dataset(source: str | os.PathLike | None = None, *, download: bool = False
                       ) -> LeRobotDataset:
-    """The SO-101 recording of chapter 4 (see :func:`dataset_path`), or ``source`` when given."""
-    return load_lerobot(dataset_path() if source is None else source, download=download)
+    """The SO-101 recording of chapter 4 (see :func:`dataset_path`), or ``source`` when given, in degrees
+    (:func:`find_dataset`)."""
+    return find_dataset(source, download=download)[0]
 
 
 def split(dataset: LeRobotDataset) -> tuple[list[Episode], list[Episode]]:

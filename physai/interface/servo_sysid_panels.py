@@ -48,9 +48,17 @@ CHAOTIC_SPREAD_DEG = 1e-4
 (the 1e-9 rad nudge, amplified tenfold at most), a hundred times below the stored 0.01 deg; a chaotic one by
 degrees (kp 1000 with the fitted friction: 2.6 deg)."""
 
+FAR_OFF_RATIO = 2.0
+"""A replay that stays bounded and smooth but is more than this many times as far from the recording as the teleport
+(each joint on the previous frame's command, :attr:`Replay.teleport_deg`) is *far off*, not a replay to call stable:
+it does worse than a servo that models no dynamics at all, by a wide margin. On chapter 4's held-out episode the
+fitted servo is a third of the teleport's error, Menagerie's servo about the teleport's; kp 1 with the rest as fitted
+sags and trails 13° off, seven times the teleport's."""
+
 STATUS_WORDS = {
     'diverged': 'diverged',
     'chatters': 'chatters ({chatter:.0f}° per frame) · MAE {mae:.3f}°',
+    'far_off': 'far off · MAE {mae:.3f}°, {ratio:.1f}× the teleport\'s',
     'stable': 'stable · MAE {mae:.3f}°',
 }
 """The words on a replay (:func:`replay_status`), templates of the panel's description."""
@@ -76,14 +84,24 @@ def replay_diverged(rep: Replay) -> bool:
     return bool(rep.diverged or not np.all(np.isfinite(rep.sim_deg)))
 
 
+def replay_far_off(rep: Replay) -> bool:
+    """Whether a replay that neither diverged nor chatters is far off: its error over :data:`FAR_OFF_RATIO` times the
+    teleport's on the same episode."""
+    return bool(rep.mae_deg > FAR_OFF_RATIO * rep.teleport_deg)
+
+
 def replay_status(rep: Replay) -> str:
-    """The words :func:`sysid_panel` writes on a replay (:data:`STATUS_WORDS`): ``diverged``; ``chatters (N° per
-    frame) · MAE x°`` when it stays bounded but rattles frame to frame (not a servo to call stable); or
-    ``stable · MAE x°``."""
+    """The words :func:`sysid_panel` writes on a replay (:data:`STATUS_WORDS`), the first that applies:
+    ``diverged``; ``chatters (N° per frame) · MAE x°`` when it stays bounded but rattles frame to frame;
+    ``far off · MAE x°, r× the teleport's`` when it is smooth but more than :data:`FAR_OFF_RATIO` times as far from the
+    recording as the teleport (:func:`replay_far_off`); else ``stable · MAE x°``. Only the last is drawn as a good
+    run."""
     if replay_diverged(rep):
         return STATUS_WORDS['diverged']
     if rep.chatters:
         return STATUS_WORDS['chatters'].format(chatter=rep.chatter_deg, mae=rep.mae_deg)
+    if replay_far_off(rep):
+        return STATUS_WORDS['far_off'].format(mae=rep.mae_deg, ratio=rep.mae_deg / rep.teleport_deg)
     return STATUS_WORDS['stable'].format(mae=rep.mae_deg)
 
 
@@ -132,7 +150,8 @@ def sysid_spec(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PANE
              'chaotic': 'chaotic: no single replay is stored · MAE ≈ {mae:.2g}°'}
     note = ('Episode {index} ({nframe} frames at {fps:g} fps) replayed open loop: every frame\'s recorded command '
             'held until the next frame, a whole number of physics steps per frame; joint damping {damping:.4g} '
-            'N·m·s/rad and friction loss {frictionloss:.4g} N·m as fitted.')
+            'N·m·s/rad and friction loss {frictionloss:.4g} N·m as fitted. A replay more than '
+            f'{FAR_OFF_RATIO:g} times as far from the recording as a teleport to each command is far off.')
     return PanelSpec(key='sysid', title='Replay against the recording', controls=controls,
                      plots=(overlay, errors, sags), words=words, note=note)
 
@@ -268,7 +287,8 @@ def replay_part(draws: Sequence[Replay], joints: Sequence[str]) -> dict:
     cols = [ARM_JOINTS.index(j) for j in joints]
     return {'sim': [web.pack(rep.sim_deg[:, c].tolist(), step) for c in cols],
             'jointMae': web.stepped(rep.joint_mae_deg, step), 'sag': web.stepped(sag, step),
-            'status': replay_status(rep), 'diverged': replay_diverged(rep), 'chatters': bool(rep.chatters)}
+            'status': replay_status(rep), 'diverged': replay_diverged(rep), 'chatters': bool(rep.chatters),
+            'farOff': replay_far_off(rep) and not replay_diverged(rep) and not rep.chatters}
 
 
 def sysid_constants(episode: Episode, base: ArmServo, joints: Sequence[str]) -> dict:
@@ -283,11 +303,18 @@ def sysid_constants(episode: Episode, base: ArmServo, joints: Sequence[str]) -> 
                         'stateDeg': episode.state[:, cols].ravel().tolist()},
             'armJoints': list(ARM_JOINTS), 'armIndex': [model_joints.index(j) for j in ARM_JOINTS],
             'joints': list(joints), 'chatterDeg': CHATTER_DEG, 'ctrlLowDeg': low.tolist(), 'ctrlHighDeg': high.tolist(),
+            'teleportDeg': teleport_deg(episode), 'farOffRatio': FAR_OFF_RATIO,
             'servo': dataclasses.asdict(base),
             'sagReal': web.stepped(real_sag, STORED_STEP_DEG),
             'steps': STORED_STEP_DEG,
             'note': {'index': int(episode.index), 'nframe': int(episode.nframe), 'fps': float(episode.fps),
                      'damping': base.damping, 'frictionloss': base.frictionloss}}
+
+
+def teleport_deg(episode: Episode) -> float:
+    """:attr:`Replay.teleport_deg` of any replay of ``episode``: the teleport's mean absolute error, degrees."""
+    cols = arm_columns(episode.joints)
+    return float(np.abs(episode.action[:-1, cols] - episode.state[1:, cols]).mean())
 
 
 def slim_arm_joints() -> tuple[str, ...]:

@@ -44,7 +44,7 @@ export default class SysidPanel extends Panel {
     }
     const fix = (x) => (x === null ? NaN : x);
     return {traces: s.sim.map((x) => unpack(x, k.steps)), jointMae: s.jointMae.map(fix), sag: s.sag.map(fix),
-            sagReal: k.sagReal.map(fix), status: s.status, bad: s.diverged || s.chatters};
+            sagReal: k.sagReal.map(fix), status: s.status, bad: s.diverged || s.chatters || s.farOff};
   }
 
   async start(mujoco, live) {
@@ -72,14 +72,21 @@ export default class SysidPanel extends Panel {
                                                          (_, i) => record.q[i * nq + k.armIndex[j]] * 180 / Math.PI));
     if (!s) return {traces, running: (record.frames - 1) / k.episode.fps};
     return {traces, jointMae: s.jointMae, sag: s.sag, sagReal: s.sagReal, status: this.words(s),
-            bad: s.diverged || s.chatters};
+            bad: this.verdict(s) !== 'stable'};
   }
 
-  // physai.interface.servo_sysid_panels.replay_status: the words on a replay, in the description's words
+  // physai.interface.servo_sysid_panels.replay_status: which words a replay gets, the first that applies; only
+  // 'stable' is a good run ('far_off': smooth, but over farOffRatio times the teleport's error on the episode)
+  verdict(s) {
+    const k = this.constants;
+    if (s.diverged || !s.simDeg.every(Number.isFinite)) return 'diverged';
+    if (s.chatters) return 'chatters';
+    if (s.mae > k.farOffRatio * k.teleportDeg) return 'far_off';
+    return 'stable';
+  }
+
   words(s) {
-    if (s.diverged || !s.simDeg.every(Number.isFinite)) return this.say('diverged', {});
-    if (s.chatters) return this.say('chatters', {chatter: s.chatter, mae: s.mae});
-    return this.say('stable', {mae: s.mae});
+    return this.say(this.verdict(s), {chatter: s.chatter, mae: s.mae, ratio: s.mae / this.constants.teleportDeg});
   }
 
   // ---- the picture
