@@ -5,6 +5,7 @@ Refusals are checked with the fit replaced by one that fails the test: none of t
 
 import dataclasses
 import os
+import re
 import subprocess
 import sys
 
@@ -101,25 +102,38 @@ def test_the_synthetic_stand_in_passes_too():
      ['observation.state must move as far as action on every arm joint (a slope of 0.75 to 1.33), got -1.03 for '
       'shoulder_lift: its direction differs between the two arms', 'lerobot-calibrate']),
     (lambda f, m: (_with(f, 'action', _scaled(1, -1.0)), m), ['got -1.03 for shoulder_lift']),
-    # a leader in -100..100 with a follower in degrees: the follower moves the leader's degrees per unit
+    # a column scaled or shifted off its LeRobot grid (a leader in -100..100 with a follower in degrees; an arm with
+    # another zero) is refused by the units check, which runs first (the slope and offset checks on degrees: below)
     (lambda f, m: (_with(f, 'action', _scaled(1, 1 / 1.5)), m),
-     ['got +1.55 for shoulder_lift: its scale differs between the two arms']),
+     ["the recording's arm joints must all be in one unit", 'the action (leader) in mixed']),
     (lambda f, m: (_with(f, 'observation.state', _shifted(2, 35.0)), m),
-     ['observation.state must sit within 20° of action on every arm joint', 'got +36.9° for elbow_flex',
-      'different zeros']),
-    (lambda f, m: (_with(_with(f, 'observation.state', _shifted(2, 60.0)), 'action', _shifted(2, 60.0)), m),
-     ["elbow_flex must stay within Menagerie's range of the joint, -96.8° to 96.8° (± 10°), got 160.0 in action of "
-      'episode 0', 'the joint names in meta/info.json']),
+     ["the recording's arm joints must all be in one unit", 'observation.state (follower) in mixed']),
     # shoulder_lift and elbow_flex swapped in info.json fitted kp 86 % too high and called it pinned
     (lambda f, m: (f, _renamed(m, 'shoulder_lift', 'elbow_flex')),
      ['shoulder_lift must sag with gravity in the held poses', 'got a correlation of -0.74',
       'holds another joint, or its sign is flipped in both arms']),
     (lambda f, m: (_with(_with(f, 'observation.state', _scaled(1, -1.0)), 'action', _scaled(1, -1.0)), m),
-     ['shoulder_lift must sag with gravity', 'got a correlation of -0.85']),
+     ['shoulder_lift must sag with gravity', 'got a correlation of -0.88']),
 ])
 def test_a_follower_that_does_not_answer_its_leader_is_refused_before_the_fit(refused, corrupt, words):
     line = refused(*corrupt(recordings.table(), recordings.info()))
     assert all(w in line for w in words), line
+
+
+@pytest.mark.parametrize('change, words', [
+    # a leader whose scale differs from its follower's (in degrees: what the units check cannot see)
+    (lambda e: dataclasses.replace(e, action=e.action * np.r_[1, 1 / 1.5, 1, 1, 1, 1]),
+     'got +1.55 for shoulder_lift: its scale differs between the two arms'),
+    (lambda e: dataclasses.replace(e, state=e.state + np.r_[0, 0, 35.0, 0, 0, 0]),
+     'observation.state must sit within 20° of action on every arm joint'),
+    (lambda e: dataclasses.replace(e, state=e.state + np.r_[0, 0, 60.0, 0, 0, 0],
+                                   action=e.action + np.r_[0, 0, 60.0, 0, 0, 0]),
+     "elbow_flex must stay within Menagerie's range of the joint, -96.8° to 96.8° (± 10°)"),
+])
+def test_a_follower_in_degrees_that_does_not_answer_its_leader_is_refused(real, change, words):
+    """The same corruptions as above on a recording already in degrees: the slope, offset and range checks."""
+    with pytest.raises(ValueError, match=re.escape(words)):
+        fit_request.check_leader_follower([change(e) for e in real])
 
 
 def test_a_copy_of_the_action_a_few_frames_late_is_no_follower_either(real):
@@ -130,12 +144,14 @@ def test_a_copy_of_the_action_a_few_frames_late_is_no_follower_either(real):
         fit_request.check_leader_follower([late, real[1]])
 
 
-def test_swaps_that_gravity_does_not_tell_apart_pass_as_the_report_says(real):
-    """wrist_flex and wrist_roll swapped in info.json fitted kp 15 % too high: both carry little of gravity and move
-    within each other's ranges, so no check here sees it (check_leader_follower's docstring says so)."""
+def test_wrist_flex_and_wrist_roll_swapped_are_refused_by_the_joint_range_in_degrees(real):
+    """wrist_flex and wrist_roll swapped in info.json fitted kp 15 % too high. Read as degrees, the two move within
+    each other's ranges and gravity does not tell them apart; converted to degrees (the shipped recording is in
+    LeRobot's -100..100), the wrist roll's values lie beyond the wrist flex's range in Menagerie's model."""
     swapped = list(JOINTS)
     swapped[3], swapped[4] = swapped[4], swapped[3]
-    assert fit_request.check_leader_follower([dataclasses.replace(e, joints=tuple(swapped)) for e in real])
+    with pytest.raises(ValueError, match=r"wrist_flex must stay within Menagerie's range of the joint"):
+        fit_request.check_leader_follower([dataclasses.replace(e, joints=tuple(swapped)) for e in real])
 
 
 # --- the model, and episodes too short to take part ------------------------------------------------------------------

@@ -203,11 +203,11 @@ MIN_HELD_FOR_GRAVITY = 30
 MIN_SAG_GRAVITY_R = -0.5
 """shoulder_lift's sag in the held poses (command - joint) must not correlate with the torque that holds the arm
 there (Menagerie's model at the recorded pose) below this. A servo sags with gravity, so the correlation is positive
-(the shipped recording: +0.85); friction holds a joint anywhere within its frictionloss/kp of the command, which
+(the shipped recording, converted to degrees: +0.87); friction holds a joint anywhere within its frictionloss/kp of the command, which
 weakens it (the synthetic stand-in, whose friction is half its gravity load: +0.10). The held poses are few, so a
 correlation near 0 says nothing; one clearly negative says the column named shoulder_lift sags against gravity: it
 holds another joint (shoulder_lift and elbow_flex swapped in info.json: -0.74, a fit with kp 86 % too high) or its
-sign is flipped in both arms (-0.85)."""
+sign is flipped in both arms (-0.88)."""
 
 MAX_GRAVITY_POSES = 2000
 """The most held frames whose holding torque :func:`leader_follower` computes (one ``mj_forward`` each): a longer
@@ -282,8 +282,9 @@ def check_leader_follower(episodes: Sequence[Episode]) -> dict:
     joint range by more than ``RANGE_MARGIN_DEG`` (another zero, another scale, another joint's column); a
     shoulder_lift whose sag in the held poses leans against the torque gravity puts on it there (its column holds
     another joint, or its sign is flipped in both arms): the model would replay another arm than the one recorded.
-    Joint names swapped in info.json between joints that gravity loads alike, or that move within each other's
-    ranges, are not seen here.
+    Joint names swapped in info.json between joints that gravity loads alike and that move within each other's
+    ranges are not seen here (on the shipped recording in degrees, wrist_flex and wrist_roll swapped are: the wrist
+    roll's values lie beyond the wrist flex's range).
     """
     found = leader_follower(episodes)
     if found['copy'] is not None:
