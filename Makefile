@@ -41,11 +41,27 @@ NBVAL := $(BIN)/python -m pytest --nbval notebooks --nbval-sanitize-with noteboo
 # output whole when it ends.
 test: $(STAMP) node_modules/.package-lock.json
 	$(BIN)/lint-imports --no-cache
-	$(MAKE) --no-print-directory -j2 -O test-physai test-chapters
+	$(MAKE) --no-print-directory -j2 -O test-physai test-chapters test-benchmarks
 
-.PHONY: test-physai test-chapters
+.PHONY: test-physai test-chapters test-benchmarks
 test-physai: $(STAMP) node_modules/.package-lock.json
 	$(BIN)/python -m pytest tests
+
+# Every benchmark (benchmarks/bench_*.py) in its quick mode, a few seconds each, so that none breaks unnoticed: each
+# must exit 0, and its last line (the figures it exists to print) is shown. A benchmark without --quick fails here.
+# The full runs stay manual (README). benchmarks/requirements.txt adds what only a benchmark needs (mujoco.sysid).
+BENCHMARKS := $(sort $(wildcard benchmarks/bench_*.py))
+$(VENV)/.benchmarks: $(STAMP) benchmarks/requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r benchmarks/requirements.txt
+	touch $@
+
+test-benchmarks: $(VENV)/.benchmarks node_modules/.package-lock.json
+	@log=$$(mktemp); failed=; for bench in $(BENCHMARKS); do start=$$(date +%s); \
+	    if $(BIN)/python $$bench --quick > $$log 2>&1; then \
+	        echo "$$bench --quick, $$(( $$(date +%s) - start )) s: $$(tr '\r' '\n' < $$log | grep . | tail -n 1)"; \
+	    else echo "$$bench --quick FAILED:"; tail -n 30 $$log; failed="$$failed $$bench"; fi; \
+	done; rm -f $$log; \
+	if [ -n "$$failed" ]; then echo "benchmarks that failed in quick mode:$$failed"; exit 1; fi
 
 test-chapters: $(STAMP)
 	$(NBVAL)
