@@ -21,7 +21,7 @@ import pytest
 
 from physai.engine import bodies, so101
 from physai.interface import arm_frames
-from browser import node, serve
+from browser import node, screenshot, serve
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / '_build' / 'screenshots'
@@ -327,6 +327,6 @@ def test_screenshots_of_the_view(browser, served, model, frames, name, viewport,
     box = page.eval_on_selector('.physai-arm3d', 'e => e.getBoundingClientRect().toJSON()')
     assert box['width'] <= viewport[0] and box['height'] > 150
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f'arm3d-{name}.png'), full_page=True)
+    screenshot(page.locator('main'), path=str(SCREENSHOTS / f'arm3d-{name}.png'))   # the view and its caption
     assert errors == []
     page.close()

@@ -25,22 +25,19 @@ Set ``PHYSAI_BOOK_ROOT`` to test the book of another folder (a copy with a trial
 """
 
 import base64
-import functools
 import gzip
 import hashlib
-import http.server
 import json
 import os
 import pathlib
 import re
-import threading
 import urllib.parse
 
 import pytest
 
 from physai.book.edition import toc_pages
 from physai.interface import plots, tables
-from browser import CHROMIUM, CHROMIUM_ARGS
+from browser import next_frames, screenshot, wait_arm3d_settled
 
 pytestmark = pytest.mark.slow  # it builds the whole book first
 
@@ -85,35 +82,10 @@ SELECT_JS = """select => {
 }"""
 
 
-@pytest.fixture(scope='module')
-def site(built_book):
-    """The book built (once per session, ``built_book``), served on 127.0.0.1; yields the base URL."""
-    handler = functools.partial(QuietHandler, directory=str(built_book))
-    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f'http://127.0.0.1:{server.server_address[1]}/'
-    server.shutdown()
-    server.server_close()
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):
-        pass
-
-
-@pytest.fixture(scope='module')
-def browser():
-    if not os.path.exists(CHROMIUM):
-        message = f'{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does this)'
-        if os.environ.get('CI'):
-            pytest.fail(message)
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+@pytest.fixture
+def site(built_site):
+    """The book built once per session (``built_book``) and served on 127.0.0.1 (``built_site``, conftest.py)."""
+    return built_site
 
 
 class PageVisit:
@@ -196,7 +168,7 @@ def test_page_loads_with_title_images_math_and_no_errors_from_our_code(site, bro
         bad_tex = visit.page.locator('mjx-container:has([data-mml-node="merror"], [data-mml-node="mtext"][fill="red"])')
         assert bad_tex.count() == 0, f'{page}: TeX errors (shown in red) in: {bad_tex.all_inner_texts()[:5]}'
         assert not visit.our_errors(), f'{page}: JavaScript errors from our code:\n' + '\n'.join(visit.our_errors())
-        visit.page.screenshot(path=screenshot_name(page, 'light'), full_page=True)
+        screenshot(visit.page, path=screenshot_name(page, 'light'))  # the window: the title and the page's top
     finally:
         visit.close()
 
@@ -209,13 +181,13 @@ def test_chapter_has_figure_buttons_and_hidden_answers_in_dark_mode(site, browse
     visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), theme='dark')
     try:
         assert visit.page.evaluate('document.documentElement.dataset.theme') == 'dark'
-        visit.page.screenshot(path=screenshot_name(page, 'dark'), full_page=True)
         # the first figure in view without a click (a table and figure answering a prediction open on one)
         first = visit.page.locator('div.cell:not(.tag_hide-output):not(.tag_hide-cell) div.cell_output img, '
                                    '.physai-panel').first
         assert first.count() == 1, f'{page}: no figure in any cell output'
         first.scroll_into_view_if_needed()
         assert first.is_visible(), f'{page}: the first figure is not visible'
+        screenshot(visit.page, path=screenshot_name(page, 'dark'))  # the window, the first figure in it
         assert visit.page.locator('span.eqno').count() > 0, f'{page}: no numbered equation'
         colab = visit.page.locator('a[href^="https://colab.research.google.com/github/"]')
         assert colab.count() == 1, f'{page}: no Colab launch button'
@@ -254,7 +226,7 @@ def test_every_page_panel_changes_its_picture_when_a_control_moves(site, browser
             sliders = panel.locator('input[type="range"]').all()
             assert sliders, f'{page}: #{root_id} has no slider'
             assert panel.evaluate(PICTURE_JS), f'{page}: #{root_id} has no svg, canvas or img'
-            panel.screenshot(path=SCREENSHOTS / f'{page.replace("/", "__")}-{root_id}-first-view.png')
+            screenshot(panel, path=SCREENSHOTS / f'{page.replace("/", "__")}-{root_id}-first-view.png')
             controls = ([('slider', s, MOVE_JS) for s in sliders]
                         + [('choice', s, SELECT_JS) for s in panel.locator('select').all()])
             for index, (kind, control, move) in enumerate(controls):
@@ -275,7 +247,7 @@ def test_every_page_panel_changes_its_picture_when_a_control_moves(site, browser
             assert panel.get_attribute('data-mode') == 'live', f'{page}: #{root_id} never ran MuJoCo'
             visit.page.wait_for_selector(f'[id="{root_id}"][data-state=idle]', state='attached',
                                          timeout=PANEL_TIMEOUT_MS)
-            panel.screenshot(path=SCREENSHOTS / f'{page.replace("/", "__")}-{root_id}.png')
+            screenshot(panel, path=SCREENSHOTS / f'{page.replace("/", "__")}-{root_id}.png')
         assert not visit.our_errors(), f'{page}: JavaScript errors from our code:\n' + '\n'.join(visit.our_errors())
     finally:
         visit.close()
@@ -500,8 +472,7 @@ def test_first_view_is_within_the_weight_budget(site, browser, page):
                       else route.abort())
         tab = context.new_page()
         tab.on('requestfinished', lambda request: fetched.add(request.url))
-        tab.goto(urllib.parse.urljoin(site, page + '.html'), wait_until='networkidle')
-        tab.wait_for_timeout(500)
+        tab.goto(urllib.parse.urljoin(site, page + '.html'), wait_until='networkidle')  # no request for 500 ms
         sizes = {}
         for url in fetched:
             path = served_file(site, url)
@@ -572,7 +543,7 @@ def test_present_view_fits_a_projector_at_150_percent_with_text_of_13_px_or_more
             visit.page.wait_for_function('id => document.getElementById(id).classList.contains("physai-panel-present")',
                                          arg=root_id)
             sizes = panel.evaluate(PANEL_SIZES_JS)
-            panel.screenshot(path=SCREENSHOTS / f'{page.replace("/", "__")}-{root_id}-present-853x480.png')
+            screenshot(panel, path=SCREENSHOTS / f'{page.replace("/", "__")}-{root_id}-present-853x480.png')
             assert sizes['overflowX'] <= 1 and sizes['overflowY'] <= 1, f'{page}: the present view scrolls: {sizes}'
             assert all(b <= sizes['height'] + 1 and r <= sizes['width'] + 1 for _, _, r, b in sizes['plots']), sizes['plots']
             small = [t for t in sizes['texts'] if t[0] < 13 - 0.01]
@@ -705,7 +676,7 @@ def _canvas_spread(visit, key):
     import io
     import numpy as np
     from PIL import Image
-    png = visit.page.locator(f'#physai-panel-{key} .pl-arm3d canvas').screenshot()
+    png = screenshot(visit.page.locator(f'#physai-panel-{key} .pl-arm3d canvas'))
     return float(np.asarray(Image.open(io.BytesIO(png)).convert('L'), dtype=float).std())
 
 
@@ -728,27 +699,29 @@ def test_the_arm_in_3d_opens_on_the_chapter_page_without_errors_and_its_picture_
         visit.page.evaluate(f'() => {view}.seek({0.4 * end})')
         later = visit.page.evaluate(ARM3D_PICTURE_JS, key)
         assert later != first, f'{page}: the picture did not change with the pose'
-        visit.page.evaluate(f'() => {view}.seek({0.15 * end})')
-        visit.page.wait_for_timeout(300)
+        visit.page.evaluate(f'() => {{ {view}.seek({0.15 * end}); {view}.requestRender(); }}')
+        next_frames(visit.page)
         assert _canvas_spread(visit, key) > 5, f'{page}: the 3D view is blank'
         # the window as a reader sees it, the view in its middle (a screenshot of the whole panel, taller than the
         # window, lays the page out again at another size, which clears the canvas until its next frame)
         visit.page.locator(f'#physai-panel-{key} .pl-arm3d').evaluate("v => v.scrollIntoView({block: 'center'})")
-        visit.page.wait_for_timeout(300)
-        visit.page.screenshot(path=SCREENSHOTS / f'{name}-arm3d-1280x800.png')
-        visit.page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; }")
-        visit.page.wait_for_timeout(300)
-        visit.page.screenshot(path=SCREENSHOTS / f'{name}-arm3d-1280x800-dark.png')
+        visit.page.evaluate(f'() => {view}.requestRender()')
+        next_frames(visit.page)
+        screenshot(visit.page, path=SCREENSHOTS / f'{name}-arm3d-1280x800.png')
+        visit.page.evaluate(f"() => {{ document.documentElement.dataset.theme = 'dark'; {view}.requestRender(); }}")
+        next_frames(visit.page)
+        screenshot(visit.page, path=SCREENSHOTS / f'{name}-arm3d-1280x800-dark.png')
         assert not visit.our_errors(), '\n'.join(visit.our_errors())
     finally:
         visit.close()
     visit = PageVisit(browser, url, width=390, height=844)
     try:
         _open_arm3d(visit, key)
-        visit.page.wait_for_timeout(1000)
+        wait_arm3d_settled(visit.page, key)
         view = visit.page.locator(f'#physai-panel-{key} .pl-arm3d')
         view.evaluate("v => v.scrollIntoView({block: 'center'})")   # clear of the page's sticky header
-        view.screenshot(path=SCREENSHOTS / f'{name}-arm3d-390x844.png')
+        next_frames(visit.page)
+        screenshot(view, path=SCREENSHOTS / f'{name}-arm3d-390x844.png')
         box = visit.page.locator(f'#physai-panel-{key} .pl-arm3d canvas').bounding_box()
         assert box['x'] >= 0 and box['x'] + box['width'] <= 390 + 1, f'{page}: the 3D view is wider than a phone: {box}'
         assert _canvas_spread(visit, key) > 5, f'{page}: the 3D view is blank on a phone'
@@ -761,11 +734,10 @@ def test_the_arm_in_3d_opens_on_the_chapter_page_without_errors_and_its_picture_
         visit.page.locator(f'#physai-panel-{key}').locator('button:text("present")').click()
         visit.page.wait_for_function("""key => { const a = window.physaiPanels[key].arm3d;
             return a.view && a.root.classList.contains('pl-present-aside'); }""", arg=key, timeout=PANEL_TIMEOUT_MS)
-        visit.page.wait_for_selector(f'#physai-panel-{key}[data-state=idle]', state='attached', timeout=PANEL_TIMEOUT_MS)
-        visit.page.wait_for_timeout(1500)   # the view took the panel's run (arm3d_view.js QUIET_MS) and drew it
+        wait_arm3d_settled(visit.page, key)   # the view took the panel's last run (arm3d_view.js QUIET_MS) and drew it
         panel = visit.page.locator(f'#physai-panel-{key}')
         sizes = panel.evaluate(PANEL_SIZES_JS)
-        panel.screenshot(path=SCREENSHOTS / f'{name}-arm3d-present-853x480.png')
+        screenshot(panel, path=SCREENSHOTS / f'{name}-arm3d-present-853x480.png')
         assert sizes['overflowX'] <= 1 and sizes['overflowY'] <= 1, f'{page}: the present view scrolls: {sizes}'
         small = [t for t in sizes['texts'] if t[0] < 13 - 0.01]
         assert not small, f'{page}: text under 13 CSS px in the present view with the 3D view: {small[:5]}'
