@@ -221,7 +221,10 @@ def compare(ref: str, max_error: float, seconds: float, rounds: int) -> None:
         for name in ('baseline', 'this tree'):
             sites[name] = panel_site(pathlib.Path(folder) / name.replace(' ', '_'), max_width=COLUMN_PX)
         static = sites['baseline'] / '_static'
-        for path in ('book/_static/physai-arm3d.js', 'book/_static/panels/arm3d_view.js'):
+        listed = subprocess.run(['git', 'ls-tree', '--name-only', ref, 'book/_static/'], cwd=ROOT, check=True,
+                                capture_output=True, text=True).stdout.split()
+        modules = [path for path in listed if pathlib.Path(path).name.startswith('physai-arm3d')]  # split since
+        for path in (*modules, 'book/_static/panels/arm3d_view.js'):
             target = static / pathlib.Path(path).relative_to('book/_static')
             target.write_bytes(subprocess.run(['git', 'show', f'{ref}:{path}'], cwd=ROOT, check=True,
                                               capture_output=True).stdout)

@@ -9,7 +9,6 @@ the trace); without WebGL the plots stay and the view says why. Screenshots go t
 """
 
 import pathlib
-import shutil
 
 import mujoco
 import numpy as np
@@ -19,7 +18,7 @@ from physai.engine import so101
 from physai.interface import web, web_arm
 from browser import (engine_url, module, next_frames, node, open_page, scratch_site, screenshot, serve,
                      wait_arm3d_settled, wait_live)
-from test_arm3d_view import load_extension
+from test_arm3d_view import copy_view, load_extension
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / '_build' / 'screenshots'
@@ -79,7 +78,7 @@ def panel_site(directory: pathlib.Path, blocks: str | None = None, max_width: in
     directory = scratch_site(directory, pd_blocks() + sysid_blocks() if blocks is None else blocks,
                              max_width=ARM_COLUMN_PX if max_width is None else max_width)
     static = directory / '_static'
-    shutil.copyfile(ROOT / 'book' / '_static' / 'physai-arm3d.js', static / 'physai-arm3d.js')
+    copy_view(static)
     load_extension().install(static)
     return directory
 
