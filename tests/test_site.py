@@ -25,6 +25,7 @@ Set ``PHYSAI_BOOK_ROOT`` to test the book of another folder (a copy with a trial
 """
 
 import base64
+import contextlib
 import gzip
 import hashlib
 import json
@@ -137,6 +138,12 @@ class PageVisit:
     def close(self):
         self.context.close()
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
 
 def load_every_image(page):
     """Load every image of the page now (they load lazily, as the reader scrolls), and wait until all have."""
@@ -152,8 +159,7 @@ def screenshot_name(page: str, theme: str) -> pathlib.Path:
 
 @pytest.mark.parametrize('page', PAGES)
 def test_page_loads_with_title_images_math_and_no_errors_from_our_code(site, browser, page):
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'))
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html')) as visit:
         assert visit.response is not None and visit.response.ok, f'{page}: HTTP {visit.response.status}'
         heading = visit.page.locator('article.bd-article h1').first
         assert heading.is_visible(), f'{page}: no visible title'
@@ -169,8 +175,6 @@ def test_page_loads_with_title_images_math_and_no_errors_from_our_code(site, bro
         assert bad_tex.count() == 0, f'{page}: TeX errors (shown in red) in: {bad_tex.all_inner_texts()[:5]}'
         assert not visit.our_errors(), f'{page}: JavaScript errors from our code:\n' + '\n'.join(visit.our_errors())
         screenshot(visit.page, path=screenshot_name(page, 'light'))  # the window: the title and the page's top
-    finally:
-        visit.close()
 
 
 CHAPTERS = [page for page in PAGES if page.startswith('notebooks/')]
@@ -178,8 +182,7 @@ CHAPTERS = [page for page in PAGES if page.startswith('notebooks/')]
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_chapter_has_figure_buttons_and_hidden_answers_in_dark_mode(site, browser, page):
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), theme='dark')
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), theme='dark') as visit:
         assert visit.page.evaluate('document.documentElement.dataset.theme') == 'dark'
         # the first figure in view without a click (a table and figure answering a prediction open on one)
         first = visit.page.locator('div.cell:not(.tag_hide-output):not(.tag_hide-cell) div.cell_output img, '
@@ -210,14 +213,11 @@ def test_chapter_has_figure_buttons_and_hidden_answers_in_dark_mode(site, browse
                                                                                            timeout=3_000)
             except Exception:
                 pytest.fail(f'{page}: clicking an answer does not show it')
-    finally:
-        visit.close()
 
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_every_page_panel_changes_its_picture_when_a_control_moves(site, browser, page):
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'))
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html')) as visit:
         roots = visit.page.evaluate(PANEL_ROOTS_JS)
         assert roots, f'{page}: a chapter page needs its page panel (an element of class physai-panel)'
         for root_id in roots:
@@ -249,8 +249,6 @@ def test_every_page_panel_changes_its_picture_when_a_control_moves(site, browser
                                          timeout=PANEL_TIMEOUT_MS)
             screenshot(panel, path=SCREENSHOTS / f'{page.replace("/", "__")}-{root_id}.png')
         assert not visit.our_errors(), f'{page}: JavaScript errors from our code:\n' + '\n'.join(visit.our_errors())
-    finally:
-        visit.close()
 
 
 # --- what a reader meets ---------------------------------------------------------------------------------------
@@ -272,8 +270,7 @@ EQUATIONS_JS = """() => Array.from(document.querySelectorAll('div.math')).map(d 
 @pytest.mark.parametrize('width', [1280, 390])
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_every_equation_fits_its_column_and_its_number_stays_clear(site, browser, page, width):
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=width, height=844)
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=width, height=844) as visit:
         equations = visit.page.evaluate(EQUATIONS_JS)
         assert equations, f'{page}: no displayed equation'
         for eq in equations:
@@ -284,14 +281,11 @@ def test_every_equation_fits_its_column_and_its_number_stays_clear(site, browser
             assert eq['past_column'] <= 1, f'{page} at {width} px: {eq["text"]!r} reaches past the column'
         sideways = visit.page.evaluate('document.documentElement.scrollWidth - window.innerWidth')
         assert sideways <= 0, f'{page} at {width} px: the page scrolls {sideways} px sideways'
-    finally:
-        visit.close()
 
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_on_a_phone_no_table_or_panel_control_is_wider_than_its_box(site, browser, page):
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=390, height=844)
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=390, height=844) as visit:
         visit.page.wait_for_selector('.physai-panel[data-drawn]', state='attached', timeout=20_000)
         wide = visit.page.evaluate("""cls => {
             const out = [];
@@ -313,8 +307,6 @@ def test_on_a_phone_no_table_or_panel_control_is_wider_than_its_box(site, browse
             return out;
         }""", tables.CSS_CLASS)
         assert not wide, f'{page} at 390 px: wider than their box: {wide}'
-    finally:
-        visit.close()
 
 
 def stored_figures(page: str) -> list[dict]:
@@ -342,8 +334,7 @@ def test_every_figure_shows_its_smallest_text_at_least_the_minimum(site, browser
     missing = [f['cell'] for f in figures if not f['text']]
     assert not missing, (f'{page}: figures of cells {missing} carry no text record '
                          '(plots.use_book_style() installs it; re-execute the notebook)')
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=width, height=844)
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=width, height=844) as visit:
         visit.page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
         load_every_image(visit.page)
         for figure in figures:
@@ -357,14 +348,11 @@ def test_every_figure_shows_its_smallest_text_at_least_the_minimum(site, browser
                 f'{page} at {width} px: cell {figure["cell"]}\'s smallest text is {figure["text"]["min_font_pt"]} pt '
                 f'in a {figure["text"]["width_in"]} in figure shown {shown:.0f} px wide: {px:.1f} px, under '
                 f'{plots.MIN_TEXT_PX} px')
-    finally:
-        visit.close()
 
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_every_image_has_an_alt_text_that_describes_it(site, browser, page):
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'))
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html')) as visit:
         alts = visit.page.eval_on_selector_all('article img', 'imgs => imgs.map(i => [i.getAttribute("src"), '
                                                                 '(i.getAttribute("alt") || "").trim()])')
         assert alts, f'{page}: no image'
@@ -375,14 +363,11 @@ def test_every_image_has_an_alt_text_that_describes_it(site, browser, page):
             assert not name_like, f'{page}: the alt text of {src} is a file name: {alt!r}'
             if '_images/' in src:  # a figure of the chapter (not a logo): it says what it shows
                 assert len(alt.split()) >= 8, f'{page}: the alt text of {src} says too little: {alt!r}'
-    finally:
-        visit.close()
 
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_every_slider_announces_its_value_and_unit_and_every_plot_has_a_description(site, browser, page):
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'))
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html')) as visit:
         visit.page.wait_for_selector('.physai-panel[data-drawn]', state='attached', timeout=20_000)
         sliders = visit.page.locator('.physai-panel input[type="range"]').all()
         assert sliders, f'{page}: no slider'
@@ -399,14 +384,11 @@ def test_every_slider_announces_its_value_and_unit_and_every_plot_has_a_descript
             'svgs => svgs.filter(s => s.getAttribute("role") !== "img" || !(s.getAttribute("aria-label") || "").trim())'
             '.map(s => s.outerHTML.slice(0, 80))')
         assert not plots_without, f'{page}: interactive plots without a text description: {plots_without}'
-    finally:
-        visit.close()
 
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_worked_answers_are_hidden_until_clicked(site, browser, page):
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'))
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html')) as visit:
         hidden_cells = visit.page.locator('div.cell.tag_hide-cell').all()
         assert hidden_cells, f'{page}: no worked answer cell (tag hide-cell)'
         for cell in hidden_cells:
@@ -428,16 +410,13 @@ def test_worked_answers_are_hidden_until_clicked(site, browser, page):
         if folded:
             folded[0].locator('summary').first.click()
             folded[0].locator('.cell_output').first.wait_for(state='visible', timeout=3_000)
-    finally:
-        visit.close()
 
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_bookkeeping_is_out_of_sight_and_the_reading_time_is_under_the_title(site, browser, page):
     notebook = json.loads((ROOT / f'{page}.ipynb').read_text(encoding='utf-8'))
     calls = sum(''.join(c['source']).count('keep(') for c in notebook['cells'] if c['cell_type'] == 'code')
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'))
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html')) as visit:
         shown = sum(text.count('keep(') for text in visit.page.locator('div.cell_input').all_inner_texts())
         assert shown <= 0.1 * calls, f'{page}: {shown} of {calls} keep() calls are shown on the page'
         line = visit.page.locator('article .physai-reading-time').first
@@ -445,8 +424,6 @@ def test_bookkeeping_is_out_of_sight_and_the_reading_time_is_under_the_title(sit
         assert 'Reading time: about' in line.inner_text(), line.inner_text()
         if page.endswith('/01_position_actuators'):  # one sitting: the main line, then the optional Going further
             assert 'optional Going further' in line.inner_text(), line.inner_text()
-    finally:
-        visit.close()
 
 
 FIRST_VIEW_BUDGET = 1_000_000
@@ -522,23 +499,23 @@ PANEL_SIZES_JS = """root => {
 }"""
 
 
+@contextlib.contextmanager
 def open_panels(browser, site, page, *, width, height):
-    """A chapter page at (width, height) CSS px with its panels drawn (their first view, no engine): (visit, ids)."""
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=width, height=height)
-    roots = visit.page.evaluate(PANEL_ROOTS_JS)
-    for root_id in roots:
-        visit.page.wait_for_selector(f'[id="{root_id}"][data-drawn]', state='attached', timeout=20_000)
-    return visit, roots
+    """A chapter page at (width, height) CSS px with its panels drawn (their first view, no engine): yields
+    (visit, [(id, locator) of each panel]), and closes the page."""
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=width, height=height) as visit:
+        roots = visit.page.evaluate(PANEL_ROOTS_JS)
+        for root_id in roots:
+            visit.page.wait_for_selector(f'[id="{root_id}"][data-drawn]', state='attached', timeout=20_000)
+        yield visit, [(root_id, visit.page.locator(f'[id="{root_id}"]')) for root_id in roots]
 
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_present_view_fits_a_projector_at_150_percent_with_text_of_13_px_or_more(site, browser, page):
     """1280x720 at 150 % zoom is 853x480 CSS px: the present view fits it, no scrolling, and every text reads at 13 CSS
     px (20 device px) or more; Esc leaves it."""
-    visit, roots = open_panels(browser, site, page, width=853, height=480)
-    try:
-        for root_id in roots:
-            panel = visit.page.locator(f'[id="{root_id}"]')
+    with open_panels(browser, site, page, width=853, height=480) as (visit, panels):
+        for root_id, panel in panels:
             panel.locator('button:text("present")').click()
             visit.page.wait_for_function('id => document.getElementById(id).classList.contains("physai-panel-present")',
                                          arg=root_id)
@@ -551,16 +528,12 @@ def test_present_view_fits_a_projector_at_150_percent_with_text_of_13_px_or_more
             visit.page.keyboard.press('Escape')
             assert not panel.evaluate('p => p.classList.contains("physai-panel-present")'), f'{page}: Esc did not leave'
         assert not visit.our_errors(), '\n'.join(visit.our_errors())
-    finally:
-        visit.close()
 
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_on_a_phone_panel_text_is_10_px_or_more_targets_24_px_and_the_present_view_stacks(site, browser, page):
-    visit, roots = open_panels(browser, site, page, width=390, height=844)
-    try:
-        for root_id in roots:
-            panel = visit.page.locator(f'[id="{root_id}"]')
+    with open_panels(browser, site, page, width=390, height=844) as (visit, panels):
+        for root_id, panel in panels:
             sizes = panel.evaluate(PANEL_SIZES_JS)
             small = [t for t in sizes['texts'] if t[0] < 10 - 0.01]
             assert not small, f'{page}: text under 10 px on a phone: {small[:5]}'
@@ -572,8 +545,6 @@ def test_on_a_phone_panel_text_is_10_px_or_more_targets_24_px_and_the_present_vi
             lefts = {round(left) for left, _, _, _ in sizes['plots']}
             assert len(lefts) == 1 and sizes['overflowX'] <= 1, f'{page}: the present view does not stack: {sizes["plots"]}'
             visit.page.keyboard.press('Escape')
-    finally:
-        visit.close()
 
 
 # Each legend entry's box and the points of the data drawn in its plot (inside the plot box), in the SVG's units.
@@ -611,10 +582,8 @@ def _legends_clear(page_name, plots):
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_legends_sit_off_the_plotted_data_and_going_live_keeps_the_first_view_s_setting(site, browser, page):
-    visit, roots = open_panels(browser, site, page, width=1280, height=800)
-    try:
-        for root_id in roots:
-            panel = visit.page.locator(f'[id="{root_id}"]')
+    with open_panels(browser, site, page, width=1280, height=800) as (visit, panels):
+        for root_id, panel in panels:
             plots_seen = panel.evaluate(LEGENDS_JS)
             assert any(p['entries'] for p in plots_seen), f'{page}: #{root_id} draws no legend'
             _legends_clear(page, plots_seen)
@@ -627,8 +596,6 @@ def test_legends_sit_off_the_plotted_data_and_going_live_keeps_the_first_view_s_
                                          timeout=PANEL_TIMEOUT_MS)
             assert visit.page.evaluate('key => window.physaiPanels[key].values', key) == values
             _legends_clear(page, panel.evaluate(LEGENDS_JS))
-    finally:
-        visit.close()
 
 
 LECTURE_VERDICTS = {'servo': 'diverged', 'pendulum': 'diverged', 'pd': 'quiet', 'sysid': 'MAE'}
@@ -640,8 +607,7 @@ def test_the_instructors_lecture_links_open_their_setting_live_in_the_present_vi
     links = re.findall(r'href="\.\./(notebooks/[0-9a-z_]+\.html\?[^"]+)"', text)
     assert len(links) == len(CHAPTERS)
     for link in links:
-        visit = PageVisit(browser, urllib.parse.urljoin(site, link), width=1280, height=720)
-        try:
+        with PageVisit(browser, urllib.parse.urljoin(site, link), width=1280, height=720) as visit:
             key = re.search(r'#physai-panel-([a-z-]+)', link).group(1)
             root = f'#physai-panel-{key}'
             visit.page.wait_for_selector(f'{root}[data-mode=live][data-state=idle]', state='attached',
@@ -651,8 +617,6 @@ def test_the_instructors_lecture_links_open_their_setting_live_in_the_present_vi
             readout = visit.page.inner_text(f'{root} .pl-readout')
             assert LECTURE_VERDICTS[key] in readout, f'{link}: {readout!r}'
             assert not visit.our_errors(), '\n'.join(visit.our_errors())
-        finally:
-            visit.close()
 
 
 ARM3D_PANELS = {'notebooks/03_where_pd_runs': 'pd', 'notebooks/04_servo_sysid': 'sysid'}
@@ -689,8 +653,7 @@ def test_the_arm_in_3d_opens_on_the_chapter_page_without_errors_and_its_picture_
     url = urllib.parse.urljoin(site, page + '.html')
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     name = page.replace('/', '__')
-    visit = PageVisit(browser, url, width=1280, height=800)
-    try:
+    with PageVisit(browser, url, width=1280, height=800) as visit:
         _open_arm3d(visit, key)
         view = f"window.physaiPanels['{key}'].arm3d.view"
         visit.page.evaluate(f'() => {{ {view}.pause(); {view}.seek(0); }}')
@@ -712,10 +675,7 @@ def test_the_arm_in_3d_opens_on_the_chapter_page_without_errors_and_its_picture_
         next_frames(visit.page)
         screenshot(visit.page, path=SCREENSHOTS / f'{name}-arm3d-1280x800-dark.png')
         assert not visit.our_errors(), '\n'.join(visit.our_errors())
-    finally:
-        visit.close()
-    visit = PageVisit(browser, url, width=390, height=844)
-    try:
+    with PageVisit(browser, url, width=390, height=844) as visit:
         _open_arm3d(visit, key)
         wait_arm3d_settled(visit.page, key)
         view = visit.page.locator(f'#physai-panel-{key} .pl-arm3d')
@@ -726,10 +686,7 @@ def test_the_arm_in_3d_opens_on_the_chapter_page_without_errors_and_its_picture_
         assert box['x'] >= 0 and box['x'] + box['width'] <= 390 + 1, f'{page}: the 3D view is wider than a phone: {box}'
         assert _canvas_spread(visit, key) > 5, f'{page}: the 3D view is blank on a phone'
         assert not visit.our_errors(), '\n'.join(visit.our_errors())
-    finally:
-        visit.close()
-    visit = PageVisit(browser, url, width=853, height=480, scale=1.5)   # 1280x720 at 150 %
-    try:
+    with PageVisit(browser, url, width=853, height=480, scale=1.5) as visit:   # 1280x720 at 150 %
         _open_arm3d(visit, key)
         visit.page.locator(f'#physai-panel-{key}').locator('button:text("present")').click()
         visit.page.wait_for_function("""key => { const a = window.physaiPanels[key].arm3d;
@@ -745,5 +702,3 @@ def test_the_arm_in_3d_opens_on_the_chapter_page_without_errors_and_its_picture_
         assert box['y'] + box['height'] <= 480 + 1 and box['height'] >= 480 / 3, f'{page}: the 3D view: {box}'
         assert _canvas_spread(visit, key) > 5, f'{page}: the 3D view is blank in the present view'
         assert not visit.our_errors(), '\n'.join(visit.our_errors())
-    finally:
-        visit.close()
