@@ -36,16 +36,26 @@ book: $(STAMP) node_modules/.package-lock.json
 # moves the last bits the way another processor would; the stored outputs must survive both.
 NBVAL := $(BIN)/python -m pytest --nbval notebooks --nbval-sanitize-with notebooks/nbval_sanitize.cfg -p no:cacheprovider
 
-# lint-imports: physai's layer contract (pyproject.toml [tool.importlinter]); then physai's tests and the chapters,
-# side by side (two jobs: most of either is one thread, and the machines here have two cores). -O prints each job's
-# output whole when it ends.
+# lint-imports: physai's layer contract (pyproject.toml [tool.importlinter]); then four jobs, two at a time (most of
+# each is one thread, and the machines here have two cores), the longest first: physai's tests in two halves (the
+# browser's, which share one site build and one Chromium, and the others), the chapters, the benchmarks' quick
+# modes. -O prints each job's output whole when it ends; each ends with a line "[time] NAME: wall, CPU" (.ci/timed.py).
+TIMED := $(PYTHON) .ci/timed.py
 test: $(STAMP) node_modules/.package-lock.json
-	$(BIN)/lint-imports --no-cache
-	$(MAKE) --no-print-directory -j2 -O test-physai test-chapters test-benchmarks
+	$(TIMED) lint-imports $(BIN)/lint-imports --no-cache
+	$(MAKE) --no-print-directory -j2 -O test-others test-browser test-chapters test-benchmarks
 
-.PHONY: test-physai test-chapters test-benchmarks
+# All of physai's tests in one process; make test runs the same tests as test-browser and test-others.
+.PHONY: test-physai test-browser test-others test-chapters test-benchmarks
 test-physai: $(STAMP) node_modules/.package-lock.json
 	$(BIN)/python -m pytest tests
+
+# The tests marked browser (tests/conftest.py: those that open pages or read the built book), and all the others.
+test-browser: $(STAMP) node_modules/.package-lock.json
+	$(TIMED) 'pytest -m browser' $(BIN)/python -m pytest tests -m browser
+
+test-others: $(STAMP) node_modules/.package-lock.json
+	$(TIMED) 'pytest -m "not browser"' $(BIN)/python -m pytest tests -m 'not browser'
 
 # Every benchmark (benchmarks/bench_*.py) in its quick mode, a few seconds each, so that none breaks unnoticed: each
 # must exit 0, and its last line (the figures it exists to print) is shown. A benchmark without --quick fails here.
@@ -56,16 +66,17 @@ $(VENV)/.benchmarks: $(STAMP) benchmarks/requirements.txt
 	touch $@
 
 test-benchmarks: $(VENV)/.benchmarks node_modules/.package-lock.json
-	@log=$$(mktemp); failed=; for bench in $(BENCHMARKS); do start=$$(date +%s); \
+	@start=$$(date +%s); log=$$(mktemp); failed=; for bench in $(BENCHMARKS); do start=$$(date +%s); \
 	    if $(BIN)/python $$bench --quick > $$log 2>&1; then \
 	        echo "$$bench --quick, $$(( $$(date +%s) - start )) s: $$(tr '\r' '\n' < $$log | grep . | tail -n 1)"; \
 	    else echo "$$bench --quick FAILED:"; tail -n 30 $$log; failed="$$failed $$bench"; fi; \
 	done; rm -f $$log; \
+	echo "[time] benchmarks --quick: $$(( $$(date +%s) - start )) s wall"; \
 	if [ -n "$$failed" ]; then echo "benchmarks that failed in quick mode:$$failed"; exit 1; fi
 
 test-chapters: $(STAMP)
-	$(NBVAL)
-	PHYSAI_PERTURB=1e-12 $(NBVAL)
+	$(TIMED) 'nbval plain' $(NBVAL)
+	PHYSAI_PERTURB=1e-12 $(TIMED) 'nbval nudged' $(NBVAL)
 
 # The same tests and notebooks against the newest MuJoCo release (not the book's pin), in an environment of its own:
 # physai supports a range of MuJoCo versions (pyproject.toml) and this checks its newest end. The stored outputs

@@ -18,6 +18,19 @@ matplotlib.use('agg')  # the tests draw off-screen, before anything imports pypl
 BROWSER_USED: list[bool] = []
 """Whether the session started the browser (then its retries are reported)."""
 
+BROWSER_FIXTURES = {'browser', 'built_book', 'built_site', 'panel_page'}
+"""The fixtures of the browser and of the built book: a test that uses one (itself or through another) is marked
+``browser``."""
+
+
+def pytest_collection_modifyitems(items):
+    """Mark ``browser`` every test that opens pages in Chromium or reads the built book. ``make test`` runs those in a
+    pytest of their own (one Chromium and one build for them all) and the others in another, side by side on two
+    cores (the Makefile's test-browser and test-others)."""
+    for item in items:
+        if BROWSER_FIXTURES & set(getattr(item, 'fixturenames', ())):
+            item.add_marker(pytest.mark.browser)
+
 
 @pytest.fixture(scope='session')
 def built_book() -> pathlib.Path:
@@ -116,14 +129,14 @@ def panel():
 # --- chapter 3: the pd-rate ensembles (test_where_pd_runs, test_where_pd_runs_panels) ----------------
 
 
-@pytest.fixture(scope='module')
+@pytest.fixture(scope='session')
 def ensembles():
     """The SO-101 hold's ensembles at every rate and backend, by (rate_hz, backend)."""
     from physai.experiments import where_pd_runs
     return {(e.params.rate_hz, e.params.backend): e for e in where_pd_runs.rate_ensembles()}
 
 
-@pytest.fixture(scope='module')
+@pytest.fixture(scope='session')
 def bare_ensembles():
     """The same ensembles without armature."""
     from physai.experiments import where_pd_runs
@@ -157,6 +170,23 @@ def synthetic_episode():
         return Episode(index=index, fps=30.0, joints=JOINTS, action=action, state=state, timestamp=t)
 
     return make
+
+
+@pytest.fixture(scope='session')
+def book_fit():
+    """Chapter 4's main fit, once per test session (a minute of fitting, which tests/test_servo_sysid.py and
+    tests/test_servo_truth.py share): the book's recording (``servo_sysid.find_dataset``, the shipped one), its fit and
+    held-out episodes (``servo_sysid.split``) and the servo fitted from TheRobotStudio's gains. Skips when the shipped
+    recording is absent."""
+    from physai.engine import arm_replay, sysid
+    from physai.engine.datasets import shipped_recording
+    from physai.experiments import servo_sysid
+    if not shipped_recording().is_dir():
+        pytest.skip('the shipped SO-101 recording is absent')
+    data, _ = servo_sysid.find_dataset(None)
+    fit_eps, heldout = servo_sysid.split(data)
+    fitted = sysid.fit_servo(fit_eps, starts={'therobotstudio': arm_replay.THEROBOTSTUDIO}, progress=False).servo
+    return data, fit_eps, heldout, fitted
 
 
 @pytest.fixture(scope='module')

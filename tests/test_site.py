@@ -190,6 +190,9 @@ def test_chapter_has_figure_buttons_and_hidden_answers_in_dark_mode(site, browse
         assert first.count() == 1, f'{page}: no figure in any cell output'
         first.scroll_into_view_if_needed()
         assert first.is_visible(), f'{page}: the first figure is not visible'
+        visit.page.wait_for_function("e => e.tagName !== 'IMG' || (e.complete && e.naturalWidth > 0)",
+                                     arg=first.element_handle(), timeout=20_000)  # a lazy image has loaded
+        next_frames(visit.page)
         screenshot(visit.page, path=screenshot_name(page, 'dark'))  # the window, the first figure in it
         assert visit.page.locator('span.eqno').count() > 0, f'{page}: no numbered equation'
         colab = visit.page.locator('a[href^="https://colab.research.google.com/github/"]')
