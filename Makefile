@@ -94,7 +94,18 @@ $(NEWEST)/.installed: requirements.txt pyproject.toml
 	$(NEWEST_BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
-test-newest: $(NEWEST)/.installed node_modules/.package-lock.json
+# With the default MUJOCO_NEWEST, an environment made before a newer release came out is made afresh: pip (from the
+# package registry) names the newest release, and .venv-newest must have it.
+test-newest: node_modules/.package-lock.json
+	@if [ '$(MUJOCO_NEWEST)' = mujoco ]; then \
+	    newest=$$($(PYTHON) -m pip index versions mujoco 2>/dev/null | sed -n '1s/^mujoco (\(.*\))$$/\1/p'); \
+	    have=$$($(NEWEST_BIN)/python -c 'import mujoco; print(mujoco.__version__)' 2>/dev/null || true); \
+	    if [ -n "$$newest" ] && [ "$$newest" != "$$have" ]; then \
+	        echo "make test-newest: MuJoCo $$newest is the newest release, $(NEWEST) has $${have:-none}: made afresh"; \
+	        rm -f $(NEWEST)/.installed; \
+	    fi; \
+	fi
+	@$(MAKE) --no-print-directory $(NEWEST)/.installed
 	@$(NEWEST_BIN)/python -c "import mujoco; print('make test-newest: MuJoCo', mujoco.__version__)"
 	$(NEWEST_BIN)/python -m pytest tests
 	$(subst $(BIN)/,$(NEWEST_BIN)/,$(NBVAL))
