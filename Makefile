@@ -38,24 +38,26 @@ NBVAL := $(BIN)/python -m pytest --nbval notebooks --nbval-sanitize-with noteboo
 
 # lint-imports: physai's layer contract (pyproject.toml [tool.importlinter]); then four jobs, two at a time (most of
 # each is one thread, and the machines here have two cores), the longest first: physai's tests in two halves (the
-# browser's, which share one site build and one Chromium, and the others), the chapters, the benchmarks' quick
+# published book's (the site in Chromium and the Colab edition: one site build, one Chromium) and the others), the
+# chapters, the benchmarks' quick
 # modes. -O prints each job's output whole when it ends; each ends with a line "[time] NAME: wall, CPU" (.ci/timed.py).
 TIMED := $(PYTHON) .ci/timed.py
 test: $(STAMP) node_modules/.package-lock.json
 	$(TIMED) lint-imports $(BIN)/lint-imports --no-cache
-	$(MAKE) --no-print-directory -j2 -O test-others test-browser test-chapters test-benchmarks
+	$(MAKE) --no-print-directory -j2 -O test-others test-site test-chapters test-benchmarks
 
-# All of physai's tests in one process; make test runs the same tests as test-browser and test-others.
-.PHONY: test-physai test-browser test-others test-chapters test-benchmarks quick-benchmarks
+# All of physai's tests in one process; make test runs the same tests as test-site and test-others.
+.PHONY: test-physai test-site test-others test-chapters test-benchmarks quick-benchmarks
 test-physai: $(STAMP) node_modules/.package-lock.json
 	$(BIN)/python -m pytest tests
 
-# The tests marked browser (tests/conftest.py: those that open pages or read the built book), and all the others.
-test-browser: $(STAMP) node_modules/.package-lock.json
-	$(TIMED) 'pytest -m browser' $(BIN)/python -m pytest tests -m browser
+# The tests marked site (tests/conftest.py: those that open pages or read the built book, and the Colab edition's,
+# whose fake-Colab runs execute the chapters), and all the others.
+test-site: $(STAMP) node_modules/.package-lock.json
+	$(TIMED) 'pytest -m site' $(BIN)/python -m pytest tests -m site
 
 test-others: $(STAMP) node_modules/.package-lock.json
-	$(TIMED) 'pytest -m "not browser"' $(BIN)/python -m pytest tests -m 'not browser'
+	$(TIMED) 'pytest -m "not site"' $(BIN)/python -m pytest tests -m 'not site'
 
 # Every benchmark (benchmarks/bench_*.py) in its quick mode, a few seconds each, so that none breaks unnoticed: each
 # must exit 0, and its last line (the figures it exists to print) is shown. A benchmark without --quick fails here.

@@ -18,18 +18,22 @@ matplotlib.use('agg')  # the tests draw off-screen, before anything imports pypl
 BROWSER_USED: list[bool] = []
 """Whether the session started the browser (then its retries are reported)."""
 
-BROWSER_FIXTURES = {'browser', 'built_book', 'built_site', 'panel_page'}
+SITE_FIXTURES = {'browser', 'built_book', 'built_site', 'panel_page'}
 """The fixtures of the browser and of the built book: a test that uses one (itself or through another) is marked
-``browser``."""
+``site``."""
+
+SITE_MODULES = {'test_edition.py'}
+"""Modules marked ``site`` whole: the Colab edition, part of the published book (its fake-Colab runs execute every
+chapter, which also evens out the two pytest jobs of make test)."""
 
 
 def pytest_collection_modifyitems(items):
-    """Mark ``browser`` every test that opens pages in Chromium or reads the built book. ``make test`` runs those in a
-    pytest of their own (one Chromium and one build for them all) and the others in another, side by side on two
-    cores (the Makefile's test-browser and test-others)."""
+    """Mark ``site`` every test of the published book: those that open pages in Chromium or read the built book, and
+    the Colab edition's. ``make test`` runs those in a pytest of their own (one Chromium and one build for them all)
+    and the others in another, side by side on two cores (the Makefile's test-site and test-others)."""
     for item in items:
-        if BROWSER_FIXTURES & set(getattr(item, 'fixturenames', ())):
-            item.add_marker(pytest.mark.browser)
+        if SITE_FIXTURES & set(getattr(item, 'fixturenames', ())) or item.path.name in SITE_MODULES:
+            item.add_marker(pytest.mark.site)
 
 
 @pytest.fixture(scope='session')
