@@ -36,20 +36,51 @@ book: $(STAMP) node_modules/.package-lock.json
 # moves the last bits the way another processor would; the stored outputs must survive both.
 NBVAL := $(BIN)/python -m pytest --nbval notebooks --nbval-sanitize-with notebooks/nbval_sanitize.cfg -p no:cacheprovider
 
-# lint-imports: physai's layer contract (pyproject.toml [tool.importlinter]); then physai's tests and the chapters,
-# side by side (two jobs: most of either is one thread, and the machines here have two cores). -O prints each job's
-# output whole when it ends.
+# lint-imports: physai's layer contract (pyproject.toml [tool.importlinter]); then four jobs, two at a time (most of
+# each is one thread, and the machines here have two cores), the longest first: physai's tests in two halves (the
+# published book's (the site in Chromium and the Colab edition: one site build, one Chromium) and the others), the
+# chapters, the benchmarks' quick
+# modes. -O prints each job's output whole when it ends; each ends with a line "[time] NAME: wall, CPU" (.ci/timed.py).
+TIMED := $(PYTHON) .ci/timed.py
 test: $(STAMP) node_modules/.package-lock.json
-	$(BIN)/lint-imports --no-cache
-	$(MAKE) --no-print-directory -j2 -O test-physai test-chapters
+	$(TIMED) lint-imports $(BIN)/lint-imports --no-cache
+	$(MAKE) --no-print-directory -j2 -O test-others test-site test-chapters test-benchmarks
 
-.PHONY: test-physai test-chapters
+# All of physai's tests in one process; make test runs the same tests as test-site and test-others.
+.PHONY: test-physai test-site test-others test-chapters test-benchmarks quick-benchmarks
 test-physai: $(STAMP) node_modules/.package-lock.json
 	$(BIN)/python -m pytest tests
 
+# The tests marked site (tests/conftest.py: those that open pages or read the built book, and the Colab edition's,
+# whose fake-Colab runs execute the chapters), and all the others.
+test-site: $(STAMP) node_modules/.package-lock.json
+	$(TIMED) 'pytest -m site' $(BIN)/python -m pytest tests -m site
+
+test-others: $(STAMP) node_modules/.package-lock.json
+	$(TIMED) 'pytest -m "not site"' $(BIN)/python -m pytest tests -m 'not site'
+
+# Every benchmark (benchmarks/bench_*.py) in its quick mode, a few seconds each, so that none breaks unnoticed: each
+# must exit 0, and its last line (the figures it exists to print) is shown. A benchmark without --quick fails here.
+# The full runs stay manual (README). benchmarks/requirements.txt adds what only a benchmark needs (mujoco.sysid).
+BENCHMARKS := $(sort $(wildcard benchmarks/bench_*.py))
+$(VENV)/.benchmarks: $(STAMP) benchmarks/requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r benchmarks/requirements.txt
+	touch $@
+
+test-benchmarks: $(VENV)/.benchmarks node_modules/.package-lock.json
+	@$(TIMED) 'benchmarks --quick' $(MAKE) --no-print-directory quick-benchmarks
+
+quick-benchmarks:
+	@log=$$(mktemp); failed=; for bench in $(BENCHMARKS); do start=$$(date +%s); \
+	    if $(BIN)/python $$bench --quick > $$log 2>&1; then \
+	        echo "$$bench --quick, $$(( $$(date +%s) - start )) s: $$(tr '\r' '\n' < $$log | grep . | tail -n 1)"; \
+	    else echo "$$bench --quick FAILED:"; tail -n 30 $$log; failed="$$failed $$bench"; fi; \
+	done; rm -f $$log; \
+	if [ -n "$$failed" ]; then echo "benchmarks that failed in quick mode:$$failed"; exit 1; fi
+
 test-chapters: $(STAMP)
-	$(NBVAL)
-	PHYSAI_PERTURB=1e-12 $(NBVAL)
+	$(TIMED) 'nbval plain' $(NBVAL)
+	PHYSAI_PERTURB=1e-12 $(TIMED) 'nbval nudged' $(NBVAL)
 
 # The same tests and notebooks against the newest MuJoCo release (not the book's pin), in an environment of its own:
 # physai supports a range of MuJoCo versions (pyproject.toml) and this checks its newest end. The stored outputs
@@ -67,7 +98,18 @@ $(NEWEST)/.installed: requirements.txt pyproject.toml
 	$(NEWEST_BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
-test-newest: $(NEWEST)/.installed node_modules/.package-lock.json
+# With the default MUJOCO_NEWEST, an environment made before a newer release came out is made afresh: pip (from the
+# package registry) names the newest release, and .venv-newest must have it.
+test-newest: node_modules/.package-lock.json
+	@if [ '$(MUJOCO_NEWEST)' = mujoco ]; then \
+	    newest=$$($(PYTHON) -m pip index versions mujoco 2>/dev/null | sed -n '1s/^mujoco (\(.*\))$$/\1/p'); \
+	    have=$$($(NEWEST_BIN)/python -c 'import mujoco; print(mujoco.__version__)' 2>/dev/null || true); \
+	    if [ -n "$$newest" ] && [ "$$newest" != "$$have" ]; then \
+	        echo "make test-newest: MuJoCo $$newest is the newest release, $(NEWEST) has $${have:-none}: made afresh"; \
+	        rm -f $(NEWEST)/.installed; \
+	    fi; \
+	fi
+	@$(MAKE) --no-print-directory $(NEWEST)/.installed
 	@$(NEWEST_BIN)/python -c "import mujoco; print('make test-newest: MuJoCo', mujoco.__version__)"
 	$(NEWEST_BIN)/python -m pytest tests
 	$(subst $(BIN)/,$(NEWEST_BIN)/,$(NBVAL))

@@ -40,7 +40,8 @@ before the reader touches it, then what pressing the view's button adds (three.j
 button starts when the panel is not live yet).
 
 Run: ``.venv/bin/python benchmarks/bench_arm3d.py [--seconds 5] [--panels [--values 8] [--compare main]]
-[--first-view _build/html]``
+[--first-view _build/html]``. ``--quick`` (as ``make test`` runs it, to keep it working) plays 1 s per viewport: the
+same lines in seconds, figures too short to quote.
 """
 
 from __future__ import annotations
@@ -220,7 +221,10 @@ def compare(ref: str, max_error: float, seconds: float, rounds: int) -> None:
         for name in ('baseline', 'this tree'):
             sites[name] = panel_site(pathlib.Path(folder) / name.replace(' ', '_'), max_width=COLUMN_PX)
         static = sites['baseline'] / '_static'
-        for path in ('book/_static/physai-arm3d.js', 'book/_static/panels/arm3d_view.js'):
+        listed = subprocess.run(['git', 'ls-tree', '--name-only', ref, 'book/_static/'], cwd=ROOT, check=True,
+                                capture_output=True, text=True).stdout.split()
+        modules = [path for path in listed if pathlib.Path(path).name.startswith('physai-arm3d')]  # split since
+        for path in (*modules, 'book/_static/panels/arm3d_view.js'):
             target = static / pathlib.Path(path).relative_to('book/_static')
             target.write_bytes(subprocess.run(['git', 'show', f'{ref}:{path}'], cwd=ROOT, check=True,
                                               capture_output=True).stdout)
@@ -289,7 +293,10 @@ def main() -> None:
     parser.add_argument('--compare', metavar='REF', help='with --panels: the view\'s CPU per frame against git REF\'s')
     parser.add_argument('--compare-max-error', type=float, default=3e-4, help='m: the baseline\'s mesh error bound')
     parser.add_argument('--rounds', type=int, default=3, help='interleaved rounds of the comparison')
+    parser.add_argument('--quick', action='store_true', help='1 s per viewport: a check that it runs')
     args = parser.parse_args()
+    if args.quick:
+        args.seconds = 1.0
     if args.compare:
         compare(args.compare, args.compare_max_error, args.seconds, args.rounds)
         return

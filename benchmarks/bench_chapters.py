@@ -26,7 +26,11 @@ measured on a busy machine says so. The last line is
 with peak the largest of the chapters' peaks; a line per chapter before it also names its slowest cells (from
 nbclient's execution timestamps). Run it from the repository root:
 
-    .venv/bin/python benchmarks/bench_chapters.py [NOTEBOOK ...]
+    .venv/bin/python benchmarks/bench_chapters.py [NOTEBOOK ...] [--cells N]
+
+``--cells N`` runs each chapter's first N code cells only; ``--quick`` (as ``make test`` runs it, to keep it working)
+is ``--cells 3``: every chapter's set-up, imports and first computation, the same lines in seconds, not the chapters'
+figures.
 """
 
 import argparse
@@ -45,13 +49,18 @@ TIMEOUT_S = 1800  # per cell, as execnb
 SLOWEST = 3  # cells listed per chapter
 
 
-def run_one(notebook: pathlib.Path, workdir: pathlib.Path) -> dict:
-    """Execute ``notebook`` in ``workdir`` (this process's kernel child), then read the kernel's peak memory."""
+def run_one(notebook: pathlib.Path, workdir: pathlib.Path, cells: int | None = None) -> dict:
+    """Execute ``notebook`` in ``workdir`` (this process's kernel child), then read the kernel's peak memory;
+    ``cells``: only the first that many code cells (and the text between them)."""
     import nbformat
     from nbclient import NotebookClient
     from tqdm import tqdm
 
     nb = nbformat.read(notebook, as_version=4)
+    if cells is not None:
+        code = [i for i, cell in enumerate(nb.cells) if cell.cell_type == 'code']
+        if len(code) > cells:
+            nb.cells = nb.cells[:code[cells]]
     ncode = sum(cell.cell_type == 'code' for cell in nb.cells)
     bar = tqdm(total=ncode, desc=notebook.name[:2], unit='cell', file=sys.stderr, ncols=80, leave=False)
     client = NotebookClient(nb, timeout=TIMEOUT_S, kernel_name='python3',
@@ -91,9 +100,15 @@ def main():
     parser.add_argument('--keep', type=pathlib.Path, help='keep the executed copies in this folder (not notebooks/)')
     parser.add_argument('--one', type=pathlib.Path, help=argparse.SUPPRESS)  # the child: one chapter
     parser.add_argument('--workdir', type=pathlib.Path, help=argparse.SUPPRESS)
+    parser.add_argument('--cells', type=int, help="run only each chapter's first CELLS code cells")
+    parser.add_argument('--quick', action='store_true', help='--cells 3: a check that it runs')
     args = parser.parse_args()
+    if args.quick and args.cells is None:
+        args.cells = 3
+    if args.cells is not None and args.cells < 1:
+        parser.error(f'--cells must be 1 or more, got {args.cells}')
     if args.one:
-        print(json.dumps(run_one(args.one.resolve(), args.workdir)))
+        print(json.dumps(run_one(args.one.resolve(), args.workdir, args.cells)))
         return
     from tqdm import tqdm
 
@@ -106,7 +121,8 @@ def main():
             workdir = (args.keep or pathlib.Path(tmp)) / notebook.stem
             workdir.mkdir(parents=True)
             load_before = os.getloadavg()[0]
-            done = subprocess.run([sys.executable, __file__, '--one', str(notebook), '--workdir', str(workdir)],
+            cells = [] if args.cells is None else ['--cells', str(args.cells)]
+            done = subprocess.run([sys.executable, __file__, '--one', str(notebook), '--workdir', str(workdir), *cells],
                                   stdout=subprocess.PIPE, text=True, check=True)
             row = json.loads(done.stdout.strip().splitlines()[-1])
             row['load'] = (load_before, os.getloadavg()[0])

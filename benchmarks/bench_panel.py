@@ -17,7 +17,9 @@ the answer on the calling thread), then the last
 line ``panel <X> ms (worst median: <chapter> <control>), p95 <Y> ms, naive <Z> ms, ratio <Z/X>``: X the worst
 control's median, Y the worst 95th percentile, Z the naive median, all measured in this run.
 
-Run: ``.venv/bin/python benchmarks/bench_panel.py [--values 10] [--chapters 1 2 3 4] [--corners 5]``
+Run: ``.venv/bin/python benchmarks/bench_panel.py [--values 10] [--chapters 1 2 3 4] [--corners 5]``. With ``--quick``
+(as ``make test`` runs it, to keep it working) two values per control, no slow settings and a naive baseline of chapter
+1's kp alone: the same table and last line in seconds, figures too few to quote.
 """
 
 from __future__ import annotations
@@ -46,9 +48,9 @@ def control_values(control, n: int) -> list:
     slider, evenly spaced on a linear one."""
     if isinstance(control, live.Choice):
         return [control.options[k % len(control.options)] for k in range(max(n, len(control.options)))]
-    low, high = control.min, control.max  # in the slider's displayed unit; to_value gives what update takes
+    low, high = control.min, control.max  # in the slider's displayed unit; live.to_value gives what update takes
     shown = np.geomspace(low, high, n) if isinstance(control, live.LogSlider) else np.linspace(low, high, n)
-    return [control.to_value(float(v)) for v in shown]
+    return [live.to_value(control, float(v)) for v in shown]
 
 
 def chapter_panels(chapters) -> dict:
@@ -167,13 +169,17 @@ def main() -> None:
     parser.add_argument('--chapters', type=int, nargs='+', default=[1, 2, 3, 4], choices=[1, 2, 3, 4])
     parser.add_argument('--corners', type=int, default=0,
                         help="also time chapter 1's corners, with this many kp and armature moves at each")
+    parser.add_argument('--quick', action='store_true',
+                        help='2 values per control, no slow settings, naive on kp only: a check that it runs')
     args = parser.parse_args()
+    if args.quick:
+        args.values = 2
 
     rows, corners = [], []
     for chapter, make in tqdm(chapter_panels(args.chapters).items(), desc='panels', unit='panel'):
         panel = make()
         timed = [(name, times) for name, times in time_controls(panel, args.values).items()]
-        for setting in SLOW_SETTINGS.get(chapter, []):
+        for setting in [] if args.quick else SLOW_SETTINGS.get(chapter, []):
             timed += [(f'{name} @ {setting_name(setting)}', times)
                       for name, times in time_controls(panel, args.values, at=setting).items()]
         for name, (ms, complete, cpu) in timed:
@@ -190,7 +196,8 @@ def main() -> None:
             print(f'{"":>19}{setting:<52} {first:6.1f} {complete:11.1f} {median:12.1f} {p95:6.1f}')
 
     servo = position_actuators_panels.servo_panel()
-    changes = [{name: v} for name, control in servo.controls.items() for v in control_values(control, args.values)]
+    changes = [{name: v} for name, control in servo.controls.items() for v in control_values(control, args.values)
+               if name == 'kp' or not args.quick]
     values = {c.name: c.default_value for c in live.common_controls()}
     naive_ms = []
     for change in changes:

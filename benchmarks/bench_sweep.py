@@ -19,6 +19,9 @@ adds time, so the minimum is the steadiest estimate). The repeats of the three p
 stretch of load from elsewhere falls on all of them alike.
 
     .venv/bin/python benchmarks/bench_sweep.py [--repeats N]
+
+With ``--quick`` (as ``make test`` runs it, to keep it working) every tenth run of the grid (12, some diverging), once:
+the same lines in seconds. Either way it exits with status 1 when the three paths' results are not identical.
 """
 
 import argparse
@@ -93,10 +96,14 @@ def same(a, b):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--repeats', type=int, default=5, help='repeats of each path (the fastest counts)')
+    parser.add_argument('--quick', action='store_true', help='every tenth run of the grid, once: a check that it runs')
     args = parser.parse_args()
-    paths = {'batched': lambda: link.step_responses(GRID, q0=Q0, duration=DURATION),
-             'rollout': lambda: rollout_sweep(GRID),
-             'loop': lambda: loop_sweep(GRID)}
+    grid = GRID[::10] if args.quick else GRID
+    if args.quick:
+        args.repeats = 1
+    paths = {'batched': lambda: link.step_responses(grid, q0=Q0, duration=DURATION),
+             'rollout': lambda: rollout_sweep(grid),
+             'loop': lambda: loop_sweep(grid)}
     times = {name: [] for name in paths}
     results = {}
     with mj.captured_warnings():  # the diverging runs' warnings, which the loop and rollout would print
@@ -107,12 +114,15 @@ def main():
                 times[name].append(1e3 * (time.perf_counter() - start))
     best = {name: min(t) for name, t in times.items()}
     ndiverged = sum(r.diverged for r in results['batched'])
-    print(f'{len(GRID)} step responses ({ndiverged} diverged), {os.cpu_count()} CPUs; identical results: '
-          f'rollout {same(results["batched"], results["rollout"])}, loop {same(results["batched"], results["loop"])}')
+    identical = {other: same(results['batched'], results[other]) for other in ('rollout', 'loop')}
+    print(f'{len(grid)} step responses ({ndiverged} diverged), {os.cpu_count()} CPUs; identical results: '
+          f'rollout {identical["rollout"]}, loop {identical["loop"]}')
     for name, t in times.items():
         print(f'{name:8s} min {best[name]:8.1f} ms, median {np.median(t):8.1f} ms over {len(t)} repeats')
     x, y, z = best['batched'], best['rollout'], best['loop']
     print(f'sweep batched {x:.1f} ms, rollout {y:.1f} ms (ratio {y / x:.2f}), loop {z:.1f} ms, ratio {z / x:.2f}')
+    if not all(identical.values()):
+        raise SystemExit('the paths disagree: ' + ', '.join(k for k, v in identical.items() if not v))
 
 
 if __name__ == '__main__':

@@ -20,8 +20,13 @@ physai's replay, the chapter's metric). The last line is the ratio of the toolbo
 repository root:
 
     .venv/bin/python benchmarks/bench_sysid_toolbox.py
+
+``--quick`` (as ``make test`` runs it, to keep it working: ``benchmarks/requirements.txt`` installs the toolbox) fits
+the first 3 s of one episode with at most 2 iterations each: the same lines in seconds, not a fit to quote.
 """
 
+import argparse
+import dataclasses
 import os
 import time
 
@@ -77,7 +82,7 @@ def servo_modifier(name: str):
     return modify
 
 
-def toolbox_fit(fit_eps, start: arm_replay.ArmServo):
+def toolbox_fit(fit_eps, start: arm_replay.ArmServo, max_iters: int = 50):
     from mujoco import sysid as msys
 
     fps = fit_eps[0].fps
@@ -101,18 +106,30 @@ def toolbox_fit(fit_eps, start: arm_replay.ArmServo):
     for k, name in enumerate(arm_replay.PARAMS):
         params.add(msys.Parameter(name, float(sysid.to_log(start)[k]), lo[k], hi[k], modifier=servo_modifier(name)))
     residual = msys.build_residual_fn(models_sequences=[seqs])
-    best, _ = msys.optimize(params, residual, optimizer='mujoco', verbose=False, x_scale='jac', max_iters=50)
+    best, _ = msys.optimize(params, residual, optimizer='mujoco', verbose=False, x_scale='jac', max_iters=max_iters)
     return sysid.from_log(best.as_vector()).rounded(sysid.FIT_DIGITS)
 
 
+def first_frames(episode, n: int):
+    """The episode's first ``n`` frames."""
+    return dataclasses.replace(episode, action=episode.action[:n], state=episode.state[:n],
+                               timestamp=episode.timestamp[:n])
+
+
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--quick', action='store_true', help='3 s of one episode, 2 iterations: a check that it runs')
+    args = parser.parse_args()
     data, _ = servo_sysid.find_dataset(None)
     fit_eps, heldout = servo_sysid.split(data)
+    iterations = 50
+    if args.quick:
+        fit_eps, iterations = [first_frames(fit_eps[0], round(3 * fit_eps[0].fps))], 2
     start = arm_replay.THEROBOTSTUDIO
     results = {}
     for name, run in (('physai', lambda: sysid.fit_servo(fit_eps, starts={'therobotstudio': start},
-                                                         progress=False).servo),
-                      ('mujoco.sysid', lambda: toolbox_fit(fit_eps, start))):
+                                                         max_iter=iterations, progress=False).servo),
+                      ('mujoco.sysid', lambda: toolbox_fit(fit_eps, start, iterations))):
         t0, c0 = time.perf_counter(), time.process_time()
         servo = run()
         results[name] = (time.perf_counter() - t0, time.process_time() - c0, servo)

@@ -27,7 +27,8 @@ Prints a table (control, median and 95th percentile of (a), (b) and (c) in ms), 
 painted <E> ms median (worst control); goal 50 ms: <met|missed> ...; kernel panel <Z> ms; ratio kernel / whole
 <Z/C>``. This machine is shared: figures measured under other processes' load are inflated.
 
-Run: ``.venv/bin/python benchmarks/bench_web_arm.py [--chapter 3|4] [--values 12]``
+Run: ``.venv/bin/python benchmarks/bench_web_arm.py [--chapter 3|4] [--values 12]``. ``--quick`` (as ``make test``
+runs it, to keep it working) makes two changes per control: the same table and lines in seconds, too few to quote.
 """
 
 from __future__ import annotations
@@ -121,7 +122,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--chapter', type=int, choices=(3, 4), default=3, help='the chapter whose panel to time')
     parser.add_argument('--values', type=int, default=12, help='changes per control')
+    parser.add_argument('--quick', action='store_true', help='2 changes per control: a check that it runs')
     args = parser.parse_args()
+    if args.quick:
+        args.values = 2
     preflight(CHROMIUM, ENGINE, NO_ENGINE)
     results = browser_latencies(args.chapter, args.values)
     print(f'{"control":<14}{"first picture median":>22}{"p95":>8}{"whole median":>14}{"p95":>8}'

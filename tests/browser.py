@@ -142,6 +142,49 @@ def chromium():
             browser.close()
 
 
+TRANSIENT = re.compile(r'Protocol error \(Page\.captureScreenshot\)')
+"""What Chromium says when it cannot capture a screenshot at that moment (seen at a load average near 10: "Unable to
+capture screenshot"): the one error a browser test tries again, once."""
+
+RETRIES: list[str] = []
+"""Every retry made (test id and the error's first line), reported at the end of the test session (conftest.py)."""
+
+
+def screenshot(target, **options) -> bytes:
+    """``target.screenshot(**options)`` (a page or a locator), tried a second time, once, if Chromium reports the
+    transient protocol error :data:`TRANSIENT`; the retry is recorded in :data:`RETRIES`. Any other error, or the
+    same one twice, fails the test."""
+    try:
+        return target.screenshot(**options)
+    except Exception as error:  # playwright.sync_api.Error; imported lazily, as playwright may be missing
+        if not TRANSIENT.search(str(error)):
+            raise
+        test = os.environ.get('PYTEST_CURRENT_TEST', '?').rsplit(' ', 1)[0]
+        RETRIES.append(f'{test}: {str(error).splitlines()[0]}')
+        return target.screenshot(**options)
+
+
+NEXT_FRAMES_JS = """() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve(true))))"""
+"""Resolves after the browser has drawn two more frames: whatever a page asked to draw before it is on the screen."""
+
+
+def next_frames(page) -> None:
+    """Wait until the page has drawn two more frames (what it asked to draw before is on the screen)."""
+    page.evaluate(NEXT_FRAMES_JS)
+
+
+ARM3D_SETTLED_JS = """key => { const a = window.physaiPanels[key].arm3d;
+    return Boolean(a.view && a.view._clip && a.view.frames > 0 && a.shown === a.record
+                   && a.panel.root.dataset.state === 'idle'); }"""
+"""Chapter 3 or 4's 3D view has taken the panel's last run (arm3d_view.js ``show``) and the panel is not running."""
+
+
+def wait_arm3d_settled(page, key: str, timeout: float = LIVE_TIMEOUT_MS) -> None:
+    """Wait until page panel ``key``'s 3D view shows the panel's last run, then until that is drawn (two frames)."""
+    page.wait_for_function(ARM3D_SETTLED_JS, arg=key, timeout=timeout)
+    next_frames(page)
+
+
 def open_page(browser, url: str, *, viewport: tuple[int, int] = (1280, 800), webassembly: bool = True):
     """Open ``url`` in a new page of ``viewport`` (width, height) CSS px; ``webassembly=False`` takes WebAssembly away
     before any script runs (Chromium's V8 flags cannot). Returns (page, requests, errors): the URLs the page

@@ -11,9 +11,29 @@ import time
 import matplotlib
 import numpy as np
 import pytest
-from browser import chromium
+from browser import CHROMIUM, RETRIES, chromium, open_page, scratch_site, serve
 
 matplotlib.use('agg')  # the tests draw off-screen, before anything imports pyplot
+
+BROWSER_USED: list[bool] = []
+"""Whether the session started the browser (then its retries are reported)."""
+
+SITE_FIXTURES = {'browser', 'built_book', 'built_site', 'panel_page'}
+"""The fixtures of the browser and of the built book: a test that uses one (itself or through another) is marked
+``site``."""
+
+SITE_MODULES = {'test_edition.py'}
+"""Modules marked ``site`` whole: the Colab edition, part of the published book (its fake-Colab runs execute every
+chapter, which also evens out the two pytest jobs of make test)."""
+
+
+def pytest_collection_modifyitems(items):
+    """Mark ``site`` every test of the published book: those that open pages in Chromium or read the built book, and
+    the Colab edition's. ``make test`` runs those in a pytest of their own (one Chromium and one build for them all)
+    and the others in another, side by side on two cores (the Makefile's test-site and test-others)."""
+    for item in items:
+        if SITE_FIXTURES & set(getattr(item, 'fixturenames', ())) or item.path.name in SITE_MODULES:
+            item.add_marker(pytest.mark.site)
 
 
 @pytest.fixture(scope='session')
@@ -31,24 +51,61 @@ def built_book() -> pathlib.Path:
     return root / '_build' / 'html'
 
 
-@pytest.fixture(scope='module')
+@pytest.fixture(scope='session')
+def built_site(built_book) -> str:
+    """The built book (``built_book``) served on 127.0.0.1 for the whole session; its base URL, with a trailing slash.
+    tests/test_site.py and tests/test_page.py call it ``site``."""
+    with serve(built_book) as url:
+        yield url + '/'
+
+
+@pytest.fixture(scope='session')
 def browser():
-    """Headless Debian Chromium, one per test module (tests/browser.py); skips when it or playwright is missing."""
+    """Headless Debian Chromium, one for the whole test session (tests/browser.py); every test opens its own pages
+    or contexts in it, and what a test leaves open is closed after it (``_close_what_the_test_opened``). Skips when
+    Chromium or playwright is missing, except under CI (``CI`` set), where .ci/run installs Chromium: there it fails."""
+    if os.environ.get('CI') and not os.path.exists(CHROMIUM):
+        pytest.fail(f'{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does this)')
     with chromium() as b:
+        BROWSER_USED.append(True)
         yield b
 
 
+@pytest.fixture(autouse=True)
+def _close_what_the_test_opened(request):
+    """Close the browser contexts (and so the pages) a test opened and left open, a failed test's too: the session's
+    one browser must not keep a page of an earlier test drawing while later tests run."""
+    if 'browser' not in request.fixturenames:
+        yield
+        return
+    browser = request.getfixturevalue('browser')
+    before = set(browser.contexts)
+    yield
+    for context in browser.contexts:
+        if context not in before:
+            context.close()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Report the browser tests' retries (tests/browser.py ``screenshot``): how many, and where."""
+    if not BROWSER_USED:
+        return
+    terminalreporter.write_line(f'browser retries: {len(RETRIES)} (a screenshot tried again, once, after Chromium '
+                                f'reported a transient protocol error)')
+    for retry in RETRIES:
+        terminalreporter.write_line(f'  retried: {retry}')
+
+
 @pytest.fixture
-def panel_page(tmp_path):
+def panel_page(tmp_path, browser):
     """Open a page panel's blocks (``physai.interface.web``) on a scratch page served over http, as the book serves
     them (tests/browser.py), in headless Debian Chromium without WebAssembly: the precomputed first view alone.
 
     Yields ``open(html) -> page`` and the list of JavaScript errors the pages raise. Skips when Chromium, playwright
     or the engine's package is missing (the site test, not these, insists on them under CI).
     """
-    from browser import open_page, scratch_site, serve
     errors: list[str] = []
-    with chromium() as browser, contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as stack:
         count = iter(range(1000))
 
         def open_(html: str):
@@ -76,14 +133,14 @@ def panel():
 # --- chapter 3: the pd-rate ensembles (test_where_pd_runs, test_where_pd_runs_panels) ----------------
 
 
-@pytest.fixture(scope='module')
+@pytest.fixture(scope='session')
 def ensembles():
     """The SO-101 hold's ensembles at every rate and backend, by (rate_hz, backend)."""
     from physai.experiments import where_pd_runs
     return {(e.params.rate_hz, e.params.backend): e for e in where_pd_runs.rate_ensembles()}
 
 
-@pytest.fixture(scope='module')
+@pytest.fixture(scope='session')
 def bare_ensembles():
     """The same ensembles without armature."""
     from physai.experiments import where_pd_runs
@@ -117,6 +174,23 @@ def synthetic_episode():
         return Episode(index=index, fps=30.0, joints=JOINTS, action=action, state=state, timestamp=t)
 
     return make
+
+
+@pytest.fixture(scope='session')
+def book_fit():
+    """Chapter 4's main fit, once per test session (a minute of fitting, which tests/test_servo_sysid.py and
+    tests/test_servo_truth.py share): the book's recording (``servo_sysid.find_dataset``, the shipped one), its fit and
+    held-out episodes (``servo_sysid.split``) and the servo fitted from TheRobotStudio's gains. Skips when the shipped
+    recording is absent."""
+    from physai.engine import arm_replay, sysid
+    from physai.engine.datasets import shipped_recording
+    from physai.experiments import servo_sysid
+    if not shipped_recording().is_dir():
+        pytest.skip('the shipped SO-101 recording is absent')
+    data, _ = servo_sysid.find_dataset(None)
+    fit_eps, heldout = servo_sysid.split(data)
+    fitted = sysid.fit_servo(fit_eps, starts={'therobotstudio': arm_replay.THEROBOTSTUDIO}, progress=False).servo
+    return data, fit_eps, heldout, fitted
 
 
 @pytest.fixture(scope='module')

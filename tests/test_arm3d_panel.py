@@ -9,7 +9,6 @@ the trace); without WebGL the plots stay and the view says why. Screenshots go t
 """
 
 import pathlib
-import shutil
 
 import mujoco
 import numpy as np
@@ -17,8 +16,9 @@ import pytest
 
 from physai.engine import so101
 from physai.interface import web, web_arm
-from browser import engine_url, module, node, open_page, scratch_site, serve, wait_live
-from test_arm3d_view import load_extension
+from browser import (engine_url, module, next_frames, node, open_page, scratch_site, screenshot, serve,
+                     wait_arm3d_settled, wait_live)
+from test_arm3d_view import copy_view, load_extension
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / '_build' / 'screenshots'
@@ -78,7 +78,7 @@ def panel_site(directory: pathlib.Path, blocks: str | None = None, max_width: in
     directory = scratch_site(directory, pd_blocks() + sysid_blocks() if blocks is None else blocks,
                              max_width=ARM_COLUMN_PX if max_width is None else max_width)
     static = directory / '_static'
-    shutil.copyfile(ROOT / 'book' / '_static' / 'physai-arm3d.js', static / 'physai-arm3d.js')
+    copy_view(static)
     load_extension().install(static)
     return directory
 
@@ -115,7 +115,7 @@ def test_the_view_loads_on_demand_opens_without_errors_and_its_picture_follows_t
     page, requests, errors = open_page(browser, site + '/')
     console = console_errors(page)
     page.wait_for_selector(f'#physai-panel-{key}[data-drawn]', state='attached', timeout=60_000)
-    page.wait_for_timeout(500)
+    page.wait_for_load_state('networkidle')   # what the page fetches by itself has come: no request for 500 ms
     assert not any('three' in r or 'arm3d/' in r or 'physai-arm3d' in r for r in requests)   # nothing before asked
     open_view(page, key)
     assert any(r.endswith('three.module.js') for r in requests) and any('so101' in r for r in requests)
@@ -129,7 +129,7 @@ def test_the_view_loads_on_demand_opens_without_errors_and_its_picture_follows_t
     assert moved != first
     # playing, the view moves the cursor on the trace to its time (a line moved by its transform)
     page.evaluate(f"() => {view}.play()")
-    page.wait_for_timeout(400)
+    page.wait_for_function(f"() => {view}.time !== {0.3 * end}", timeout=60_000)   # it played on
     drawn, expected = page.evaluate(f"""() => {{
         {view}.pause();
         const a = window.physaiPanels['{key}'].arm3d, p = a.plots[0];
@@ -154,7 +154,7 @@ def test_the_view_loads_on_demand_opens_without_errors_and_its_picture_follows_t
         page.mouse.click(box['x'] + 0.8 * box['width'], box['y'] + 0.5 * box['height'])
         assert page.evaluate(f"() => {view}.time") > 0.5 * end
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.locator(f'#physai-panel-{key}').screenshot(path=str(SCREENSHOTS / f'arm3d-panel-{key}.png'))
+    screenshot(page.locator(f'#physai-panel-{key}'), path=str(SCREENSHOTS / f'arm3d-panel-{key}.png'))
     assert errors == []
     assert [c for c in console if not c.endswith('/favicon.ico')] == []   # the scratch page has no icon
 
@@ -174,7 +174,7 @@ def canvas_picture(page, key) -> np.ndarray:
     """The view's canvas as the page shows it (a screenshot of the element, not a fresh draw): grey levels."""
     import io
     from PIL import Image
-    png = page.locator(f'#physai-panel-{key} .pl-arm3d canvas').screenshot()
+    png = screenshot(page.locator(f'#physai-panel-{key} .pl-arm3d canvas'))
     return np.asarray(Image.open(io.BytesIO(png)).convert('L'), dtype=float)
 
 
@@ -203,10 +203,13 @@ def test_in_the_present_view_the_open_arm_takes_a_column_beside_the_plots_and_dr
     open_view(page, key)
     page.click(f'#physai-panel-{key} button:text("present")')
     for size in ((853, 480), (1000, 560)):
-        page.set_viewport_size({'width': size[0], 'height': size[1]})
+        if size != (page.viewport_size['width'], page.viewport_size['height']):
+            plot = page.locator(f'#physai-panel-{key} .pl-plots svg').first.element_handle()
+            page.set_viewport_size({'width': size[0], 'height': size[1]})
+            page.wait_for_function('svg => !svg.isConnected', arg=plot, timeout=60_000)   # the plots drawn again
         page.wait_for_function(f"""() => {{ const v = window.physaiPanels['{key}'].arm3d;
             return v.view && v.root.classList.contains('pl-present-aside') && v.view._clip; }}""", timeout=60_000)
-        page.wait_for_timeout(1500)   # the panel reran at the new sizes; the view took the run (QUIET_MS) and drew
+        wait_arm3d_settled(page, key)   # the view took the panel's last run (QUIET_MS after it) and drew it
         fit = page.evaluate(PRESENT_FIT_JS, key)
         assert page.eval_on_selector(f'#physai-panel-{key} .pl-arm3d', 'n => n.dataset.arm3d') == 'open'
         assert fit['overflowX'] <= 1 and fit['overflowY'] <= 1, fit
@@ -217,9 +220,11 @@ def test_in_the_present_view_the_open_arm_takes_a_column_beside_the_plots_and_dr
         picture = canvas_picture(page, key)
         assert picture.std() > 5, f'the canvas is blank at {size}: grey level spread {picture.std():.2f}'
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / f'arm3d-panel-{key}-present-{size[0]}x{size[1]}.png'))
+        screenshot(page, path=str(SCREENSHOTS / f'arm3d-panel-{key}-present-{size[0]}x{size[1]}.png'))
     page.keyboard.press('Escape')
-    page.wait_for_timeout(500)
+    page.wait_for_function(f"() => !document.getElementById('physai-panel-{key}').classList.contains('physai-panel-present')",
+                           timeout=60_000)
+    next_frames(page)
     assert page.eval_on_selector(f'#physai-panel-{key} .pl-arm3d', 'n => n.dataset.arm3d') == 'open'
     assert not page.eval_on_selector(f'#physai-panel-{key} .pl-arm3d', 'n => n.classList.contains("pl-present-aside")')
     assert errors == []

@@ -2,7 +2,7 @@
 (in Node), and on a scratch page in headless Chromium it draws, changes with the pose, plays a clip, magnifies,
 says why when there is no WebGL, and frees itself.
 
-The scratch site is laid out as the book's: ``_static/physai-arm3d.js``, three.js in ``_static/three/`` and the
+The scratch site is laid out as the book's: ``_static/physai-arm3d*.js``, three.js in ``_static/three/`` and the
 arm in ``_static/arm3d/``, put there by ``book/_ext/physai_arm3d.py`` exactly as the site build does. Headless
 Chromium here (Debian's, with the flags of ``tests/browser.py``) draws WebGL 2 with SwiftShader, on the CPU.
 Screenshots (desktop, phone, dark page) go to ``_build/screenshots/arm3d-*.png``.
@@ -21,7 +21,7 @@ import pytest
 
 from physai.engine import bodies, so101
 from physai.interface import arm_frames
-from browser import node, serve
+from browser import node, screenshot, serve
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / '_build' / 'screenshots'
@@ -46,13 +46,24 @@ def load_extension():
     return module
 
 
+VIEW_MODULES = sorted((ROOT / 'book' / '_static').glob('physai-arm3d*.js'))
+"""The view's modules: physai-arm3d.js (the view, which re-exports the others), -arm.js (the arm as three.js objects)
+and -poses.js (poses magnified)."""
+
+
+def copy_view(static: pathlib.Path) -> None:
+    """Copy the view's modules into a scratch site's ``_static``, where the book puts them."""
+    for path in VIEW_MODULES:
+        shutil.copyfile(path, static / path.name)
+
+
 def scratch_site(directory: pathlib.Path) -> pathlib.Path:
     """The view's module, three.js and the arm where the book serves them, and a page with one view."""
     if not (ROOT / 'node_modules' / 'three').is_dir() or not (ROOT / 'node_modules' / 'meshoptimizer').is_dir():
         pytest.skip('node_modules is missing three or meshoptimizer: run npm ci')
     static = directory / '_static'
     static.mkdir(parents=True)
-    shutil.copyfile(ROOT / 'book' / '_static' / 'physai-arm3d.js', static / 'physai-arm3d.js')
+    copy_view(static)
     load_extension().install(static)
     from physai.interface.plots import COLUMN_PX
     (directory / 'index.html').write_text(PAGE % COLUMN_PX, encoding='utf-8')
@@ -327,6 +338,6 @@ def test_screenshots_of_the_view(browser, served, model, frames, name, viewport,
     box = page.eval_on_selector('.physai-arm3d', 'e => e.getBoundingClientRect().toJSON()')
     assert box['width'] <= viewport[0] and box['height'] > 150
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f'arm3d-{name}.png'), full_page=True)
+    screenshot(page.locator('main'), path=str(SCREENSHOTS / f'arm3d-{name}.png'))   # the view and its caption
     assert errors == []
     page.close()

@@ -125,16 +125,16 @@ def test_formatting_is_myst_nbs(fmt):
             assert edition.format_plain_text(value, fmt) == expected
 
 
-def test_equations_are_numbered_like_the_html_book():
-    """One count over the pages of _toc.yml, as the built page shows (checked against _build/html when built)."""
+def test_equations_are_numbered_in_one_count_over_the_book():
+    """One count over the pages of _toc.yml (the built pages show the same: the next test)."""
     numbers = list(BOOK.equations.values())
     assert numbers == list(range(1, len(numbers) + 1))
-    html_dir = ROOT / '_build' / 'html'
-    newest_source = max(edition.page_path(ROOT, page).stat().st_mtime for page in CHAPTERS)
-    if not html_dir.is_dir() or any(not (html_dir / f'{page}.html').is_file()
-                                    or (html_dir / f'{page}.html').stat().st_mtime < newest_source
-                                    for page in CHAPTERS):
-        pytest.skip('no up-to-date build in _build/html to compare with (make book)')
+
+
+@pytest.mark.slow
+def test_equations_are_numbered_like_the_html_book(built_book):
+    """The built pages (the session's one build) number every equation as the edition does."""
+    html_dir = built_book
     for page in CHAPTERS:
         html = (html_dir / f'{page}.html').read_text(encoding='utf-8')
         shown = re.findall(r'id="equation-([^"]+)".*?<span class="eqno">\((\d+)\)', html, re.S)
@@ -520,12 +520,11 @@ def test_the_built_pages_colab_button_opens_the_edition(built_book):
         assert (ROOT / edition.edition_name(page)).is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('page', CHAPTERS, ids=IDS)
-def test_every_pasted_number_of_the_built_page_is_in_the_edition(page):
-    """When an up-to-date build is at hand, read the numbers off the HTML page itself (myst-nb's pasted text)."""
-    built = ROOT / '_build' / 'html' / f'{page}.html'
-    if not built.is_file() or built.stat().st_mtime < edition.page_path(ROOT, page).stat().st_mtime:
-        pytest.skip('no up-to-date build of this page in _build/html (make book)')
+def test_every_pasted_number_of_the_built_page_is_in_the_edition(page, built_book):
+    """The numbers read off the built HTML page itself (myst-nb's pasted text; the session's one build)."""
+    built = built_book / f'{page}.html'
     shown = re.findall(r'<span class="pasted-text">([^<]*)</span>', built.read_text(encoding='utf-8'))
     text_of_edition = '\n'.join(text(cell) for cell in committed(page)['cells'] if cell['cell_type'] == 'markdown')
     missing = sorted({value for value in shown if value not in text_of_edition})

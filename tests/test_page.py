@@ -12,11 +12,8 @@ with nothing stored: a first visit, as a reader's is. Requests off the site are 
 - the bookkeeping at a chapter's top (the Colab set-up cell and the imports) is folded away on the page.
 """
 
-import functools
-import http.server
 import pathlib
 import re
-import threading
 import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ElementTree
@@ -26,6 +23,7 @@ import pytest
 
 from physai.book.edition import toc_pages
 from physai.interface import tables
+from browser import next_frames
 
 pytestmark = pytest.mark.slow  # it needs the whole book built
 
@@ -36,19 +34,10 @@ HIDDEN_AT_TOP = 2
 """Code cells at a chapter's top that are bookkeeping: the Colab set-up and the imports."""
 
 
-@pytest.fixture(scope='module')
-def site(built_book):
-    """The book built once per session (``built_book`` in conftest.py), served on 127.0.0.1; yields the base URL."""
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, format, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), functools.partial(Quiet, directory=str(built_book)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f'http://127.0.0.1:{server.server_address[1]}/'
-    server.shutdown()
-    server.server_close()
+@pytest.fixture
+def site(built_site):
+    """The book built once per session (``built_book``) and served on 127.0.0.1 (``built_site``, conftest.py)."""
+    return built_site
 
 
 class Visit:
@@ -156,7 +145,8 @@ def test_no_page_logs_a_console_error_and_its_tables_read_in_either_theme(site, 
     visit = Visit(browser, site, page, theme=theme)
     try:
         assert visit.response.ok, f'{page}: HTTP {visit.response.status}'
-        visit.page.wait_for_timeout(300)  # late scripts (the theme's, ours on load)
+        visit.page.wait_for_load_state('networkidle')  # late scripts (the theme's, ours on load) have run
+        next_frames(visit.page)
         assert not visit.errors, f'{page} ({theme or "first visit"}): ' + '\n'.join(visit.errors)
         contrast = visit.page.evaluate(CONTRAST_JS, tables.CSS_CLASS)
         assert contrast >= 4.5, f'{page} ({theme or "light"}): table text at contrast {contrast:.1f} (WCAG AA: 4.5)'

@@ -7,30 +7,23 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai.engine.pd_controller import PDController
+from physai.engine.pd_controller import HINGE_XML, PDController
 from physai.laws import loop
 from physai.laws.loop import JointCommand
 INTEGRATORS = ('Euler', 'implicitfast', 'implicit', 'RK4')
 
-# One link on a hinge, driven by a plain motor (gain 1, no bias): the in-step backend must turn it into
-# exactly the servo that the second model writes with <position>.
-LINK_XML = """
-<mujoco>
-  <option timestep="0.002" integrator="{integrator}"/>
-  <worldbody>
-    <body>
-      <joint name="hinge" type="hinge" axis="0 -1 0" damping="0.05" armature="0.01"/>
-      <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.01" mass="0.3"/>
-    </body>
-  </worldbody>
-  <actuator>
-    ACTUATOR
-  </actuator>
-</mujoco>
-"""
-MOTOR_XML = LINK_XML.replace('ACTUATOR', '<motor name="drive" joint="hinge" gear="{gear}" {limits}/>')
-POSITION_XML = LINK_XML.replace(
-    'ACTUATOR', '<position name="drive" joint="hinge" gear="{gear}" kp="{kp}" kv="{kv}" {limits}/>')
+# One link on a hinge (pd_controller.HINGE_XML), driven by a plain motor (gain 1, no bias): the in-step backend must
+# turn it into exactly the servo that the second model writes with <position>.
+MOTOR_XML = HINGE_XML.replace('{actuator}', '<motor name="drive" joint="hinge" gear="{gear}" {limits}/>')
+POSITION_XML = HINGE_XML.replace(
+    '{actuator}', '<position name="drive" joint="hinge" gear="{gear}" kp="{kp}" kv="{kv}" {limits}/>')
+
+
+def clamped_motor() -> mujoco.MjModel:
+    """The link on a plain motor (gear 1, implicitfast) whose forcerange clamps it to ±1 N·m."""
+    return mujoco.MjModel.from_xml_string(
+        MOTOR_XML.format(integrator='implicitfast', gear=1, limits='forcerange="-1 1"'))
+
 
 # A second, unactuated hinge for the fall-back.
 TWO_JOINT_XML = """
@@ -102,16 +95,14 @@ def test_in_loop_torque_is_the_mit_law_clamped_and_held_between_ticks():
 
 def test_in_step_velocity_and_effort_stay_inside_the_clamp_by_default():
     """Default in-step: damping*velocity + effort ride in biasprm[0], so forcerange clamps the whole torque."""
-    m = mujoco.MjModel.from_xml_string(
-        MOTOR_XML.format(integrator='implicitfast', gear=1, limits='forcerange="-1 1"'))
+    m = clamped_motor()
     d = mujoco.MjData(m)
     controller = PDController(m, ['hinge'], backend='in-step')
     controller.write(d, [JointCommand(velocity=10.0, damping=1.0, effort=0.5)])
     mujoco.mj_forward(m, d)
     assert controller.effort(d)[0] == pytest.approx(1.0)
     # the plain recipe puts them in qfrc_applied, outside the clamp
-    m2 = mujoco.MjModel.from_xml_string(
-        MOTOR_XML.format(integrator='implicitfast', gear=1, limits='forcerange="-1 1"'))
+    m2 = clamped_motor()
     d2 = mujoco.MjData(m2)
     applied = PDController(m2, ['hinge'], backend='in-step', feedforward='applied')
     applied.write(d2, [JointCommand(velocity=10.0, damping=1.0, effort=0.5)])
@@ -133,8 +124,7 @@ def test_unactuated_joint_falls_back_to_in_loop_with_a_warning():
 
 
 def test_max_effort_narrows_the_actuator_forcerange_never_widens_it():
-    m = mujoco.MjModel.from_xml_string(
-        MOTOR_XML.format(integrator='implicitfast', gear=1, limits='forcerange="-1 1"'))
+    m = clamped_motor()
     d = mujoco.MjData(m)
     controller = PDController(m, ['hinge'], backend='in-step')
     controller.write(d, [JointCommand(position=1.0, stiffness=100.0, max_effort=0.3)])

@@ -156,11 +156,9 @@ def test_break_it_rows_carry_the_table_and_the_ensembles(synthetic_episode, soft
 # --- the chapter's claims on the real recording --------------------------------------------------
 
 @pytest.fixture(scope='module')
-def chapter():
-    """The chapter's recording, held-out episode and fitted servo (the fit takes a minute)."""
-    data = chapter_recording()
-    fit_eps, heldout = servo_sysid.split(data)
-    fitted = sysid.fit_servo(fit_eps, starts={'therobotstudio': arm_replay.THEROBOTSTUDIO}, progress=False).servo
+def chapter(book_fit):
+    """The chapter's recording, held-out episode and fitted servo (``book_fit``, conftest.py: fitted once a session)."""
+    data, _, heldout, fitted = book_fit
     return data, heldout, fitted
 
 
@@ -685,9 +683,8 @@ def test_with_the_static_offsets_off_the_ridge_bottom_moves_to_a_stiffer_kp(real
 
 @pytest.mark.slow
 @needs_real
-def test_the_fit_on_commands_without_the_static_offsets_is_much_stiffer_at_the_same_lag(real):
-    fit_eps, _ = servo_sysid.split(real)
-    fitted = sysid.fit_servo(fit_eps, starts={'therobotstudio': arm_replay.THEROBOTSTUDIO}, progress=False).servo
+def test_the_fit_on_commands_without_the_static_offsets_is_much_stiffer_at_the_same_lag(book_fit):
+    _, fit_eps, _, fitted = book_fit
     off = servo_sysid.static_offsets_deg(fit_eps)
     stiff = sysid.fit_servo(servo_sysid.shift_commands(fit_eps, off),
                              starts={'therobotstudio': arm_replay.THEROBOTSTUDIO}, progress=False).servo

@@ -111,14 +111,12 @@ def test_a_folds_fit_does_not_depend_on_the_episode_it_leaves_out():
 
 @pytest.mark.slow
 @pytest.mark.skipif(not shipped_recording().is_dir(), reason='the shipped SO-101 recording is absent')
-def test_the_rivals_end_soft_from_a_stiff_start_too():
+def test_the_rivals_end_soft_from_a_stiff_start_too(book_fit):
     """On the book's fit episodes: both rivals started from a stiff servo (kp 60, kv keeping the spring's lag, the
     rest as the spring), the delay structure with a delay of three frames and the offsets structure with the held-pose
     offsets, end where the chapter's rivals (started from the spring) end: the delay at its one-step floor, kp soft,
     the same training cost."""
-    data, _ = servo_sysid.find_dataset(None)
-    fit_eps = list(data.episodes[:3])
-    spring = sysid.fit_servo(fit_eps, starts={'therobotstudio': arm_replay.THEROBOTSTUDIO}, progress=False).servo
+    data, fit_eps, _, spring = book_fit  # the book's fit episodes, 0-2, and its fit (conftest.py)
     offsets = tuple(servo_sysid.static_offsets_deg(fit_eps))
     stiff = dataclasses.replace(spring, kp=60.0, kv=60.0 * spring.lag_ms / 1e3 - spring.damping)
     h = 1.0 / (data.fps * arm_replay.ReplayConfig().substeps(data.fps))
@@ -137,12 +135,10 @@ def test_the_rivals_end_soft_from_a_stiff_start_too():
 
 
 @pytest.fixture(scope='module')
-def chapter():
+def chapter(book_fit):
     """Chapter 4's protocol on the shipped recording: the main fit (episodes 0-2, from TheRobotStudio's gains) as the
     fold that leaves out episode 3, the other folds and the rival structures fitted fold by fold, the truth table."""
-    data, _ = servo_sysid.find_dataset(None)
-    fit_eps, heldout = servo_sysid.split(data)
-    fitted = sysid.fit_servo(fit_eps, starts={'therobotstudio': arm_replay.THEROBOTSTUDIO}, progress=False).servo
+    data, _, heldout, fitted = book_fit  # conftest.py: fitted once a session
     folds = servo_truth.compare_structures(data, known={heldout[0].index: fitted})
     rows = {r['model']: r for r in servo_truth.truth_table(data, folds)}
     return data, fitted, folds, rows

@@ -25,22 +25,20 @@ Set ``PHYSAI_BOOK_ROOT`` to test the book of another folder (a copy with a trial
 """
 
 import base64
-import functools
+import contextlib
 import gzip
 import hashlib
-import http.server
 import json
 import os
 import pathlib
 import re
-import threading
 import urllib.parse
 
 import pytest
 
 from physai.book.edition import toc_pages
 from physai.interface import plots, tables
-from browser import CHROMIUM, CHROMIUM_ARGS
+from browser import next_frames, screenshot, wait_arm3d_settled
 
 pytestmark = pytest.mark.slow  # it builds the whole book first
 
@@ -85,35 +83,10 @@ SELECT_JS = """select => {
 }"""
 
 
-@pytest.fixture(scope='module')
-def site(built_book):
-    """The book built (once per session, ``built_book``), served on 127.0.0.1; yields the base URL."""
-    handler = functools.partial(QuietHandler, directory=str(built_book))
-    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f'http://127.0.0.1:{server.server_address[1]}/'
-    server.shutdown()
-    server.server_close()
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):
-        pass
-
-
-@pytest.fixture(scope='module')
-def browser():
-    if not os.path.exists(CHROMIUM):
-        message = f'{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does this)'
-        if os.environ.get('CI'):
-            pytest.fail(message)
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+@pytest.fixture
+def site(built_site):
+    """The book built once per session (``built_book``) and served on 127.0.0.1 (``built_site``, conftest.py)."""
+    return built_site
 
 
 class PageVisit:
@@ -165,6 +138,12 @@ class PageVisit:
     def close(self):
         self.context.close()
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
 
 def load_every_image(page):
     """Load every image of the page now (they load lazily, as the reader scrolls), and wait until all have."""
@@ -180,8 +159,7 @@ def screenshot_name(page: str, theme: str) -> pathlib.Path:
 
 @pytest.mark.parametrize('page', PAGES)
 def test_page_loads_with_title_images_math_and_no_errors_from_our_code(site, browser, page):
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'))
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html')) as visit:
         assert visit.response is not None and visit.response.ok, f'{page}: HTTP {visit.response.status}'
         heading = visit.page.locator('article.bd-article h1').first
         assert heading.is_visible(), f'{page}: no visible title'
@@ -196,9 +174,7 @@ def test_page_loads_with_title_images_math_and_no_errors_from_our_code(site, bro
         bad_tex = visit.page.locator('mjx-container:has([data-mml-node="merror"], [data-mml-node="mtext"][fill="red"])')
         assert bad_tex.count() == 0, f'{page}: TeX errors (shown in red) in: {bad_tex.all_inner_texts()[:5]}'
         assert not visit.our_errors(), f'{page}: JavaScript errors from our code:\n' + '\n'.join(visit.our_errors())
-        visit.page.screenshot(path=screenshot_name(page, 'light'), full_page=True)
-    finally:
-        visit.close()
+        screenshot(visit.page, path=screenshot_name(page, 'light'))  # the window: the title and the page's top
 
 
 CHAPTERS = [page for page in PAGES if page.startswith('notebooks/')]
@@ -206,16 +182,18 @@ CHAPTERS = [page for page in PAGES if page.startswith('notebooks/')]
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_chapter_has_figure_buttons_and_hidden_answers_in_dark_mode(site, browser, page):
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), theme='dark')
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), theme='dark') as visit:
         assert visit.page.evaluate('document.documentElement.dataset.theme') == 'dark'
-        visit.page.screenshot(path=screenshot_name(page, 'dark'), full_page=True)
         # the first figure in view without a click (a table and figure answering a prediction open on one)
         first = visit.page.locator('div.cell:not(.tag_hide-output):not(.tag_hide-cell) div.cell_output img, '
                                    '.physai-panel').first
         assert first.count() == 1, f'{page}: no figure in any cell output'
         first.scroll_into_view_if_needed()
         assert first.is_visible(), f'{page}: the first figure is not visible'
+        visit.page.wait_for_function("e => e.tagName !== 'IMG' || (e.complete && e.naturalWidth > 0)",
+                                     arg=first.element_handle(), timeout=20_000)  # a lazy image has loaded
+        next_frames(visit.page)
+        screenshot(visit.page, path=screenshot_name(page, 'dark'))  # the window, the first figure in it
         assert visit.page.locator('span.eqno').count() > 0, f'{page}: no numbered equation'
         colab = visit.page.locator('a[href^="https://colab.research.google.com/github/"]')
         assert colab.count() == 1, f'{page}: no Colab launch button'
@@ -238,14 +216,11 @@ def test_chapter_has_figure_buttons_and_hidden_answers_in_dark_mode(site, browse
                                                                                            timeout=3_000)
             except Exception:
                 pytest.fail(f'{page}: clicking an answer does not show it')
-    finally:
-        visit.close()
 
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_every_page_panel_changes_its_picture_when_a_control_moves(site, browser, page):
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'))
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html')) as visit:
         roots = visit.page.evaluate(PANEL_ROOTS_JS)
         assert roots, f'{page}: a chapter page needs its page panel (an element of class physai-panel)'
         for root_id in roots:
@@ -254,7 +229,7 @@ def test_every_page_panel_changes_its_picture_when_a_control_moves(site, browser
             sliders = panel.locator('input[type="range"]').all()
             assert sliders, f'{page}: #{root_id} has no slider'
             assert panel.evaluate(PICTURE_JS), f'{page}: #{root_id} has no svg, canvas or img'
-            panel.screenshot(path=SCREENSHOTS / f'{page.replace("/", "__")}-{root_id}-first-view.png')
+            screenshot(panel, path=SCREENSHOTS / f'{page.replace("/", "__")}-{root_id}-first-view.png')
             controls = ([('slider', s, MOVE_JS) for s in sliders]
                         + [('choice', s, SELECT_JS) for s in panel.locator('select').all()])
             for index, (kind, control, move) in enumerate(controls):
@@ -275,10 +250,8 @@ def test_every_page_panel_changes_its_picture_when_a_control_moves(site, browser
             assert panel.get_attribute('data-mode') == 'live', f'{page}: #{root_id} never ran MuJoCo'
             visit.page.wait_for_selector(f'[id="{root_id}"][data-state=idle]', state='attached',
                                          timeout=PANEL_TIMEOUT_MS)
-            panel.screenshot(path=SCREENSHOTS / f'{page.replace("/", "__")}-{root_id}.png')
+            screenshot(panel, path=SCREENSHOTS / f'{page.replace("/", "__")}-{root_id}.png')
         assert not visit.our_errors(), f'{page}: JavaScript errors from our code:\n' + '\n'.join(visit.our_errors())
-    finally:
-        visit.close()
 
 
 # --- what a reader meets ---------------------------------------------------------------------------------------
@@ -300,8 +273,7 @@ EQUATIONS_JS = """() => Array.from(document.querySelectorAll('div.math')).map(d 
 @pytest.mark.parametrize('width', [1280, 390])
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_every_equation_fits_its_column_and_its_number_stays_clear(site, browser, page, width):
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=width, height=844)
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=width, height=844) as visit:
         equations = visit.page.evaluate(EQUATIONS_JS)
         assert equations, f'{page}: no displayed equation'
         for eq in equations:
@@ -312,14 +284,11 @@ def test_every_equation_fits_its_column_and_its_number_stays_clear(site, browser
             assert eq['past_column'] <= 1, f'{page} at {width} px: {eq["text"]!r} reaches past the column'
         sideways = visit.page.evaluate('document.documentElement.scrollWidth - window.innerWidth')
         assert sideways <= 0, f'{page} at {width} px: the page scrolls {sideways} px sideways'
-    finally:
-        visit.close()
 
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_on_a_phone_no_table_or_panel_control_is_wider_than_its_box(site, browser, page):
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=390, height=844)
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=390, height=844) as visit:
         visit.page.wait_for_selector('.physai-panel[data-drawn]', state='attached', timeout=20_000)
         wide = visit.page.evaluate("""cls => {
             const out = [];
@@ -341,8 +310,6 @@ def test_on_a_phone_no_table_or_panel_control_is_wider_than_its_box(site, browse
             return out;
         }""", tables.CSS_CLASS)
         assert not wide, f'{page} at 390 px: wider than their box: {wide}'
-    finally:
-        visit.close()
 
 
 def stored_figures(page: str) -> list[dict]:
@@ -370,8 +337,7 @@ def test_every_figure_shows_its_smallest_text_at_least_the_minimum(site, browser
     missing = [f['cell'] for f in figures if not f['text']]
     assert not missing, (f'{page}: figures of cells {missing} carry no text record '
                          '(plots.use_book_style() installs it; re-execute the notebook)')
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=width, height=844)
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=width, height=844) as visit:
         visit.page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
         load_every_image(visit.page)
         for figure in figures:
@@ -385,14 +351,11 @@ def test_every_figure_shows_its_smallest_text_at_least_the_minimum(site, browser
                 f'{page} at {width} px: cell {figure["cell"]}\'s smallest text is {figure["text"]["min_font_pt"]} pt '
                 f'in a {figure["text"]["width_in"]} in figure shown {shown:.0f} px wide: {px:.1f} px, under '
                 f'{plots.MIN_TEXT_PX} px')
-    finally:
-        visit.close()
 
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_every_image_has_an_alt_text_that_describes_it(site, browser, page):
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'))
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html')) as visit:
         alts = visit.page.eval_on_selector_all('article img', 'imgs => imgs.map(i => [i.getAttribute("src"), '
                                                                 '(i.getAttribute("alt") || "").trim()])')
         assert alts, f'{page}: no image'
@@ -403,14 +366,11 @@ def test_every_image_has_an_alt_text_that_describes_it(site, browser, page):
             assert not name_like, f'{page}: the alt text of {src} is a file name: {alt!r}'
             if '_images/' in src:  # a figure of the chapter (not a logo): it says what it shows
                 assert len(alt.split()) >= 8, f'{page}: the alt text of {src} says too little: {alt!r}'
-    finally:
-        visit.close()
 
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_every_slider_announces_its_value_and_unit_and_every_plot_has_a_description(site, browser, page):
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'))
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html')) as visit:
         visit.page.wait_for_selector('.physai-panel[data-drawn]', state='attached', timeout=20_000)
         sliders = visit.page.locator('.physai-panel input[type="range"]').all()
         assert sliders, f'{page}: no slider'
@@ -427,14 +387,11 @@ def test_every_slider_announces_its_value_and_unit_and_every_plot_has_a_descript
             'svgs => svgs.filter(s => s.getAttribute("role") !== "img" || !(s.getAttribute("aria-label") || "").trim())'
             '.map(s => s.outerHTML.slice(0, 80))')
         assert not plots_without, f'{page}: interactive plots without a text description: {plots_without}'
-    finally:
-        visit.close()
 
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_worked_answers_are_hidden_until_clicked(site, browser, page):
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'))
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html')) as visit:
         hidden_cells = visit.page.locator('div.cell.tag_hide-cell').all()
         assert hidden_cells, f'{page}: no worked answer cell (tag hide-cell)'
         for cell in hidden_cells:
@@ -456,16 +413,13 @@ def test_worked_answers_are_hidden_until_clicked(site, browser, page):
         if folded:
             folded[0].locator('summary').first.click()
             folded[0].locator('.cell_output').first.wait_for(state='visible', timeout=3_000)
-    finally:
-        visit.close()
 
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_bookkeeping_is_out_of_sight_and_the_reading_time_is_under_the_title(site, browser, page):
     notebook = json.loads((ROOT / f'{page}.ipynb').read_text(encoding='utf-8'))
     calls = sum(''.join(c['source']).count('keep(') for c in notebook['cells'] if c['cell_type'] == 'code')
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'))
-    try:
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html')) as visit:
         shown = sum(text.count('keep(') for text in visit.page.locator('div.cell_input').all_inner_texts())
         assert shown <= 0.1 * calls, f'{page}: {shown} of {calls} keep() calls are shown on the page'
         line = visit.page.locator('article .physai-reading-time').first
@@ -473,8 +427,6 @@ def test_bookkeeping_is_out_of_sight_and_the_reading_time_is_under_the_title(sit
         assert 'Reading time: about' in line.inner_text(), line.inner_text()
         if page.endswith('/01_position_actuators'):  # one sitting: the main line, then the optional Going further
             assert 'optional Going further' in line.inner_text(), line.inner_text()
-    finally:
-        visit.close()
 
 
 FIRST_VIEW_BUDGET = 1_000_000
@@ -500,8 +452,7 @@ def test_first_view_is_within_the_weight_budget(site, browser, page):
                       else route.abort())
         tab = context.new_page()
         tab.on('requestfinished', lambda request: fetched.add(request.url))
-        tab.goto(urllib.parse.urljoin(site, page + '.html'), wait_until='networkidle')
-        tab.wait_for_timeout(500)
+        tab.goto(urllib.parse.urljoin(site, page + '.html'), wait_until='networkidle')  # no request for 500 ms
         sizes = {}
         for url in fetched:
             path = served_file(site, url)
@@ -551,28 +502,28 @@ PANEL_SIZES_JS = """root => {
 }"""
 
 
+@contextlib.contextmanager
 def open_panels(browser, site, page, *, width, height):
-    """A chapter page at (width, height) CSS px with its panels drawn (their first view, no engine): (visit, ids)."""
-    visit = PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=width, height=height)
-    roots = visit.page.evaluate(PANEL_ROOTS_JS)
-    for root_id in roots:
-        visit.page.wait_for_selector(f'[id="{root_id}"][data-drawn]', state='attached', timeout=20_000)
-    return visit, roots
+    """A chapter page at (width, height) CSS px with its panels drawn (their first view, no engine): yields
+    (visit, [(id, locator) of each panel]), and closes the page."""
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=width, height=height) as visit:
+        roots = visit.page.evaluate(PANEL_ROOTS_JS)
+        for root_id in roots:
+            visit.page.wait_for_selector(f'[id="{root_id}"][data-drawn]', state='attached', timeout=20_000)
+        yield visit, [(root_id, visit.page.locator(f'[id="{root_id}"]')) for root_id in roots]
 
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_present_view_fits_a_projector_at_150_percent_with_text_of_13_px_or_more(site, browser, page):
     """1280x720 at 150 % zoom is 853x480 CSS px: the present view fits it, no scrolling, and every text reads at 13 CSS
     px (20 device px) or more; Esc leaves it."""
-    visit, roots = open_panels(browser, site, page, width=853, height=480)
-    try:
-        for root_id in roots:
-            panel = visit.page.locator(f'[id="{root_id}"]')
+    with open_panels(browser, site, page, width=853, height=480) as (visit, panels):
+        for root_id, panel in panels:
             panel.locator('button:text("present")').click()
             visit.page.wait_for_function('id => document.getElementById(id).classList.contains("physai-panel-present")',
                                          arg=root_id)
             sizes = panel.evaluate(PANEL_SIZES_JS)
-            panel.screenshot(path=SCREENSHOTS / f'{page.replace("/", "__")}-{root_id}-present-853x480.png')
+            screenshot(panel, path=SCREENSHOTS / f'{page.replace("/", "__")}-{root_id}-present-853x480.png')
             assert sizes['overflowX'] <= 1 and sizes['overflowY'] <= 1, f'{page}: the present view scrolls: {sizes}'
             assert all(b <= sizes['height'] + 1 and r <= sizes['width'] + 1 for _, _, r, b in sizes['plots']), sizes['plots']
             small = [t for t in sizes['texts'] if t[0] < 13 - 0.01]
@@ -580,16 +531,12 @@ def test_present_view_fits_a_projector_at_150_percent_with_text_of_13_px_or_more
             visit.page.keyboard.press('Escape')
             assert not panel.evaluate('p => p.classList.contains("physai-panel-present")'), f'{page}: Esc did not leave'
         assert not visit.our_errors(), '\n'.join(visit.our_errors())
-    finally:
-        visit.close()
 
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_on_a_phone_panel_text_is_10_px_or_more_targets_24_px_and_the_present_view_stacks(site, browser, page):
-    visit, roots = open_panels(browser, site, page, width=390, height=844)
-    try:
-        for root_id in roots:
-            panel = visit.page.locator(f'[id="{root_id}"]')
+    with open_panels(browser, site, page, width=390, height=844) as (visit, panels):
+        for root_id, panel in panels:
             sizes = panel.evaluate(PANEL_SIZES_JS)
             small = [t for t in sizes['texts'] if t[0] < 10 - 0.01]
             assert not small, f'{page}: text under 10 px on a phone: {small[:5]}'
@@ -601,8 +548,6 @@ def test_on_a_phone_panel_text_is_10_px_or_more_targets_24_px_and_the_present_vi
             lefts = {round(left) for left, _, _, _ in sizes['plots']}
             assert len(lefts) == 1 and sizes['overflowX'] <= 1, f'{page}: the present view does not stack: {sizes["plots"]}'
             visit.page.keyboard.press('Escape')
-    finally:
-        visit.close()
 
 
 # Each legend entry's box and the points of the data drawn in its plot (inside the plot box), in the SVG's units.
@@ -640,10 +585,8 @@ def _legends_clear(page_name, plots):
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_legends_sit_off_the_plotted_data_and_going_live_keeps_the_first_view_s_setting(site, browser, page):
-    visit, roots = open_panels(browser, site, page, width=1280, height=800)
-    try:
-        for root_id in roots:
-            panel = visit.page.locator(f'[id="{root_id}"]')
+    with open_panels(browser, site, page, width=1280, height=800) as (visit, panels):
+        for root_id, panel in panels:
             plots_seen = panel.evaluate(LEGENDS_JS)
             assert any(p['entries'] for p in plots_seen), f'{page}: #{root_id} draws no legend'
             _legends_clear(page, plots_seen)
@@ -656,8 +599,6 @@ def test_legends_sit_off_the_plotted_data_and_going_live_keeps_the_first_view_s_
                                          timeout=PANEL_TIMEOUT_MS)
             assert visit.page.evaluate('key => window.physaiPanels[key].values', key) == values
             _legends_clear(page, panel.evaluate(LEGENDS_JS))
-    finally:
-        visit.close()
 
 
 LECTURE_VERDICTS = {'servo': 'diverged', 'pendulum': 'diverged', 'pd': 'quiet', 'sysid': 'MAE'}
@@ -669,8 +610,7 @@ def test_the_instructors_lecture_links_open_their_setting_live_in_the_present_vi
     links = re.findall(r'href="\.\./(notebooks/[0-9a-z_]+\.html\?[^"]+)"', text)
     assert len(links) == len(CHAPTERS)
     for link in links:
-        visit = PageVisit(browser, urllib.parse.urljoin(site, link), width=1280, height=720)
-        try:
+        with PageVisit(browser, urllib.parse.urljoin(site, link), width=1280, height=720) as visit:
             key = re.search(r'#physai-panel-([a-z-]+)', link).group(1)
             root = f'#physai-panel-{key}'
             visit.page.wait_for_selector(f'{root}[data-mode=live][data-state=idle]', state='attached',
@@ -680,8 +620,6 @@ def test_the_instructors_lecture_links_open_their_setting_live_in_the_present_vi
             readout = visit.page.inner_text(f'{root} .pl-readout')
             assert LECTURE_VERDICTS[key] in readout, f'{link}: {readout!r}'
             assert not visit.our_errors(), '\n'.join(visit.our_errors())
-        finally:
-            visit.close()
 
 
 ARM3D_PANELS = {'notebooks/03_where_pd_runs': 'pd', 'notebooks/04_servo_sysid': 'sysid'}
@@ -705,7 +643,7 @@ def _canvas_spread(visit, key):
     import io
     import numpy as np
     from PIL import Image
-    png = visit.page.locator(f'#physai-panel-{key} .pl-arm3d canvas').screenshot()
+    png = screenshot(visit.page.locator(f'#physai-panel-{key} .pl-arm3d canvas'))
     return float(np.asarray(Image.open(io.BytesIO(png)).convert('L'), dtype=float).std())
 
 
@@ -718,8 +656,7 @@ def test_the_arm_in_3d_opens_on_the_chapter_page_without_errors_and_its_picture_
     url = urllib.parse.urljoin(site, page + '.html')
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     name = page.replace('/', '__')
-    visit = PageVisit(browser, url, width=1280, height=800)
-    try:
+    with PageVisit(browser, url, width=1280, height=800) as visit:
         _open_arm3d(visit, key)
         view = f"window.physaiPanels['{key}'].arm3d.view"
         visit.page.evaluate(f'() => {{ {view}.pause(); {view}.seek(0); }}')
@@ -728,44 +665,39 @@ def test_the_arm_in_3d_opens_on_the_chapter_page_without_errors_and_its_picture_
         visit.page.evaluate(f'() => {view}.seek({0.4 * end})')
         later = visit.page.evaluate(ARM3D_PICTURE_JS, key)
         assert later != first, f'{page}: the picture did not change with the pose'
-        visit.page.evaluate(f'() => {view}.seek({0.15 * end})')
-        visit.page.wait_for_timeout(300)
+        visit.page.evaluate(f'() => {{ {view}.seek({0.15 * end}); {view}.requestRender(); }}')
+        next_frames(visit.page)
         assert _canvas_spread(visit, key) > 5, f'{page}: the 3D view is blank'
         # the window as a reader sees it, the view in its middle (a screenshot of the whole panel, taller than the
         # window, lays the page out again at another size, which clears the canvas until its next frame)
         visit.page.locator(f'#physai-panel-{key} .pl-arm3d').evaluate("v => v.scrollIntoView({block: 'center'})")
-        visit.page.wait_for_timeout(300)
-        visit.page.screenshot(path=SCREENSHOTS / f'{name}-arm3d-1280x800.png')
-        visit.page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; }")
-        visit.page.wait_for_timeout(300)
-        visit.page.screenshot(path=SCREENSHOTS / f'{name}-arm3d-1280x800-dark.png')
+        visit.page.evaluate(f'() => {view}.requestRender()')
+        next_frames(visit.page)
+        screenshot(visit.page, path=SCREENSHOTS / f'{name}-arm3d-1280x800.png')
+        visit.page.evaluate(f"() => {{ document.documentElement.dataset.theme = 'dark'; {view}.requestRender(); }}")
+        next_frames(visit.page)
+        screenshot(visit.page, path=SCREENSHOTS / f'{name}-arm3d-1280x800-dark.png')
         assert not visit.our_errors(), '\n'.join(visit.our_errors())
-    finally:
-        visit.close()
-    visit = PageVisit(browser, url, width=390, height=844)
-    try:
+    with PageVisit(browser, url, width=390, height=844) as visit:
         _open_arm3d(visit, key)
-        visit.page.wait_for_timeout(1000)
+        wait_arm3d_settled(visit.page, key)
         view = visit.page.locator(f'#physai-panel-{key} .pl-arm3d')
         view.evaluate("v => v.scrollIntoView({block: 'center'})")   # clear of the page's sticky header
-        view.screenshot(path=SCREENSHOTS / f'{name}-arm3d-390x844.png')
+        next_frames(visit.page)
+        screenshot(view, path=SCREENSHOTS / f'{name}-arm3d-390x844.png')
         box = visit.page.locator(f'#physai-panel-{key} .pl-arm3d canvas').bounding_box()
         assert box['x'] >= 0 and box['x'] + box['width'] <= 390 + 1, f'{page}: the 3D view is wider than a phone: {box}'
         assert _canvas_spread(visit, key) > 5, f'{page}: the 3D view is blank on a phone'
         assert not visit.our_errors(), '\n'.join(visit.our_errors())
-    finally:
-        visit.close()
-    visit = PageVisit(browser, url, width=853, height=480, scale=1.5)   # 1280x720 at 150 %
-    try:
+    with PageVisit(browser, url, width=853, height=480, scale=1.5) as visit:   # 1280x720 at 150 %
         _open_arm3d(visit, key)
         visit.page.locator(f'#physai-panel-{key}').locator('button:text("present")').click()
         visit.page.wait_for_function("""key => { const a = window.physaiPanels[key].arm3d;
             return a.view && a.root.classList.contains('pl-present-aside'); }""", arg=key, timeout=PANEL_TIMEOUT_MS)
-        visit.page.wait_for_selector(f'#physai-panel-{key}[data-state=idle]', state='attached', timeout=PANEL_TIMEOUT_MS)
-        visit.page.wait_for_timeout(1500)   # the view took the panel's run (arm3d_view.js QUIET_MS) and drew it
+        wait_arm3d_settled(visit.page, key)   # the view took the panel's last run (arm3d_view.js QUIET_MS) and drew it
         panel = visit.page.locator(f'#physai-panel-{key}')
         sizes = panel.evaluate(PANEL_SIZES_JS)
-        panel.screenshot(path=SCREENSHOTS / f'{name}-arm3d-present-853x480.png')
+        screenshot(panel, path=SCREENSHOTS / f'{name}-arm3d-present-853x480.png')
         assert sizes['overflowX'] <= 1 and sizes['overflowY'] <= 1, f'{page}: the present view scrolls: {sizes}'
         small = [t for t in sizes['texts'] if t[0] < 13 - 0.01]
         assert not small, f'{page}: text under 13 CSS px in the present view with the 3D view: {small[:5]}'
@@ -773,5 +705,3 @@ def test_the_arm_in_3d_opens_on_the_chapter_page_without_errors_and_its_picture_
         assert box['y'] + box['height'] <= 480 + 1 and box['height'] >= 480 / 3, f'{page}: the 3D view: {box}'
         assert _canvas_spread(visit, key) > 5, f'{page}: the 3D view is blank in the present view'
         assert not visit.our_errors(), '\n'.join(visit.our_errors())
-    finally:
-        visit.close()

@@ -550,7 +550,7 @@ def test_the_engine_loads_only_on_intent_never_on_a_scroll_a_touch_or_a_tab(site
     page.locator('body').focus()
     for _ in range(12):
         page.keyboard.press('Tab')
-    page.wait_for_timeout(500)
+    page.wait_for_load_state('networkidle')   # anything the moves started has been fetched: no request for 500 ms
     assert engine() == [], f'scrolling and tabbing fetched the engine: {engine()}'
     assert page.get_attribute('#physai-panel-servo', 'data-mode') == 'first-view'
     page.evaluate(LONG_TASKS_JS)

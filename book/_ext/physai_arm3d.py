@@ -1,7 +1,8 @@
 """Sphinx extension of the book: what the SO-101's 3D view loads, put into the site when it is built.
 
-The view is ``book/_static/physai-arm3d.js`` (an ES module, in the site as ``_static/physai-arm3d.js``). A page
-imports it only when the reader opens the 3D view, and it then fetches, from ``_static``:
+The view is ``book/_static/physai-arm3d.js`` (an ES module, in the site as ``_static/physai-arm3d.js``, with the two
+modules it imports, ``physai-arm3d-arm.js`` and ``physai-arm3d-poses.js``). A page imports it only when the reader
+opens the 3D view, and it then fetches, from ``_static``:
 
 ``three/``
     three.js, the npm package ``three`` pinned in ``package.json``/``package-lock.json`` (``npm ci`` fetches it):

@@ -356,19 +356,6 @@ def _zoh_cases():
     return cases, _pair(("q'", "v'"), 1e-9, (' rad', ' rad/s'))
 
 
-_PD_LINK_XML = """
-<mujoco>
-  <option timestep="0.002" integrator="{integrator}"/>
-  <worldbody>
-    <body>
-      <joint name="hinge" type="hinge" axis="0 -1 0" damping="0.05" armature="0.01"/>
-      <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.01" mass="0.3"/>
-    </body>
-  </worldbody>
-  <actuator>{actuator}</actuator>
-</mujoco>
-"""
-
 _WRITE_STEPS = 300
 
 
@@ -384,7 +371,7 @@ def _mujoco_servo(backend, integrator, gear, feedforward, command, motor_forcera
              if math.isfinite(effort) else '')
     actuator = (f'<general joint="hinge" gear="{g!r}" gaintype="fixed" biastype="affine" gainprm="{kp!r}" '
                 f'biasprm="{(ff / g if in_clamp else 0.0)!r} {-kp!r} {-kv!r}" {limit}/>')
-    m = mujoco.MjModel.from_xml_string(_PD_LINK_XML.format(integrator=integrator, actuator=actuator))
+    m = mujoco.MjModel.from_xml_string(pd_controller.HINGE_XML.format(integrator=integrator, actuator=actuator))
     d = mujoco.MjData(m)
     d.qpos[0] = -0.5
     d.ctrl[0] = g * c.position
@@ -404,7 +391,7 @@ def _run_write(write, case) -> np.ndarray:
                                                          {'write': write})
     limit = case.kwargs.get('motor_forcerange')
     clamp = f' forcelimited="true" forcerange="{-limit!r} {limit!r}"' if limit is not None else ''
-    m = mujoco.MjModel.from_xml_string(_PD_LINK_XML.format(
+    m = mujoco.MjModel.from_xml_string(pd_controller.HINGE_XML.format(
         integrator=integrator, actuator=f'<motor name="drive" joint="hinge" gear="{gear!r}"{clamp}/>'))
     d = mujoco.MjData(m)
     d.qpos[0] = -0.5

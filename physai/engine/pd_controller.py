@@ -49,6 +49,23 @@ import numpy as np
 from physai.laws import checks
 from physai.laws.loop import BACKENDS, FEEDFORWARD, JointCommand, mit_torque
 
+HINGE_XML = """
+<mujoco>
+  <option timestep="0.002" integrator="{integrator}"/>
+  <worldbody>
+    <body>
+      <joint name="hinge" type="hinge" axis="0 -1 0" damping="0.05" armature="0.01"/>
+      <geom type="capsule" fromto="0 0 0 0.2 0 0" size="0.01" mass="0.3"/>
+    </body>
+  </worldbody>
+  <actuator>{actuator}</actuator>
+</mujoco>
+"""
+"""One link (0.3 kg, 0.2 m) on a hinge, 2 ms steps, its integrator and actuator left to fill
+(``HINGE_XML.format(integrator='implicitfast', actuator='<motor joint="hinge"/>')``): the model on which a
+PDController driving a plain motor is checked against MuJoCo's own servo, by chapter 3's Build it
+(physai.book.buildit_cases) and by tests/test_pd_controller.py."""
+
 
 
 def _joint_id(model: mujoco.MjModel, joint) -> int:

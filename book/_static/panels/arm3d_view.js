@@ -297,6 +297,7 @@ export class ArmView {
     }
     this.why.textContent = '';
     view.setClip(clip, {rate: this.speed});
+    this.shown = r;   // the run the view shows (a test waits until it is the panel's last, this.record)
     this.started = true;
     if (Number.isFinite(t)) view.seek(t);
     this.cursor(view.time);
