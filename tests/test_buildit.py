@@ -84,21 +84,19 @@ def _residuals_unscaled(x, episodes, *, config=arm_replay.ReplayConfig(), decima
     return sysid.residuals(x, episodes, config=config, decimate=decimate) * math.sqrt(5 * 23)  # no 1/sqrt(nres)
 
 
-def _write_ignoring_the_gear(self, data, commands):
-    """In-step gains taken as joint gains: kp = stiffness instead of stiffness/g²."""
+def _write_without_the_feedforward(self, data, commands):
+    """In-step, the constant bias left at 0: the velocity target's kv·qd* and the feed-forward torque lost."""
     PDController.write(self, data, commands)
     for k, command in enumerate(commands):
         if self.in_step[k]:
-            a = self.actuators[k]
-            self.model.actuator_gainprm[a, 0] = command.stiffness
-            self.model.actuator_biasprm[a, 1:3] = (-command.stiffness, -command.damping)
+            self.model.actuator_biasprm[self.actuators[k], 0] = 0.0
 
 
 WRONG = {
     'actuator_force': (_no_clamp, 'forcerange=[-5.0, 5.0]): expected force = 5 N·m, got'),
     'kv_from_dampratio': (_kv_without_the_two, 'expected kv = 0.4072760121 N·m·s/rad, got 0.203638006'),
-    'semi_implicit_euler': (_explicit_euler, "(q=0.1, v=0, accel=spring, h=0.005, c_implicit=0): expected q' = 0.099 "
-                                             "rad, got 0.1"),
+    'semi_implicit_euler': (_explicit_euler, "(q=0.1, v=0, accel=lambda q, v: -400*q - 3*v, h=0.005, "
+                                             "c_implicit=0): expected q' = 0.099 rad, got 0.1"),
     'servo_loop': (_loop_without_gravity, 'q[1] (after step 1): expected'),
     'servo_sag': (_small_angle_sag, '(kp=0.05, tau_g=0.2943): expected e = 1.340956683 rad, the one root in'),
     'step_growth': (_growth_of_the_wrong_matrix, 'expected growth = 0.9924716621, got 0.99'),
@@ -107,8 +105,8 @@ WRONG = {
     'remotized_limit': (_limit_extrapolated, 'limit[0] (at q = -0.5 rad): expected 6 N·m, got 6.79'),
     'delay_commands': (_delay_with_zeros, '0.9]], delay=2): out[0, 0] (the command of tick 0): expected 1, got 0'),
     'mit_torque': (_mit_without_the_clamp, 'max_effort=5.0), q=-0.5, qd=0): expected torque = 5 N·m, got 32.1'),
-    'write': (_write_ignoring_the_gear, "write(backend='in-step', integrator='RK4', gear=2, feedforward='in-clamp', "
-                                        "command=JointCommand(position=0.3"),
+    'write': (_write_without_the_feedforward, "write(backend='in-step', integrator='RK4', gear=1, "
+                                              "feedforward='in-clamp', command=JointCommand(position=0.3, velocity=0.5"),
     'zoh_step': (_zoh_without_the_hold, "substeps=(5,), c_joint=0): expected q' = 0.4997 rad, got 0.4997003"),
     'to_radians': (_radians_in_dataset_order, "q[0, 5] (frame 0, joint gripper): expected -0.1745"),
     'residuals': (_residuals_unscaled, 'episodes=[episode 0 (24 frames)]): r[0, 0] (residual 0 of candidate 0): '
@@ -224,10 +222,24 @@ def test_a_bug_that_only_shows_in_one_regime_has_a_case_there(name, wrong, shown
 def _learners_namespace(semi_implicit_euler):
     """A notebook's namespace: the learner's semi_implicit_euler, and a correct servo_loop that calls it."""
     namespace = {'semi_implicit_euler': semi_implicit_euler}
-    exec(buildit.solution('servo_loop').replace('from physai.laws.sim import DIVERGED_BOUND, MAX_LOOP_STEPS, '
-                                                'semi_implicit_euler', 'from physai.laws.sim import DIVERGED_BOUND, '
-                                                'MAX_LOOP_STEPS'), namespace)
+    exec(buildit.solution('servo_loop').replace(', semi_implicit_euler as _semi_implicit_euler', '')
+         .replace('_semi_implicit_euler(', 'semi_implicit_euler('), namespace)
     return namespace
+
+
+def test_pasting_a_worked_solution_leaves_the_learners_own_functions_alone():
+    """servo_loop's solution calls physai's semi_implicit_euler, imported under a private name: pasted below the
+    learner's wrong semi_implicit_euler it does not replace it, so that one's check still fails."""
+    namespace = {'semi_implicit_euler': _explicit_euler}
+    for name in ('servo_loop', 'step_growth'):
+        exec(buildit.solution(name), namespace)
+    assert namespace['semi_implicit_euler'] is _explicit_euler
+    assert not buildit.check(namespace['semi_implicit_euler'], 'semi_implicit_euler', say=lambda line: None).passed
+    assert buildit.check(namespace['servo_loop'], say=lambda line: None).passed
+    assert 'semi_implicit_euler as _semi_implicit_euler' in buildit.solution('zoh_step')
+    assert 'mit_torque as _mit_torque' in buildit.solution('write')
+    assert 'mit_torque' not in buildit.stub('write').split('class ')[0].split('def write')[0].replace(
+        '# mit_torque is yours', '')
 
 
 def test_a_correct_servo_loop_on_a_stub_semi_implicit_euler_says_which_one_to_write():
@@ -283,7 +295,8 @@ def test_solution_is_the_reference_source_after_what_it_needs():
     assert solution.endswith(inspect.getsource(sim.servo_sag))
     loop = buildit.solution('servo_loop')  # its private input check goes in with it, before it
     assert loop.index('def _check_loop(') < loop.index('def servo_loop(')
-    assert 'from physai.laws.sim import DIVERGED_BOUND, MAX_LOOP_STEPS, semi_implicit_euler' in loop
+    assert ('from physai.laws.sim import DIVERGED_BOUND, MAX_LOOP_STEPS, semi_implicit_euler as _semi_implicit_euler'
+            in loop)
 
 
 def test_every_chapter_has_its_functions_and_each_a_reference_in_physai():

@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import dataclasses
 import dis
 import inspect
+import math
 import sys
 import textwrap
 import types
@@ -91,7 +93,8 @@ _STUB_EXTRA = {
     'mit_torque': "from physai.laws.drives import pd_torque  # chapter 2's PD law\n"
                   'from physai.laws.loop import JointCommand\n',
     'zoh_step': "from physai.laws.sim import semi_implicit_euler  # chapter 1's step\n",
-    'write': 'from physai.engine.pd_controller import PDController\nfrom physai.laws.loop import JointCommand, mit_torque\n',
+    'write': 'from physai.engine.pd_controller import PDController\nfrom physai.laws.loop import JointCommand\n'
+             '# mit_torque is yours, from Step 1 above\n',
     'to_radians': "from physai.engine.so101 import ARM_JOINTS, JOINTS, load_so101  # joint order; the model's ranges\n",
     'residuals': ('from physai.engine.datasets import Episode\n'
                   'from physai.engine.arm_replay import PARAMS, ReplayConfig, replay\n'
@@ -102,13 +105,14 @@ _STUB_EXTRA = {
 _STUB_NOTES = {
     'write': """\
 self is a PDController (the check makes one with your write): its __init__ has set self.model, self.joints,
-self.dofs, self.qposadr (addresses of joint k), self.in_step (bool per joint), self.actuators, self.gear (g per
-joint), self.forcerange (the actuator's own clamp as joint torque, N·m) and self.feedforward.
+self.dofs, self.qposadr (addresses of joint k), self.in_step (bool per joint), self.actuators and
+self.forcerange (the actuator's own clamp, N·m).
 In-loop joint k:  data.qfrc_applied[dof] = mit_torque(cmd, q, qd), from the state now, held until the next tick.
-In-step joint k, actuator a:  kp = stiffness/g², kv = damping/g², ff = damping*velocity + effort (N·m);
-  gainprm[a, 0] = kp, biasprm[a, :3] = (ff/g, -kp, -kv) with feedforward 'in-clamp' (else 0 and
-  qfrc_applied[dof] = ff), ctrl[a] = g*position, and the clamp: the narrower of self.forcerange[k] and
-  ±max_effort, divided by |g|, in actuator_forcerange (actuator_forcelimited when either end is finite).""",
+In-step joint k, actuator a (the chapter's table):  gainprm[a, 0] = kp, biasprm[a, :3] = (kv*qd* + tau_ff, -kp, -kv),
+  ctrl[a] = q*, qfrc_applied[dof] = 0, and the clamp in actuator_forcerange: the narrower of self.forcerange[k]
+  and ±max_effort (actuator_forcelimited on when either end is finite).
+The check runs actuators of gear 1 (physai's own write also divides by a gear g, and can leave the feed-forward
+outside the clamp: Break it B).""",
 }
 """Extra guidance a stub carries as comments above its body (what ``self`` holds, for a method)."""
 
@@ -142,14 +146,40 @@ def solution(name: str) -> str:
 
     That is the imports of every name it uses (physai's public ones from their modules), the source of the
     private helpers it calls (``_numbers``, ``_check_loop``...), then its own source: pasted into a fresh
-    namespace it defines ``name`` and passes :func:`check` (``tests/test_edition.py`` pastes every one).
+    namespace it defines ``name`` and passes :func:`check` (``tests/test_edition.py`` pastes every one). Another
+    Build-it function it calls (``servo_loop`` calls ``semi_implicit_euler``) is physai's, imported under a private
+    name (``semi_implicit_euler as _semi_implicit_euler``): pasted into the learner's notebook, the solution does
+    not overwrite the learner's own.
     """
     function = reference(name)
     imports, helpers = _needs(function)
+    private = {}  # another Build-it function it calls: imported as _name, so the learner's own is not overwritten
+    for names in imports.values():
+        for other in sorted(names or ()):
+            if other in FUNCTIONS and other != name:
+                names.discard(other)
+                names.add(f'{other} as _{other}')
+                private[other] = f'_{other}'
     parts = [_import_block(imports)] if imports else []
-    parts += [_source(helper).rstrip('\n') for helper in helpers]
-    parts.append(_source(function).rstrip('\n'))
+    parts += [_rename(_source(helper), private).rstrip('\n') for helper in helpers]
+    parts.append(_rename(_source(function), private).rstrip('\n'))
     return '\n\n\n'.join(parts) + '\n'
+
+
+def _rename(source: str, names: dict[str, str]) -> str:
+    """``source`` with each name of ``names`` (an identifier, not inside a string or comment) replaced."""
+    if not names:
+        return source
+    import io
+    import tokenize
+    lines = source.splitlines(keepends=True)
+    edits = [(token.start, token.end, names[token.string])
+             for token in tokenize.generate_tokens(io.StringIO(source).readline)
+             if token.type == tokenize.NAME and token.string in names]
+    for (row, start), (_, end), new in reversed(edits):
+        line = lines[row - 1]
+        lines[row - 1] = line[:start] + new + line[end:]
+    return ''.join(lines)
 
 
 def _global_names(function: Callable) -> list[str]:
@@ -249,6 +279,7 @@ def check(function: Callable, name: str | None = None, *, strict: bool = False, 
     call = buildit_cases.CALLS.get(name, lambda f, case: f(*case.args, **case.kwargs))
     for k, case in enumerate(cases, 1):
         shown = _shown(name, case)
+        before = copy.deepcopy((case.args, case.kwargs))  # what the check passed, to see that it is left unchanged
         try:
             got = call(function, case)
         except NotImplementedError as error:
@@ -262,7 +293,10 @@ def check(function: Callable, name: str | None = None, *, strict: bool = False, 
         except Exception as error:  # the learner's code failed: say on which input
             return _report(Result(name, False, k, f'{name}{shown} raised {type(error).__name__}: {error}'),
                            say, strict)
-        if got is None:
+        changed = _changed_input(name, before, case)
+        if changed:
+            problem = changed
+        elif got is None:
             problem = 'got None: does the function end without returning its result (a missing return)?'
         else:
             problem = compare(case, got)
@@ -270,6 +304,38 @@ def check(function: Callable, name: str | None = None, *, strict: bool = False, 
             return _report(Result(name, False, k, f'{name}{shown}: {problem}'), say, strict)
     return _report(Result(name, True, len(cases), f'{name} passes: all {len(cases)} cases agree with '
                           f'{buildit_cases.ORACLE[name]}.'), say, strict)
+
+
+def _changed_input(name: str, before: tuple[tuple, dict], case: Case) -> str | None:
+    """The sentence when the call changed one of its inputs (an array modified in place), else None. The message
+    shows the inputs as the check passed them (``shown`` was made before the call)."""
+    names = _ARGUMENTS.get(name) or [p for p in inspect.signature(reference(name)).parameters if p != 'self']
+    pairs = list(zip(names, before[0], case.args)) + [(k, before[1][k], v) for k, v in case.kwargs.items()]
+    for argument, old, new in pairs:
+        if not _same(old, new):
+            return (f'your function changed its input {argument} (it held {_fmt(old)}, after the call '
+                    f'{_fmt(new)}). The caller may use that array again: compute into a new array '
+                    f'({argument} - x makes one, {argument} -= x changes the caller\'s)')
+    return None
+
+
+def _same(a, b) -> bool:
+    """Whether two inputs are equal, entry for entry (NaN equal to NaN), through lists, tuples and dataclasses."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        return bool(np.array_equal(a, b, equal_nan=a.dtype.kind in 'fc'))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if dataclasses.is_dataclass(a) and not isinstance(a, type) and type(a) is type(b):
+        return all(_same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    try:
+        return bool(a == b)
+    except Exception:
+        return a is b
 
 
 def _learners_dependencies(function, name: str) -> list[tuple[str, Callable]]:
@@ -330,7 +396,7 @@ def _shown(name: str, case: Case) -> str:
 
 def _fmt(value) -> str:
     if callable(value):
-        return getattr(value, '__name__', 'a function')
+        return getattr(value, 'shown', None) or getattr(value, '__name__', 'a function')
     if isinstance(value, np.ndarray):
         if value.ndim > 1:  # on one line, rows as nested lists
             return np.array2string(value, precision=4, separator=', ', threshold=24).replace('\n', '')
