@@ -291,7 +291,12 @@ def check(function: Callable, name: str | None = None, *, strict: bool = False, 
             return _report(Result(name, False, k - 1, f'{name} is not written yet: complete its cell above, run '
                                   'it, then run this check again.'), say, strict=False, mark='… ')
         except Exception as error:  # the learner's code failed: say on which input
-            return _report(Result(name, False, k, f'{name}{shown} raised {type(error).__name__}: {error}'),
+            hint = ''
+            if isinstance(error, TypeError) and any(isinstance(v, np.ndarray) and v.ndim
+                                                    for v in (*case.args, *case.kwargs.values())):
+                hint = (' (this case passes arrays, as the docstring allows: math.sqrt, math.cos and float() take one '
+                        'number, NumPy\'s np.sqrt, np.cos take arrays)')
+            return _report(Result(name, False, k, f'{name}{shown} raised {type(error).__name__}: {error}{hint}'),
                            say, strict)
         changed = _changed_input(name, before, case)
         if changed:
