@@ -115,6 +115,31 @@ def test_a_failed_download_is_reported_as_the_model_being_unavailable(monkeypatc
         so101._load.cache_clear()
 
 
+def test_on_colab_a_failed_download_gives_colabs_own_advice(monkeypatch):
+    """On Colab there is no ../shared/menagerie beside the notebook: the advice is about the download and the
+    runtime, not about MENAGERIE_ROOT."""
+    import sys
+    import types
+    import mujoco_menagerie
+
+    def offline(*_args, **_kwargs):
+        raise mujoco_menagerie.DownloadError('https://example.invalid: Name or service not known')
+
+    monkeypatch.delenv('MENAGERIE_ROOT', raising=False)
+    monkeypatch.setattr(so101, '_SHARED_MENAGERIE', pathlib.Path('/nonexistent'))
+    monkeypatch.setattr(mujoco_menagerie, 'load', offline)
+    monkeypatch.setitem(sys.modules, 'google.colab', types.ModuleType('google.colab'))
+    so101._load.cache_clear()
+    try:
+        with pytest.raises(so101.ModelUnavailable) as err:
+            so101.load_so101()
+    finally:
+        so101._load.cache_clear()
+    message = str(err.value)
+    assert 'the download failed' in message and 'On Colab' in message and 'Disconnect and delete runtime' in message
+    assert 'MENAGERIE_ROOT' not in message and 'shared/menagerie' not in message
+
+
 # --- the mesh-free model (load_mesh_free): MuJoCo's meshed model is the oracle ----------------------------
 
 @pytest.fixture(scope='module')

@@ -63,8 +63,11 @@ def check_model(m: mujoco.MjModel, entry: str = 'so101') -> mujoco.MjModel:
         raise ModelUnavailable(
             f'the SO-101 model must have the hinge joints {", ".join(JOINTS)} in this order, each driven by an '
             f'actuator of its name, as MuJoCo Menagerie\'s robotstudio_so101 has; got joints {", ".join(joints)} and '
-            f'actuators {", ".join(actuators)} in robotstudio_so101/{entry}.xml of {where}: set MENAGERIE_ROOT to '
-            f'an unchanged copy of MuJoCo Menagerie (the book ships one in ../shared/menagerie)')
+            f'actuators {", ".join(actuators)} in robotstudio_so101/{entry}.xml of {where}: '
+            + ('on Colab, choose Runtime > Disconnect and delete runtime and run the notebook from the top, so that '
+               'mujoco_menagerie downloads an unchanged copy' if on_colab() else
+               'set MENAGERIE_ROOT to an unchanged copy of MuJoCo Menagerie (the book ships one in '
+               '../shared/menagerie)'))
     return m
 
 
@@ -81,10 +84,26 @@ def _from_menagerie(read):
     except mujoco_menagerie.MenagerieError as err:  # not under MENAGERIE_ROOT, or the download failed
         where = (f'MENAGERIE_ROOT={os.environ["MENAGERIE_ROOT"]} has no robotstudio_so101'
                  if os.environ.get('MENAGERIE_ROOT') else f'the download failed ({type(err).__name__})')
-        raise ModelUnavailable(
-            f'the SO-101 model is not available: {where}. Set MENAGERIE_ROOT to a copy of MuJoCo Menagerie '
-            f'holding robotstudio_so101 (the book ships one beside the repository in ../shared/menagerie), '
-            f'or give Python network access so that mujoco_menagerie can download it.') from err
+        raise ModelUnavailable(f'the SO-101 model is not available: {where}. {_advice()}') from err
+
+
+def on_colab() -> bool:
+    """Whether this runs on Google Colab (its ``google.colab`` module is imported)."""
+    import sys
+    return 'google.colab' in sys.modules
+
+
+def _advice() -> str:
+    """What to do when the model is missing: on Colab, where no local copy is at hand, about the download;
+    elsewhere, about ``MENAGERIE_ROOT`` too."""
+    if on_colab():
+        return ('On Colab the model is downloaded from GitHub (MuJoCo Menagerie\'s release assets) '
+                'into the runtime: check that the runtime is connected and can reach github.com (a code cell with '
+                '!curl -sI https://github.com shows it), then run this cell again; if it keeps failing, choose '
+                'Runtime > Disconnect and delete runtime and run the notebook from the top.')
+    return ('Set MENAGERIE_ROOT to a copy of MuJoCo Menagerie holding robotstudio_so101 (the book ships one beside '
+            'the repository in ../shared/menagerie), or give Python network access so that mujoco_menagerie can '
+            'download it.')
 
 
 def menagerie_xml(entry: str = 'so101') -> pathlib.Path:
