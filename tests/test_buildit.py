@@ -322,3 +322,12 @@ def test_the_your_turn_text_names_what_the_check_compares_with():
         "physai's reference")
     for name in buildit.FUNCTIONS:
         assert ('MuJoCo' in buildit_cases.ORACLE[name].split(' (')[0]) == (buildit.compared_with(name) == 'MuJoCo'), name
+
+
+def test_a_stub_says_its_raises_are_optional_and_names_no_constant_it_does_not_give():
+    """The checks pass no bad input, so a docstring's Raises is optional for the learner; a limit it names
+    (MAX_LOOP_STEPS) carries its value."""
+    assert '# The check compares results only: the input checks under Raises are optional here.' in (
+        buildit.stub('servo_loop'))
+    assert f'({sim.MAX_LOOP_STEPS:,})' in buildit.stub('servo_loop')
+    assert 'Raises are optional' not in buildit.stub('delay_commands') or 'Raises:' in buildit.stub('delay_commands')

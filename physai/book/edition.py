@@ -433,8 +433,129 @@ def build_it(source: str) -> tuple[list[dict], str]:
              'source': f'<details>\n<summary>Worked solution</summary>\n\n```python\n{solution}\n```\n\n</details>'},
         ]
     rest = GETSOURCE.sub(lambda m: '' if m.group('name') in printed else m.group(0), source).strip('\n')
-    note = f'# From here on the chapter uses physai\'s own {", ".join(names)} (the worked solution).\n'
+    own = ", ".join(names)
+    if _comments_only(rest):  # nothing left to run: say it in the text, not in a cell of comments
+        cells.append({'cell_type': 'markdown', 'metadata': {},
+                      'source': f'From here on the chapter uses physai\'s own {", ".join(f"`{n}`" for n in names)} '
+                                '(the worked solution), whatever your cells above define.'})
+        return cells, rest
+    note = f'# From here on the chapter uses physai\'s own {own} (the worked solution).\n'
     return cells, note + rest
+
+
+# --- the learner's code: the book's plumbing out, its asserts printed ------------------------------------------
+
+PLUMBING = ('keep', 'glue')
+"""Calls that only glue numbers into the book's prose (:mod:`physai.book.prose`): the edition writes the numbers
+into its text, so it leaves these calls out (and a loop or block that holds nothing else)."""
+
+
+def _plumbing(statement: ast.stmt) -> bool:
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        return isinstance(statement.value.func, ast.Name) and statement.value.func.id in PLUMBING
+    if isinstance(statement, (ast.For, ast.While, ast.If, ast.With)):
+        blocks = [statement.body] + ([statement.orelse] if getattr(statement, 'orelse', None) else [])
+        return all(_plumbing(s) for block in blocks for s in block)
+    return False
+
+
+PURE_CALLS = frozenset({'next', 'len', 'max', 'min', 'sum', 'sorted', 'set', 'list', 'dict', 'tuple', 'float', 'int',
+                        'abs', 'round', 'zip', 'enumerate', 'range'})
+"""Builtins a dead assignment may call and still be left out (they have no effect beyond their value), with NumPy's
+``np.*``."""
+
+
+def _dead(statement: ast.stmt, used: frozenset[str] | None) -> bool:
+    """A top-level assignment to names no cell of the edition reads, whose value only computes (the plumbing it fed
+    is gone): ``position_row = next(...)`` that only a ``keep`` read."""
+    if used is None or not isinstance(statement, ast.Assign):
+        return False
+    targets = [n for t in statement.targets for n in ast.walk(t)]
+    if not all(isinstance(n, (ast.Name, ast.Tuple, ast.List, ast.Store)) for n in targets) \
+            or any(isinstance(n, ast.Name) and n.id in used for n in targets):
+        return False
+    for node in ast.walk(statement.value):
+        if isinstance(node, ast.Call):
+            function = node.func
+            pure = (isinstance(function, ast.Name) and function.id in PURE_CALLS) or (
+                isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name)
+                and function.value.id == 'np')
+            if not pure:
+                return False
+    return True
+
+
+def names_read(sources: Iterable[str]) -> frozenset[str]:
+    """Every name the code cells read (loaded anywhere, in any cell)."""
+    names = set()
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        names |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return frozenset(names)
+
+
+def learner_code(source: str, where: str = '', used: frozenset[str] | None = None) -> str:
+    """A code cell as the edition gives it to the learner: the glue plumbing left out (:data:`PLUMBING`, and
+    ``keep``/``glue`` from its imports), each ``assert`` turned into a printed check that says what it checks (its
+    message, else its comment, else its condition) with ✓ or ✗, so that a check that fails on another machine
+    prints instead of stopping the notebook. Given ``used`` (:func:`names_read` over the edition's cells), a top-level
+    assignment that nothing reads any longer is left out too (:func:`_dead`)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    lines = source.split('\n')
+    edits: list[tuple[int, int, list[str]]] = []  # (first line, last line, replacement), 1-based, inclusive
+
+    def visit(body):
+        for statement in body:
+            if _plumbing(statement) or (body is tree.body and _dead(statement, used)):
+                edits.append((statement.lineno, statement.end_lineno, []))
+            elif isinstance(statement, ast.Assert):
+                edits.append((statement.lineno, statement.end_lineno, _printed_check(statement, lines)))
+            elif isinstance(statement, ast.ImportFrom) and statement.module == 'physai.book.prose':
+                kept = [a for a in statement.names if a.name not in PLUMBING]
+                if len(kept) != len(statement.names):
+                    indent = ' ' * statement.col_offset
+                    replacement = ([f'{indent}from physai.book.prose import '
+                                    + ', '.join(a.name + (f' as {a.asname}' if a.asname else '') for a in kept)]
+                                   if kept else [])
+                    edits.append((statement.lineno, statement.end_lineno, replacement))
+            else:
+                for field in ('body', 'orelse', 'finalbody', 'handlers'):
+                    inner = getattr(statement, field, None)
+                    if isinstance(inner, list) and inner and isinstance(inner[0], (ast.stmt, ast.excepthandler)):
+                        visit(inner)
+                        if field == 'handlers':
+                            for handler in inner:
+                                visit(handler.body)
+    visit(tree.body)
+    if not edits:
+        return source
+    for first, last, replacement in sorted(edits, reverse=True):
+        lines[first - 1:last] = replacement
+    text = '\n'.join(lines)
+    return re.sub(r'\n{3,}', '\n\n', text).strip('\n')
+
+
+def _printed_check(statement: ast.Assert, lines: list[str]) -> list[str]:
+    indent = ' ' * statement.col_offset
+    segment = '\n'.join(lines[statement.lineno - 1:statement.end_lineno])
+    condition = ast.get_source_segment(segment.lstrip(), ast.parse(segment.lstrip()).body[0].test)
+    if statement.msg is not None:
+        said = ast.unparse(statement.msg)
+    else:
+        comment = re.search(r'#\s*(?P<text>.*)$', lines[statement.end_lineno - 1])
+        said = repr(comment.group('text').strip() if comment else ' '.join(condition.split()))
+    body = f"print('✓' if ({condition}) else '✗ not so:', {said})"
+    return [indent + line if k == 0 else line for k, line in enumerate(body.split('\n'))]
+
+
+def _comments_only(source: str) -> bool:
+    return all(not line.strip() or line.lstrip().startswith('#') for line in source.splitlines())
 
 
 # --- one chapter ------------------------------------------------------------------------------------------------
@@ -484,16 +605,19 @@ def convert_notebook(notebook: dict, book: Book, page: str) -> dict:
             and not (cell['cell_type'] == 'code' and cell is not install
                      and shows_only_a_live_panel(_text(cell), f'{page} cell {k}'))]
     cells = [{'cell_type': 'markdown', 'id': 'colab-edition', 'metadata': {}, 'source': header(book, page)}]
+    used = names_read(learner_code(_text(cell)) for cell in kept if cell['cell_type'] == 'code')
     for k, cell in enumerate(kept):
         tags = cell.get('metadata', {}).get('tags', [])
         metadata = {'tags': [tag for tag in tags if tag not in NOTEBOOK_ONLY_TAGS]}
         if cell['cell_type'] == 'markdown':
             cells.append({'cell_type': 'markdown', 'source': converter.convert(_text(cell))})
         elif cell['cell_type'] == 'code':
-            source = INSTALL_CELL if cell is install else _text(cell)
+            source = INSTALL_CELL if cell is install else learner_code(_text(cell), f'{page} cell {k}', used)
             your_turn, source = build_it(source) if cell is not install else ([], source)
             for j, extra in enumerate(your_turn):
                 cells.append({**extra, 'id': f'{cell.get("id") or len(cells)}-your-turn-{j}'})
+            if _comments_only(source):  # all plumbing, or a print of what the learner now writes
+                continue
             if any(tag in FOLDED_TAGS for tag in tags):
                 source, form = folded(source, _fold_title(kept[k + 1:]))
                 metadata.update(form)

@@ -174,7 +174,9 @@ def semi_implicit_euler(q, v, accel: Callable, h: float, c_implicit: float = 0.0
 
     ``v' = v + h * accel(q, v) / (1 + h * c_implicit)``, then ``q' = q + h * v'``.
 
-    ``c_implicit`` is the velocity damping (per unit inertia, 1/s) that the step treats implicitly.
+    ``c_implicit`` is the velocity damping (per unit inertia, 1/s) that the step treats implicitly. ``accel``
+    includes it at the old velocity, so the damping is not counted twice: the implicit step swaps ``-c*v`` for
+    ``-c*v'``, ``v' = v + h * (accel(q, v) + c*v - c*v')``, and solving for ``v'`` gives the line above.
     With ``c_implicit = (kv + damping) / I`` this is MuJoCo's ``implicitfast`` step for a link driven
     by a ``<position>`` servo; with ``c_implicit = damping / I`` it is MuJoCo's ``Euler`` (which
     integrates only the joint damping implicitly).
@@ -269,7 +271,8 @@ def servo_loop(kp: float, kv: float, inertia: float, tau_g: float, h: float, nst
       rad, as in :mod:`physai.engine.link`) is NaN from there on.
 
     Raises:
-      ValueError: a parameter outside its range (named in the message); ``nstep`` above ``MAX_LOOP_STEPS``.
+      ValueError: a parameter outside its range (named in the message); ``nstep`` above ``MAX_LOOP_STEPS``
+        (1,000,000).
     """
     _check_loop(kp=kp, kv=kv, inertia=inertia, tau_g=tau_g, h=h, nstep=nstep, q0=q0, u=u, damping=damping)
     c = (kv + damping) / inertia
