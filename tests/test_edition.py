@@ -529,3 +529,64 @@ def test_every_pasted_number_of_the_built_page_is_in_the_edition(page, built_boo
     text_of_edition = '\n'.join(text(cell) for cell in committed(page)['cells'] if cell['cell_type'] == 'markdown')
     missing = sorted({value for value in shown if value not in text_of_edition})
     assert shown and not missing, f'{page}: the page shows {missing} but the edition does not'
+
+
+# --- the learner's code: no book plumbing, checks printed, no cell of comments only --------------------------------
+
+def test_the_learners_code_leaves_out_glue_plumbing_and_prints_each_assert():
+    code = edition.learner_code(
+        "from physai.book.prose import glue, keep, spoken_list\n"
+        "rows = run()\n"
+        "for k, row in enumerate(rows):\n"
+        "    keep(f'row_{k}', row)\n"
+        "glue('names', spoken_list(rows), display=False)\n"
+        "assert all(r > 0 for r in rows)  # every row is positive\n"
+        "assert len(rows) == 3, 'three rows'\n"
+        "assert rows[0] < rows[1]\n"
+        "show(rows)")
+    assert code == ("from physai.book.prose import spoken_list\n"
+                    "rows = run()\n"
+                    "print('✓' if (all(r > 0 for r in rows)) else '✗ not so:', 'every row is positive')\n"
+                    "print('✓' if (len(rows) == 3) else '✗ not so:', 'three rows')\n"
+                    "print('✓' if (rows[0] < rows[1]) else '✗ not so:', 'rows[0] < rows[1]')\n"
+                    "show(rows)")
+
+
+def test_an_assignment_only_the_plumbing_read_goes_with_it_when_nothing_else_reads_it():
+    source = "laws = run()\nfirst = next(r for r in laws if r > 0)\nkeep('first', first)\nfig = plot(laws)"
+    used = edition.names_read([edition.learner_code(source)])
+    assert edition.learner_code(source, used=used) == 'laws = run()\nfig = plot(laws)'
+    # an assignment whose value calls something else (it may draw, print, change state) stays
+    source = "p = link.ServoParams(kp=1.0)\nkeep('x', p.kp)"
+    assert edition.learner_code(source, used=frozenset()) == 'p = link.ServoParams(kp=1.0)'
+
+
+@pytest.mark.parametrize('page', CHAPTERS, ids=IDS)
+def test_the_edition_has_no_glue_plumbing_no_assert_and_no_cell_of_comments_only(page):
+    import ast
+    for cell in committed(page)['cells']:
+        if cell['cell_type'] != 'code':
+            continue
+        code = text(cell)
+        lines = [line for line in code.splitlines() if line.strip()]
+        assert not all(line.lstrip().startswith('#') for line in lines), code
+        for node in ast.walk(ast.parse(code)):
+            assert not isinstance(node, ast.Assert), code
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                assert node.func.id not in edition.PLUMBING, code
+
+
+@pytest.mark.parametrize('page', CHAPTERS, ids=IDS)
+def test_the_edition_does_not_send_its_reader_to_the_edition_or_speak_of_the_page_without_a_kernel(page):
+    cells = committed(page)['cells'][1:]  # the header says what the edition is
+    for cell in cells:
+        if cell['cell_type'] == 'markdown':
+            words = text(cell)
+            assert 'rocket button' not in words and 'Colab edition' not in words, words[:300]
+            assert 'without a kernel' not in words, words[:300]
+
+
+def test_a_build_it_cell_left_with_nothing_to_run_says_so_in_text():
+    your_turn, rest = edition.build_it('print(inspect.getsource(A.pd_torque))\n')
+    assert rest == '' and your_turn[-1]['cell_type'] == 'markdown'
+    assert your_turn[-1]['source'].startswith("From here on the chapter uses physai's own `pd_torque`")
