@@ -378,12 +378,19 @@ needs_the_books_mujoco = pytest.mark.skipif(
 """The fake-Colab runs below execute every chapter on the MuJoCo installed here (make test-newest has another)."""
 
 
-def execute(page: str, *, installed: dict, imported: str = '', timeout: int = 600):
-    """Run the edition of ``page`` top to bottom after a fake-Colab preamble; return (notebook, error or None)."""
+def execute(page: str, *, installed: dict, imported: str = '', timeout: int = 600, solved: bool = False):
+    """Run the edition of ``page`` top to bottom after a fake-Colab preamble; return (notebook, error or None).
+    ``solved``: each stub cell replaced by its worked solution, as a learner who pastes them all."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
-    notebook = nbformat.reads(json.dumps(committed(page)), as_version=4)
+    edition_notebook = committed(page)
+    if solved:
+        stubs = {buildit.stub(name): buildit.solution(name) for name in buildit.FUNCTIONS}
+        for cell in edition_notebook['cells']:
+            if cell['cell_type'] == 'code' and text(cell) in stubs:
+                cell['source'] = stubs[text(cell)]
+    notebook = nbformat.reads(json.dumps(edition_notebook), as_version=4)
     preamble = nbformat.v4.new_code_cell(FAKE_COLAB.format(installed=installed, imported=imported))
     notebook.cells.insert(0, preamble)
     client = NotebookClient(notebook, timeout=timeout, kernel_name='python3',
@@ -590,3 +597,15 @@ def test_a_build_it_cell_left_with_nothing_to_run_says_so_in_text():
     your_turn, rest = edition.build_it('print(inspect.getsource(A.pd_torque))\n')
     assert rest == '' and your_turn[-1]['cell_type'] == 'markdown'
     assert your_turn[-1]['source'].startswith("From here on the chapter uses physai's own `pd_torque`")
+
+
+@pytest.mark.slow
+@needs_the_books_mujoco
+@pytest.mark.parametrize('page', CHAPTERS, ids=IDS)
+def test_every_chapter_runs_top_to_bottom_with_the_worked_solutions_pasted_and_every_check_passes(page):
+    """A learner who pastes each worked solution into its cell: the chapter still runs, and each check says ✓."""
+    notebook, error = execute(page, installed={'physai': '0.1.0'}, solved=True)
+    assert error is None, f'{error.ename}: {error.evalue}'
+    checks = [''.join(o.get('text', '') for o in cell.outputs) for cell in notebook.cells
+              if cell.cell_type == 'code' and cell.source.startswith('from physai.book import buildit\n\nbuildit.check(')]
+    assert checks and all(out.startswith('✓ ') for out in checks), checks

@@ -24,6 +24,10 @@ learner opens on Colab, ``colab/NN_name.ipynb``, from the same notebooks (they s
   still runs with the rest;
 - a first Markdown cell says what the notebook is (the Build-it version of the chapter, which functions the
   learner writes, which MuJoCo the numbers are for) and links to the chapter's page;
+- the code is the learner's, not the book's plumbing (:func:`learner_code`): calls that only glue numbers into the
+  prose (``keep``, ``glue``) are left out, with an assignment nothing else reads any longer; an ``assert`` that checks
+  what the text says becomes a printed check (✓ or ✗ and what it checks), and a code cell left with comments only
+  is dropped (a Build-it note that would be alone in its cell becomes a line of text);
 - Build it, for real: where the chapter prints the source of a function the reader is to write
   (``print(inspect.getsource(NAME))``, NAME plain or ``module.NAME``, for a NAME of
   :data:`physai.book.buildit.FUNCTIONS`), the edition gives instead a cell to complete (:func:`physai.book.buildit.stub`), a
