@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from physai.book import buildit, pace
+from physai.book import buildit, edition, pace
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -47,12 +47,8 @@ def test_a_functions_lines_leave_out_its_docstring_and_input_checks():
 def test_each_chapter_states_the_estimate_of_its_own_text(chapter):
     path = next((ROOT / 'notebooks').glob(f'{chapter:02d}_*.ipynb'))
     notebook = json.loads(path.read_text(encoding='utf-8'))
-    stored = {}
-    for cell in notebook['cells']:
-        for output in cell.get('outputs', []):
-            name = output.get('metadata', {}).get('scrapbook', {}).get('name')
-            if name:
-                stored[name] = float(output['data']['text/plain'])
+    stored = {name: float(value) for name, value in edition.glued_values(notebook).items()
+              if name.startswith('pace_')}
     found = pace.estimate(path)
     assert stored['pace_total'] == found.rounded(found.total_minutes)
     assert stored['pace_functions'] == len(buildit.CHAPTERS[chapter])
