@@ -129,29 +129,26 @@ def _extension():
         sys.path.pop(0)
 
 
-def test_reading_time_is_counted_from_the_words_at_the_reading_speed():
-    ext = _extension()
-    assert ext.reading_minutes(0) == 0
-    assert ext.reading_minutes(1) == 1
-    assert ext.reading_minutes(ext.WORDS_PER_MINUTE * 12) == 12
-    assert ext.reading_minutes(ext.WORDS_PER_MINUTE * 12 + 1) == 13
-    with pytest.raises(ValueError, match='words'):
-        ext.reading_minutes(-1)
-    text = ext.reading_time_text(4000, 1000)
-    assert text.startswith('Reading time: about 20 minutes (4,000 words), plus 5 minutes for the optional Going further')
-
-
-def test_prose_words_leave_out_code_cells_and_count_optional_sections_apart():
+def test_the_time_under_a_chapters_title_is_physai_book_paces_sentence():
+    """The page says what the Colab edition says: one estimator (physai.book.pace), both halves of its sentence."""
+    import types
     from docutils import nodes
+    from physai.book import pace
     ext = _extension()
     doc = nodes.document(None, None)
-    main = nodes.section('', nodes.title('', 'Chapter'), nodes.paragraph('', 'one two three'))
-    cell = nodes.container('', nodes.paragraph('', 'print(x) keep(y) z'), classes=['cell'])
-    optional = nodes.section('', nodes.title('', 'Going further (optional)'), nodes.paragraph('', 'four five'))
-    main += cell
-    main += optional
-    doc += main
-    assert ext.prose_words(doc) == (3, 2)
+    section = nodes.section('', nodes.title('', 'Where the PD runs'), nodes.paragraph('', 'one two three'))
+    doc += section
+    path = ROOT / 'notebooks' / '03_where_pd_runs.ipynb'
+    app = types.SimpleNamespace(env=types.SimpleNamespace(docname='notebooks/03_where_pd_runs',
+                                                          doc2path=lambda docname: str(path)))
+    ext._reading_time(app, doc)
+    line = section[1]
+    assert 'physai-reading-time' in line['classes']
+    time, how = pace.statement(path)
+    assert line.astext() == f'{time} {how}' and isinstance(line[0], nodes.emphasis) and line[0].astext() == time
+    app.env.docname = 'book/intro'  # not a chapter: nothing added
+    ext._reading_time(app, doc)
+    assert len(section) == 3
 
 
 def test_icons_are_inlined_from_the_theme_script_and_the_script_is_dropped():

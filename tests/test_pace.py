@@ -43,13 +43,20 @@ def test_a_functions_lines_leave_out_its_docstring_and_input_checks():
     assert pace.body_lines('pd_torque') == 1  # the law; its two gain checks left out
 
 
-@pytest.mark.parametrize('chapter', [1, 2, 3])
-def test_each_chapter_states_the_estimate_of_its_own_text(chapter):
+@pytest.mark.parametrize('chapter', [1, 2, 3, 4])
+def test_each_chapters_colab_edition_states_the_estimate_of_its_own_text_under_its_title(chapter):
     path = next((ROOT / 'notebooks').glob(f'{chapter:02d}_*.ipynb'))
-    notebook = json.loads(path.read_text(encoding='utf-8'))
-    stored = {name: float(value) for name, value in edition.glued_values(notebook).items()
-              if name.startswith('pace_')}
     found = pace.estimate(path)
-    assert stored['pace_total'] == found.rounded(found.total_minutes)
-    assert stored['pace_functions'] == len(buildit.CHAPTERS[chapter])
-    assert 'pace_total' in ''.join(notebook['cells'][0]['source'])  # under the title
+    time, how = pace.statement(path)
+    assert time.startswith(f'Time: about {found.rounded(found.total_minutes)} minutes for the core, its '
+                           f'{found.questions} questions answered and its {len(buildit.CHAPTERS[chapter])} Build-it '
+                           'functions written')
+    assert f'{found.words:,} words' in how and f'({found.lines} lines)' in how
+    colab = json.loads((ROOT / 'colab' / path.name).read_text(encoding='utf-8'))
+    title = ''.join(colab['cells'][1]['source'])
+    assert title.startswith('# ') and title.split('\n')[2] == f'*{time}* {how}'
+
+
+def test_the_rounded_time_is_whole_steps_of_five_minutes_and_never_zero():
+    one = pace.Pace(words=0, questions=0, functions=0, lines=0)
+    assert one.rounded(0.4) == 5 and one.rounded(62.4) == 60 and one.rounded(62.6) == 65

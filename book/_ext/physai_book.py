@@ -14,9 +14,9 @@ same script at build time, and drops the script from the page.
 
 Images load lazily (``loading="lazy"``), so a chapter's first view fetches the figures on screen, not all of them.
 
-``_reading_time`` puts a chapter's reading time under its title, counted from the words of its prose (paragraphs
-and lists outside the code cells) at :data:`WORDS_PER_MINUTE`; the words of sections marked optional ("Going
-further (optional)") are counted apart.
+``_reading_time`` puts a chapter's time under its title, with how it is estimated: its core read, its questions
+answered and its Build-it functions written, and its optional part read (``physai.book.pace``, whose sentence the
+Colab edition carries too).
 
 Jupyter Book 1 runs sphinx-thebe's set-up twice, so every page declared ``const THEBE_JS_URL`` twice and the
 browser threw "Identifier 'THEBE_JS_URL' has already been declared" on every page. ``_drop_duplicate_scripts``
@@ -186,70 +186,18 @@ def _inline_icons_and_lazy_images(app, exception):
             page.write_text(changed, encoding='utf-8')
 
 
-WORDS_PER_MINUTE = 200
-"""Reading speed of a learner on technical prose (myst-parser's own reading-time default)."""
-
-OPTIONAL_SECTION = re.compile(r'\boptional\b|going further', re.IGNORECASE)
-
-
-def prose_words(doctree) -> tuple[int, int]:
-    """Words of prose in a page, ``(core, optional)``: paragraphs outside code cells, split by section."""
-    from docutils import nodes
-
-    def in_code_cell(node):
-        parent = node.parent
-        while parent is not None:
-            if isinstance(parent, nodes.container) and 'cell' in parent.get('classes', []):
-                return True
-            parent = parent.parent
-        return False
-
-    def optional(node):
-        parent = node.parent
-        while parent is not None:
-            if isinstance(parent, nodes.section) and parent.children and isinstance(parent[0], nodes.title) \
-                    and OPTIONAL_SECTION.search(parent[0].astext()):
-                return True
-            parent = parent.parent
-        return False
-
-    core = extra = 0
-    for paragraph in doctree.findall(nodes.paragraph):
-        if in_code_cell(paragraph):
-            continue
-        words = len(paragraph.astext().split())
-        if optional(paragraph):
-            extra += words
-        else:
-            core += words
-    return core, extra
-
-
-def reading_minutes(words: int) -> int:
-    """Minutes to read ``words`` at :data:`WORDS_PER_MINUTE`, rounded up (at least 1 for any prose)."""
-    if words < 0:
-        raise ValueError(f'words must be 0 or more, got {words}')
-    return -(-words // WORDS_PER_MINUTE)
-
-
-def reading_time_text(core: int, optional: int) -> str:
-    """The line under a chapter's title, from its prose's word counts (:func:`prose_words`)."""
-    text = f'Reading time: about {reading_minutes(core)} minutes ({core:,} words)'
-    if optional:
-        text += f', plus {reading_minutes(optional)} minutes for the optional Going further ({optional:,} words)'
-    return text + '; running the experiments and the exercises takes longer.'
-
-
 def _reading_time(app, doctree):
+    """Under a chapter's title, its time and how it is estimated (:func:`physai.book.pace.statement`, which the
+    Colab edition writes too)."""
     from docutils import nodes
+    from physai.book import pace
     if not app.env.docname.startswith('notebooks/'):
         return
     title = next(iter(doctree.findall(nodes.title)), None)
     if title is None:
         return
-    core, optional = prose_words(doctree)
-    line = nodes.paragraph('', '', nodes.emphasis('', reading_time_text(core, optional)),
-                           classes=['physai-reading-time'])
+    time, how = pace.statement(app.env.doc2path(app.env.docname))
+    line = nodes.paragraph('', '', nodes.emphasis('', time), nodes.Text(' ' + how), classes=['physai-reading-time'])
     section = title.parent
     section.insert(section.index(title) + 1, line)
 

@@ -13,8 +13,11 @@ For each, this module gives
   either that it passes or the first input where it differs, every argument named, with what was expected and
   what it gave. The cases include the regimes where a plausible bug shows (a servo softer than gravity for
   ``servo_sag``, a constant bias term, a command and joint damping, a narrower actuator clamp); a function that
-  returns nothing is told so; a learner's function that calls another Build-it function of the learner's that is
-  unwritten or wrong gets that one named instead of being blamed;
+  returns nothing is told so; one that changes an input array in place is told which (the message shows the inputs
+  as they were passed); a near miss (rounding, float32) is told the check's tolerance; a case's function argument is
+  shown as what it computes (``lambda q, v: -400*q - 3*v``), never by a name the learner has not seen; a learner's
+  function that calls another Build-it function of the learner's that is unwritten or wrong gets that one named
+  instead of being blamed;
 - :func:`solution`: the worked solution, with its imports and physai's private helpers it calls, so that it runs as
   pasted into an empty cell.
 

@@ -22,6 +22,8 @@ learner opens on Colab, ``colab/NN_name.ipynb``, from the same notebooks (they s
 - a code cell the page folds away (``hide-cell``: an exercise's worked answer) is folded on Colab too, as Colab
   folds code: a ``# @title`` line and ``cellView: form`` (with ``jupyter.source_hidden`` for JupyterLab); it
   still runs with the rest;
+- under a chapter's title, its time and how that is estimated (:func:`physai.book.pace.statement`, the sentence the
+  page shows there);
 - a first Markdown cell says what the notebook is (the Build-it version of the chapter, which functions the
   learner writes, which MuJoCo the numbers are for) and links to the chapter's page;
 - the code is the learner's, not the book's plumbing (:func:`learner_code`): calls that only glue numbers into the
@@ -610,11 +612,16 @@ def convert_notebook(notebook: dict, book: Book, page: str) -> dict:
                      and shows_only_a_live_panel(_text(cell), f'{page} cell {k}'))]
     cells = [{'cell_type': 'markdown', 'id': 'colab-edition', 'metadata': {}, 'source': header(book, page)}]
     used = names_read(learner_code(_text(cell)) for cell in kept if cell['cell_type'] == 'code')
+    timed = False
     for k, cell in enumerate(kept):
         tags = cell.get('metadata', {}).get('tags', [])
         metadata = {'tags': [tag for tag in tags if tag not in NOTEBOOK_ONLY_TAGS]}
         if cell['cell_type'] == 'markdown':
-            cells.append({'cell_type': 'markdown', 'source': converter.convert(_text(cell))})
+            markdown = converter.convert(_text(cell))
+            if chapter_number(page) is not None and not timed and re.match(r'# \S', markdown):
+                markdown = _with_time(markdown, book.root, page)  # under the title, as on the page
+                timed = True
+            cells.append({'cell_type': 'markdown', 'source': markdown})
         elif cell['cell_type'] == 'code':
             source = INSTALL_CELL if cell is install else learner_code(_text(cell), f'{page} cell {k}', used)
             your_turn, source = build_it(source) if cell is not install else ([], source)
@@ -639,6 +646,14 @@ def convert_notebook(notebook: dict, book: Book, page: str) -> dict:
     metadata['colab'] = {'name': pathlib.PurePosixPath(page).name + '.ipynb', 'provenance': [],
                          'toc_visible': True}
     return {'cells': cells, 'metadata': metadata, 'nbformat': 4, 'nbformat_minor': 5}
+
+
+def _with_time(markdown: str, root: pathlib.Path, page: str) -> str:
+    """A chapter's title cell with its time under the title (:func:`physai.book.pace.statement`, as the page says it)."""
+    from physai.book import pace
+    time, how = pace.statement(page_path(root, page))
+    title, _, rest = markdown.partition('\n')
+    return f'{title}\n\n*{time}* {how}\n\n{rest.lstrip(chr(10))}'
 
 
 def _fold_title(after: list[dict]) -> str:

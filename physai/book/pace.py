@@ -1,7 +1,9 @@
 """How long a chapter's core takes: an estimate from its text, its questions and its Build-it functions.
 
-A chapter states its time under its title. The estimate walks through the core (everything before the heading
-marked "(optional)") the way a learner does:
+Every chapter states its time under its title, in one sentence (:func:`statement`) that the book's page
+(``book/_ext/physai_book.py``) and the Colab edition (:mod:`physai.book.edition`) both write from this module, so
+the two cannot disagree. The estimate walks through the core (everything before the heading marked "(optional)") the
+way a learner does:
 
 - **reading**: the words of its Markdown (the folded answers included) and of the code it shows, at
   :data:`READING_WPM`, the average silent reading rate of adults for English non-fiction (238 words a minute; most
@@ -13,9 +15,10 @@ marked "(optional)") the way a learner does:
   (read its docstring, run its check, fix what it names) and :data:`LINE_MINUTES` per line of its worked solution's
   body (comments, docstring and the input checks a learner may leave out not counted).
 
-The three rates of the last two items are assumptions, not measurements: they were set so that the estimate falls
-in the range a walk-through as a learner measured (issue 44: 22 to 26 minutes to read a core, 75 to 95 with the
-predictions answered and the exercises written). The reading rate is Brysbaert's. ``python -m physai.book.pace``
+The three rates of the last two items are assumptions, not measurements: they were set near what a walk-through as a
+learner took (:data:`WALKTHROUGH_MINUTES`, issue 44: 22 to 26 minutes to read a core, 75 to 95 with the predictions
+answered and the exercises written). The reading rate is Brysbaert's. The optional part is stated apart, at the
+reading rate alone. ``python -m physai.book.pace``
 prints the estimate of every chapter.
 """
 
@@ -74,6 +77,13 @@ class Pace:
     lines: int
     """Lines of their worked solutions' bodies."""
 
+    optional_words: int = 0
+    """Words of the optional part (after the heading marked "(optional)"), counted as the core's are."""
+
+    @property
+    def optional_minutes(self) -> float:
+        return self.optional_words / READING_WPM
+
     @property
     def reading_minutes(self) -> float:
         return self.words / READING_WPM
@@ -103,16 +113,32 @@ def words(text: str) -> int:
 
 def core_cells(notebook: dict) -> list[dict]:
     """The cells before the first heading marked "(optional)"."""
-    cells = []
-    for cell in notebook['cells']:
+    return _split(notebook)[0]
+
+
+def _split(notebook: dict) -> tuple[list[dict], list[dict]]:
+    """The cells before the first heading marked "(optional)", and the rest (that heading's cell from it on)."""
+    for k, cell in enumerate(notebook['cells']):
+        source = _text(cell)
+        match = OPTIONAL.search(source) if cell['cell_type'] == 'markdown' else None
+        if match:
+            return ([*notebook['cells'][:k], {**cell, 'source': source[:match.start()]}],
+                    [{**cell, 'source': source[match.start():]}, *notebook['cells'][k + 1:]])
+    return list(notebook['cells']), []
+
+
+def _count(cells: list[dict]) -> tuple[int, int]:
+    """Words (Markdown, and the code shown) and questions with a folded answer, of some cells."""
+    count = questions = 0
+    for cell in cells:
+        tags = cell.get('metadata', {}).get('tags', [])
         source = _text(cell)
         if cell['cell_type'] == 'markdown':
-            match = OPTIONAL.search(source)
-            if match:
-                cells.append({**cell, 'source': source[:match.start()]})
-                break
-        cells.append(cell)
-    return cells
+            count += words(source)
+            questions += len(ANSWER.findall(source))
+        elif cell['cell_type'] == 'code' and not {'remove-cell', 'remove-input'} & set(tags):
+            count += len(WORD.findall(source))
+    return count, questions
 
 
 def body_lines(name: str) -> int:
@@ -142,20 +168,33 @@ def estimate(notebook: dict | str | pathlib.Path, chapter: int | None = None) ->
         path = pathlib.Path(notebook)
         chapter = int(path.name[:2]) if chapter is None else chapter
         notebook = json.loads(path.read_text(encoding='utf-8'))
-    cells = core_cells(notebook)
-    count = 0
-    questions = 0
-    for cell in cells:
-        tags = cell.get('metadata', {}).get('tags', [])
-        source = _text(cell)
-        if cell['cell_type'] == 'markdown':
-            count += words(source)
-            questions += len(ANSWER.findall(source))
-        elif cell['cell_type'] == 'code' and not {'remove-cell', 'remove-input'} & set(tags):
-            count += len(WORD.findall(source))
+    core, optional = _split(notebook)
+    count, questions = _count(core)
     names = buildit.CHAPTERS.get(chapter, ())
     return Pace(words=count, questions=questions, functions=len(names),
-                lines=sum(body_lines(name) for name in names))
+                lines=sum(body_lines(name) for name in names), optional_words=_count(optional)[0])
+
+
+def statement(notebook: dict | str | pathlib.Path, chapter: int | None = None) -> tuple[str, str]:
+    """What a chapter says under its title, plain text: its time (one sentence), and how that is estimated."""
+    pace = estimate(notebook, chapter)
+    work = (f', its {pace.questions} questions answered and its {pace.functions} Build-it functions written'
+            if pace.functions else f', its {pace.questions} questions answered')
+    text = (f'Time: about {pace.rounded(pace.total_minutes)} minutes for the core{work} '
+            f'({pace.rounded(pace.reading_minutes)} of them reading)')
+    if pace.optional_words:
+        text += f', plus about {pace.rounded(pace.optional_minutes)} minutes to read the optional part'
+    how = (f'Estimated from the chapter\'s text by physai.book.pace: the core\'s {pace.words:,} words (answers and '
+           f'code shown included) at {READING_WPM:g} words a minute, the average for non-fiction in Brysbaert\'s '
+           f'meta-analysis of reading rates (2019; most adults read {READING_WPM_RANGE[0]:g} to '
+           f'{READING_WPM_RANGE[1]:g}); {QUESTION_MINUTES:g} minutes a question')
+    if pace.functions:
+        how += (f'; {FUNCTION_MINUTES:g} minutes a function plus {LINE_MINUTES:g} a line of its worked solution '
+                f'({pace.lines} lines)')
+    how += (f'. Those last rates are assumptions, near what a walk-through as a learner took '
+            f'({WALKTHROUGH_MINUTES["everything"][0]:g} to {WALKTHROUGH_MINUTES["everything"][1]:g} minutes a '
+            f'chapter); scale the total by your own pace.')
+    return f'{text}.', how
 
 
 def _text(cell: dict) -> str:
