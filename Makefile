@@ -10,7 +10,7 @@ ifneq ($(wildcard ../shared/menagerie),)
 export MENAGERIE_ROOT ?= $(abspath ../shared/menagerie)
 endif
 
-.PHONY: book test test-newest clean
+.PHONY: book pdf test test-newest clean
 
 # The site's JavaScript dependency (MuJoCo's WebAssembly build for the live panels), pinned in package-lock.json.
 NPM := $(shell command -v npm 2>/dev/null)
@@ -31,6 +31,23 @@ $(STAMP): requirements.txt pyproject.toml
 # `pytest --nbval` re-executes and compares. -W -n --keep-going: any warning or broken reference fails the build.
 book: $(STAMP) node_modules/.package-lock.json
 	$(BIN)/jupyter-book build --all -W -n --keep-going .
+
+# The PDF edition, _build/latex/simulated-actuators.pdf: the same pages through Jupyter Book's LaTeX builder and XeLaTeX
+# (book/_ext/physai_pdf.py: each live panel as its first view, its link and a QR code; tables as tables; the folded
+# answers at the end of each chapter). TeX comes from Debian's packages, installed here with apt-get when missing (as
+# root, else with sudo), as is Chromium, which draws the panels' first views. physai.book.pdf --check-log then fails on
+# any line set wider than the page (an Overfull \hbox beyond physai.book.pdf.OVERFULL_PT).
+PDF_DEBS := texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended texlive-xetex latexmk poppler-utils \
+            fonts-freefont-otf chromium
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+PDF := _build/latex/simulated-actuators.pdf
+pdf: $(STAMP) node_modules/.package-lock.json
+	@missing=; for deb in $(PDF_DEBS); do dpkg -s $$deb >/dev/null 2>&1 || missing="$$missing $$deb"; done; \
+	if [ -n "$$missing" ]; then echo "make pdf: installing$$missing"; \
+	    $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends$$missing >/dev/null; fi
+	$(BIN)/python -m physai.book.pdf panels
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build --all -W -n --keep-going --builder pdflatex .
+	$(BIN)/python -m physai.book.pdf check-log _build/latex/simulated-actuators.log
 
 # The notebooks run twice: as stored, and with every simulation's start nudged by 1e-12 rad (physai.engine.perturb), which
 # moves the last bits the way another processor would; the stored outputs must survive both.

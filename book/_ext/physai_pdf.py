@@ -1,0 +1,297 @@
+"""Sphinx extension of the book's PDF edition (``make pdf``, the LaTeX builder); it changes nothing in the HTML book.
+
+What the pages show as HTML, the LaTeX builder drops (myst-nb picks, per output, the first of PDF, PNG, JPEG, LaTeX,
+Markdown and plain text it finds). :class:`PrintHtmlOutputs`, for LaTeX builders only, replaces each HTML output of
+the book's own kinds before that choice:
+
+- a live panel's first-view block (``physai.interface.web``) by its picture, drawn beforehand by
+  ``python -m physai.book.pdf panels`` (``_build/pdf-panels``: the panel's first view as the page draws it), the
+  address that opens it live on the published page and a QR code of that address;
+- the panel's engine block (hidden on the page) by nothing, and its suggestions ("Open the panel on a suggestion")
+  by a list of the same suggestions, each with its full address;
+- a table (``physai.interface.tables``, ``<div class="physai-table">``) by the same table in LaTeX: a ``tabular``
+  with its header's units on a second line, shrunk to the text width when wider (``adjustbox``).
+
+:class:`AnswersAtChapterEnd` moves the folded answers (admonitions of class ``dropdown``) of each page to a section
+"Answers" at its end, numbered, each answer saying where its question is (the section) and leaving in its place a
+line "Answer N: at the end of the chapter", linked both ways.
+
+sphinx-jupyterbook-latex's class loads ``bbm`` (``\\RequirePackage{bbm}``), which only Debian's 1 GB
+texlive-fonts-extra carries: ``book/latex/bbm.sty``, a stand-in mapping ``\\mathbbm`` to ``\\mathbb`` (the book writes
+no ``\\mathbbm``), goes beside the ``.tex`` file (``latex_additional_files``), as do the panels' pictures.
+"""
+
+from __future__ import annotations
+
+import html
+import html.parser
+import json
+import re
+from pathlib import Path
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util import logging
+from sphinx.util.texescape import escape as tex
+
+LOGGER = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parents[2]
+LATEX_DIR = ROOT / 'book' / 'latex'
+"""book/latex: the files copied beside the book's .tex file."""
+
+PANELS_DIR = ROOT / '_build' / 'pdf-panels'
+"""physai.book.pdf.PANELS_DIR: the panels' pictures, QR codes and their listing, panels.json."""
+
+PREAMBLE = r'''
+\usepackage{adjustbox}
+\usepackage{booktabs}
+'''
+
+PANEL = re.compile(r'<div class="physai-panel" id="physai-panel-(?P<key>[\w-]+)"')
+LIVE = re.compile(r'<div class="physai-live"')
+TRY_LINKS = re.compile(r'<p class="physai-try-links">')
+TABLE = re.compile(r'(?:<style>.*?</style>)?<div class="physai-table">', re.S)
+
+
+def _ship_latex_files(app, config):
+    extra = [str(path) for path in sorted(LATEX_DIR.glob('*.sty'))]
+    if PANELS_DIR.is_dir():
+        extra += [str(path) for path in sorted(PANELS_DIR.glob('*.png'))]
+    config.latex_additional_files = list(config.latex_additional_files or []) + extra
+    elements = dict(config.latex_elements or {})
+    elements['preamble'] = elements.get('preamble', '') + PREAMBLE
+    config.latex_elements = elements
+
+
+def _book_url(config) -> str:
+    """The published book's address: GitHub Pages of ``_config.yml``'s repository (physai.book.edition.BOOK_URL)."""
+    from physai.book.edition import BOOK_URL
+    return BOOK_URL
+
+
+class _Table(html.parser.HTMLParser):
+    """The header cells, rows and wide (text) columns of a physai table's HTML."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.header: list[tuple[str, str]] = []  # (name, unit)
+        self.rows: list[list[str]] = []
+        self.wide: set[int] = set()
+        self._cell = None
+        self._unit = False
+        self._in_head = False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == 'thead':
+            self._in_head = True
+        elif tag == 'tr' and not self._in_head:
+            self.rows.append([])
+        elif tag in ('th', 'td'):
+            self._cell = ['', '']
+            if tag == 'td' and 'w' in (attrs.get('class') or '').split():
+                self.wide.add(len(self.rows[-1]))
+        elif tag == 'span' and 'u' in (attrs.get('class') or '').split():
+            self._unit = True
+
+    def handle_endtag(self, tag):
+        if tag == 'thead':
+            self._in_head = False
+        elif tag == 'span':
+            self._unit = False
+        elif tag in ('th', 'td') and self._cell is not None:
+            name, unit = (part.strip() for part in self._cell)
+            if tag == 'th':
+                self.header.append((name, unit))
+            else:
+                self.rows[-1].append(name)
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell[1 if self._unit else 0] += data
+
+
+def table_latex(source: str) -> str:
+    """A physai table's HTML as LaTeX: a ``tabular`` (numbers right-aligned, text columns wrapped at 14 em) with the
+    units on a second header line, rules from booktabs, shrunk to the text width when wider."""
+    table = _Table()
+    table.feed(source)
+    columns = len(table.header) or max((len(row) for row in table.rows), default=0)
+    spec = ''.join(r'>{\raggedright\arraybackslash}p{14em}' if i in table.wide else 'r' for i in range(columns))
+
+    def head(name, unit):
+        lines = [tex(name)] + ([tex(unit)] if unit else [])
+        return r'\begin{tabular}[b]{@{}c@{}}' + r'\\'.join(lines) + r'\end{tabular}'
+
+    body = [r'\begin{center}\small', r'\begin{adjustbox}{max width=\linewidth}', rf'\begin{{tabular}}{{{spec}}}',
+            r'\toprule']
+    if table.header:
+        body += [' & '.join(head(*cell) for cell in table.header) + r' \\', r'\midrule']
+    body += [' & '.join(tex(cell) for cell in row) + r' \\' for row in table.rows]
+    body += [r'\bottomrule', r'\end{tabular}', r'\end{adjustbox}', r'\end{center}']
+    return '\n'.join(body) + '\n'
+
+
+class _Links(html.parser.HTMLParser):
+    """The (label, href) of every link, and the text before the first."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.links: list[tuple[str, str]] = []
+        self.lead = ''
+        self._href = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == 'a':
+            self._href = dict(attrs).get('href', '')
+            self.links.append(['', self._href])
+
+    def handle_endtag(self, tag):
+        if tag == 'a':
+            self._href = None
+
+    def handle_data(self, data):
+        if self._href is not None:
+            self.links[-1][0] += data
+        elif not self.links:
+            self.lead += data
+
+
+def _html_of(bundle) -> str | None:
+    for child in bundle.children:
+        if child.get('mime_type') == 'text/html':
+            return ''.join(node.astext() for node in child.findall(nodes.raw))
+    return None
+
+
+def _docname(node, default: str) -> str:
+    while node is not None:
+        if isinstance(node, addnodes.start_of_file):
+            return node['docname']
+        node = node.parent
+    return default
+
+
+class PrintHtmlOutputs(SphinxPostTransform):
+    """For LaTeX builders: print the book's own HTML outputs (panels, their suggestions, tables); see the module."""
+
+    default_priority = 3  # before myst-nb's SelectMimeType (4), which drops text/html for LaTeX
+    builders = ('latex',)
+
+    def run(self, **kwargs):
+        listing_path = PANELS_DIR / 'panels.json'
+        listing = json.loads(listing_path.read_text(encoding='utf-8')) if listing_path.is_file() else {}
+        base = _book_url(self.config)
+        bundles = [node for node in self.document.findall(nodes.container)
+                   if node.get('nb_element') == 'mime_bundle']
+        for bundle in bundles:
+            source = _html_of(bundle)
+            if source is None:
+                continue
+            if match := PANEL.match(source):
+                bundle.replace_self(self.panel(match['key'], listing, bundle))
+            elif LIVE.match(source):
+                bundle.parent.remove(bundle)
+            elif TRY_LINKS.match(source):
+                bundle.replace_self(self.suggestions(source, base + _docname(bundle, self.env.docname) + '.html'))
+            elif TABLE.match(source):
+                bundle.replace_self(nodes.raw('', table_latex(source), format='latex'))
+
+    def panel(self, key, listing, bundle):
+        entry = listing.get(key)
+        if entry is None:
+            LOGGER.warning(f'live panel {key!r} has no picture in {PANELS_DIR}: run python -m physai.book.pdf panels '
+                           f'first (make pdf does)', location=bundle)
+            return []
+        latex = (
+            r'\begin{center}' '\n'
+            rf'\includegraphics[width=\linewidth,height=0.72\textheight,keepaspectratio]{{{entry["image"]}}}' '\n'
+            r'\end{center}' '\n'
+            r'\noindent\begin{minipage}[c]{0.2\linewidth}' '\n'
+            rf'\includegraphics[width=\linewidth]{{{entry["qr"]}}}' '\n'
+            r'\end{minipage}\hfill\begin{minipage}[c]{0.76\linewidth}\small' '\n'
+            r'\sphinxAtStartPar The live panel: its first view, as the page draws it before MuJoCo runs. '
+            r'Scan the code or open \sphinxurl{' + tex(entry['url']) + r'} to run it in your browser '
+            r'(MuJoCo\textquotesingle{}s WebAssembly build; every control live).' '\n'
+            r'\end{minipage}' '\n\\par\\medskip\n')
+        return [nodes.raw('', latex, format='latex')]
+
+    def suggestions(self, source, page):
+        links = _Links()
+        links.feed(source)
+        items = nodes.bullet_list()
+        for label, href in links.links:
+            url = page + html.unescape(href)
+            items += nodes.list_item('', nodes.paragraph('', '', nodes.strong(text=label.strip()), nodes.Text(': '),
+                                                         nodes.reference(url, url, refuri=url)))
+        lead = links.lead.strip() or 'Open the panel on a suggestion:'
+        return [nodes.paragraph(text=lead), items]
+
+
+def _is_answer(node) -> bool:
+    return isinstance(node, nodes.admonition) and 'dropdown' in node.get('classes', ())
+
+
+class AnswersAtChapterEnd(SphinxPostTransform):
+    """For LaTeX builders: move each page's folded answers to a section "Answers" at its end; see the module."""
+
+    default_priority = 5
+    builders = ('latex',)
+
+    def run(self, **kwargs):
+        pages = list(self.document.findall(addnodes.start_of_file)) or [self.document]
+        for page in pages:
+            self.move(page, page.get('docname', self.env.docname))
+
+    def move(self, page, docname):
+        top = next((child for child in page.children if isinstance(child, nodes.section)), None)
+        answers = [node for node in page.findall(_is_answer)
+                   if _docname(node.parent, docname) == docname and not any(_is_answer(p) for p in _ancestors(node))]
+        if top is None or not answers:
+            return
+        slug = re.sub(r'\W+', '-', docname)
+        section = nodes.section('', nodes.title(text='Answers'), ids=[f'physai-answers-{slug}'])
+        section += nodes.paragraph(text='The answers the page folds away, in the order of their questions.')
+        for number, answer in enumerate(answers, 1):
+            here, there = f'physai-answer-{slug}-{number}', f'physai-answer-{slug}-{number}-end'
+            where = _section_title(answer)
+            title = answer.next_node(nodes.title)
+            name = title.astext() if title is not None else 'Answer'
+            pointer = nodes.paragraph('', '', nodes.target('', '', ids=[here]),
+                                      nodes.reference('', f'{name} {number}: at the end of the chapter', refid=there,
+                                                      internal=True))
+            answer.replace_self(pointer)
+            if title is not None:
+                title.children = [nodes.Text(f'{name} {number}')]
+            heading = nodes.paragraph('', '', nodes.target('', '', ids=[there]), nodes.Text(f'{number}. From '),
+                                      nodes.reference('', where, refid=here, internal=True))
+            section += heading
+            answer['classes'] = [c for c in answer['classes'] if c != 'dropdown']
+            section += answer
+        top += section
+
+
+def _ancestors(node):
+    node = node.parent
+    while node is not None:
+        yield node
+        node = node.parent
+
+
+def _section_title(node) -> str:
+    for ancestor in _ancestors(node):
+        if isinstance(ancestor, nodes.section):
+            title = ancestor.next_node(nodes.title)
+            if title is not None:
+                return f'“{title.astext()}”'
+    return 'the chapter'
+
+
+def setup(app):
+    app.connect('config-inited', _ship_latex_files)
+    app.add_post_transform(PrintHtmlOutputs)
+    app.add_post_transform(AnswersAtChapterEnd)
+    return {'parallel_read_safe': True, 'parallel_write_safe': True}
