@@ -60,6 +60,9 @@ def _ship_latex_files(app, config):
     if PANELS_DIR.is_dir():
         extra += [str(path) for path in sorted(PANELS_DIR.glob('*.png'))]
     config.latex_additional_files = list(config.latex_additional_files or []) + extra
+    if not config.release:  # the title page's release: physai's version, the book's (pyproject.toml)
+        from importlib.metadata import version
+        config.release = version('physai')
     elements = dict(config.latex_elements or {})
     elements['preamble'] = elements.get('preamble', '') + PREAMBLE
     config.latex_elements = elements
@@ -214,7 +217,7 @@ class PrintHtmlOutputs(SphinxPostTransform):
             rf'\includegraphics[width=\linewidth]{{{entry["qr"]}}}' '\n'
             r'\end{minipage}\hfill\begin{minipage}[c]{0.76\linewidth}\small' '\n'
             r'\sphinxAtStartPar The live panel: its first view, as the page draws it before MuJoCo runs. '
-            r'Scan the code or open \sphinxurl{' + tex(entry['url']) + r'} to run it in your browser '
+            r'Scan the code or open \url{' + _url(entry['url']) + r'} to run it in your browser '
             r'(MuJoCo\textquotesingle{}s WebAssembly build; every control live).' '\n'
             r'\end{minipage}' '\n\\par\\medskip\n')
         return [nodes.raw('', latex, format='latex')]
@@ -229,6 +232,54 @@ class PrintHtmlOutputs(SphinxPostTransform):
                                                          nodes.reference(url, url, refuri=url)))
         lead = links.lead.strip() or 'Open the panel on a suggestion:'
         return [nodes.paragraph(text=lead), items]
+
+
+def _url(url: str) -> str:
+    """``url`` for hyperref's ``\\url`` outside any macro's argument: only ``%`` and ``#`` escaped."""
+    return url.replace('%', r'\%').replace('#', r'\#')
+
+
+class ChapterNumbers(SphinxPostTransform):
+    """For LaTeX builders: number the chapters of the part that holds the book's chapters (its notebooks) 1, 2, ...,
+    as the pages call them ("chapter 4"), and the chapters of the other parts A, B, ... (the "Using this book" pages,
+    the references), in one count across those parts. Runs after sphinx-jupyterbook-latex has made _toc.yml's
+    captions parts (its LatexRootDocPostTransforms, priority 700)."""
+
+    default_priority = 701
+    builders = ('latex',)
+
+    def run(self, **kwargs):
+        letters = 0
+        for part in list(self.document.findall(addnodes.start_of_file)):
+            if part['docname'] in self.env.all_docs:
+                continue  # a page, not a part made from a caption
+            pages = [node['docname'] for node in part.findall(addnodes.start_of_file)
+                     if node is not part and node['docname'] in self.env.all_docs]
+            section = next((child for child in part.children if isinstance(child, nodes.section)), None)
+            title = section.next_node(nodes.title) if section is not None else None
+            if title is None or not pages:
+                continue
+            if any(str(self.env.doc2path(page)).endswith('.ipynb') for page in pages):
+                latex = (r'\renewcommand{\thechapter}{\arabic{chapter}}\renewcommand{\theHchapter}{\arabic{chapter}}'
+                         r'\setcounter{chapter}{0}')
+            else:
+                latex = (r'\renewcommand{\thechapter}{\Alph{chapter}}\renewcommand{\theHchapter}{\Alph{chapter}}'
+                         rf'\setcounter{{chapter}}{{{letters}}}')
+                letters += sum(1 for page in pages if _depth(part, page) == 1)
+            title.parent.insert(title.parent.index(title) + 1, nodes.raw('', latex + '\n', format='latex'))
+
+
+def _depth(part, docname) -> int:
+    """How many start_of_file nodes deep page ``docname`` sits in ``part``: 1 for a chapter of the part."""
+    for node in part.findall(addnodes.start_of_file):
+        if node.get('docname') == docname:
+            return sum(1 for ancestor in _ancestors(node) if isinstance(ancestor, addnodes.start_of_file)
+                       and ancestor is not part and _within(ancestor, part)) + 1
+    return 0
+
+
+def _within(node, part) -> bool:
+    return any(ancestor is part for ancestor in _ancestors(node))
 
 
 def _is_answer(node) -> bool:
@@ -294,4 +345,5 @@ def setup(app):
     app.connect('config-inited', _ship_latex_files)
     app.add_post_transform(PrintHtmlOutputs)
     app.add_post_transform(AnswersAtChapterEnd)
+    app.add_post_transform(ChapterNumbers)
     return {'parallel_read_safe': True, 'parallel_write_safe': True}
