@@ -9,6 +9,8 @@ the book's own kinds before that choice:
   address that opens it live on the published page and a QR code of that address;
 - the panel's engine block (hidden on the page) by nothing, and its suggestions ("Open the panel on a suggestion")
   by a list of the same suggestions, each with its full address;
+- the outputs the page folds away (``hide-output``) and the cells it folds whole (``hide-cell``): printed where they
+  are, which sphinx-jupyterbook-latex would drop;
 - a table (``physai.interface.tables``, ``<div class="physai-table">``) by the same table in LaTeX: a ``tabular``
   with its header's units on a second line, shrunk to the text width when wider (``adjustbox``).
 
@@ -49,6 +51,11 @@ PREAMBLE = r'''
 \usepackage{booktabs}
 '''
 
+UNFOLDED = ('tag_hide-output', 'tag_hide-cell')
+"""The cells whose output (or whole cell: an exercise's worked answer) the page folds behind a button: printed, as
+sphinx-jupyterbook-latex would drop them (its MystNbPostTransform skips them in LaTeX); a ``hide-input`` cell's code
+(set-up the page keeps out of sight) stays out."""
+
 PANEL = re.compile(r'<div class="physai-panel" id="physai-panel-(?P<key>[\w-]+)"')
 LIVE = re.compile(r'<div class="physai-live"')
 TRY_LINKS = re.compile(r'<p class="physai-try-links">')
@@ -65,6 +72,9 @@ def _ship_latex_files(app, config):
         config.release = version('physai')
     elements = dict(config.latex_elements or {})
     elements['preamble'] = elements.get('preamble', '') + PREAMBLE
+    # A code line with no space to break at (a rule of ===== in a printed docstring) is broken anywhere rather than
+    # run past the margin.
+    elements['sphinxsetup'] = ', '.join(filter(None, [elements.get('sphinxsetup', ''), 'verbatimforcewraps=true']))
     config.latex_elements = elements
 
 
@@ -185,6 +195,9 @@ class PrintHtmlOutputs(SphinxPostTransform):
     builders = ('latex',)
 
     def run(self, **kwargs):
+        for cell in self.document.findall(nodes.container):
+            if cell.get('nb_element') == 'cell_code':  # print what the page folds (not what it hides)
+                cell['classes'] = [c for c in cell['classes'] if c not in UNFOLDED]
         listing_path = PANELS_DIR / 'panels.json'
         listing = json.loads(listing_path.read_text(encoding='utf-8')) if listing_path.is_file() else {}
         base = _book_url(self.config)
