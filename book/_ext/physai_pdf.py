@@ -49,6 +49,9 @@ PANELS_DIR = ROOT / '_build' / 'pdf-panels'
 PREAMBLE = r'''
 \usepackage{adjustbox}
 \usepackage{booktabs}
+% A printed output line may break after "=" too (a docstring's rule of ====, which has no other place to break;
+% verbatimforcewraps acts on highlighted code only).
+\makeatletter\g@addto@macro\sphinxbreaksafteractivelist{\do\=}\makeatother
 '''
 
 UNFOLDED = ('tag_hide-output', 'tag_hide-cell')
