@@ -16,7 +16,7 @@ the book's own kinds before that choice:
 
 :class:`AnswersAtChapterEnd` moves the folded answers (admonitions of class ``dropdown``) of each page to a section
 "Answers" at its end, numbered, each answer saying where its question is (the section) and leaving in its place a
-line "Answer N: at the end of the chapter", linked both ways.
+line "Answer: see answer N at the end of the chapter" (the admonition's title first), linked both ways.
 
 sphinx-jupyterbook-latex's class loads ``bbm`` (``\\RequirePackage{bbm}``), which only Debian's 1 GB
 texlive-fonts-extra carries: ``book/latex/bbm.sty``, a stand-in mapping ``\\mathbbm`` to ``\\mathbb`` (the book writes
@@ -75,6 +75,9 @@ def _ship_latex_files(app, config):
         config.release = version('physai')
     elements = dict(config.latex_elements or {})
     elements['preamble'] = elements.get('preamble', '') + PREAMBLE
+    # Sphinx's default chapter heading (fncychap's Bjarne) spells the chapter counter as a word, "CHAPTER ONE", also
+    # for chapter A (ChapterNumbers); Sonny prints the number as the contents do.
+    elements.setdefault('fncychap', r'\usepackage[Sonny]{fncychap}')
     # A code line with no space to break at (a rule of ===== in a printed docstring) is broken anywhere rather than
     # run past the margin.
     elements['sphinxsetup'] = ', '.join(filter(None, [elements.get('sphinxsetup', ''), 'verbatimforcewraps=true']))
@@ -327,13 +330,12 @@ class AnswersAtChapterEnd(SphinxPostTransform):
             where = _section_title(answer)
             title = answer.next_node(nodes.title)
             name = title.astext() if title is not None else 'Answer'
-            pointer = nodes.paragraph('', '', nodes.target('', '', ids=[here]),
-                                      nodes.reference('', f'{name} {number}: at the end of the chapter', refid=there,
-                                                      internal=True))
+            pointer = nodes.paragraph('', '', nodes.target('', '', ids=[here]), nodes.emphasis(text=f'{name}: '),
+                                      nodes.reference('', f'see answer {number} at the end of the chapter',
+                                                      refid=there, internal=True))
             answer.replace_self(pointer)
-            if title is not None:
-                title.children = [nodes.Text(f'{name} {number}')]
-            heading = nodes.paragraph('', '', nodes.target('', '', ids=[there]), nodes.Text(f'{number}. From '),
+            heading = nodes.paragraph('', '', nodes.target('', '', ids=[there]),
+                                      nodes.strong(text=f'Answer {number}'), nodes.Text(', from '),
                                       nodes.reference('', where, refid=here, internal=True))
             section += heading
             answer['classes'] = [c for c in answer['classes'] if c != 'dropdown']

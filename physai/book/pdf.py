@@ -28,9 +28,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 
-import yaml
-
-from physai.book.edition import BOOK_URL
+from physai.book.edition import BOOK_URL, toc_pages
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 """The book's folder (the repository root, with ``_toc.yml``)."""
@@ -60,27 +58,9 @@ PANEL = re.compile(r'<div class="physai-panel" id="physai-panel-(?P<key>[\w-]+)"
 """The start of a page panel's first-view block (``physai.interface.web``), and its key."""
 
 
-def toc_pages(toc: pathlib.Path = ROOT / '_toc.yml') -> list[str]:
-    """The pages of ``_toc.yml`` in order (their docnames, e.g. ``notebooks/01_position_actuators``): the root, then
-    every part's chapters."""
-    data = yaml.safe_load(toc.read_text(encoding='utf-8'))
-    pages = [data['root']]
-
-    def walk(entries):
-        for entry in entries or ():
-            if 'file' in entry:
-                pages.append(str(pathlib.PurePosixPath(entry['file']).with_suffix('')))
-            walk(entry.get('sections'))
-
-    for part in data.get('parts', ()):
-        walk(part.get('chapters'))
-    walk(data.get('chapters'))
-    return pages
-
-
-def chapters(toc: pathlib.Path = ROOT / '_toc.yml') -> list[str]:
-    """The book's chapters, the notebooks among :func:`toc_pages`, in order."""
-    return [page for page in toc_pages(toc) if (ROOT / f'{page}.ipynb').is_file()]
+def chapters(root: pathlib.Path = ROOT) -> list[str]:
+    """The book's chapters, the notebooks among the pages of ``_toc.yml`` (physai.book.edition.toc_pages), in order."""
+    return [page for page in toc_pages(root) if (root / f'{page}.ipynb').is_file()]
 
 
 def page_url(docname: str) -> str:

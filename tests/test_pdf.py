@@ -1,0 +1,179 @@
+"""The PDF edition, _build/latex/simulated-actuators.pdf, as ``make pdf`` builds it: every page of ``_toc.yml`` a chapter
+in order, every figure the pages show (each live panel as a picture and a QR code), each chapter's glued numbers in its
+text, the folded answers at the end of each chapter, no line past the margin.
+
+``make test-pdf`` (a job of ``make test``) builds it and runs these tests; anywhere else they read the PDF there is and
+skip when there is none (``PHYSAI_PDF_REQUIRED`` set, as make test-pdf sets it: they fail instead). The chapters come
+from ``_toc.yml``, never a list written here. poppler-utils (pdftotext, pdfimages, pdftoppm) read the PDF.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from physai.book import edition, pdf
+
+pytestmark = pytest.mark.pdf
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+LATEX = ROOT / '_build' / 'latex'
+PDF = LATEX / 'simulated-actuators.pdf'
+PAGES_DIR = ROOT / '_build' / 'pdf-pages'
+"""Where one page per chapter is rendered to PNG (pdftoppm), to be looked at."""
+
+GLUE_TEXT = re.compile(r'\{glue:text\}`(?P<content>[^`]+)`')
+MATH = re.compile(r'\$\$.*?\$\$|\$[^$\n]+\$', re.S)
+IMAGE_MARKDOWN = re.compile(r'!\[[^\]]*\]\(|```\{(?:figure|image)\}|<img\b|\{glue:figure\}')
+
+
+@pytest.fixture(scope='module')
+def built():
+    if not PDF.is_file():
+        if os.environ.get('PHYSAI_PDF_REQUIRED'):
+            pytest.fail(f'{PDF} is missing: make pdf builds it')
+        pytest.skip(f'{PDF} is missing (make pdf builds it; make test-pdf builds and checks it)')
+    for tool in ('pdftotext', 'pdfimages', 'pdftoppm'):
+        if shutil.which(tool) is None:
+            pytest.fail(f'{tool} is missing: apt-get install poppler-utils (make pdf does)')
+    return PDF
+
+
+@pytest.fixture(scope='module')
+def pages(built) -> list[str]:
+    """The PDF's text, one string per page (pdftotext), whitespace collapsed."""
+    text = subprocess.run(['pdftotext', str(built), '-'], capture_output=True, text=True, check=True).stdout
+    return [' '.join(page.split()) for page in text.split('\f')]
+
+
+def page_title(page: str) -> str:
+    """The first '# ' heading of a page of _toc.yml."""
+    for markdown in edition.page_markdown(ROOT, page):
+        if match := re.search(r'^# (.+)$', markdown, re.M):
+            return match['title'] if 'title' in match.groupdict() else match[1].strip()
+    raise AssertionError(f'{page} has no title')
+
+
+def plain(text: str) -> str:
+    """A title as the PDF's text shows it: Markdown code marks and emphasis gone, whitespace collapsed."""
+    return ' '.join(re.sub(r'[`*_]', '', text).split())
+
+
+@pytest.fixture(scope='module')
+def contents(built) -> list[tuple[str, str]]:
+    """The chapters of the PDF's table of contents, in order: (number, title), from LaTeX's .toc file."""
+    toc = (LATEX / 'simulated-actuators.toc').read_text(encoding='utf-8')
+    entries = re.findall(r'\\contentsline \{chapter\}\{\\numberline \{([^}]*)\}(.*?)\}\{[^}]*\}\{chapter\.', toc)
+    return [(number, ' '.join(re.sub(r'\\[a-zA-Z]+ ?|[{}]', '', title).split())) for number, title in entries]
+
+
+@pytest.fixture(scope='module')
+def chapter_pages(pages, contents) -> dict[str, range]:
+    """Page of _toc.yml (but the front page) -> the PDF's pages (0-based) its chapter takes, found by the chapter
+    heading ("Chapter 1 Position actuators") that opens it."""
+    book_pages = edition.toc_pages(ROOT)[1:]
+    starts = []
+    for page, (number, title) in zip(book_pages, contents):
+        heading = re.compile(rf'^Chapter {re.escape(number)} {re.escape(title)}', re.I)
+        found = [i for i, text in enumerate(pages) if heading.match(text)]
+        assert found, f'no page opens chapter {number} {title!r} ({page})'
+        starts.append(found[0])
+    ends = starts[1:] + [len(pages)]
+    return {page: range(start, end) for page, start, end in zip(book_pages, starts, ends)}
+
+
+def test_every_page_of_the_toc_is_a_chapter_in_order(contents):
+    book_pages = edition.toc_pages(ROOT)[1:]  # the front page is the PDF's front matter
+    assert [title for _, title in contents] == [plain(page_title(page)) for page in book_pages]
+    chapters = pdf.chapters(ROOT)
+    numbers = [number for (number, _), page in zip(contents, book_pages) if page in chapters]
+    assert numbers == [str(n) for n in range(1, len(chapters) + 1)], 'the chapters are numbered 1, 2, ... as they call each other'
+    others = [number for (number, _), page in zip(contents, book_pages) if page not in chapters]
+    assert all(re.fullmatch(r'[A-Z]', number) for number in others), others
+
+
+def test_front_matter_has_the_title_and_the_version(pages):
+    front = ' '.join(pages[:3])
+    assert 'Simulated actuators, from the inside' in front
+    assert edition.VERSION in front
+
+
+def expected_figures(page: str) -> int:
+    """The figures page ``page`` shows on the HTML book: its stored image outputs (not of a removed cell or output),
+    the images its Markdown places, and for each live panel its picture and QR code in the PDF (two)."""
+    count = sum(len(IMAGE_MARKDOWN.findall(markdown)) for markdown in edition.page_markdown(ROOT, page))
+    path = edition.page_path(ROOT, page)
+    if path.suffix == '.ipynb':
+        notebook = json.loads(path.read_text(encoding='utf-8'))
+        for cell in notebook['cells']:
+            tags = set(cell.get('metadata', {}).get('tags', ()))
+            if tags & {'remove-output', 'remove-cell'}:
+                continue
+            count += sum(1 for output in cell.get('outputs', ()) if 'image/png' in output.get('data', {})
+                         and 'scrapbook' not in output.get('metadata', {}))
+        count += 2 * len(pdf.panel_blocks(page))
+    return count
+
+
+def test_every_figure_of_every_chapter(built, chapter_pages):
+    listing = subprocess.run(['pdfimages', '-list', str(built)], capture_output=True, text=True, check=True).stdout
+    on_page = [int(line.split()[0]) - 1 for line in listing.splitlines()[2:] if line.split()[2] == 'image']
+    found = {page: sum(1 for p in on_page if p in pages) for page, pages in chapter_pages.items()}
+    expected = {page: expected_figures(page) for page in chapter_pages}
+    assert found == expected
+    assert sum(found.values()) == len(on_page), 'an image outside every chapter'
+    assert sum(expected[page] for page in pdf.chapters(ROOT)) > 0
+
+
+def headline_numbers(page: str) -> list[str]:
+    """Every number chapter ``page`` glues into its prose (``{glue:text}``, outside equations), as the page shows it."""
+    notebook = json.loads(edition.page_path(ROOT, page).read_text(encoding='utf-8'))
+    values = edition.glued_values(notebook)
+    numbers = []
+    for markdown in edition.page_markdown(ROOT, page):
+        for match in GLUE_TEXT.finditer(MATH.sub('', markdown)):
+            numbers.append(edition.glue_text('glue:text', match['content'], values, page))
+    return numbers
+
+
+@pytest.mark.parametrize('page', pdf.chapters(ROOT))
+def test_each_chapter_prints_its_glued_numbers(page, pages, chapter_pages):
+    text = ' '.join(pages[i] for i in chapter_pages[page]).replace('−', '-')
+    numbers = headline_numbers(page)
+    assert numbers, f'{page} glues no number into its prose'
+    missing = sorted({n for n in numbers if n not in text})
+    assert not missing, f'{page}: glued numbers not in its pages of the PDF: {missing}'
+
+
+@pytest.mark.parametrize('page', pdf.chapters(ROOT))
+def test_each_chapter_ends_with_its_answers_and_prints_its_panel(page, pages, chapter_pages):
+    text = ' '.join(pages[i] for i in chapter_pages[page])
+    folded = sum(markdown.count(':class: dropdown') for markdown in edition.page_markdown(ROOT, page))
+    pointers = re.findall(r'see answer (\d+) at the end of the chapter', text)
+    assert pointers == [str(n) for n in range(1, folded + 1)]
+    assert all(f'Answer {n}, from' in text for n in range(1, folded + 1))
+    assert 'Answers The answers the page folds away' in text
+    for key, _ in pdf.panel_blocks(page):
+        assert pdf.panel_url(page, key).replace('#', '') in text.replace(' ', '').replace('#', '')
+
+
+def test_no_line_past_the_margin(built):
+    assert pdf.check_log(LATEX / 'simulated-actuators.log') == []
+
+
+def test_one_page_per_chapter_rendered(built, chapter_pages):
+    """Render the second page of each chapter (its first page of text and code after the heading) to
+    _build/pdf-pages/, for a person to look at; here only that each is a picture of the right size."""
+    PAGES_DIR.mkdir(parents=True, exist_ok=True)
+    for page, pages in chapter_pages.items():
+        index = pages[1] if len(pages) > 1 else pages[0]
+        stem = PAGES_DIR / page.replace('/', '_')
+        subprocess.run(['pdftoppm', '-r', '60', '-png', '-singlefile', '-f', str(index + 1), '-l', str(index + 1),
+                        str(built), str(stem)], check=True)
+        assert stem.with_suffix('.png').stat().st_size > 10_000
