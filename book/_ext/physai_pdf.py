@@ -70,9 +70,6 @@ def _ship_latex_files(app, config):
     if PANELS_DIR.is_dir():
         extra += [str(path) for path in sorted(PANELS_DIR.glob('*.png'))]
     config.latex_additional_files = list(config.latex_additional_files or []) + extra
-    if not config.release:  # the title page's release: physai's version, the book's (pyproject.toml)
-        from importlib.metadata import version
-        config.release = version('physai')
     elements = dict(config.latex_elements or {})
     elements['preamble'] = elements.get('preamble', '') + PREAMBLE
     # Sphinx's default chapter heading (fncychap's Bjarne) spells the chapter counter as a word, "CHAPTER ONE", also
@@ -82,6 +79,14 @@ def _ship_latex_files(app, config):
     # run past the margin.
     elements['sphinxsetup'] = ', '.join(filter(None, [elements.get('sphinxsetup', ''), 'verbatimforcewraps=true']))
     config.latex_elements = elements
+
+
+def _release_on_title_page(app):
+    """The PDF's title page names the release: physai's version, the book's (pyproject.toml); the HTML book is left
+    as it is."""
+    if app.builder.name == 'latex' and not app.config.release:
+        from importlib.metadata import version
+        app.config.release = version('physai')
 
 
 def _book_url(config) -> str:
@@ -361,6 +366,7 @@ def _section_title(node) -> str:
 
 def setup(app):
     app.connect('config-inited', _ship_latex_files)
+    app.connect('builder-inited', _release_on_title_page)
     app.add_post_transform(PrintHtmlOutputs)
     app.add_post_transform(AnswersAtChapterEnd)
     app.add_post_transform(ChapterNumbers)
