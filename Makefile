@@ -82,7 +82,7 @@ test-others: $(STAMP) node_modules/.package-lock.json
 # each chapter's glued numbers, the answers at each chapter's end, one page per chapter rendered to _build/pdf-pages).
 test-pdf: $(STAMP) node_modules/.package-lock.json
 	$(TIMED) 'make pdf' $(MAKE) --no-print-directory pdf
-	PHYSAI_PDF_REQUIRED=1 $(TIMED) 'pytest -m pdf' $(BIN)/python -m pytest tests -m pdf
+	PHYSAI_PDF_REQUIRED=1 $(TIMED) 'pytest tests/test_pdf.py' $(BIN)/python -m pytest tests/test_pdf.py
 
 # Every benchmark (benchmarks/bench_*.py) in its quick mode, a few seconds each, so that none breaks unnoticed: each
 # must exit 0, and its last line (the figures it exists to print) is shown. A benchmark without --quick fails here.

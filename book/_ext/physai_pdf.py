@@ -86,7 +86,8 @@ def _release_on_title_page(app):
     as it is."""
     if app.builder.name == 'latex' and not app.config.release:
         from importlib.metadata import version
-        app.config.release = version('physai')
+        app.builder.context['release'] = version('physai')  # the builder read config.release before this event
+        app.builder.context['releasename'] = app.builder.context.get('releasename') or 'Release'
 
 
 def _book_url(config) -> str:
