@@ -2,8 +2,9 @@
 in order, every figure the pages show (each live panel as a picture and a QR code), each chapter's glued numbers in its
 text, the folded answers at the end of each chapter, no line past the margin.
 
-``make test-pdf`` (a job of ``make test``) builds it and runs these tests; anywhere else they read the PDF there is and
-skip when there is none (``PHYSAI_PDF_REQUIRED`` set, as make test-pdf sets it: they fail instead). The chapters come
+``make test-pdf`` (a job of ``make test``) builds it and runs these tests; anywhere else those that read it (marked
+``pdf``) read the PDF there is and skip when there is none (``PHYSAI_PDF_REQUIRED`` set, as make test-pdf sets it: they
+fail instead). The others check physai.book.pdf and book/_ext/physai_pdf.py's parts without a PDF. The chapters come
 from ``_toc.yml``, never a list written here. poppler-utils (pdftotext, pdfimages, pdftoppm) read the PDF.
 """
 
@@ -20,7 +21,8 @@ import pytest
 
 from physai.book import edition, pdf
 
-pytestmark = pytest.mark.pdf
+reads_the_pdf = pytest.mark.pdf
+"""The tests that read the built PDF (make test-pdf runs them after make pdf; make test-others leaves them out)."""
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 LATEX = ROOT / '_build' / 'latex'
@@ -88,6 +90,7 @@ def chapter_pages(pages, contents) -> dict[str, range]:
     return {page: range(start, end) for page, start, end in zip(book_pages, starts, ends)}
 
 
+@reads_the_pdf
 def test_every_page_of_the_toc_is_a_chapter_in_order(contents):
     book_pages = edition.toc_pages(ROOT)[1:]  # the front page is the PDF's front matter
     assert [title for _, title in contents] == [plain(page_title(page)) for page in book_pages]
@@ -98,6 +101,7 @@ def test_every_page_of_the_toc_is_a_chapter_in_order(contents):
     assert all(re.fullmatch(r'[A-Z]', number) for number in others), others
 
 
+@reads_the_pdf
 def test_front_matter_has_the_title_and_the_version(pages):
     front = ' '.join(pages[:3])
     assert 'Simulated actuators, from the inside' in front
@@ -121,6 +125,7 @@ def expected_figures(page: str) -> int:
     return count
 
 
+@reads_the_pdf
 def test_every_figure_of_every_chapter(built, chapter_pages):
     listing = subprocess.run(['pdfimages', '-list', str(built)], capture_output=True, text=True, check=True).stdout
     on_page = [int(line.split()[0]) - 1 for line in listing.splitlines()[2:] if line.split()[2] == 'image']
@@ -142,6 +147,7 @@ def headline_numbers(page: str) -> list[str]:
     return numbers
 
 
+@reads_the_pdf
 @pytest.mark.parametrize('page', pdf.chapters(ROOT))
 def test_each_chapter_prints_its_glued_numbers(page, pages, chapter_pages):
     text = ' '.join(pages[i] for i in chapter_pages[page]).replace('−', '-')
@@ -151,6 +157,7 @@ def test_each_chapter_prints_its_glued_numbers(page, pages, chapter_pages):
     assert not missing, f'{page}: glued numbers not in its pages of the PDF: {missing}'
 
 
+@reads_the_pdf
 @pytest.mark.parametrize('page', pdf.chapters(ROOT))
 def test_each_chapter_ends_with_its_answers_and_prints_its_panel(page, pages, chapter_pages):
     text = ' '.join(pages[i] for i in chapter_pages[page])
@@ -163,10 +170,12 @@ def test_each_chapter_ends_with_its_answers_and_prints_its_panel(page, pages, ch
         assert pdf.panel_url(page, key).replace('#', '') in text.replace(' ', '').replace('#', '')
 
 
+@reads_the_pdf
 def test_no_line_past_the_margin(built):
     assert pdf.check_log(LATEX / 'simulated-actuators.log') == []
 
 
+@reads_the_pdf
 def test_one_page_per_chapter_rendered(built, chapter_pages):
     """Render the second page of each chapter (its first page of text and code after the heading) to
     _build/pdf-pages/, for a person to look at; here only that each is a picture of the right size."""
@@ -177,3 +186,53 @@ def test_one_page_per_chapter_rendered(built, chapter_pages):
         subprocess.run(['pdftoppm', '-r', '60', '-png', '-singlefile', '-f', str(index + 1), '-l', str(index + 1),
                         str(built), str(stem)], check=True)
         assert stem.with_suffix('.png').stat().st_size > 10_000
+
+
+# --- without the PDF: the log check, the chapters, the panels' addresses, the tables ------------------------------
+
+def test_check_log_fails_on_a_line_past_the_tolerance(tmp_path):
+    log = tmp_path / 'book.log'
+    log.write_text('Overfull \\hbox (41.64497pt too wide) in paragraph at lines 6757--6757\n'
+                   'Overfull \\hbox (2.5pt too wide) in paragraph at lines 10--10\n'
+                   'Overfull \\vbox (9.0pt too high) detected at line 3695\n', encoding='utf-8')
+    assert [pt for pt, _ in pdf.overfull(log.read_text())] == [41.64497, 2.5]  # a page's \\vbox is no line
+    assert pdf.check_log(log) == [(41.64497, 'in paragraph at lines 6757--6757')]
+    assert pdf.check_log(log, tolerance=50) == []
+    assert pdf.main(['check-log', str(log)]) == 1
+
+
+def test_chapters_are_the_notebooks_of_the_toc_in_order(tmp_path):
+    (tmp_path / 'book').mkdir()
+    (tmp_path / 'notebooks').mkdir()
+    (tmp_path / '_toc.yml').write_text('format: jb-book\nroot: book/intro\nparts:\n  - caption: A\n    chapters:\n'
+                                        '      - file: book/howto\n      - file: notebooks/02_b\n'
+                                        '  - caption: B\n    chapters:\n      - file: notebooks/01_a\n', encoding='utf-8')
+    for page in ('book/intro.md', 'book/howto.md'):
+        (tmp_path / page).write_text('# x\n', encoding='utf-8')
+    for page in ('notebooks/02_b.ipynb', 'notebooks/01_a.ipynb'):
+        (tmp_path / page).write_text('{"cells": []}', encoding='utf-8')
+    assert pdf.chapters(tmp_path) == ['notebooks/02_b', 'notebooks/01_a']  # _toc.yml's order, not the names'
+
+
+def test_every_chapter_panel_has_an_address_on_the_published_page():
+    keys = [key for page in pdf.chapters(ROOT) for key, _ in pdf.panel_blocks(page)]
+    assert len(keys) == len(set(keys)) >= 1
+    for page in pdf.chapters(ROOT):
+        for key, _ in pdf.panel_blocks(page):
+            assert pdf.panel_url(page, key) == f'{edition.BOOK_URL}{page}.html#physai-panel-{key}'
+
+
+def test_a_table_prints_as_a_latex_table_with_its_units():
+    import sys
+    sys.path.insert(0, str(ROOT / 'book' / '_ext'))
+    import physai_pdf
+    from physai.interface import tables
+    fragment = tables.show((('kp', '.1f', 'N·m/rad'), ('result', 's')),
+                           [{'kp': 998.22, 'result': 'diverged & <stuck>'}, {'kp': 3.0, 'result': '50%'}])._repr_html_()
+    assert physai_pdf.TABLE.match(fragment)
+    latex = physai_pdf.table_latex(fragment)
+    assert r'\begin{adjustbox}{max width=\linewidth}' in latex
+    assert r'{@{}c@{}}kp\\(N·m/rad)\end{tabular}' in latex  # the unit on the header's second line
+    assert r'998.2 & diverged \& \textless{}stuck\textgreater{} \\' in latex  # escaped for LaTeX
+    assert r'3.0 & 50\% \\' in latex
+    assert r'{r>{\raggedright\arraybackslash}p{14em}}' in latex  # numbers right, words wrapped

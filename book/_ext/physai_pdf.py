@@ -35,7 +35,7 @@ from docutils import nodes
 from sphinx import addnodes
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
-from sphinx.util.texescape import escape as tex
+from sphinx.util import texescape
 
 LOGGER = logging.getLogger(__name__)
 
@@ -94,6 +94,13 @@ def _book_url(config) -> str:
     """The published book's address: GitHub Pages of ``_config.yml``'s repository (physai.book.edition.BOOK_URL)."""
     from physai.book.edition import BOOK_URL
     return BOOK_URL
+
+
+def tex(text: str) -> str:
+    """``text`` escaped for LaTeX as Sphinx escapes it (its tables of replacements made first, as the LaTeX builder does)."""
+    if not texescape.tex_replace_map:
+        texescape.init()
+    return texescape.escape(text)
 
 
 class _Table(html.parser.HTMLParser):
