@@ -199,12 +199,15 @@ def _html_of(bundle) -> str | None:
     return None
 
 
-def _docname(node, default: str) -> str:
-    while node is not None:
-        if isinstance(node, addnodes.start_of_file):
-            return node['docname']
-        node = node.parent
-    return default
+def _pages(document, default: str) -> dict[int, str]:
+    """id(node) -> the page (docname) each node of the assembled book comes from. Found going down from each page's
+    ``start_of_file``, not up from the node: Sphinx's ``inline_all_toctrees`` moves a page's nodes under its
+    ``start_of_file`` without setting their ``parent``."""
+    pages = {id(node): default for node in document.findall()}
+    for start in document.findall(addnodes.start_of_file):  # outer pages first, so an inner page overrides
+        for node in start.findall():
+            pages[id(node)] = start['docname']
+    return pages
 
 
 class PrintHtmlOutputs(SphinxPostTransform):
@@ -222,6 +225,7 @@ class PrintHtmlOutputs(SphinxPostTransform):
         base = _book_url(self.config)
         bundles = [node for node in self.document.findall(nodes.container)
                    if node.get('nb_element') == 'mime_bundle']
+        pages = _pages(self.document, self.env.docname)
         for bundle in bundles:
             source = _html_of(bundle)
             if source is None:
@@ -231,7 +235,7 @@ class PrintHtmlOutputs(SphinxPostTransform):
             elif LIVE.match(source):
                 bundle.parent.remove(bundle)
             elif TRY_LINKS.match(source):
-                bundle.replace_self(self.suggestions(source, base + _docname(bundle, self.env.docname) + '.html'))
+                bundle.replace_self(self.suggestions(source, base + pages[id(bundle)] + '.html'))
             elif TABLE.match(source):
                 bundle.replace_self(nodes.raw('', table_latex(source), format='latex'))
 
@@ -285,8 +289,9 @@ class ChapterNumbers(SphinxPostTransform):
         for part in list(self.document.findall(addnodes.start_of_file)):
             if part['docname'] in self.env.all_docs:
                 continue  # a page, not a part made from a caption
-            pages = [node['docname'] for node in part.findall(addnodes.start_of_file)
-                     if node is not part and node['docname'] in self.env.all_docs]
+            starts = [node for node in part.findall(addnodes.start_of_file)
+                      if node is not part and node['docname'] in self.env.all_docs]
+            pages = [node['docname'] for node in starts]
             section = next((child for child in part.children if isinstance(child, nodes.section)), None)
             title = section.next_node(nodes.title) if section is not None else None
             if title is None or not pages:
@@ -297,21 +302,10 @@ class ChapterNumbers(SphinxPostTransform):
             else:
                 latex = (r'\renewcommand{\thechapter}{\Alph{chapter}}\renewcommand{\theHchapter}{\Alph{chapter}}'
                          rf'\setcounter{{chapter}}{{{letters}}}')
-                letters += sum(1 for page in pages if _depth(part, page) == 1)
+                # the part's chapters: its pages not inside another of its pages (a chapter's sections)
+                letters += sum(1 for node in starts if not any(other is not node and _within_node(node, other)
+                                                               for other in starts))
             title.parent.insert(title.parent.index(title) + 1, nodes.raw('', latex + '\n', format='latex'))
-
-
-def _depth(part, docname) -> int:
-    """How many start_of_file nodes deep page ``docname`` sits in ``part``: 1 for a chapter of the part."""
-    for node in part.findall(addnodes.start_of_file):
-        if node.get('docname') == docname:
-            return sum(1 for ancestor in _ancestors(node) if isinstance(ancestor, addnodes.start_of_file)
-                       and ancestor is not part and _within(ancestor, part)) + 1
-    return 0
-
-
-def _within(node, part) -> bool:
-    return any(ancestor is part for ancestor in _ancestors(node))
 
 
 def _is_answer(node) -> bool:
@@ -325,14 +319,16 @@ class AnswersAtChapterEnd(SphinxPostTransform):
     builders = ('latex',)
 
     def run(self, **kwargs):
-        pages = list(self.document.findall(addnodes.start_of_file)) or [self.document]
-        for page in pages:
-            self.move(page, page.get('docname', self.env.docname))
+        owner = _pages(self.document, self.env.docname)
+        starts = list(self.document.findall(addnodes.start_of_file)) or [self.document]
+        for start in starts:
+            self.move(start, start.get('docname', self.env.docname), owner)
 
-    def move(self, page, docname):
-        top = next((child for child in page.children if isinstance(child, nodes.section)), None)
-        answers = [node for node in page.findall(_is_answer)
-                   if _docname(node.parent, docname) == docname and not any(_is_answer(p) for p in _ancestors(node))]
+    def move(self, start, docname, owner):
+        top = next((child for child in start.children if isinstance(child, nodes.section)), None)
+        answers = [node for node in start.findall(_is_answer) if owner[id(node)] == docname]
+        answers = [node for node in answers if not any(node is not other and _within_node(node, other)
+                                                        for other in answers)]  # not an answer inside an answer
         if top is None or not answers:
             return
         slug = re.sub(r'\W+', '-', docname)
@@ -354,6 +350,11 @@ class AnswersAtChapterEnd(SphinxPostTransform):
             answer['classes'] = [c for c in answer['classes'] if c != 'dropdown']
             section += answer
         top += section
+
+
+def _within_node(node, other) -> bool:
+    """Whether ``node`` is among ``other``'s descendants (found going down: see :func:`_pages`)."""
+    return any(descendant is node for descendant in other.findall(include_self=False))
 
 
 def _ancestors(node):
