@@ -166,8 +166,12 @@ def test_each_chapter_ends_with_its_answers_and_prints_its_panel(page, pages, ch
     assert pointers == [str(n) for n in range(1, folded + 1)]
     assert all(f'Answer {n}, from' in text for n in range(1, folded + 1))
     assert 'Answers The answers the page folds away' in text
+    joined = text.replace(' ', '')  # pdftotext breaks a long address across lines
     for key, _ in pdf.panel_blocks(page):
-        assert pdf.panel_url(page, key).replace('#', '') in text.replace(' ', '').replace('#', '')
+        assert pdf.panel_url(page, key) in joined
+        suggestions = sum(html.count('<a href="?') for html in pdf.stored_outputs(page) if 'physai-try-links' in html[:40])
+        settings = re.findall(re.escape(pdf.page_url(page)) + rf'\?{re.escape(key)}-', joined)
+        assert len(settings) == suggestions, 'each suggestion printed with its address on this chapter\'s page'
 
 
 @reads_the_pdf
