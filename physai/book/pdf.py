@@ -6,7 +6,8 @@ PDF would lose them. ``python -m physai.book.pdf panels`` draws each one as the 
 in a chapter of ``_toc.yml`` goes on a scratch page served over http with the site's panel scripts and style sheet
 (``book/_static``), opens in headless Chromium (Debian's, ``/usr/bin/chromium``, through playwright, as the browser
 tests do) without WebAssembly, so the panel draws its first view and nothing else, and the panel is photographed at
-twice the page's resolution. Beside each picture goes a QR code (``segno``) of the address that opens the panel on
+twice the page's resolution, without the button that opens chapters 3 and 4's 3D view (which needs MuJoCo running
+in the page). Beside each picture goes a QR code (``segno``) of the address that opens the panel on
 the published page, and ``_build/pdf-panels/panels.json`` lists them for ``book/_ext/physai_pdf.py``, which puts
 picture, address and QR code where the page has the panel.
 
@@ -116,6 +117,8 @@ def _scratch_page(directory: pathlib.Path, block: str) -> None:
     (directory / 'index.html').write_text(
         '<!doctype html><html data-theme="light"><head><meta charset="utf-8">'
         '<link rel="stylesheet" href="_static/physai.css">'
+        # the 3D view's button: a page opens it on demand, with MuJoCo; in print it would say it is unavailable
+        '<style>.physai-panel .pl-arm3d{display:none}</style>'
         '<script type="module" src="_static/panels/boot.js"></script></head><body>'
         f'<main style="max-width:{COLUMN_PX}px;margin:auto">{block}</main></body></html>', encoding='utf-8')
 
