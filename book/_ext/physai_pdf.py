@@ -261,13 +261,13 @@ class PrintHtmlOutputs(SphinxPostTransform):
     def suggestions(self, source, page):
         links = _Links()
         links.feed(source)
-        items = nodes.bullet_list()
-        for label, href in links.links:
-            url = page + html.unescape(href)
-            items += nodes.list_item('', nodes.paragraph('', '', nodes.strong(text=label.strip()), nodes.Text(': '),
-                                                         nodes.reference(url, url, refuri=url)))
         lead = links.lead.strip() or 'Open the panel on a suggestion:'
-        return [nodes.paragraph(text=lead), items]
+        items = ''.join(rf'\item \textbf{{{tex(label.strip())}}}: \url{{{_url(page + href)}}}' '\n'
+                        for label, href in links.links)
+        # ragged right: an address breaks anywhere, and a justified line around it would stretch the label's spaces
+        latex = (rf'\sphinxAtStartPar {tex(lead)}' '\n' r'\begin{itemize}\raggedright' '\n' + items
+                 + r'\end{itemize}' '\n')
+        return [nodes.raw('', latex, format='latex')]
 
 
 def _url(url: str) -> str:
