@@ -167,11 +167,11 @@ def test_each_chapter_ends_with_its_answers_and_prints_its_panel(page, pages, ch
     assert all(f'Answer {n}, from' in text for n in range(1, folded + 1))
     assert 'Answers The answers the page folds away' in text
     joined = text.replace(' ', '')  # pdftotext breaks a long address across lines
-    for key, _ in pdf.panel_blocks(page):
-        assert pdf.panel_url(page, key) in joined
+    for key, block in pdf.panel_blocks(page):
+        assert pdf.first_view_url(page, block) in joined
         suggestions = sum(html.count('<a href="?') for html in pdf.stored_outputs(page) if 'physai-try-links' in html[:40])
         settings = re.findall(re.escape(pdf.page_url(page)) + rf'\?{re.escape(key)}-', joined)
-        assert len(settings) == suggestions, 'each suggestion printed with its address on this chapter\'s page'
+        assert len(settings) == 1 + suggestions, 'the first view and each suggestion with its address on this page'
 
 
 @reads_the_pdf
@@ -218,12 +218,30 @@ def test_chapters_are_the_notebooks_of_the_toc_in_order(tmp_path):
     assert pdf.chapters(tmp_path) == ['notebooks/02_b', 'notebooks/01_a']  # _toc.yml's order, not the names'
 
 
-def test_every_chapter_panel_has_an_address_on_the_published_page():
+def test_every_chapter_panel_has_an_address_that_opens_its_first_view_live():
+    import urllib.parse
+    from physai.interface import position_actuators_panels, web
     keys = [key for page in pdf.chapters(ROOT) for key, _ in pdf.panel_blocks(page)]
     assert len(keys) == len(set(keys)) >= 1
     for page in pdf.chapters(ROOT):
-        for key, _ in pdf.panel_blocks(page):
-            assert pdf.panel_url(page, key) == f'{edition.BOOK_URL}{page}.html#physai-panel-{key}'
+        for key, block in pdf.panel_blocks(page):
+            url = pdf.first_view_url(page, block)
+            assert url.startswith(f'{edition.BOOK_URL}{page}.html?') and url.endswith(f'#physai-panel-{key}')
+            controls = web.block_data(block)['spec']['controls']
+            query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query))
+            assert list(query) == [f'{key}-{control["url"]}' for control in controls]  # every control, set
+            for control in controls:
+                text = query[f'{key}-{control["url"]}']
+                if isinstance(control['default'], str):
+                    assert text == control['default']
+                else:  # to 12 significant digits, as the page writes a value
+                    assert float(text) == pytest.approx(control['default'], rel=1e-11)
+    # written as physai.interface.web.address writes a setting (the page reads it back and runs MuJoCo on it)
+    spec = position_actuators_panels.servo_spec()
+    expected = web.address(spec, spec.defaults)
+    data = {'spec': spec.to_json()}
+    fake = f'<div class="physai-panel" id="physai-panel-servo"><script type="application/json">{json.dumps(data)}</script></div>'
+    assert pdf.first_view_url('notebooks/x', fake) == f'{edition.BOOK_URL}notebooks/x.html{expected}'
 
 
 def test_a_table_prints_as_a_latex_table_with_its_units():

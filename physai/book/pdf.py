@@ -27,6 +27,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import urllib.parse
 from collections.abc import Iterator
 
 from physai.book.edition import BOOK_URL, toc_pages
@@ -70,9 +71,25 @@ def page_url(docname: str) -> str:
 
 
 def panel_url(docname: str, key: str) -> str:
-    """The address that opens page panel ``key`` of page ``docname`` on the published book, on its first view (the
-    panel's defaults: ``physai.interface.web.address`` adds a setting to the same address)."""
+    """The address of page panel ``key`` of page ``docname`` on the published book (its first view, not running)."""
     return f'{page_url(docname)}#physai-panel-{key}'
+
+
+def first_view_url(docname: str, block: str) -> str:
+    """The address that opens the panel of first-view ``block`` (on page ``docname``) running live on the setting its
+    first view shows, the panel's defaults: ``physai.interface.web.address`` of the defaults, read from the spec the
+    block carries (its controls' defaults, as the page shows them) and written as ``url_text`` writes a value."""
+    from physai.interface import web
+    spec = web.block_data(block)['spec']
+    query = {}
+    for control in spec['controls']:
+        value = control['default']
+        if control['kind'] == 'choice':
+            text = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+        else:
+            text = f'{value:.12g}'
+        query[f'{spec["key"]}-{control["url"]}'] = text
+    return f'{page_url(docname)}?{urllib.parse.urlencode(query)}#physai-panel-{spec["key"]}'
 
 
 def stored_outputs(docname: str) -> Iterator[str]:
@@ -156,7 +173,7 @@ def draw_panels(out: pathlib.Path = PANELS_DIR) -> dict:
                     page.close()
                     if errors:
                         raise SystemExit(f'panel {key} of {docname}: the page raised {errors[0]}')
-                    address = panel_url(docname, key)
+                    address = first_view_url(docname, block)
                     qr = out / f'{key}-qr.png'
                     segno.make(address, error='m').save(str(qr), scale=8, border=2)
                     listing[key] = {'docname': docname, 'url': address, 'image': picture.name, 'qr': qr.name}
