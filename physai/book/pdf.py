@@ -175,7 +175,7 @@ def draw_panels(out: pathlib.Path = PANELS_DIR) -> dict:
                         raise SystemExit(f'panel {key} of {docname}: the page raised {errors[0]}')
                     address = first_view_url(docname, block)
                     qr = out / f'{key}-qr.png'
-                    segno.make(address, error='m').save(str(qr), scale=8, border=2)
+                    segno.make(address, error='l').save(str(qr), scale=8, border=4)
                     listing[key] = {'docname': docname, 'url': address, 'image': picture.name, 'qr': qr.name}
                     print(f'physai.book.pdf: panel {key} of {docname} drawn, {address}')
         finally:
