@@ -10,7 +10,7 @@ ifneq ($(wildcard ../shared/menagerie),)
 export MENAGERIE_ROOT ?= $(abspath ../shared/menagerie)
 endif
 
-.PHONY: book test test-newest clean
+.PHONY: book pdf pdf-debs test test-newest clean
 
 # The site's JavaScript dependency (MuJoCo's WebAssembly build for the live panels), pinned in package-lock.json.
 NPM := $(shell command -v npm 2>/dev/null)
@@ -32,22 +32,41 @@ $(STAMP): requirements.txt pyproject.toml
 book: $(STAMP) node_modules/.package-lock.json
 	$(BIN)/jupyter-book build --all -W -n --keep-going .
 
+# The PDF edition, _build/latex/simulated-actuators.pdf: the same pages through Jupyter Book's LaTeX builder and XeLaTeX
+# (book/_ext/physai_pdf.py: each live panel as its first view, its link and a QR code; tables as tables; the folded
+# answers at the end of each chapter). TeX comes from Debian's packages, installed here with apt-get when missing (as
+# root, else with sudo), as is Chromium, which draws the panels' first views. physai.book.pdf --check-log then fails on
+# any line set wider than the page (an Overfull \hbox beyond physai.book.pdf.OVERFULL_PT).
+PDF_DEBS := texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended texlive-xetex latexmk poppler-utils \
+            fonts-freefont-otf chromium
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+PDF := _build/latex/simulated-actuators.pdf
+pdf-debs:
+	@missing=; for deb in $(PDF_DEBS); do dpkg -s $$deb >/dev/null 2>&1 || missing="$$missing $$deb"; done; \
+	if [ -n "$$missing" ]; then echo "make pdf: installing$$missing"; \
+	    $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends$$missing >/dev/null; fi
+
+pdf: $(STAMP) node_modules/.package-lock.json pdf-debs
+	$(BIN)/python -m physai.book.pdf panels
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build --all -W -n --keep-going --builder pdflatex .
+	$(BIN)/python -m physai.book.pdf check-log _build/latex/simulated-actuators.log
+
 # The notebooks run twice: as stored, and with every simulation's start nudged by 1e-12 rad (physai.engine.perturb), which
 # moves the last bits the way another processor would; the stored outputs must survive both.
 NBVAL := $(BIN)/python -m pytest --nbval notebooks --nbval-sanitize-with notebooks/nbval_sanitize.cfg -p no:cacheprovider
 
-# lint-imports: physai's layer contract (pyproject.toml [tool.importlinter]); then four jobs, two at a time (most of
+# lint-imports: physai's layer contract (pyproject.toml [tool.importlinter]); then five jobs, two at a time (most of
 # each is one thread, and the machines here have two cores), the longest first: physai's tests in two halves (the
 # published book's (the site in Chromium and the Colab edition: one site build, one Chromium) and the others), the
 # chapters, the benchmarks' quick
-# modes. -O prints each job's output whole when it ends; each ends with a line "[time] NAME: wall, CPU" (.ci/timed.py).
+# modes, the PDF edition (test-pdf). -O prints each job's output whole when it ends; each ends with a line "[time] NAME: wall, CPU" (.ci/timed.py).
 TIMED := $(PYTHON) .ci/timed.py
 test: $(STAMP) node_modules/.package-lock.json
 	$(TIMED) lint-imports $(BIN)/lint-imports --no-cache
-	$(MAKE) --no-print-directory -j2 -O test-others test-site test-chapters test-benchmarks
+	$(MAKE) --no-print-directory -j2 -O test-others test-site test-chapters test-benchmarks test-pdf
 
 # All of physai's tests in one process; make test runs the same tests as test-site and test-others.
-.PHONY: test-physai test-site test-others test-chapters test-benchmarks quick-benchmarks
+.PHONY: test-physai test-site test-others test-chapters test-benchmarks quick-benchmarks test-pdf
 test-physai: $(STAMP) node_modules/.package-lock.json
 	$(BIN)/python -m pytest tests
 
@@ -57,7 +76,13 @@ test-site: $(STAMP) node_modules/.package-lock.json
 	$(TIMED) 'pytest -m site' $(BIN)/python -m pytest tests -m site
 
 test-others: $(STAMP) node_modules/.package-lock.json
-	$(TIMED) 'pytest -m "not site"' $(BIN)/python -m pytest tests -m 'not site'
+	$(TIMED) 'pytest -m "not site and not pdf"' $(BIN)/python -m pytest tests -m 'not site and not pdf'
+
+# The PDF edition built (make pdf) and checked (tests/test_pdf.py, marked pdf: every chapter of _toc.yml, every figure,
+# each chapter's glued numbers, the answers at each chapter's end, one page per chapter rendered to _build/pdf-pages).
+test-pdf: $(STAMP) node_modules/.package-lock.json
+	$(TIMED) 'make pdf' $(MAKE) --no-print-directory pdf
+	PHYSAI_PDF_REQUIRED=1 $(TIMED) 'pytest tests/test_pdf.py' $(BIN)/python -m pytest tests/test_pdf.py
 
 # Every benchmark (benchmarks/bench_*.py) in its quick mode, a few seconds each, so that none breaks unnoticed: each
 # must exit 0, and its last line (the figures it exists to print) is shown. A benchmark without --quick fails here.

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import types
@@ -22,7 +23,7 @@ from physai.engine import datasets
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / 'notebooks').glob('*.ipynb'))
-PHYSAI_SPEC = 'physai @ git+https://github.com/physai-book/simulated-actuators'
+PHYSAI_SPEC = 'physai @ git+https://github.com/physai-book/simulated-actuators@v0.1.0'
 PIP = [sys.executable, '-m', 'pip']
 REQUIRES = ['mujoco==3.17.0', 'mujoco-menagerie==2026.10.4', 'numpy>=1.26', 'pandas>=2.0',
             'huggingface_hub>=0.20; extra == "hub"']
@@ -156,7 +157,7 @@ def test_colab_with_mujoco_4_installs_physai_then_removes_mujoco_4_and_installs_
     ]
     lines = printed.splitlines()
     assert lines[:3] == [
-        "The book's numbers are for MuJoCo 3.17.0.",
+        "physai 0.1.0, the book's release v0.1.0: its numbers are for MuJoCo 3.17.0.",
         'This runtime has MuJoCo 4 (mujoco 4.0.0, mujoco-core 4.0.0, mujoco-studio 4.0.0): all of its parts are '
         'uninstalled first, since pip cannot safely change it in place (the parts share the one mujoco package).',
         '[1/2] pip uninstall --yes mujoco mujoco-core mujoco-studio']
@@ -183,7 +184,7 @@ def test_second_run_after_install_only_checks(runtime):
                               'mujoco-menagerie': '2026.10.4', 'physai': '0.1.0'})
     printed = run_cell()
     assert runtime.pip.commands == [BOOTSTRAP]
-    assert printed == "The book's numbers are for MuJoCo 3.17.0.\nReady: MuJoCo 3.17.0 and physai 0.1.0 are installed.\n"
+    assert printed == "physai 0.1.0, the book's release v0.1.0: its numbers are for MuJoCo 3.17.0.\nReady: MuJoCo 3.17.0 and physai 0.1.0 are installed.\n"
 
 
 def test_a_mujoco_4_already_imported_stops_run_all_with_a_restart_error(runtime, monkeypatch):
@@ -325,12 +326,14 @@ def test_the_mark_that_import_physai_reads_is_the_one_setup_writes():
     assert f"_os.environ.get('{colab.BOOK_RUNTIME_ENV}')" in source
 
 
-def test_a_failing_pip_stops_the_cell_with_its_exit_code(runtime):
+def test_a_failing_pip_stops_the_cell_with_one_line_that_says_what_to_do(runtime):
     runtime.on_colab()
     runtime.installed.update({'mujoco': None, 'physai': None})
     runtime.use_pip(output=('ERROR: No matching distribution found for mujoco==3.17.0\n',), returncode=1)
-    with pytest.raises(subprocess.CalledProcessError):
+    with pytest.raises(SystemExit) as stopped:
         run_cell()
+    assert str(stopped.value) == colab.PIP_FAILED
+    assert '\n' not in colab.PIP_FAILED and colab.VERSION in colab.PIP_FAILED and 'rerun' in colab.PIP_FAILED
     runtime.installed.update({'physai': '0.1.0'})
     with pytest.raises(RuntimeError, match='pip install failed with exit code 1'):
         colab.setup(modules={'google.colab': None}, pip=colab.run_pip, say=lambda line: None, environ={})
@@ -384,6 +387,19 @@ def test_colab_py_imports_only_the_standard_library():
 def test_repository_url_is_the_one_in_config():
     config = yaml.safe_load((ROOT / '_config.yml').read_text(encoding='utf-8'))
     assert colab.REPOSITORY_URL == config['repository']['url']
+
+
+def test_colab_installs_the_release_in_config_which_is_the_version_tag_or_a_commit():
+    """One version for physai and the book (pyproject.toml); the Colab cell installs the release _config.yml names:
+    that version's tag or an exact commit, never a branch that moves under the edition."""
+    import tomllib
+    config = yaml.safe_load((ROOT / '_config.yml').read_text(encoding='utf-8'))
+    version = tomllib.loads((ROOT / 'pyproject.toml').read_text(encoding='utf-8'))['project']['version']
+    assert colab.VERSION == version
+    assert colab.RELEASE == config['colab_release']
+    assert colab.RELEASE == f'v{version}' or re.fullmatch(r'[0-9a-f]{40}', colab.RELEASE), colab.RELEASE
+    assert colab.PHYSAI_SPEC.endswith(f'@{colab.RELEASE}') and f"'{colab.PHYSAI_SPEC}'" in colab.INSTALL_CELL
+    assert f'physai {version}' in colab.INSTALL_CELL
 
 
 def test_pins_match_requirements_and_physai_accepts_them():

@@ -44,8 +44,19 @@ import sys
 REPOSITORY_URL = 'https://github.com/physai-book/simulated-actuators'
 """The book's repository (``_config.yml``'s ``repository.url``; a test checks they agree)."""
 
-PHYSAI_SPEC = f'physai @ git+{REPOSITORY_URL}'
-"""What pip installs as physai on Colab."""
+VERSION = '0.1.0'
+"""physai's and the book's version (``pyproject.toml``'s; a test checks they agree)."""
+
+RELEASE = 'v0.1.0'
+"""The release of the repository the Colab edition installs: ``_config.yml``'s ``colab_release``, a tag (``v`` and
+:data:`VERSION`) or an exact commit, never a branch (a test checks both). Changed for a release only: see
+``CHANGELOG.md``."""
+
+PHYSAI_SPEC = f'physai @ git+{REPOSITORY_URL}@{RELEASE}'
+"""What pip installs as physai on Colab: the release this edition was generated from."""
+
+PIP_FAILED = f'pip could not install physai {VERSION} (see above): check github.com is reachable, then rerun.'
+"""The one line the first cell stops with when pip cannot install physai."""
 
 PINS = {'mujoco': '3.17.0', 'mujoco-menagerie': '2026.10.4'}
 """Exact versions the book's numbers are for (requirements.txt and pyproject.toml say the same; a test checks)."""
@@ -62,14 +73,15 @@ RESTART_ENV = 'PHYSAI_RESTART_NEEDED'
 until the runtime restarts, which clears it)."""
 
 INSTALL_CELL: str = f'''\
-# On Google Colab: install physai from the book's repository; its colab.py then installs MuJoCo {PINS['mujoco']} (the
-# book's numbers are for it), first uninstalling a MuJoCo 4 (mujoco, mujoco-core, mujoco-studio: changed in place
-# with pip it can break), and stops "Run all" if the runtime must restart. Elsewhere this cell does nothing.
+# On Google Colab: install physai {VERSION} (release {RELEASE} of the book's repository); its colab.py then installs
+# MuJoCo {PINS['mujoco']} (the book's numbers are for it), first uninstalling a MuJoCo 4 (changed in place with pip it
+# can break), and stops "Run all" if the runtime must restart. Elsewhere this cell does nothing.
 import sys
 if 'google.colab' in sys.modules:
     import importlib.util, os, runpy, subprocess
-    subprocess.run([sys.executable, '-m', 'pip', 'install', '--quiet', '--no-deps',
-                    '{PHYSAI_SPEC}'], check=True)
+    spec = '{PHYSAI_SPEC}'
+    if subprocess.run([sys.executable, '-m', 'pip', 'install', '--quiet', '--no-deps', spec]).returncode:
+        raise SystemExit({PIP_FAILED!r})
     importlib.invalidate_caches()
     physai_dir = importlib.util.find_spec('physai').submodule_search_locations[0]
     runpy.run_path(os.path.join(physai_dir, 'book', 'colab.py'))['setup']()'''
@@ -289,7 +301,7 @@ def setup(modules=None, version_of=installed_version, pip=run_pip, say=print, re
     names = sorted({*MUJOCO_PARTS, *PINS, *(_name(r) for r in requirements(wanted))})
     before = snapshot(names)
     current = {name: before.get(name) for name in names}
-    say(f'The book\'s numbers are for MuJoCo {PINS["mujoco"]}.')
+    say(f'physai {VERSION}, the book\'s release {RELEASE}: its numbers are for MuJoCo {PINS["mujoco"]}.')
     parts = [f'{name} {current[name]}' for name in MUJOCO_PARTS if current[name]]
     if current.get('mujoco-core') or current.get('mujoco-studio') or (
             current.get('mujoco') or PINS['mujoco']).split('.')[0] != PINS['mujoco'].split('.')[0]:

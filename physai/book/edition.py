@@ -54,7 +54,7 @@ import sys
 from collections.abc import Iterable
 
 from physai.book import buildit
-from physai.book.colab import INSTALL_CELL, PINS, REPOSITORY_URL, first_code_cell
+from physai.book.colab import INSTALL_CELL, PINS, RELEASE, REPOSITORY_URL, VERSION, first_code_cell
 
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -591,10 +591,12 @@ def header(book: Book, page: str) -> str:
             f'chapter\'s page shows them finished, with every figure: [{book.titles.get(page, page)}]'
             f'({book.page_url(page)}), in [{book_title}]({book.base_url}).\n'
             '>\n'
-            f'> Generated from `{page}.ipynb`: the numbers are written into the text, the answers are folded (click to '
-            'open) and no output is stored: predict, then run each cell and look.\n'
+            f'> Generated from `{page}.ipynb` of the book\'s release {RELEASE} (physai {VERSION}): the numbers are '
+            'written into the text, the answers are folded (click to open) and no output is stored: predict, then '
+            'run each cell and look.\n'
             '>\n'
-            f'> **Run the first code cell first.** On Colab it installs the book\'s helper package `physai` and MuJoCo '
+            f'> **Run the first code cell first.** On Colab it installs the book\'s helper package `physai` {VERSION} '
+            'and MuJoCo '
             f'{PINS["mujoco"]}, the version the book\'s numbers are for. A MuJoCo 4 already in the runtime (three pip '
             'packages: `mujoco`, `mujoco-core`, `mujoco-studio`) is uninstalled first, all three, since changing it '
             'in place with pip can leave it broken. If the cell stops with RESTART NEEDED, choose *Runtime > Restart '
