@@ -705,3 +705,160 @@ def test_the_arm_in_3d_opens_on_the_chapter_page_without_errors_and_its_picture_
         assert box['y'] + box['height'] <= 480 + 1 and box['height'] >= 480 / 3, f'{page}: the 3D view: {box}'
         assert _canvas_spread(visit, key) > 5, f'{page}: the 3D view is blank in the present view'
         assert not visit.our_errors(), '\n'.join(visit.our_errors())
+
+
+# --- the present view through a lecture (issue 43) --------------------------------------------------------------
+
+CHAPTER_PANELS = {'notebooks/01_position_actuators': 'servo', 'notebooks/02_actuator_models': 'pendulum',
+                  'notebooks/03_where_pd_runs': 'pd', 'notebooks/04_servo_sysid': 'sysid'}
+"""Each chapter's page panel, by its key."""
+
+# What a panel's present view gets wrong, besides its sizes (PANEL_SIZES_JS): the readout cut; anything in the plots'
+# box beside the plots (chapter 3 and 4's 3D button) over a plot; a verdict over a plot (a text of class pl-verdict)
+# on what the plot draws, its paths sampled every 2 units and its circles; e notation in the readout or a verdict; a
+# verdict whose colour disagrees with the readout's (one rule: bad reads in the diverged colour, bold, else the text's
+# colour).
+PRESENT_PROBLEMS_JS = """root => {
+    const problems = [], readout = root.querySelector('.pl-readout');
+    if (readout.scrollHeight > readout.clientHeight + 1 || readout.scrollWidth > readout.clientWidth + 1)
+        problems.push('the readout is cut: ' + readout.textContent);
+    const plots = Array.from(root.querySelectorAll('.pl-plots > svg')).filter((s) => getComputedStyle(s).display !== 'none');
+    const overlap = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+    for (const other of root.querySelectorAll('.pl-plots > :not(svg)')) {
+        if (other.classList.contains('pl-present-aside')) continue;
+        for (const target of other.querySelectorAll('button, select, span')) {
+            if (!target.offsetParent) continue;
+            for (const svg of plots) if (overlap(target.getBoundingClientRect(), svg.getBoundingClientRect()))
+                problems.push(`"${target.textContent.trim()}" covers the plot ${svg.getAttribute('class')}`);
+        }
+    }
+    if (/\\de[+-]\\d/.test(readout.textContent)) problems.push('e notation in the readout: ' + readout.textContent);
+    const readoutColor = getComputedStyle(readout).color, bad = readout.classList.contains('pl-bad');
+    for (const svg of plots) {
+        const points = [];
+        for (const path of svg.querySelectorAll('path')) {
+            if (path.closest('.pl-legend') || path.closest('defs')) continue;
+            let last = null;
+            for (const m of (path.getAttribute('d') || '').matchAll(/([MLZ])\\s*(?:(-?[\\d.]+)[ ,](-?[\\d.]+))?/g)) {
+                if (m[1] === 'Z') continue;
+                const x = Number(m[2]), y = Number(m[3]);
+                if (m[1] === 'L' && last) {
+                    const n = Math.max(1, Math.ceil(Math.hypot(x - last[0], y - last[1]) / 2));
+                    for (let i = 1; i <= n; i++) points.push([last[0] + (x - last[0]) * i / n, last[1] + (y - last[1]) * i / n]);
+                } else points.push([x, y]);
+                last = [x, y];
+            }
+        }
+        for (const c of svg.querySelectorAll('circle')) points.push([Number(c.getAttribute('cx')), Number(c.getAttribute('cy'))]);
+        const frame = svg.querySelector('.pl-frame').getBBox();
+        for (const t of svg.querySelectorAll('text.pl-verdict')) {
+            const b = t.getBBox();
+            const on = points.filter(([x, y]) => x >= b.x && x <= b.x + b.width && y >= b.y && y <= b.y + b.height
+                && x >= frame.x && x <= frame.x + frame.width && y >= frame.y && y <= frame.y + frame.height);
+            if (on.length) problems.push(`the verdict "${t.textContent}" crosses ${on.length} drawn points of ${svg.getAttribute('class')}`);
+            if (/\\de[+-]\\d/.test(t.textContent)) problems.push('e notation in a verdict: ' + t.textContent);
+            if (t.classList.contains('pl-bad') !== bad || (bad && getComputedStyle(t).fill !== readoutColor))
+                problems.push(`the verdict "${t.textContent}" is coloured unlike the readout (${bad ? 'bad' : 'good'})`);
+        }
+    }
+    return problems;
+}"""
+
+# Every control's settings to try: each range at its two ends, each choice at each option.
+CONTROL_SETTINGS_JS = """root => Array.from(root.querySelectorAll('.pl-controls input[type=range], .pl-controls select')).flatMap((c) =>
+    c.tagName === 'SELECT' ? Array.from(c.options).map((o) => [c.id, o.value]) : [[c.id, c.min], [c.id, c.max]])"""
+
+SET_JS = """([id, value]) => { const c = document.getElementById(id); c.value = value;
+    c.dispatchEvent(new Event('input', {bubbles: true})); c.dispatchEvent(new Event('change', {bubbles: true})); }"""
+
+
+def _settle(visit, key, drawn_before):
+    """Wait until panel ``key`` has drawn a picture after ``drawn_before`` and is not running."""
+    visit.page.wait_for_function("""([key, before]) => { const r = document.getElementById('physai-panel-' + key);
+        return Number(r.dataset.drawn) > before && r.dataset.state === 'idle'; }""", arg=[key, drawn_before],
+                                 timeout=PANEL_TIMEOUT_MS)
+    next_frames(visit.page)
+
+
+def _drawn(visit, key):
+    return int(visit.page.get_attribute(f'#physai-panel-{key}', 'data-drawn'))
+
+
+def _present_problems(visit, key, *, width, height, smallest):
+    """What is wrong with panel ``key``'s present view in a window of (width, height): it scrolls, a plot reaches past
+    the window, a text is under ``smallest`` CSS px, or PRESENT_PROBLEMS_JS finds something."""
+    panel = visit.page.locator(f'#physai-panel-{key}')
+    sizes = panel.evaluate(PANEL_SIZES_JS)
+    problems = list(panel.evaluate(PRESENT_PROBLEMS_JS))
+    if sizes['overflowX'] > 1 or sizes['overflowY'] > 1:
+        problems.append(f'the present view scrolls by {sizes["overflowX"]} x {sizes["overflowY"]} px')
+    problems += [f'a plot reaches past the window: {p}' for p in sizes['plots'] if p[3] > height + 1 or p[2] > width + 1]
+    small = [t for t in sizes['texts'] if t[0] < smallest - 0.01]
+    if small:
+        problems.append(f'text under {smallest:.1f} CSS px: {small[:3]}')
+    return problems
+
+
+PRESENT_WINDOWS = {'projector-150': (853, 480, 1.5, 13.0), 'screen-1080p': (1920, 1080, 1, 0.02 * 1080)}
+"""The windows a present view must hold in: a 720p projector at 150 % (853x480 CSS px, its smallest text 13 CSS px) and
+a 1920x1080 screen (its smallest text 2 % of the screen's height, for the back row)."""
+
+
+@pytest.mark.parametrize('window', list(PRESENT_WINDOWS))
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_the_present_view_holds_after_every_control_s_extremes(site, browser, page, window):
+    """Live, in the present view: every range control at each end and every choice at each option (each from the
+    chapter's setting): the view never scrolls, its text keeps its least size, the readout is whole, nothing covers a
+    plot, no verdict crosses the data and every verdict is coloured by the one rule."""
+    key = CHAPTER_PANELS[page]
+    width, height, scale, smallest = PRESENT_WINDOWS[window]
+    url = urllib.parse.urljoin(site, f'{page}.html?{key}-present=1#physai-panel-{key}')
+    with PageVisit(browser, url, width=width, height=height, scale=scale) as visit:
+        root = visit.page.locator(f'#physai-panel-{key}')
+        visit.page.wait_for_selector(f'#physai-panel-{key}[data-mode=live][data-state=idle]', state='attached',
+                                     timeout=PANEL_TIMEOUT_MS)
+        next_frames(visit.page)
+        found = [f'start: {p}' for p in _present_problems(visit, key, width=width, height=height, smallest=smallest)]
+        for control, value in root.evaluate(CONTROL_SETTINGS_JS):
+            before = _drawn(visit, key)
+            visit.page.evaluate(SET_JS, [control, value])
+            _settle(visit, key, before)
+            found += [f'{control}={value}: {p}'
+                      for p in _present_problems(visit, key, width=width, height=height, smallest=smallest)]
+            before = _drawn(visit, key)
+            root.locator('button:text("reset")').click()
+            _settle(visit, key, before)
+        screenshot(visit.page, path=SCREENSHOTS / f'{page.replace("/", "__")}-present-{window}.png')
+        assert not found, f'{page} at {width}x{height}:\n' + '\n'.join(found)
+        assert not visit.our_errors(), '\n'.join(visit.our_errors())
+
+
+LECTURE_SWITCHES = {'servo': ('integrator', 'implicitfast'), 'pendulum': ('integrator', 'discrete'),
+                    'pd': ('backend', 'in-loop'), 'sysid': ('integrator', 'implicitfast')}
+"""The switch book/instructors.md suggests after each lecture link opens."""
+
+
+def test_the_lecture_links_and_their_switches_hold_in_the_present_view_at_150_percent(site, browser):
+    """Each lecture link of book/instructors.md at 853x480 (a 720p projector at 150 %), before and after the switch
+    the page suggests: the present view holds (as above); screenshots of both."""
+    text = (ROOT / 'book' / 'instructors.md').read_text(encoding='utf-8')
+    links = re.findall(r'href="\.\./(notebooks/[0-9a-z_]+\.html\?[^"]+)"', text)
+    found = []
+    for link in links:
+        key = re.search(r'#physai-panel-([a-z-]+)', link).group(1)
+        name = link.split('.html')[0].replace('/', '__')
+        with PageVisit(browser, urllib.parse.urljoin(site, link), width=853, height=480, scale=1.5) as visit:
+            visit.page.wait_for_selector(f'#physai-panel-{key}[data-mode=live][data-state=idle]', state='attached',
+                                         timeout=PANEL_TIMEOUT_MS)
+            next_frames(visit.page)
+            screenshot(visit.page, path=SCREENSHOTS / f'{name}-lecture-853x480.png')
+            found += [f'{link}: {p}' for p in _present_problems(visit, key, width=853, height=480, smallest=13)]
+            control, value = LECTURE_SWITCHES[key]
+            before = _drawn(visit, key)
+            visit.page.evaluate(SET_JS, [f'physai-panel-{key}-{control}', value])
+            _settle(visit, key, before)
+            screenshot(visit.page, path=SCREENSHOTS / f'{name}-lecture-switched-853x480.png')
+            found += [f'{link} then {control}={value}: {p}'
+                      for p in _present_problems(visit, key, width=853, height=480, smallest=13)]
+            assert not visit.our_errors(), '\n'.join(visit.our_errors())
+    assert not found, '\n'.join(found)

@@ -31,12 +31,12 @@ const STYLE = `
 .physai-panel .pl-arm3d-head select{font:inherit}
 .physai-panel .pl-arm3d-why{font-style:italic}
 .physai-panel-present .pl-plots .pl-arm3d.pl-present-aside{display:flex;flex-direction:column;min-height:0;overflow:hidden}
-.physai-panel-present .pl-plots .pl-arm3d:not([data-arm3d=open]){position:absolute;right:10px;bottom:6px}
+.physai-panel-present .pl-plots .pl-arm3d:not([data-arm3d=open]){flex:1 1 100%;font-size:calc(13px * var(--pl-scale, 1))}
 .physai-panel-present .pl-arm3d.pl-present-aside .pl-arm3d-stage{flex:1 1 0;min-height:0}
 .physai-panel-present .pl-arm3d.pl-present-aside .physai-arm3d{flex:1 1 0;min-height:0;display:flex;flex-direction:column;margin:0}
-.physai-panel-present .pl-arm3d .physai-arm3d{font-size:13px}
+.physai-panel-present .pl-arm3d .physai-arm3d{font-size:calc(13px * var(--pl-scale, 1))}
 .physai-panel-present .pl-arm3d.pl-present-aside .physai-arm3d-bar,.physai-panel-present .pl-present-aside .pl-arm3d-head{gap:2px 6px;margin-top:2px}
-.physai-panel-present .pl-present-aside button,.physai-panel-present .pl-present-aside select{padding:1px 6px;min-height:26px}
+.physai-panel-present .pl-present-aside button,.physai-panel-present .pl-present-aside select{padding:1px 6px;min-height:calc(26px * var(--pl-scale, 1))}
 `;
 
 function injectStyle() {

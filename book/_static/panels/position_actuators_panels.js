@@ -172,13 +172,8 @@ export default class ServoPanel extends Panel {
     p.path(g, [0, k.duration], [0, 0], {stroke: c.command, 'stroke-width': 1, 'stroke-dasharray': '4 3'});
     const [xs, ys] = p.columns(r.qDeg.length, (i) => r.h * i, (i) => Math.max(lo - 5, Math.min(hi + 5, r.qDeg[i])));
     p.path(g, xs, ys, {stroke: c.response, 'stroke-width': 1.6});
-    const marks = p.layer('top-marks'), q0 = degrees(k.q0);
-    if (r.diverged) {
-      p.say(marks, this.say('flag', {}), p.x(k.duration / 2), p.y(0.45 * q0), {fill: c.diverged, 'font-size': 24,
-            'font-weight': 'bold', 'text-anchor': 'middle'});
-      p.say(marks, this.say('after', {t: r.tEnd}), p.x(k.duration / 2), p.y(0.45 * q0) + 18 * p.fs,
-            {fill: c.diverged, 'text-anchor': 'middle'});
-    } else if (r.settled) {
+    const marks = p.layer('top-marks'), q0 = degrees(k.q0), avoid = [];
+    if (!r.diverged && r.settled) {
       const qf = -r.sagDeg;
       p.path(marks, [0, k.duration], [qf, qf], {stroke: c.sag, 'stroke-width': 1, 'stroke-dasharray': '2 2'});
       const [t10, t90] = r.riseWindow;
@@ -189,7 +184,14 @@ export default class ServoPanel extends Panel {
         p.path(marks, [t10, t90], [q90, q90], {stroke: c.rise, 'stroke-width': 3});
       }
     }
-    p.sayLines(marks, r.readout, p.w - p.m.r - 6, p.h - p.m.b - 8 * p.fs, this.verdictAttrs(r.bad, {'text-anchor': 'end'}));
+    // the verdict where it covers the least of the trace: a diverged run's flag (and when), then the readout's words
+    if (r.diverged) {
+      const flag = this.verdictText(p, marks, this.say('flag', {}), true, {places: ['c', 'uc', 'lc'], attrs: {'font-size': 24}});
+      if (flag) avoid.push(flag.box);
+      const after = this.verdictText(p, marks, this.say('after', {t: r.tEnd}), true, {places: ['c', 'lc', 'uc'], avoid});
+      if (after) avoid.push(after.box);
+    }
+    this.verdictText(p, marks, r.readout, r.bad, {places: ['lr', 'ur', 'll', 'ul'], avoid});
     p.title(this.say('step_title', {integrator: values.integrator, h_ms: values.timestep * 1e3}));
     this.setReadout(r.readout, r.bad);
     this.drawZoom(r);
