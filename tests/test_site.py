@@ -862,3 +862,65 @@ def test_the_lecture_links_and_their_switches_hold_in_the_present_view_at_150_pe
                       for p in _present_problems(visit, key, width=853, height=480, smallest=13)]
             assert not visit.our_errors(), '\n'.join(visit.our_errors())
     assert not found, '\n'.join(found)
+
+
+# A pause long enough for what a touch could start to show (the address follows 250 ms after a move, ui.js): the test
+# checks that nothing happens, which no event announces.
+AFTER_TOUCH_JS = """() => new Promise((resolve) => setTimeout(() => requestAnimationFrame(() => resolve(true)), 600))"""
+
+
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_a_finger_that_scrolls_or_taps_on_a_slider_changes_neither_its_value_nor_the_address(site, browser, page):
+    """On a phone (390x844, touch), live: a vertical swipe that starts on each slider and a tap on it away from its
+    thumb leave its value, its text and the page's address as they were (a log slider's rounded position used to
+    nudge 100 to 100.29 and rewrite the address); a drag along it still moves it."""
+    key = CHAPTER_PANELS[page]
+    context = browser.new_context(viewport={'width': 390, 'height': 844}, has_touch=True, is_mobile=True)
+    context.route('**/*', lambda route: route.continue_() if route.request.url.startswith(site)
+                  or route.request.url.startswith('data:') else route.abort())
+    page_ = context.new_page()
+    page_.goto(urllib.parse.urljoin(site, page + '.html'))
+    page_.wait_for_selector(f'#physai-panel-{key}[data-drawn]', state='attached', timeout=PANEL_TIMEOUT_MS)
+    page_.click(f'#physai-panel-{key} .pl-run')
+    page_.wait_for_selector(f'#physai-panel-{key}[data-mode=live][data-state=idle]', state='attached',
+                            timeout=PANEL_TIMEOUT_MS)
+    cdp = context.new_cdp_session(page_)
+    state_js = """key => ({values: window.physaiPanels[key].values, address: location.href,
+        texts: Array.from(document.querySelectorAll('#physai-panel-' + key + ' .pl-value')).map((e) => e.textContent)})"""
+    moved = []
+    for slider in page_.locator(f'#physai-panel-{key} .pl-controls input[type=range]').all():
+        if slider.is_disabled():
+            continue
+        name = slider.get_attribute('id')
+        slider.evaluate("s => s.scrollIntoView({block: 'center'})")
+        box = slider.bounding_box()
+        before = page_.evaluate(state_js, key)
+        for fraction in (0.2, 0.8):   # a swipe down and a tap, away from the thumb on either side
+            x, y = box['x'] + fraction * box['width'], box['y'] + box['height'] / 2
+            cdp.send('Input.synthesizeScrollGesture', {'x': x, 'y': y, 'yDistance': -120, 'xDistance': 0,
+                                                       'gestureSourceType': 'touch', 'speed': 600})
+            slider.evaluate("s => s.scrollIntoView({block: 'center'})")
+            box = slider.bounding_box()
+            x, y = box['x'] + fraction * box['width'], box['y'] + box['height'] / 2
+            cdp.send('Input.dispatchTouchEvent', {'type': 'touchStart', 'touchPoints': [{'x': x, 'y': y}]})
+            cdp.send('Input.dispatchTouchEvent', {'type': 'touchEnd', 'touchPoints': []})
+            page_.evaluate(AFTER_TOUCH_JS)
+        page_.wait_for_selector(f'#physai-panel-{key}[data-state=idle]', state='attached', timeout=PANEL_TIMEOUT_MS)
+        after = page_.evaluate(state_js, key)
+        if after != before:
+            moved.append(f'{name}: {before} -> {after}')
+    assert not moved, f'{page}: a touch that was not a drag changed something:\n' + '\n'.join(moved)
+    # a drag along the first slider moves it (more across than down, past the touch threshold)
+    slider = page_.locator(f'#physai-panel-{key} .pl-controls input[type=range]').first
+    slider.evaluate("s => s.scrollIntoView({block: 'center'})")
+    box = slider.bounding_box()
+    before = page_.evaluate(state_js, key)
+    y = box['y'] + box['height'] / 2
+    cdp.send('Input.dispatchTouchEvent', {'type': 'touchStart', 'touchPoints': [{'x': box['x'] + 0.3 * box['width'], 'y': y}]})
+    for k in range(1, 11):
+        cdp.send('Input.dispatchTouchEvent', {'type': 'touchMove',
+                                              'touchPoints': [{'x': box['x'] + (0.3 + 0.05 * k) * box['width'], 'y': y}]})
+    cdp.send('Input.dispatchTouchEvent', {'type': 'touchEnd', 'touchPoints': []})
+    page_.evaluate(AFTER_TOUCH_JS)
+    assert page_.evaluate(state_js, key)['values'] != before['values'], f'{page}: a drag along a slider moved nothing'
+    context.close()

@@ -134,6 +134,8 @@ export default class PdPanel extends Panel {
   // the side the move leaves free; `done` (steps so far) while the run is on its way
   drawHold(r, values, done) {
     const k = this.constants, c = this.colors, wide = Array.prototype.some.call(r.qDeg, (x) => Math.abs(x) > k.ylimDeg[0]);
+    const [narrow, wider] = this.holdPlots;   // the wide range's plot at the size the layout gave the other (present)
+    Object.assign(wider.svg.style, {width: narrow.svg.style.width, height: narrow.svg.style.height});
     this.holdPlots.forEach((plot, i) => { plot.svg.style.display = (i === 1) === wide ? '' : 'none'; });
     const other = this.holdPlots[wide ? 0 : 1];
     other.layer('trace');
