@@ -924,3 +924,81 @@ def test_a_finger_that_scrolls_or_taps_on_a_slider_changes_neither_its_value_nor
     page_.evaluate(AFTER_TOUCH_JS)
     assert page_.evaluate(state_js, key)['values'] != before['values'], f'{page}: a drag along a slider moved nothing'
     context.close()
+
+
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_the_keyboard_stays_in_the_present_view_while_it_is_on(site, browser, page):
+    """Tab and Shift+Tab, many times round, keep the focus on the present view's own controls (never the page hidden
+    behind it); Esc leaves it and gives the focus back to its button."""
+    key = CHAPTER_PANELS[page]
+    with open_panels(browser, site, page, width=1280, height=800) as (visit, panels):
+        panel = visit.page.locator(f'#physai-panel-{key}')
+        panel.locator('button:text("present")').click()
+        inside_js = "key => document.getElementById('physai-panel-' + key).contains(document.activeElement)"
+        outside = []
+        for press in ['Tab'] * 30 + ['Shift+Tab'] * 30:
+            visit.page.keyboard.press(press)
+            if not visit.page.evaluate(inside_js, key):
+                outside.append(visit.page.evaluate('() => document.activeElement.outerHTML.slice(0, 80)'))
+        assert not outside, f'{page}: the focus left the present view for {outside[:3]}'
+        visit.page.keyboard.press('Escape')
+        assert not panel.evaluate('p => p.classList.contains("physai-panel-present")')
+        assert visit.page.evaluate('() => document.activeElement.textContent') == 'present'
+
+
+def _luminance(rgb):
+    channels = [c / 255 for c in rgb[:3]]
+    channels = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * channels[0] + 0.7152 * channels[1] + 0.0722 * channels[2]
+
+
+def contrast(a, b):
+    """WCAG's contrast ratio of two sRGB colours (r, g, b in 0..255)."""
+    la, lb = _luminance(a), _luminance(b)
+    return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
+
+
+# Every verdict's colour (the readout line and every text of class pl-verdict in a plot) and the background it is read
+# on (the plot's or the panel's), as [r, g, b].
+VERDICT_COLOURS_JS = """root => {
+    const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+    const out = [], readout = root.querySelector('.pl-readout');
+    out.push({text: readout.textContent, bad: readout.classList.contains('pl-bad'), color: rgb(getComputedStyle(readout).color),
+              background: rgb(getComputedStyle(root).backgroundColor)});
+    for (const t of root.querySelectorAll('svg text.pl-verdict')) {
+        out.push({text: t.textContent, bad: t.classList.contains('pl-bad'), color: rgb(getComputedStyle(t).fill),
+                  background: rgb(getComputedStyle(t.ownerSVGElement).backgroundColor)});
+    }
+    return out;
+}"""
+
+BAD_SETTINGS = {'servo': 'servo-kp=1000&servo-integrator=Euler',
+                'pendulum': 'pendulum-model=implicit&pendulum-kp=30000&pendulum-kv=5&pendulum-h=20&pendulum-forcerange=100',
+                'pd': 'pd-backend=in-loop', 'sysid': 'sysid-armature=0&sysid-h=20&sysid-integrator=Euler'}
+"""An address per chapter whose run gets a bad verdict (diverged or chatters; book/instructors.md's lecture links)."""
+
+
+@pytest.mark.parametrize('theme', ['light', 'dark'])
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_every_verdict_reads_at_4_5_to_1_in_either_theme_by_one_colour_rule(site, browser, page, theme):
+    """The chapter's setting and a failing one, live: every verdict (the readout and its copies over the plots) reads
+    at WCAG AA's 4.5:1 or more on its background in both themes; a bad verdict is the diverged red, a good one the
+    text's colour, the same in every chapter."""
+    key = CHAPTER_PANELS[page]
+    found, colours = [], {}
+    for query in (f'{key}-present=0', BAD_SETTINGS[key]):   # an address with a setting starts MuJoCo
+        url = urllib.parse.urljoin(site, f'{page}.html?{query}#physai-panel-{key}')
+        with PageVisit(browser, url, theme=theme, width=1280, height=800) as visit:
+            visit.page.wait_for_selector(f'#physai-panel-{key}[data-mode=live][data-state=idle]', state='attached',
+                                         timeout=PANEL_TIMEOUT_MS)
+            next_frames(visit.page)
+            for v in visit.page.locator(f'#physai-panel-{key}').evaluate(VERDICT_COLOURS_JS):
+                ratio = contrast(v['color'], v['background'])
+                colours.setdefault(v['bad'], set()).add(tuple(v['color']))
+                if ratio < 4.5:
+                    found.append(f'{v["text"]!r} at {ratio:.2f}:1 ({v["color"]} on {v["background"]})')
+    assert True in colours, f'{page}: no bad verdict seen at {BAD_SETTINGS[key]}'
+    assert not found, f'{page} ({theme}):\n' + '\n'.join(found)
+    assert all(len(c) == 1 for c in colours.values()), f'{page} ({theme}): more than one colour per verdict: {colours}'
+    expected_bad = {'light': (214, 39, 40), 'dark': (255, 112, 112)}[theme]
+    assert colours[True] == {expected_bad}, f'{page} ({theme}): a bad verdict in {colours[True]}'
