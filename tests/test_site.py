@@ -1002,3 +1002,42 @@ def test_every_verdict_reads_at_4_5_to_1_in_either_theme_by_one_colour_rule(site
     assert all(len(c) == 1 for c in colours.values()), f'{page} ({theme}): more than one colour per verdict: {colours}'
     expected_bad = {'light': (214, 39, 40), 'dark': (255, 112, 112)}[theme]
     assert colours[True] == {expected_bad}, f'{page} ({theme}): a bad verdict in {colours[True]}'
+
+
+def test_each_engine_file_is_fetched_once_per_page_and_every_download_button_states_its_size(site, browser):
+    """Without a disk cache: chapter 1 live, its background worker started and done, fetches mujoco.wasm and mujoco.js
+    once each (the worker gets the page's compiled engine); chapter 3's "show the arm in 3D", pressed first, states its
+    download (three.js, the arm and MuJoCo, measured at build time) and fetches each file once."""
+    for page, key in (('notebooks/01_position_actuators', 'servo'), ('notebooks/03_where_pd_runs', 'pd')):
+        context = browser.new_context(viewport={'width': 1280, 'height': 800})
+        context.route('**/*', lambda route: route.continue_() if route.request.url.startswith(site)
+                      or route.request.url.startswith('data:') else route.abort())
+        requests = []
+        context.on('request', lambda r: requests.append(r.url))
+        tab = context.new_page()
+        context.new_cdp_session(tab).send('Network.setCacheDisabled', {'cacheDisabled': True})
+        tab.goto(urllib.parse.urljoin(site, page + '.html'))
+        tab.wait_for_selector(f'#physai-panel-{key}[data-drawn]', state='attached', timeout=PANEL_TIMEOUT_MS)
+        run = tab.inner_text(f'#physai-panel-{key} .pl-run')
+        assert re.search(r'\(\d+\.\d MB download\)', run), run
+        if key == 'servo':
+            tab.click(f'#physai-panel-{key} .pl-run')
+            tab.wait_for_selector(f'#physai-panel-{key}[data-map-done]', state='attached', timeout=PANEL_TIMEOUT_MS)
+        else:
+            button = tab.locator(f'#physai-panel-{key} .pl-arm3d-head > button')
+            label = button.inner_text()
+            size = tab.evaluate('() => window.physaiArm3dSize.compressedMegabytes + window.physaiEngineSize.compressedMegabytes')
+            assert f'({size:.1f} MB download, with MuJoCo)' in label, label
+            button.click()
+            tab.wait_for_function("""key => { const a = window.physaiPanels[key].arm3d;
+                return a.view && a.view._clip && a.view.frames > 0; }""", arg=key, timeout=PANEL_TIMEOUT_MS)
+        tab.wait_for_load_state('networkidle')
+        counts = {}
+        for url in requests:
+            name = urllib.parse.urlsplit(url).path
+            if '/_static/mujoco/' in name or '/_static/three/' in name or '/_static/arm3d/' in name:
+                counts[name] = counts.get(name, 0) + 1
+        assert any(n.endswith('mujoco.wasm') for n in counts), f'{page}: the engine was not fetched: {counts}'
+        twice = {n: c for n, c in counts.items() if c > 1}
+        assert not twice, f'{page}: fetched more than once: {twice}'
+        context.close()

@@ -15,6 +15,7 @@
 //           simulated one: the page carries the recording's five arm joints, which the traces compare.
 
 import {el} from './figures.js';
+import {engineSize} from './ui.js';
 
 const VIEW_MODULE = new URL('../physai-arm3d.js', import.meta.url).href;
 const ASSETS = new URL('../arm3d/so101.json', import.meta.url).href;
@@ -102,8 +103,9 @@ export class ArmView {
     this.root = node('div', 'pl-arm3d', container);
     this.root.dataset.arm3d = 'closed';
     this.head = node('div', 'pl-arm3d-head', this.root);
-    this.openButton = node('button', '', this.head, '▶ show the arm in 3D');
+    this.openButton = node('button', '', this.head);
     this.openButton.type = 'button';
+    this.label();
     this.openButton.title = 'three.js and the arm\'s meshes load when you press this';
     this.openButton.addEventListener('click', () => (this.view ? this.close() : this.open()));
     this.why = node('span', 'pl-arm3d-why', this.head);
@@ -111,6 +113,20 @@ export class ArmView {
     const reason = this.unavailable();
     if (reason) this.say(reason);
     for (const plot of plots) this.scrubOn(plot);
+  }
+
+  // the button, with what pressing it downloads: three.js and the arm (measured when the site was built,
+  // window.physaiArm3dSize), and MuJoCo too while the panel is not live yet
+  label() {
+    if (this.view) return;
+    const size = typeof window === 'object' ? window.physaiArm3dSize : undefined;
+    let text = '▶ show the arm in 3D';
+    if (size) {
+      const engine = this.panel.mode === 'live' || !this.panel.live ? null : engineSize(this.panel.live);
+      const mb = size.compressedMegabytes + (engine ? engine.compressedMegabytes : 0);
+      text += ` (${mb.toFixed(1)} MB download${engine ? ', with MuJoCo' : ''})`;
+    }
+    this.openButton.textContent = text;
   }
 
   // the panel drew its plots again (the present view, a resize): the view goes under the new plots, as it was (open
@@ -155,6 +171,7 @@ export class ArmView {
   // still, so it takes no processor time from them; when the reader lets go it poses the last run and plays on.
   setRun(record) {
     this.record = record;
+    this.label();   // the panel is live: MuJoCo is no longer part of the download
     this.settle();
   }
 
@@ -354,7 +371,7 @@ export class ArmView {
     this.resumeAfterRun = false;
     clearTimeout(this.showing);
     this.cursor(NaN);
-    this.openButton.textContent = '▶ show the arm in 3D';
+    this.label();
     this.root.dataset.arm3d = 'closed';
     this.relayout();
   }

@@ -2,7 +2,7 @@
 // link on a <position> servo. The step response runs on the page at every input; the sag / rise curve over kp and
 // the stability map run in a Web Worker (worker.js) when armature, timestep, integrator or damping change, and
 // arrive when ready, the map row by row, so a control never waits for them. The analytic bound is drawn at once.
-import {Model} from './engine.js';
+import {Model, engineParts} from './engine.js';
 import {Plot, edges, el} from './figures.js';
 import {degrees, unpack} from './laws.js';
 import {kpCurve, stabilityRows, stepResponse} from './runs.js';
@@ -79,7 +79,7 @@ export default class ServoPanel extends Panel {
       this.worker = new Worker(WORKER_URL, {type: 'module'});
       this.worker.onmessage = (event) => this.onWorker(event.data);
       this.worker.onerror = () => { this.worker = null; };
-      this.worker.postMessage({kind: 'start', live, constants: this.constants});
+      this.worker.postMessage({kind: 'start', live, constants: this.constants, parts: await engineParts()});
     } catch (error) {
       this.worker = null;   // without module workers the same runs go on the page, one at a time between tasks
     }
