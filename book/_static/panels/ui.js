@@ -229,16 +229,20 @@ export class Panel {
   presentLayout() {
     const specs = [...this.spec.plots, ...this.extraPlots()];
     const order = [...this.plotsBox.children].map((svg) => specs.find((p) => svg.classList.contains(`pl-${p.key}`)));
-    const box = this.plotsBox.getBoundingClientRect(), scale = this.presentScaleValue ?? 1;
-    const minPlot = PRESENT_MIN_WIDTH * scale;
+    const scale = this.presentScaleValue ?? 1, minPlot = PRESENT_MIN_WIDTH * scale;
+    // a chapter's aside (the 3D view) on a wide screen: a column on the right, PRESENT_ASIDE of the width, as tall as
+    // the plots' room; the plots it keeps beside it (all if it names none) share the rest, the others are hidden. With
+    // it the readout keeps room for one line only (the view needs the height); if it wraps, the layout is made again
+    const full = Math.floor(this.root.clientWidth - 24);
+    const aside = full >= 2 * minPlot ? this.presentAside() : null;
+    this.root.classList.toggle('pl-present-with-aside', Boolean(aside));
+    this.readoutHeight = this.readout.getBoundingClientRect().height;
+    const box = this.plotsBox.getBoundingClientRect();
     // what the plots' box holds beside the plots, in a row under them (chapter 3 and 4's closed 3D view: its button)
     const under = [...this.plotsBox.children].filter((c) => c.tagName.toLowerCase() !== 'svg'
-      && !c.classList.contains('pl-present-aside') && getComputedStyle(c).position !== 'absolute')
+      && c !== aside?.element && !c.classList.contains('pl-present-aside') && getComputedStyle(c).position !== 'absolute')
       .reduce((sum, c) => sum + c.getBoundingClientRect().height + 4, 0);
-    const full = Math.floor(this.root.clientWidth - 24), height = Math.floor(window.innerHeight - box.top - 10 - under);
-    // a chapter's aside (the 3D view) on a wide screen: a column on the right, PRESENT_ASIDE of the width, as tall as
-    // the plots' room; the plots it keeps beside it (all if it names none) share the rest, the others are hidden
-    const aside = full >= 2 * minPlot ? this.presentAside() : null;
+    const height = Math.floor(window.innerHeight - box.top - 10 - under);
     this.presentAsideSize = aside ? {width: Math.round(PRESENT_ASIDE * full), height} : null;
     const width = aside ? full - this.presentAsideSize.width - 8 : full;
     const shown = order.filter((p, i) => p && order.indexOf(p) === i && (!aside?.plots || aside.plots.includes(p.key)));
@@ -411,6 +415,7 @@ export class Panel {
     this.root.setAttribute('role', this.present ? 'dialog' : 'group');
     if (this.present) this.root.setAttribute('aria-modal', 'true'); else this.root.removeAttribute('aria-modal');
     this.presentScaleSet();
+    if (!this.present) this.root.classList.remove('pl-present-with-aside');
     this.presentButton.textContent = this.present ? 'leave present (Esc)' : 'present';
     this.redrawPlots();
     this.writeUrl();
@@ -577,6 +582,11 @@ export class Panel {
   setReadout(text, bad) {
     this.readout.textContent = plainNumbers(text);
     this.readout.classList.toggle('pl-bad', Boolean(bad));
+    if (this.present && this.root.classList.contains('pl-present-with-aside')
+        && Math.abs(this.readout.getBoundingClientRect().height - this.readoutHeight) > 1) {
+      clearTimeout(this.refitTimer);   // the readout took another number of lines beside the 3D view: lay out again
+      this.refitTimer = setTimeout(() => this.redrawPlots(), 0);
+    }
   }
 
   // the verdict over a plot, where it covers the least of the data (Plot.placeText: `places` in order of preference,
