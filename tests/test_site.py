@@ -1041,3 +1041,35 @@ def test_each_engine_file_is_fetched_once_per_page_and_every_download_button_sta
         twice = {n: c for n, c in counts.items() if c > 1}
         assert not twice, f'{page}: fetched more than once: {twice}'
         context.close()
+
+
+# The cumulative layout shift (the Layout Instability API's sum, shifts after an input left out) a page has had by now,
+# and the elements that moved most.
+LAYOUT_SHIFT_JS = """() => new Promise((resolve) => {
+    let total = 0;
+    const moved = [];
+    new PerformanceObserver((list) => {
+        for (const e of list.getEntries()) {
+            if (e.hadRecentInput) continue;
+            total += e.value;
+            moved.push([Number(e.value.toFixed(3)), e.sources.map((s) => s.node ? (s.node.className || s.node.nodeName) : '?').join(' | ').slice(0, 120)]);
+        }
+    }).observe({type: 'layout-shift', buffered: true});
+    requestAnimationFrame(() => requestAnimationFrame(() => resolve({total, moved})));
+})"""
+
+
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_a_link_to_a_chapter_s_panel_opens_without_the_page_jumping(site, browser, page):
+    """Opened at ``#physai-panel-KEY`` (1280x800, nothing cached): once the page has loaded, its math is typeset, its
+    panel drawn and the images in view have arrived, the cumulative layout shift is under 0.1 (Core Web Vitals' good):
+    images carry their width and height, the folded answers are folded from the first paint."""
+    key = CHAPTER_PANELS[page]
+    with PageVisit(browser, urllib.parse.urljoin(site, f'{page}.html#physai-panel-{key}'), width=1280, height=800) as visit:
+        visit.page.wait_for_selector(f'#physai-panel-{key}[data-drawn]', state='attached', timeout=PANEL_TIMEOUT_MS)
+        visit.page.wait_for_load_state('networkidle')
+        next_frames(visit.page)
+        unsized = visit.page.eval_on_selector_all('main img', 'imgs => imgs.filter((i) => !i.getAttribute("width")).map((i) => i.src)')
+        assert not unsized, f'{page}: images without width and height: {unsized[:3]}'
+        shift = visit.page.evaluate(LAYOUT_SHIFT_JS)
+        assert shift['total'] < 0.1, f'{page}: layout shift {shift["total"]:.3f}: {shift["moved"][:5]}'

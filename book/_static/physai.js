@@ -1,3 +1,9 @@
+/* This script runs in the page's head, before its body: the class lets the style sheet fold the answers (dropdown
+   admonitions) from the first paint, before sphinx-togglebutton's script does it after the page has loaded, which
+   made everything under them jump (a reader opening a link to a panel saw the page move twice). Without
+   JavaScript the class is absent and the answers show. */
+document.documentElement.classList.add('physai-js');
+
 /* Displayed equations fit their column: an equation wider than the room beside its number is set in a smaller
    size, down to FIT_MIN of the text's (the long ones are split in the chapters' source, so at desktop width
    none needs it; on a phone some do). Below that the equation scrolls inside its own box, never the page. */
