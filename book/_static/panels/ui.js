@@ -121,7 +121,7 @@ export class Panel {
     });
     // a focus that lands outside the present view (a click on the hidden page behind it, a script) comes back to it
     document.addEventListener('focusin', (event) => {
-      if (this.present && !this.root.contains(event.target)) this.presentButton.focus();
+      if (this.present && !this.root.contains(event.target)) this.root.focus({preventScroll: true});
     });
     window.addEventListener('resize', () => {
       if (!this.present) return;
@@ -419,9 +419,14 @@ export class Panel {
     this.presentButton.textContent = this.present ? 'leave present (Esc)' : 'present';
     this.redrawPlots();
     this.writeUrl();
-    // the keyboard stays in the present view while it is on (trapFocus), and comes back to the button after it
-    if (this.present && !this.root.contains(document.activeElement)) this.presentButton.focus();
-    else if (!this.present) this.presentButton.focus({preventScroll: false});
+    // the keyboard stays in the present view while it is on (trapFocus): the view itself takes the focus (no ring on
+    // the projector), and the button gets it back after it
+    if (this.present && !this.root.contains(document.activeElement)) {
+      this.root.tabIndex = -1;
+      this.root.focus({preventScroll: true});
+    } else if (!this.present) {
+      this.presentButton.focus({preventScroll: false});
+    }
   }
 
   // the present view's scale for the window's size (presentScale), as a CSS variable its style sheet multiplies by
@@ -436,7 +441,7 @@ export class Panel {
       .filter((e) => !e.disabled && e.offsetParent !== null && e.tabIndex >= 0);
     if (!focusable.length) return;
     const first = focusable[0], last = focusable[focusable.length - 1], at = document.activeElement;
-    const inside = this.root.contains(at);
+    const inside = this.root.contains(at) && at !== this.root;
     if (event.shiftKey && (!inside || at === first)) { event.preventDefault(); last.focus(); }
     else if (!event.shiftKey && (!inside || at === last)) { event.preventDefault(); first.focus(); }
   }
