@@ -188,3 +188,19 @@ def test_the_bookkeeping_at_a_chapters_top_is_folded_away_and_shown_in_the_noteb
             assert cells.nth(k).locator('details summary').count() >= 1, f'{page}: code cell {k + 1} has no toggle'
     finally:
         visit.close()
+
+
+# Code cells' sources that run past their box: how far, and the line's start.
+CODE_OVERFLOW_JS = """() => Array.from(document.querySelectorAll('article div.cell_input div.highlight pre'))
+    .filter((pre) => pre.getClientRects().length && pre.scrollWidth > pre.clientWidth + 1)
+    .map((pre) => [pre.scrollWidth - pre.clientWidth, pre.innerText.slice(0, 60)])"""
+
+
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_at_desktop_width_code_cells_wrap_to_the_column(site, browser, page):
+    visit = Visit(browser, site, page, width=1280, height=800)
+    try:
+        wide = visit.page.evaluate(CODE_OVERFLOW_JS)
+        assert not wide, f'{page} at 1280 px: {len(wide)} code cells scroll sideways, e.g. {wide[:3]}'
+    finally:
+        visit.close()

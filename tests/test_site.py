@@ -705,3 +705,375 @@ def test_the_arm_in_3d_opens_on_the_chapter_page_without_errors_and_its_picture_
         assert box['y'] + box['height'] <= 480 + 1 and box['height'] >= 480 / 3, f'{page}: the 3D view: {box}'
         assert _canvas_spread(visit, key) > 5, f'{page}: the 3D view is blank in the present view'
         assert not visit.our_errors(), '\n'.join(visit.our_errors())
+
+
+# --- the present view through a lecture (issue 43) --------------------------------------------------------------
+
+CHAPTER_PANELS = {'notebooks/01_position_actuators': 'servo', 'notebooks/02_actuator_models': 'pendulum',
+                  'notebooks/03_where_pd_runs': 'pd', 'notebooks/04_servo_sysid': 'sysid'}
+"""Each chapter's page panel, by its key."""
+
+# What a panel's present view gets wrong, besides its sizes (PANEL_SIZES_JS): the readout cut; anything in the plots'
+# box beside the plots (chapter 3 and 4's 3D button) over a plot; a verdict over a plot (a text of class pl-verdict)
+# on what the plot draws, its paths sampled every 2 units and its circles; e notation in the readout or a verdict; a
+# verdict whose colour disagrees with the readout's (one rule: bad reads in the diverged colour, bold, else the text's
+# colour).
+PRESENT_PROBLEMS_JS = """root => {
+    const problems = [], readout = root.querySelector('.pl-readout');
+    if (readout.scrollHeight > readout.clientHeight + 1 || readout.scrollWidth > readout.clientWidth + 1)
+        problems.push('the readout is cut: ' + readout.textContent);
+    const plots = Array.from(root.querySelectorAll('.pl-plots > svg')).filter((s) => getComputedStyle(s).display !== 'none');
+    const overlap = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+    for (const other of root.querySelectorAll('.pl-plots > :not(svg)')) {
+        if (other.classList.contains('pl-present-aside')) continue;
+        for (const target of other.querySelectorAll('button, select, span')) {
+            if (!target.offsetParent) continue;
+            for (const svg of plots) if (overlap(target.getBoundingClientRect(), svg.getBoundingClientRect()))
+                problems.push(`"${target.textContent.trim()}" covers the plot ${svg.getAttribute('class')}`);
+        }
+    }
+    if (/\\de[+-]\\d/.test(readout.textContent)) problems.push('e notation in the readout: ' + readout.textContent);
+    const readoutColor = getComputedStyle(readout).color, bad = readout.classList.contains('pl-bad');
+    for (const svg of plots) {
+        const points = [];
+        for (const path of svg.querySelectorAll('path')) {
+            if (path.closest('.pl-legend') || path.closest('defs')) continue;
+            let last = null;
+            for (const m of (path.getAttribute('d') || '').matchAll(/([MLZ])\\s*(?:(-?[\\d.]+)[ ,](-?[\\d.]+))?/g)) {
+                if (m[1] === 'Z') continue;
+                const x = Number(m[2]), y = Number(m[3]);
+                if (m[1] === 'L' && last) {
+                    const n = Math.max(1, Math.ceil(Math.hypot(x - last[0], y - last[1]) / 2));
+                    for (let i = 1; i <= n; i++) points.push([last[0] + (x - last[0]) * i / n, last[1] + (y - last[1]) * i / n]);
+                } else points.push([x, y]);
+                last = [x, y];
+            }
+        }
+        for (const c of svg.querySelectorAll('circle')) points.push([Number(c.getAttribute('cx')), Number(c.getAttribute('cy'))]);
+        const frame = svg.querySelector('.pl-frame').getBBox();
+        for (const t of svg.querySelectorAll('text.pl-verdict')) {
+            const b = t.getBBox();
+            const on = points.filter(([x, y]) => x >= b.x && x <= b.x + b.width && y >= b.y && y <= b.y + b.height
+                && x >= frame.x && x <= frame.x + frame.width && y >= frame.y && y <= frame.y + frame.height);
+            if (on.length) problems.push(`the verdict "${t.textContent}" crosses ${on.length} drawn points of ${svg.getAttribute('class')}`);
+            if (/\\de[+-]\\d/.test(t.textContent)) problems.push('e notation in a verdict: ' + t.textContent);
+            if (t.classList.contains('pl-bad') !== bad || (bad && getComputedStyle(t).fill !== readoutColor))
+                problems.push(`the verdict "${t.textContent}" is coloured unlike the readout (${bad ? 'bad' : 'good'})`);
+        }
+    }
+    return problems;
+}"""
+
+# Every control's settings to try: each range at its two ends, each choice at each option.
+CONTROL_SETTINGS_JS = """root => Array.from(root.querySelectorAll('.pl-controls input[type=range], .pl-controls select')).flatMap((c) =>
+    c.tagName === 'SELECT' ? Array.from(c.options).map((o) => [c.id, o.value]) : [[c.id, c.min], [c.id, c.max]])"""
+
+SET_JS = """([id, value]) => { const c = document.getElementById(id); c.value = value;
+    c.dispatchEvent(new Event('input', {bubbles: true})); c.dispatchEvent(new Event('change', {bubbles: true})); }"""
+
+
+def _settle(visit, key, drawn_before):
+    """Wait until panel ``key`` has drawn a picture after ``drawn_before`` and is not running."""
+    visit.page.wait_for_function("""([key, before]) => { const r = document.getElementById('physai-panel-' + key);
+        return Number(r.dataset.drawn) > before && r.dataset.state === 'idle'; }""", arg=[key, drawn_before],
+                                 timeout=PANEL_TIMEOUT_MS)
+    next_frames(visit.page)
+
+
+def _drawn(visit, key):
+    return int(visit.page.get_attribute(f'#physai-panel-{key}', 'data-drawn'))
+
+
+def _present_problems(visit, key, *, width, height, smallest):
+    """What is wrong with panel ``key``'s present view in a window of (width, height): it scrolls, a plot reaches past
+    the window, a text is under ``smallest`` CSS px, or PRESENT_PROBLEMS_JS finds something."""
+    panel = visit.page.locator(f'#physai-panel-{key}')
+    sizes = panel.evaluate(PANEL_SIZES_JS)
+    problems = list(panel.evaluate(PRESENT_PROBLEMS_JS))
+    if sizes['overflowX'] > 1 or sizes['overflowY'] > 1:
+        problems.append(f'the present view scrolls by {sizes["overflowX"]} x {sizes["overflowY"]} px')
+    problems += [f'a plot reaches past the window: {p}' for p in sizes['plots'] if p[3] > height + 1 or p[2] > width + 1]
+    small = [t for t in sizes['texts'] if t[0] < smallest - 0.01]
+    if small:
+        problems.append(f'text under {smallest:.1f} CSS px: {small[:3]}')
+    return problems
+
+
+PRESENT_WINDOWS = {'projector-150': (853, 480, 1.5, 13.0), 'screen-1080p': (1920, 1080, 1, 0.02 * 1080)}
+"""The windows a present view must hold in: a 720p projector at 150 % (853x480 CSS px, its smallest text 13 CSS px) and
+a 1920x1080 screen (its smallest text 2 % of the screen's height, for the back row)."""
+
+
+@pytest.mark.parametrize('window', list(PRESENT_WINDOWS))
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_the_present_view_holds_after_every_control_s_extremes(site, browser, page, window):
+    """Live, in the present view: every range control at each end and every choice at each option (each from the
+    chapter's setting): the view never scrolls, its text keeps its least size, the readout is whole, nothing covers a
+    plot, no verdict crosses the data and every verdict is coloured by the one rule."""
+    key = CHAPTER_PANELS[page]
+    width, height, scale, smallest = PRESENT_WINDOWS[window]
+    url = urllib.parse.urljoin(site, f'{page}.html?{key}-present=1#physai-panel-{key}')
+    with PageVisit(browser, url, width=width, height=height, scale=scale) as visit:
+        root = visit.page.locator(f'#physai-panel-{key}')
+        visit.page.wait_for_selector(f'#physai-panel-{key}[data-mode=live][data-state=idle]', state='attached',
+                                     timeout=PANEL_TIMEOUT_MS)
+        next_frames(visit.page)
+        found = [f'start: {p}' for p in _present_problems(visit, key, width=width, height=height, smallest=smallest)]
+        for control, value in root.evaluate(CONTROL_SETTINGS_JS):
+            before = _drawn(visit, key)
+            visit.page.evaluate(SET_JS, [control, value])
+            _settle(visit, key, before)
+            found += [f'{control}={value}: {p}'
+                      for p in _present_problems(visit, key, width=width, height=height, smallest=smallest)]
+            before = _drawn(visit, key)
+            root.locator('button:text("reset")').click()
+            _settle(visit, key, before)
+        screenshot(visit.page, path=SCREENSHOTS / f'{page.replace("/", "__")}-present-{window}.png')
+        assert not found, f'{page} at {width}x{height}:\n' + '\n'.join(found)
+        assert not visit.our_errors(), '\n'.join(visit.our_errors())
+
+
+LECTURE_SWITCHES = {'servo': ('integrator', 'implicitfast'), 'pendulum': ('integrator', 'discrete'),
+                    'pd': ('backend', 'in-loop'), 'sysid': ('integrator', 'implicitfast')}
+"""The switch book/instructors.md suggests after each lecture link opens."""
+
+
+def test_the_lecture_links_and_their_switches_hold_in_the_present_view_at_150_percent(site, browser):
+    """Each lecture link of book/instructors.md at 853x480 (a 720p projector at 150 %), before and after the switch
+    the page suggests: the present view holds (as above); screenshots of both."""
+    text = (ROOT / 'book' / 'instructors.md').read_text(encoding='utf-8')
+    links = re.findall(r'href="\.\./(notebooks/[0-9a-z_]+\.html\?[^"]+)"', text)
+    found = []
+    for link in links:
+        key = re.search(r'#physai-panel-([a-z-]+)', link).group(1)
+        name = link.split('.html')[0].replace('/', '__')
+        with PageVisit(browser, urllib.parse.urljoin(site, link), width=853, height=480, scale=1.5) as visit:
+            visit.page.wait_for_selector(f'#physai-panel-{key}[data-mode=live][data-state=idle]', state='attached',
+                                         timeout=PANEL_TIMEOUT_MS)
+            next_frames(visit.page)
+            screenshot(visit.page, path=SCREENSHOTS / f'{name}-lecture-853x480.png')
+            found += [f'{link}: {p}' for p in _present_problems(visit, key, width=853, height=480, smallest=13)]
+            control, value = LECTURE_SWITCHES[key]
+            before = _drawn(visit, key)
+            visit.page.evaluate(SET_JS, [f'physai-panel-{key}-{control}', value])
+            _settle(visit, key, before)
+            screenshot(visit.page, path=SCREENSHOTS / f'{name}-lecture-switched-853x480.png')
+            found += [f'{link} then {control}={value}: {p}'
+                      for p in _present_problems(visit, key, width=853, height=480, smallest=13)]
+            assert not visit.our_errors(), '\n'.join(visit.our_errors())
+    assert not found, '\n'.join(found)
+
+
+# A pause long enough for what a touch could start to show (the address follows 250 ms after a move, ui.js): the test
+# checks that nothing happens, which no event announces.
+AFTER_TOUCH_JS = """() => new Promise((resolve) => setTimeout(() => requestAnimationFrame(() => resolve(true)), 600))"""
+
+
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_a_finger_that_scrolls_or_taps_on_a_slider_changes_neither_its_value_nor_the_address(site, browser, page):
+    """On a phone (390x844, touch), live: a vertical swipe that starts on each slider and a tap on it away from its
+    thumb leave its value, its text and the page's address as they were (a log slider's rounded position used to
+    nudge 100 to 100.29 and rewrite the address); a drag along it still moves it."""
+    key = CHAPTER_PANELS[page]
+    context = browser.new_context(viewport={'width': 390, 'height': 844}, has_touch=True, is_mobile=True)
+    context.route('**/*', lambda route: route.continue_() if route.request.url.startswith(site)
+                  or route.request.url.startswith('data:') else route.abort())
+    page_ = context.new_page()
+    page_.goto(urllib.parse.urljoin(site, page + '.html'))
+    page_.wait_for_selector(f'#physai-panel-{key}[data-drawn]', state='attached', timeout=PANEL_TIMEOUT_MS)
+    page_.click(f'#physai-panel-{key} .pl-run')
+    page_.wait_for_selector(f'#physai-panel-{key}[data-mode=live][data-state=idle]', state='attached',
+                            timeout=PANEL_TIMEOUT_MS)
+    cdp = context.new_cdp_session(page_)
+    state_js = """key => ({values: window.physaiPanels[key].values, address: location.href,
+        texts: Array.from(document.querySelectorAll('#physai-panel-' + key + ' .pl-value')).map((e) => e.textContent)})"""
+    moved = []
+    for slider in page_.locator(f'#physai-panel-{key} .pl-controls input[type=range]').all():
+        if slider.is_disabled():
+            continue
+        name = slider.get_attribute('id')
+        slider.evaluate("s => s.scrollIntoView({block: 'center'})")
+        box = slider.bounding_box()
+        before = page_.evaluate(state_js, key)
+        for fraction in (0.2, 0.8):   # a swipe down and a tap, away from the thumb on either side
+            x, y = box['x'] + fraction * box['width'], box['y'] + box['height'] / 2
+            cdp.send('Input.synthesizeScrollGesture', {'x': x, 'y': y, 'yDistance': -120, 'xDistance': 0,
+                                                       'gestureSourceType': 'touch', 'speed': 600})
+            slider.evaluate("s => s.scrollIntoView({block: 'center'})")
+            box = slider.bounding_box()
+            x, y = box['x'] + fraction * box['width'], box['y'] + box['height'] / 2
+            cdp.send('Input.dispatchTouchEvent', {'type': 'touchStart', 'touchPoints': [{'x': x, 'y': y}]})
+            cdp.send('Input.dispatchTouchEvent', {'type': 'touchEnd', 'touchPoints': []})
+            page_.evaluate(AFTER_TOUCH_JS)
+        page_.wait_for_selector(f'#physai-panel-{key}[data-state=idle]', state='attached', timeout=PANEL_TIMEOUT_MS)
+        after = page_.evaluate(state_js, key)
+        if after != before:
+            moved.append(f'{name}: {before} -> {after}')
+    assert not moved, f'{page}: a touch that was not a drag changed something:\n' + '\n'.join(moved)
+    # a drag along the first slider moves it (more across than down, past the touch threshold)
+    slider = page_.locator(f'#physai-panel-{key} .pl-controls input[type=range]').first
+    slider.evaluate("s => s.scrollIntoView({block: 'center'})")
+    box = slider.bounding_box()
+    before = page_.evaluate(state_js, key)
+    y = box['y'] + box['height'] / 2
+    cdp.send('Input.dispatchTouchEvent', {'type': 'touchStart', 'touchPoints': [{'x': box['x'] + 0.3 * box['width'], 'y': y}]})
+    for k in range(1, 11):
+        cdp.send('Input.dispatchTouchEvent', {'type': 'touchMove',
+                                              'touchPoints': [{'x': box['x'] + (0.3 + 0.05 * k) * box['width'], 'y': y}]})
+    cdp.send('Input.dispatchTouchEvent', {'type': 'touchEnd', 'touchPoints': []})
+    page_.evaluate(AFTER_TOUCH_JS)
+    assert page_.evaluate(state_js, key)['values'] != before['values'], f'{page}: a drag along a slider moved nothing'
+    context.close()
+
+
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_the_keyboard_stays_in_the_present_view_while_it_is_on(site, browser, page):
+    """Tab and Shift+Tab, many times round, keep the focus on the present view's own controls (never the page hidden
+    behind it); Esc leaves it and gives the focus back to its button."""
+    key = CHAPTER_PANELS[page]
+    with open_panels(browser, site, page, width=1280, height=800) as (visit, panels):
+        panel = visit.page.locator(f'#physai-panel-{key}')
+        panel.locator('button:text("present")').click()
+        inside_js = "key => document.getElementById('physai-panel-' + key).contains(document.activeElement)"
+        outside = []
+        for press in ['Tab'] * 30 + ['Shift+Tab'] * 30:
+            visit.page.keyboard.press(press)
+            if not visit.page.evaluate(inside_js, key):
+                outside.append(visit.page.evaluate('() => document.activeElement.outerHTML.slice(0, 80)'))
+        assert not outside, f'{page}: the focus left the present view for {outside[:3]}'
+        visit.page.keyboard.press('Escape')
+        assert not panel.evaluate('p => p.classList.contains("physai-panel-present")')
+        assert visit.page.evaluate('() => document.activeElement.textContent') == 'present'
+
+
+def _luminance(rgb):
+    channels = [c / 255 for c in rgb[:3]]
+    channels = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * channels[0] + 0.7152 * channels[1] + 0.0722 * channels[2]
+
+
+def contrast(a, b):
+    """WCAG's contrast ratio of two sRGB colours (r, g, b in 0..255)."""
+    la, lb = _luminance(a), _luminance(b)
+    return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
+
+
+# Every verdict's colour (the readout line and every text of class pl-verdict in a plot) and the background it is read
+# on (the plot's or the panel's), as [r, g, b].
+VERDICT_COLOURS_JS = """root => {
+    const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+    const out = [], readout = root.querySelector('.pl-readout');
+    out.push({text: readout.textContent, bad: readout.classList.contains('pl-bad'), color: rgb(getComputedStyle(readout).color),
+              background: rgb(getComputedStyle(root).backgroundColor)});
+    for (const t of root.querySelectorAll('svg text.pl-verdict')) {
+        out.push({text: t.textContent, bad: t.classList.contains('pl-bad'), color: rgb(getComputedStyle(t).fill),
+                  background: rgb(getComputedStyle(t.ownerSVGElement).backgroundColor)});
+    }
+    return out;
+}"""
+
+BAD_SETTINGS = {'servo': 'servo-kp=1000&servo-integrator=Euler',
+                'pendulum': 'pendulum-model=implicit&pendulum-kp=30000&pendulum-kv=5&pendulum-h=20&pendulum-forcerange=100',
+                'pd': 'pd-backend=in-loop', 'sysid': 'sysid-armature=0&sysid-h=20&sysid-integrator=Euler'}
+"""An address per chapter whose run gets a bad verdict (diverged or chatters; book/instructors.md's lecture links)."""
+
+
+@pytest.mark.parametrize('theme', ['light', 'dark'])
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_every_verdict_reads_at_4_5_to_1_in_either_theme_by_one_colour_rule(site, browser, page, theme):
+    """The chapter's setting and a failing one, live: every verdict (the readout and its copies over the plots) reads
+    at WCAG AA's 4.5:1 or more on its background in both themes; a bad verdict is the diverged red, a good one the
+    text's colour, the same in every chapter."""
+    key = CHAPTER_PANELS[page]
+    found, colours = [], {}
+    for query in (f'{key}-present=0', BAD_SETTINGS[key]):   # an address with a setting starts MuJoCo
+        url = urllib.parse.urljoin(site, f'{page}.html?{query}#physai-panel-{key}')
+        with PageVisit(browser, url, theme=theme, width=1280, height=800) as visit:
+            visit.page.wait_for_selector(f'#physai-panel-{key}[data-mode=live][data-state=idle]', state='attached',
+                                         timeout=PANEL_TIMEOUT_MS)
+            next_frames(visit.page)
+            for v in visit.page.locator(f'#physai-panel-{key}').evaluate(VERDICT_COLOURS_JS):
+                ratio = contrast(v['color'], v['background'])
+                colours.setdefault(v['bad'], set()).add(tuple(v['color']))
+                if ratio < 4.5:
+                    found.append(f'{v["text"]!r} at {ratio:.2f}:1 ({v["color"]} on {v["background"]})')
+    assert True in colours, f'{page}: no bad verdict seen at {BAD_SETTINGS[key]}'
+    assert not found, f'{page} ({theme}):\n' + '\n'.join(found)
+    assert all(len(c) == 1 for c in colours.values()), f'{page} ({theme}): more than one colour per verdict: {colours}'
+    expected_bad = {'light': (214, 39, 40), 'dark': (255, 112, 112)}[theme]
+    assert colours[True] == {expected_bad}, f'{page} ({theme}): a bad verdict in {colours[True]}'
+
+
+def test_each_engine_file_is_fetched_once_per_page_and_every_download_button_states_its_size(site, browser):
+    """Without a disk cache: chapter 1 live, its background worker started and done, fetches mujoco.wasm and mujoco.js
+    once each (the worker gets the page's compiled engine); chapter 3's "show the arm in 3D", pressed first, states its
+    download (three.js, the arm and MuJoCo, measured at build time) and fetches each file once."""
+    for page, key in (('notebooks/01_position_actuators', 'servo'), ('notebooks/03_where_pd_runs', 'pd')):
+        context = browser.new_context(viewport={'width': 1280, 'height': 800})
+        context.route('**/*', lambda route: route.continue_() if route.request.url.startswith(site)
+                      or route.request.url.startswith('data:') else route.abort())
+        requests = []
+        context.on('request', lambda r: requests.append(r.url))
+        tab = context.new_page()
+        context.new_cdp_session(tab).send('Network.setCacheDisabled', {'cacheDisabled': True})
+        tab.goto(urllib.parse.urljoin(site, page + '.html'))
+        tab.wait_for_selector(f'#physai-panel-{key}[data-drawn]', state='attached', timeout=PANEL_TIMEOUT_MS)
+        run = tab.inner_text(f'#physai-panel-{key} .pl-run')
+        assert re.search(r'\(\d+\.\d MB download\)', run), run
+        if key == 'servo':
+            tab.click(f'#physai-panel-{key} .pl-run')
+            tab.wait_for_selector(f'#physai-panel-{key}[data-map-done]', state='attached', timeout=PANEL_TIMEOUT_MS)
+        else:
+            button = tab.locator(f'#physai-panel-{key} .pl-arm3d-head > button')
+            label = button.inner_text()
+            size = tab.evaluate('() => window.physaiArm3dSize.compressedMegabytes + window.physaiEngineSize.compressedMegabytes')
+            assert f'({size:.1f} MB download, with MuJoCo)' in label, label
+            button.click()
+            tab.wait_for_function("""key => { const a = window.physaiPanels[key].arm3d;
+                return a.view && a.view._clip && a.view.frames > 0; }""", arg=key, timeout=PANEL_TIMEOUT_MS)
+        tab.wait_for_load_state('networkidle')
+        counts = {}
+        for url in requests:
+            name = urllib.parse.urlsplit(url).path
+            if '/_static/mujoco/' in name or '/_static/three/' in name or '/_static/arm3d/' in name:
+                counts[name] = counts.get(name, 0) + 1
+        assert any(n.endswith('mujoco.wasm') for n in counts), f'{page}: the engine was not fetched: {counts}'
+        twice = {n: c for n, c in counts.items() if c > 1}
+        assert not twice, f'{page}: fetched more than once: {twice}'
+        context.close()
+
+
+# The cumulative layout shift (the Layout Instability API's sum, shifts after an input left out) a page has had by now,
+# and the elements that moved most.
+LAYOUT_SHIFT_JS = """() => new Promise((resolve) => {
+    let total = 0;
+    const moved = [];
+    new PerformanceObserver((list) => {
+        for (const e of list.getEntries()) {
+            if (e.hadRecentInput) continue;
+            total += e.value;
+            moved.push([Number(e.value.toFixed(3)), e.sources.map((s) => s.node ? (s.node.className || s.node.nodeName) : '?').join(' | ').slice(0, 120)]);
+        }
+    }).observe({type: 'layout-shift', buffered: true});
+    requestAnimationFrame(() => requestAnimationFrame(() => resolve({total, moved})));
+})"""
+
+
+@pytest.mark.parametrize('page', CHAPTERS)
+def test_a_link_to_a_chapter_s_panel_opens_on_it_without_the_page_jumping(site, browser, page):
+    """Opened at ``#physai-panel-KEY`` (1280x800, nothing cached): every image carries its width and height and every
+    answer is folded from the first paint, and the page moves to the panel once, when the math above it is typeset and
+    the panel drawn (physai.js): by then the cumulative layout shift is under 0.1 (Core Web Vitals' good; the browser's
+    own early jump gave 0.51-0.66), the panel is at the window's top and the address has its anchor back."""
+    key = CHAPTER_PANELS[page]
+    url = urllib.parse.urljoin(site, f'{page}.html#physai-panel-{key}')
+    with PageVisit(browser, url, width=1280, height=800) as visit:
+        visit.page.wait_for_function('key => location.hash === "#physai-panel-" + key', arg=key, timeout=PANEL_TIMEOUT_MS)
+        next_frames(visit.page)
+        unsized = visit.page.eval_on_selector_all('main img', 'imgs => imgs.filter((i) => !i.getAttribute("width")).map((i) => i.src)')
+        assert not unsized, f'{page}: images without width and height: {unsized[:3]}'
+        top = visit.page.evaluate('key => document.getElementById("physai-panel-" + key).getBoundingClientRect().top', key)
+        assert 0 <= top <= 200, f'{page}: the panel is at {top:.0f} px, not at the window\'s top'
+        shift = visit.page.evaluate(LAYOUT_SHIFT_JS)
+        print(f'{page}: cumulative layout shift {shift["total"]:.3f}')
+        assert shift['total'] < 0.1, f'{page}: layout shift {shift["total"]:.3f}: {shift["moved"][:5]}'

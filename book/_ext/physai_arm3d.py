@@ -85,6 +85,36 @@ def install(static: Path) -> dict:
     return install_arm(static)
 
 
+VIEW_FILES = ('physai-arm3d.js', 'physai-arm3d-arm.js', 'physai-arm3d-poses.js', 'three/three.module.js',
+              'three/three.core.js', 'three/OrbitControls.js', 'three/BufferGeometryUtils.js', 'arm3d/so101.json',
+              'arm3d/so101.bin')
+"""What a page fetches when the reader opens the 3D view (besides MuJoCo, which the panel may have loaded already)."""
+
+_INSTALLED: dict = {}
+
+
+def view_size(static: Path) -> dict:
+    """The 3D view's download, measured from the files in ``static`` (installed there first, once per build):
+    ``megabytes`` and ``compressedMegabytes`` (gzip level 6), one decimal, as the engine's (physai_engine)."""
+    import gzip
+    static = Path(static)
+    if 'summary' not in _INSTALLED:
+        _INSTALLED['summary'] = install(static)
+        for name in VIEW_FILES[:3]:   # Sphinx copies _static at the end of the build: the modules as they will be
+            (static / name).write_bytes((ROOT / 'book' / '_static' / name).read_bytes())
+    if 'size' not in _INSTALLED:
+        raw = [(static / name).read_bytes() for name in VIEW_FILES]
+        _INSTALLED['size'] = {'megabytes': round(sum(map(len, raw)) / 1e6, 1),
+                              'compressedMegabytes': round(sum(len(gzip.compress(b, compresslevel=6)) for b in raw) / 1e6, 1)}
+    return _INSTALLED['size']
+
+
+def _size_where_needed(app, pagename, templatename, context, doctree):
+    if 'class="physai-panel"' in context.get('body', ''):
+        import json
+        app.add_js_file(None, body=f'window.physaiArm3dSize = {json.dumps(view_size(Path(app.outdir) / "_static"))};')
+
+
 def _check(app, config):
     three_source()  # fail early, before any page is read
 
@@ -92,12 +122,14 @@ def _check(app, config):
 def _install(app, exception):
     if exception is not None or app.builder.format != 'html':
         return
-    summary = install(Path(app.outdir) / '_static')
+    summary = _INSTALLED.pop('summary', None) or install(Path(app.outdir) / '_static')
+    _INSTALLED.clear()
     total = sum(f['gzip'] for f in summary['files'].values())
     LOGGER.info(f'physai_arm3d: the SO-101 meshes, {summary["triangles"]} triangles, {total / 1e3:.0f} kB gzipped')
 
 
 def setup(app):
     app.connect('config-inited', _check)
+    app.connect('html-page-context', _size_where_needed)
     app.connect('build-finished', _install)
     return {'parallel_read_safe': True, 'parallel_write_safe': True}

@@ -169,6 +169,27 @@ def inline_icons(html: str, icons: dict) -> str:
 
 
 LAZY_IMAGE = re.compile(r'<img (?![^>]*\bloading=)')
+UNSIZED_IMAGE = re.compile(r'<img (?![^>]*\b(?:width|height)=)([^>]*?\bsrc="([^"]+\.png)")')
+
+
+def png_size(path: Path) -> tuple[int, int] | None:
+    """(width, height) in pixels from a PNG's header, or None when the file is not a PNG."""
+    with open(path, 'rb') as f:
+        head = f.read(24)
+    if head[:8] != b'\x89PNG\r\n\x1a\n' or head[12:16] != b'IHDR':
+        return None
+    return int.from_bytes(head[16:20], 'big'), int.from_bytes(head[20:24], 'big')
+
+
+def size_images(html: str, page: Path) -> str:
+    """Give every PNG image of a page its width and height (from the file the page names), so the browser keeps its
+    room before the image arrives: a lazy image above an anchor (``#physai-panel-servo``) then moves nothing when it
+    loads. The style sheet's ``max-width: 100%; height: auto`` scales it as before."""
+    def fill(match):
+        path = (page.parent / match.group(2)).resolve()
+        size = png_size(path) if path.is_file() else None
+        return match.group(0) if size is None else f'<img width="{size[0]}" height="{size[1]}" {match.group(1)}'
+    return UNSIZED_IMAGE.sub(fill, html)
 
 
 def _inline_icons_and_lazy_images(app, exception):
@@ -181,7 +202,7 @@ def _inline_icons_and_lazy_images(app, exception):
         raise ExtensionError(f'no icon found in {script}: the theme changed its FontAwesome bundle')
     for page in outdir.rglob('*.html'):
         html = page.read_text(encoding='utf-8')
-        changed = LAZY_IMAGE.sub('<img loading="lazy" ', inline_icons(html, icons))
+        changed = size_images(LAZY_IMAGE.sub('<img loading="lazy" ', inline_icons(html, icons)), page)
         if changed != html:
             page.write_text(changed, encoding='utf-8')
 

@@ -139,11 +139,13 @@ export default class PendulumPanel extends Panel {
       const [xs, ys] = p.columns(run.q.length, (i) => run.t[i], (i) => Math.max(-30, Math.min(160, degrees(run.q[i]))));
       p.path(g, xs, ys, {stroke: c.response, 'stroke-width': 1.6});
     }
+    // the verdict where it covers the least of the trace: a diverged run's flag, then the readout's words
+    const avoid = [];
     if (diverged) {
-      p.say(marks, this.say('flag', {}), p.x(k.duration / 2), p.y(65), {fill: c.diverged, 'font-size': 24,
-            'font-weight': 'bold', 'text-anchor': 'middle'});
+      const flag = this.verdictText(p, marks, this.say('flag', {}), true, {places: ['c', 'uc', 'lc'], attrs: {'font-size': 24}});
+      if (flag) avoid.push(flag.box);
     }
-    p.sayLines(marks, readout, p.w - p.m.r - 6, p.h - p.m.b - 8 * p.fs, this.verdictAttrs(bad, {'text-anchor': 'end'}));
+    this.verdictText(p, marks, readout, bad, {places: ['lr', 'ur', 'll', 'ul'], avoid});
     this.setReadout(readout, bad);
     // the applied torque and the limits that clip it; the path in the torque-speed plane and the allowed band
     const torque = this.plots.torque, plane = this.plots.plane;

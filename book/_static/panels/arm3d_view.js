@@ -15,6 +15,7 @@
 //           simulated one: the page carries the recording's five arm joints, which the traces compare.
 
 import {el} from './figures.js';
+import {engineSize} from './ui.js';
 
 const VIEW_MODULE = new URL('../physai-arm3d.js', import.meta.url).href;
 const ASSETS = new URL('../arm3d/so101.json', import.meta.url).href;
@@ -31,12 +32,12 @@ const STYLE = `
 .physai-panel .pl-arm3d-head select{font:inherit}
 .physai-panel .pl-arm3d-why{font-style:italic}
 .physai-panel-present .pl-plots .pl-arm3d.pl-present-aside{display:flex;flex-direction:column;min-height:0;overflow:hidden}
-.physai-panel-present .pl-plots .pl-arm3d:not([data-arm3d=open]){position:absolute;right:10px;bottom:6px}
+.physai-panel-present .pl-plots .pl-arm3d:not([data-arm3d=open]){flex:1 1 100%;font-size:calc(13px * var(--pl-scale, 1))}
 .physai-panel-present .pl-arm3d.pl-present-aside .pl-arm3d-stage{flex:1 1 0;min-height:0}
 .physai-panel-present .pl-arm3d.pl-present-aside .physai-arm3d{flex:1 1 0;min-height:0;display:flex;flex-direction:column;margin:0}
-.physai-panel-present .pl-arm3d .physai-arm3d{font-size:13px}
+.physai-panel-present .pl-arm3d .physai-arm3d{font-size:calc(13px * var(--pl-scale, 1))}
 .physai-panel-present .pl-arm3d.pl-present-aside .physai-arm3d-bar,.physai-panel-present .pl-present-aside .pl-arm3d-head{gap:2px 6px;margin-top:2px}
-.physai-panel-present .pl-present-aside button,.physai-panel-present .pl-present-aside select{padding:1px 6px;min-height:26px}
+.physai-panel-present .pl-present-aside button,.physai-panel-present .pl-present-aside select{padding:1px 6px;min-height:calc(26px * var(--pl-scale, 1))}
 `;
 
 function injectStyle() {
@@ -102,8 +103,9 @@ export class ArmView {
     this.root = node('div', 'pl-arm3d', container);
     this.root.dataset.arm3d = 'closed';
     this.head = node('div', 'pl-arm3d-head', this.root);
-    this.openButton = node('button', '', this.head, '▶ show the arm in 3D');
+    this.openButton = node('button', '', this.head);
     this.openButton.type = 'button';
+    this.label();
     this.openButton.title = 'three.js and the arm\'s meshes load when you press this';
     this.openButton.addEventListener('click', () => (this.view ? this.close() : this.open()));
     this.why = node('span', 'pl-arm3d-why', this.head);
@@ -111,6 +113,20 @@ export class ArmView {
     const reason = this.unavailable();
     if (reason) this.say(reason);
     for (const plot of plots) this.scrubOn(plot);
+  }
+
+  // the button, with what pressing it downloads: three.js and the arm (measured when the site was built,
+  // window.physaiArm3dSize), and MuJoCo too while the panel is not live yet
+  label() {
+    if (this.view) return;
+    const size = typeof window === 'object' ? window.physaiArm3dSize : undefined;
+    let text = '▶ show the arm in 3D';
+    if (size) {
+      const engine = this.panel.mode === 'live' || !this.panel.live ? null : engineSize(this.panel.live);
+      const mb = size.compressedMegabytes + (engine ? engine.compressedMegabytes : 0);
+      text += ` (${mb.toFixed(1)} MB download${engine ? ', with MuJoCo' : ''})`;
+    }
+    this.openButton.textContent = text;
   }
 
   // the panel drew its plots again (the present view, a resize): the view goes under the new plots, as it was (open
@@ -155,6 +171,7 @@ export class ArmView {
   // still, so it takes no processor time from them; when the reader lets go it poses the last run and plays on.
   setRun(record) {
     this.record = record;
+    this.label();   // the panel is live: MuJoCo is no longer part of the download
     this.settle();
   }
 
@@ -354,7 +371,7 @@ export class ArmView {
     this.resumeAfterRun = false;
     clearTimeout(this.showing);
     this.cursor(NaN);
-    this.openButton.textContent = '▶ show the arm in 3D';
+    this.label();
     this.root.dataset.arm3d = 'closed';
     this.relayout();
   }

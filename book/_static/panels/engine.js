@@ -11,18 +11,36 @@ const ENGINE_URL = new URL('../mujoco/mujoco.js', import.meta.url).href;
 const WASM_URL = new URL('../mujoco/mujoco.wasm', import.meta.url).href;
 
 let loading = null;
+let parts = null;   // {wasm: the compiled WebAssembly.Module, glue: a blob URL of mujoco.js}, once loaded from the site
 
 // The engine's module, loaded once (url: where mujoco.js is; Node passes the package's own, which the package loads
 // its own way). From the site it comes in three steps, each a task of its own, so that the page paints and takes input
 // between them: the WebAssembly compiled while it downloads (compileStreaming, off the page's thread), the glue script
 // imported, then the two instantiated (MuJoCo's module factory with instantiateWasm, the hook Emscripten provides).
 // Run in one go they make one long task (about twice the longest of the three: tests/test_web.py prints it).
-export function load(url = ENGINE_URL) {
+//
+// Each file is fetched once per page: the glue's text goes into a blob URL, and a worker of the page (chapter 1's
+// background runs) gets the compiled module and that URL (engineParts) instead of fetching both again (a browser
+// without a disk cache would: 10.6 MB twice).
+export function load(url = ENGINE_URL, given = null) {
   if (!loading) {
     const inSteps = url === ENGINE_URL && typeof fetch === 'function' && typeof WebAssembly.compile === 'function';
-    loading = inSteps ? loadInSteps(url) : import(url).then((module) => module.default());
+    loading = inSteps ? loadInSteps(url, given) : import(url).then((module) => module.default());
   }
   return loading;
+}
+
+// what a worker of this page needs to start the engine without fetching it: {wasm, glue}, or null before load()
+// (or where the engine came from Node's package)
+export async function engineParts() {
+  await loading;
+  return parts;
+}
+
+async function fetchGlue(url) {
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  return URL.createObjectURL(new Blob([await response.text()], {type: 'text/javascript'}));
 }
 
 const pause = () => new Promise((resolve) => setTimeout(resolve, 0));
@@ -40,10 +58,12 @@ async function compileEngine() {
   return WebAssembly.compile(await response.arrayBuffer());
 }
 
-async function loadInSteps(url) {
-  const wasm = await compileEngine();
+async function loadInSteps(url, given) {
+  const wasm = given?.wasm ?? await compileEngine();
   await pause();
-  const {default: factory} = await import(url);
+  const glue = given?.glue ?? await fetchGlue(url);
+  const {default: factory} = await import(glue);
+  parts = {wasm, glue};
   await pause();
   return factory({
     instantiateWasm(imports, done) {

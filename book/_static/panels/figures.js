@@ -273,15 +273,86 @@ export class Plot {
     return (24 + ROW * i + 10) * this.fs;
   }
 
-  // a text in lines that fit `room` px at font-size `size` (scale 1), broken at spaces
-  wrap(text, size = 12, room = this.w - this.m.l - this.m.r - 12) {
+  // a text in lines that fit `room` px at font-size `size` (scale 1): broken between its phrases (after a colon, a
+  // comma, a semicolon, a '·' or at a run of spaces) where they fit, inside a phrase only when one alone is too wide,
+  // so that "32.1° peak to peak" stays on one line
+  wrap(text, size = 12, room = this.w - this.m.l - this.m.r - 12, weight = 'normal') {
+    if (text.includes('\n')) return text.split('\n').flatMap((part) => this.wrap(part, size, room, weight));
+    const fits = (line) => textWidth(line, size * this.fs, weight) <= room;
+    const phrases = text.split(/(?<=[:,;]) +|(?<=·) +| +(?=·)| {2,}/).filter((p) => p.length);
     const lines = [];
-    for (const word of text.split(' ')) {
-      const last = lines.length ? `${lines[lines.length - 1]} ${word}` : null;
-      if (last !== null && textWidth(last, size * this.fs) <= room) lines[lines.length - 1] = last;
-      else lines.push(word);
+    for (const phrase of phrases) {
+      const last = lines.length ? `${lines[lines.length - 1]} ${phrase}` : null;
+      if (last !== null && fits(last)) { lines[lines.length - 1] = last; continue; }
+      if (fits(phrase)) { lines.push(phrase); continue; }
+      let first = true;
+      for (const word of phrase.split(' ')) {   // a phrase too wide alone: broken at its spaces
+        const joined = lines.length && !first ? `${lines[lines.length - 1]} ${word}` : null;
+        if (joined !== null && fits(joined)) lines[lines.length - 1] = joined;
+        else lines.push(word);
+        first = false;
+      }
     }
     return lines;
+  }
+
+  // What the plot draws, as points every `step` px along its paths (traces, lines, marks; not the legend, not text)
+  // and its circles' centres and edges, in the SVG's units: what a text over the plot must not cover.
+  drawnPoints(step = 2) {
+    const points = [], groups = [this.body, ...[...this.top.children].filter((g) => !g.classList.contains('pl-legend'))];
+    for (const g of groups) {
+      for (const path of g.querySelectorAll('path')) {
+        let last = null;
+        for (const m of (path.getAttribute('d') || '').matchAll(/([MLZ])\s*(?:(-?[\d.]+)[ ,](-?[\d.]+))?/g)) {
+          if (m[1] === 'Z') continue;
+          const x = Number(m[2]), y = Number(m[3]);
+          if (m[1] === 'L' && last) {
+            const n = Math.max(1, Math.ceil(Math.hypot(x - last[0], y - last[1]) / step));
+            for (let i = 1; i <= n; i++) points.push([last[0] + (x - last[0]) * i / n, last[1] + (y - last[1]) * i / n]);
+          } else {
+            points.push([x, y]);
+          }
+          last = [x, y];
+        }
+      }
+      for (const c of g.querySelectorAll('circle')) {
+        const x = Number(c.getAttribute('cx')), y = Number(c.getAttribute('cy')), r = Number(c.getAttribute('r'));
+        points.push([x, y], [x - r, y], [x + r, y], [x, y - r], [x, y + r]);
+      }
+    }
+    return points;
+  }
+
+  // A text over the data (a verdict), in lines, where it covers the least of what the plot draws: each of `places`
+  // ('ur' upper right, 'ul', 'lr', 'll', 'uc', 'lc', 'c'; the first is preferred on a tie) tried with the text
+  // wrapped to the plot box's width and to half of it, boxes in `avoid` ([x0, y0, x1, y1]) counted as drawn. With
+  // `strict` (the present view, where the readout line above the plots says the same), a text that would cover
+  // anything is left out. Returns {nodes, box}, or null when left out.
+  placeText(g, text, attrs = {}, {places = ['ur', 'ul', 'lr', 'll'], strict = false, avoid = []} = {}) {
+    const size = attrs['font-size'] ?? 12, weight = attrs['font-weight'] ?? 'normal', fs = this.fs;
+    const x0 = this.m.l + 6 * fs, x1 = this.w - this.m.r - 6 * fs, y0 = this.m.t + 3 * fs, y1 = this.h - this.m.b - 3 * fs;
+    const points = this.drawnPoints(), step = this.line(size), pad = 2 * fs;
+    let best = null;
+    for (const place of places) {
+      for (const share of [1, 0.55]) {
+        const lines = this.wrap(text, size, share * (x1 - x0), weight);
+        const width = Math.max(...lines.map((line) => textWidth(line, size * fs, weight))), height = step * lines.length;
+        if (width > x1 - x0 || height > y1 - y0) continue;
+        const left = place.endsWith('l') ? x0 : place.endsWith('r') ? x1 - width : (x0 + x1 - width) / 2;
+        const top = place.startsWith('u') ? y0 : place.startsWith('l') ? y1 - height : (y0 + y1 - height) / 2;
+        const box = [left - pad, top - pad, left + width + pad, top + height + pad];
+        const inside = ([x, y]) => x >= box[0] && x <= box[2] && y >= box[1] && y <= box[3];
+        const overlaps = (b) => b[0] < box[2] && b[2] > box[0] && b[1] < box[3] && b[3] > box[1];
+        const covered = points.filter(inside).length + 1000 * avoid.filter(overlaps).length;
+        if (!best || covered < best.covered) {
+          best = {covered, lines, left, top, box};
+        }
+      }
+    }
+    if (!best || (strict && best.covered > 0)) return null;
+    const nodes = best.lines.map((line, i) => this.say(g, line, best.left, best.top + step * i + 0.95 * size * fs,
+                                                       {...attrs, 'text-anchor': 'start'}));
+    return {nodes, box: best.box};
   }
 
   // the height of a line of text at font-size `size` (scale 1), px

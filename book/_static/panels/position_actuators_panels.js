@@ -2,7 +2,7 @@
 // link on a <position> servo. The step response runs on the page at every input; the sag / rise curve over kp and
 // the stability map run in a Web Worker (worker.js) when armature, timestep, integrator or damping change, and
 // arrive when ready, the map row by row, so a control never waits for them. The analytic bound is drawn at once.
-import {Model} from './engine.js';
+import {Model, engineParts} from './engine.js';
 import {Plot, edges, el} from './figures.js';
 import {degrees, unpack} from './laws.js';
 import {kpCurve, stabilityRows, stepResponse} from './runs.js';
@@ -79,7 +79,7 @@ export default class ServoPanel extends Panel {
       this.worker = new Worker(WORKER_URL, {type: 'module'});
       this.worker.onmessage = (event) => this.onWorker(event.data);
       this.worker.onerror = () => { this.worker = null; };
-      this.worker.postMessage({kind: 'start', live, constants: this.constants});
+      this.worker.postMessage({kind: 'start', live, constants: this.constants, parts: await engineParts()});
     } catch (error) {
       this.worker = null;   // without module workers the same runs go on the page, one at a time between tasks
     }
@@ -172,13 +172,8 @@ export default class ServoPanel extends Panel {
     p.path(g, [0, k.duration], [0, 0], {stroke: c.command, 'stroke-width': 1, 'stroke-dasharray': '4 3'});
     const [xs, ys] = p.columns(r.qDeg.length, (i) => r.h * i, (i) => Math.max(lo - 5, Math.min(hi + 5, r.qDeg[i])));
     p.path(g, xs, ys, {stroke: c.response, 'stroke-width': 1.6});
-    const marks = p.layer('top-marks'), q0 = degrees(k.q0);
-    if (r.diverged) {
-      p.say(marks, this.say('flag', {}), p.x(k.duration / 2), p.y(0.45 * q0), {fill: c.diverged, 'font-size': 24,
-            'font-weight': 'bold', 'text-anchor': 'middle'});
-      p.say(marks, this.say('after', {t: r.tEnd}), p.x(k.duration / 2), p.y(0.45 * q0) + 18 * p.fs,
-            {fill: c.diverged, 'text-anchor': 'middle'});
-    } else if (r.settled) {
+    const marks = p.layer('top-marks'), q0 = degrees(k.q0), avoid = [];
+    if (!r.diverged && r.settled) {
       const qf = -r.sagDeg;
       p.path(marks, [0, k.duration], [qf, qf], {stroke: c.sag, 'stroke-width': 1, 'stroke-dasharray': '2 2'});
       const [t10, t90] = r.riseWindow;
@@ -189,7 +184,14 @@ export default class ServoPanel extends Panel {
         p.path(marks, [t10, t90], [q90, q90], {stroke: c.rise, 'stroke-width': 3});
       }
     }
-    p.sayLines(marks, r.readout, p.w - p.m.r - 6, p.h - p.m.b - 8 * p.fs, this.verdictAttrs(r.bad, {'text-anchor': 'end'}));
+    // the verdict where it covers the least of the trace: a diverged run's flag (and when), then the readout's words
+    if (r.diverged) {
+      const flag = this.verdictText(p, marks, this.say('flag', {}), true, {places: ['c', 'uc', 'lc'], attrs: {'font-size': 24}});
+      if (flag) avoid.push(flag.box);
+      const after = this.verdictText(p, marks, this.say('after', {t: r.tEnd}), true, {places: ['c', 'lc', 'uc'], avoid});
+      if (after) avoid.push(after.box);
+    }
+    this.verdictText(p, marks, r.readout, r.bad, {places: ['lr', 'ur', 'll', 'ul'], avoid});
     p.title(this.say('step_title', {integrator: values.integrator, h_ms: values.timestep * 1e3}));
     this.setReadout(r.readout, r.bad);
     this.drawZoom(r);

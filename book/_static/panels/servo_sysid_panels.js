@@ -106,11 +106,7 @@ export default class SysidPanel extends Panel {
       this.setReadout(running, false);   // not the verdict of the setting before
       return;
     }
-    if (r.chaotic) {
-      p.say(marks, r.status, (p.m.l + p.w - p.m.r) / 2, p.m.t + 40 * p.fs, this.verdictAttrs(true, {'text-anchor': 'middle'}));
-    } else {
-      p.sayLines(marks, r.status, x, y, this.verdictAttrs(r.bad, {'text-anchor': 'end'}), 'top');
-    }
+    this.verdictText(p, marks, r.status, r.chaotic || r.bad, {places: r.chaotic ? ['uc', 'c', 'ur', 'ul'] : ['ur', 'ul', 'lr', 'll']});
     const sim = legend[1][1], sag = this.plots.sags.spec.legend[1][1];
     for (let j = 0; j < na; j++) {
       if (r.jointMae) this.plots.errors.bar(eb, j, 0.8, r.jointMae[j], sim);

@@ -187,3 +187,15 @@ export function controls(spec) {
 export function defaults(spec) {
   return Object.fromEntries(controls(spec).map((c) => [c.name, c.defaultValue]));
 }
+
+// The book's one style for a number in running text: plain decimals (130°, not 1.3e+02°) up to a million, a power of
+// ten written out below 1e-4 (7.4×10⁻⁸ rad), as Python's 'g' formats would otherwise leave them in e notation.
+const SUPERSCRIPT = {'-': '⁻', 0: '⁰', 1: '¹', 2: '²', 3: '³', 4: '⁴', 5: '⁵', 6: '⁶', 7: '⁷', 8: '⁸', 9: '⁹'};
+export function plainNumbers(text) {
+  return text.replace(/(\d+(?:\.\d+)?)e([+-])(\d+)/g, (all, mantissa, sign, digits) => {
+    const exponent = Number(`${sign}${digits}`);
+    if (exponent >= 0 && exponent < 6) return String(Number(`${mantissa}e${exponent}`));
+    const power = [...String(exponent)].map((ch) => SUPERSCRIPT[ch]).join('');
+    return `${mantissa}×10${power}`;
+  });
+}

@@ -19,7 +19,7 @@
 // then draw) and draw(results). Both sources go through the same draw.
 import {load} from './engine.js';
 import {Plot} from './figures.js';
-import {Control, format} from './spec.js';
+import {Control, format, plainNumbers} from './spec.js';
 
 // a task boundary: the page handles input and paints between two slices of a run
 export const nextTask = () => new Promise((resolve) => {
@@ -38,12 +38,33 @@ export function engineSize(live) {
 const ENGINE_TEXT = (live) => `MuJoCo ${live.engine.version} loads into this page (${engineSize(live).megabytes} MB, ` +
   `about ${engineSize(live).compressedMegabytes} MB compressed) and every control reruns it.`;
 
-// the present view: the least width of a plot in a row (else the plots go in more rows), and its text scale, so that
-// the smallest text of a plot (11 units) reads at 13 CSS px or more
-const PRESENT_MIN_PLOT = 260;
+// the present view: the least width of a plot in a row (else the plots go in more rows; times presentScale), and its
+// text scale, so that the smallest text of a plot (11 units) reads at 13 CSS px or more
+const PRESENT_MIN_WIDTH = 260;
 const TOUCH_DRAG = 10;   // px a finger must drag along a slider for its touch to count as a change
 const PRESENT_FONT = 1.2;
+// The present view's text grows with the screen, for the back row: at a 720p projector at 150 % (853x480 CSS px) its
+// smallest text is 13 CSS px; on a larger screen everything (text, controls, the plots' text and least width) is scaled
+// by PRESENT_GROWTH of the ratio of the screen to that one (a 1920x1080 screen: x1.8, the smallest text 23 px, 2.2 % of
+// its height).
+const PRESENT_BASE = [853, 480];
+const PRESENT_GROWTH = 0.8;
+export function presentScale(width, height) {
+  return Math.max(1, PRESENT_GROWTH * Math.min(width / PRESENT_BASE[0], height / PRESENT_BASE[1]));
+}
 const PRESENT_ASIDE = 0.45;   // the present view: the share of the width an aside (the 3D view) takes on a wide screen
+
+// the most characters a range control's value text takes, over its range (sampled: ends and at most 200 between)
+export function widestValue(c) {
+  const [lo, hi, step] = c.kind === 'log' ? [0, c.positions, 1] : [Number(c.min), Number(c.max), Number(c.step) || 1];
+  const n = Math.min(200, Math.max(1, Math.round((hi - lo) / step)));
+  let widest = 0;
+  for (let i = 0; i <= n; i++) {
+    const position = i === n ? hi : lo + Math.round(i * (hi - lo) / n / step) * step;
+    widest = Math.max(widest, [...c.show(c.value(String(position)))].length);
+  }
+  return widest;
+}
 
 export class Panel {
   // root: the panel's element (physai.interface.web.first_view's block); data: its JSON; live: the live block's
@@ -93,11 +114,19 @@ export class Panel {
     this.note = this.element('div', 'pl-note', this.root);
     this.note.textContent = this.say('note', this.constants.note ?? {});
     this.root.dataset.mode = this.mode;
-    document.addEventListener('keydown', (event) => { if (event.key === 'Escape' && this.present) this.togglePresent(); });
+    document.addEventListener('keydown', (event) => {
+      if (!this.present) return;
+      if (event.key === 'Escape') this.togglePresent();
+      else if (event.key === 'Tab') this.trapFocus(event);
+    });
+    // a focus that lands outside the present view (a click on the hidden page behind it, a script) comes back to it
+    document.addEventListener('focusin', (event) => {
+      if (this.present && !this.root.contains(event.target)) this.root.focus({preventScroll: true});
+    });
     window.addEventListener('resize', () => {
       if (!this.present) return;
       clearTimeout(this.resizeTimer);
-      this.resizeTimer = setTimeout(() => this.redrawPlots(), 150);
+      this.resizeTimer = setTimeout(() => { this.presentScaleSet(); this.redrawPlots(); }, 150);
     });
     this.offerEngine();
     this.firstView();
@@ -143,6 +172,7 @@ export class Panel {
       out = document.createElement('span');
       out.className = 'pl-value';
       out.id = `${id}-${c.name}-value`;
+      out.style.minWidth = `${widestValue(c)}ch`;   // the row keeps its layout whatever the value (monospace)
       label.append(input, ' ', out);
     }
     input.id = `${id}-${c.name}`;
@@ -152,16 +182,20 @@ export class Panel {
     if (c.kind !== 'choice') {
       // A finger that lands on a slider moves its thumb at once, before the browser knows the finger means to scroll
       // the page: a touch counts as a change only when it drags along the slider (at least TOUCH_DRAG px, more across
-      // than down); else the slider goes back to where it was.
+      // than down); else the slider goes back to where it was: its value as it was (a log slider's position rounds it,
+      // so the value is kept, not read back from the position) and the page's address as it was.
       input.addEventListener('pointerdown', (event) => {
-        if (event.pointerType === 'touch') this.touch = {name: c.name, x: event.clientX, y: event.clientY, position: input.value};
+        if (event.pointerType === 'touch') {
+          this.touch = {name: c.name, x: event.clientX, y: event.clientY, position: input.value, value: this.values[c.name],
+                        address: location.href, urlPending: this.urlPending};
+        }
       });
       const end = (event, cancelled) => {
         const touch = this.touch;
         if (!touch || touch.name !== c.name) return;
         this.touch = null;
         const dx = Math.abs(event.clientX - touch.x), dy = Math.abs(event.clientY - touch.y);
-        if (cancelled || dx < TOUCH_DRAG || dy > dx) this.revert(c.name, touch.position);
+        if (cancelled || dx < TOUCH_DRAG || dy > dx) this.revert(c.name, touch);
         else if (touch.changed) this.onChange(c.name);
       };
       input.addEventListener('pointerup', (event) => end(event, false));
@@ -181,33 +215,44 @@ export class Panel {
   // (a phone: one unit a CSS px, so its text keeps its size instead of shrinking with the drawing); in the present
   // view, at the size the layout gives it, its text scaled up
   plotOptions(spec) {
-    if (this.present && this.presentSizes?.[spec.key]) return {...this.presentSizes[spec.key], font: PRESENT_FONT};
+    if (this.present && this.presentSizes?.[spec.key]) {
+      return {...this.presentSizes[spec.key], font: PRESENT_FONT * (this.presentScaleValue ?? 1)};
+    }
     const room = Math.floor(Math.min(window.innerWidth, this.root.clientWidth || Infinity) - 20);
     return {width: room < spec.width ? Math.max(room, 240) : spec.width, height: spec.height, font: 1};
   }
 
   // The present view's sizes: the plots (the description's and any a chapter adds, `extraPlots`) in rows as wide
   // as the screen, each plot's width in proportion to its description's, as many to a row as keep each at least
-  // PRESENT_MIN_PLOT px wide; the rows share the height left under the controls (one plot a row on a phone, each
+  // PRESENT_MIN_WIDTH px (times the present scale) wide; the rows share the height left under the controls (one plot a row on a phone, each
   // then about as tall as it is wide, the view scrolling).
   presentLayout() {
     const specs = [...this.spec.plots, ...this.extraPlots()];
     const order = [...this.plotsBox.children].map((svg) => specs.find((p) => svg.classList.contains(`pl-${p.key}`)));
-    const box = this.plotsBox.getBoundingClientRect();
-    const full = Math.floor(this.root.clientWidth - 24), height = Math.floor(window.innerHeight - box.top - 10);
+    const scale = this.presentScaleValue ?? 1, minPlot = PRESENT_MIN_WIDTH * scale;
     // a chapter's aside (the 3D view) on a wide screen: a column on the right, PRESENT_ASIDE of the width, as tall as
-    // the plots' room; the plots it keeps beside it (all if it names none) share the rest, the others are hidden
-    const aside = full >= 2 * PRESENT_MIN_PLOT ? this.presentAside() : null;
+    // the plots' room; the plots it keeps beside it (all if it names none) share the rest, the others are hidden. With
+    // it the readout keeps room for one line only (the view needs the height); if it wraps, the layout is made again
+    const full = Math.floor(this.root.clientWidth - 24);
+    const aside = full >= 2 * minPlot ? this.presentAside() : null;
+    this.root.classList.toggle('pl-present-with-aside', Boolean(aside));
+    this.readoutHeight = this.readout.getBoundingClientRect().height;
+    const box = this.plotsBox.getBoundingClientRect();
+    // what the plots' box holds beside the plots, in a row under them (chapter 3 and 4's closed 3D view: its button)
+    const under = [...this.plotsBox.children].filter((c) => c.tagName.toLowerCase() !== 'svg'
+      && c !== aside?.element && !c.classList.contains('pl-present-aside') && getComputedStyle(c).position !== 'absolute')
+      .reduce((sum, c) => sum + c.getBoundingClientRect().height + 4, 0);
+    const height = Math.floor(window.innerHeight - box.top - 10 - under);
     this.presentAsideSize = aside ? {width: Math.round(PRESENT_ASIDE * full), height} : null;
     const width = aside ? full - this.presentAsideSize.width - 8 : full;
     const shown = order.filter((p, i) => p && order.indexOf(p) === i && (!aside?.plots || aside.plots.includes(p.key)));
     // a phone: one plot a row, the view scrolling; a wider screen: every plot on it, as many to a row as keep each at
-    // least PRESENT_MIN_PLOT wide, the count whose plots come nearest a 16:10 box, then the one leaving fewer gaps
+    // least PRESENT_MIN_WIDTH (times the present scale) wide, the count whose plots come nearest a 16:10 box, then the one leaving fewer gaps
     let best = {perRow: 1, rows: shown.length};
-    if (full >= 2 * PRESENT_MIN_PLOT) {
+    if (full >= 2 * minPlot) {
       best = null;
       for (let perRow = shown.length; perRow >= 1; perRow--) {
-        if (perRow > 1 && width / perRow < PRESENT_MIN_PLOT) continue;
+        if (perRow > 1 && width / perRow < minPlot) continue;
         const rows = Math.ceil(shown.length / perRow), score = Math.min(width / perRow, 1.6 * height / rows);
         const gaps = rows * perRow - shown.length;
         if (!best || score > best.score + 1 || (Math.abs(score - best.score) <= 1 && gaps < best.gaps)) {
@@ -218,7 +263,7 @@ export class Panel {
     const {perRow, rows} = best, sizes = {};
     for (let r = 0; r < rows; r++) {
       const row = shown.slice(r * perRow, (r + 1) * perRow), total = row.reduce((sum, p) => sum + p.width, 0);
-      const h = full < 2 * PRESENT_MIN_PLOT ? Math.max(Math.min(height, Math.round(0.8 * width)), 200)
+      const h = full < 2 * minPlot ? Math.max(Math.min(height, Math.round(0.8 * width)), 200)
         : Math.floor((height - 4 * (rows - 1)) / rows);
       let used = 0;
       row.forEach((p, i) => {
@@ -294,6 +339,7 @@ export class Panel {
 
   writeUrl() {
     clearTimeout(this.urlTimer);
+    this.urlPending = false;
     const q = new URLSearchParams(location.search), k = this.spec.key;
     for (const c of this.controls) q.set(`${k}-${c.url}`, c.urlText(this.values[c.name]));
     if (this.present) q.set(`${k}-present`, '1'); else q.delete(`${k}-present`);
@@ -303,6 +349,7 @@ export class Panel {
   // the address follows the controls a quarter second after the last move (browsers throttle replaceState)
   scheduleUrl() {
     clearTimeout(this.urlTimer);
+    this.urlPending = true;
     this.urlTimer = setTimeout(() => this.writeUrl(), 250);
   }
 
@@ -341,13 +388,17 @@ export class Panel {
     if (position !== before && this.mode === 'first-view' && this.canGoLive()) this.goLive();
   }
 
-  // a slider back at `position` (a touch that was a scroll, not a drag)
-  revert(name, position) {
-    const input = this.inputs[name].input;
-    if (input.value === position) return;
+  // a slider back where a touch found it (a touch that was a scroll or a tap, not a drag): its position, its value
+  // and the page's address as they were
+  revert(name, {position, value, address, urlPending}) {
+    const input = this.inputs[name].input, moved = this.values[name] !== value;
+    if (!urlPending) clearTimeout(this.urlTimer);   // the address the touch would have written
+    this.urlPending = urlPending;
+    if (location.href !== address) history.replaceState(history.state, '', address);
     input.value = position;
-    this.values[name] = this.byName[name].value(position);
+    this.values[name] = value;
     this.showValue(name);
+    if (!moved) return;
     if (this.mode === 'live') this.update(); else this.firstView();
   }
 
@@ -361,9 +412,38 @@ export class Panel {
   togglePresent() {
     this.present = !this.present;
     this.root.classList.toggle('physai-panel-present', this.present);
+    this.root.setAttribute('role', this.present ? 'dialog' : 'group');
+    if (this.present) this.root.setAttribute('aria-modal', 'true'); else this.root.removeAttribute('aria-modal');
+    this.presentScaleSet();
+    if (!this.present) this.root.classList.remove('pl-present-with-aside');
     this.presentButton.textContent = this.present ? 'leave present (Esc)' : 'present';
     this.redrawPlots();
     this.writeUrl();
+    // the keyboard stays in the present view while it is on (trapFocus): the view itself takes the focus (no ring on
+    // the projector), and the button gets it back after it
+    if (this.present && !this.root.contains(document.activeElement)) {
+      this.root.tabIndex = -1;
+      this.root.focus({preventScroll: true});
+    } else if (!this.present) {
+      this.presentButton.focus({preventScroll: false});
+    }
+  }
+
+  // the present view's scale for the window's size (presentScale), as a CSS variable its style sheet multiplies by
+  presentScaleSet() {
+    this.presentScaleValue = this.present ? presentScale(window.innerWidth, window.innerHeight) : 1;
+    this.root.style.setProperty('--pl-scale', String(this.presentScaleValue));
+  }
+
+  // Tab and Shift+Tab go round the present view's own controls, never into the page hidden behind it
+  trapFocus(event) {
+    const focusable = [...this.root.querySelectorAll('button, select, input, a[href], [tabindex]:not([tabindex="-1"])')]
+      .filter((e) => !e.disabled && e.offsetParent !== null && e.tabIndex >= 0);
+    if (!focusable.length) return;
+    const first = focusable[0], last = focusable[focusable.length - 1], at = document.activeElement;
+    const inside = this.root.contains(at) && at !== this.root;
+    if (event.shiftKey && (!inside || at === first)) { event.preventDefault(); last.focus(); }
+    else if (!event.shiftKey && (!inside || at === last)) { event.preventDefault(); first.focus(); }
   }
 
   // ---- the precomputed first view
@@ -498,15 +578,27 @@ export class Panel {
 
   // the panel's words (its description's templates)
   say(word, values) {
-    return format(word === 'note' ? this.spec.note : this.spec.words[word], values);
+    return plainNumbers(format(word === 'note' ? this.spec.note : this.spec.words[word], values));
   }
 
   // The verdict, in one style in every chapter: a bad run (diverged, still swinging, chatters) reads in the diverged
   // colour, bold, in the readout line and on its plot (verdictAttrs); any other (settled, still, or still creeping or
   // drifting toward rest, which is slow, not unstable) in the text colour. Each chapter's verdict rule decides which.
   setReadout(text, bad) {
-    this.readout.textContent = text;
+    this.readout.textContent = plainNumbers(text);
     this.readout.classList.toggle('pl-bad', Boolean(bad));
+    if (this.present && this.root.classList.contains('pl-present-with-aside')
+        && Math.abs(this.readout.getBoundingClientRect().height - this.readoutHeight) > 1) {
+      clearTimeout(this.refitTimer);   // the readout took another number of lines beside the 3D view: lay out again
+      this.refitTimer = setTimeout(() => this.redrawPlots(), 0);
+    }
+  }
+
+  // the verdict over a plot, where it covers the least of the data (Plot.placeText: `places` in order of preference,
+  // `avoid` boxes already taken); in the present view it is left out rather than cross the data (the readout line
+  // says it); returns {nodes, box} or null
+  verdictText(plot, g, text, bad, {places, avoid = [], attrs = {}} = {}) {
+    return plot.placeText(g, plainNumbers(text), this.verdictAttrs(bad, attrs), {places, avoid, strict: Boolean(this.present)});
   }
 
   verdictAttrs(bad, attrs = {}) {

@@ -134,6 +134,8 @@ export default class PdPanel extends Panel {
   // the side the move leaves free; `done` (steps so far) while the run is on its way
   drawHold(r, values, done) {
     const k = this.constants, c = this.colors, wide = Array.prototype.some.call(r.qDeg, (x) => Math.abs(x) > k.ylimDeg[0]);
+    const [narrow, wider] = this.holdPlots;   // the wide range's plot at the size the layout gave the other (present)
+    Object.assign(wider.svg.style, {width: narrow.svg.style.width, height: narrow.svg.style.height});
     this.holdPlots.forEach((plot, i) => { plot.svg.style.display = (i === 1) === wide ? '' : 'none'; });
     const other = this.holdPlots[wide ? 0 : 1];
     other.layer('trace');
@@ -152,14 +154,14 @@ export default class PdPanel extends Panel {
       this.setReadout(running, false);   // not the verdict of the setting before
       return;
     }
-    const lines = r.note.split('\n').flatMap((line) => p.wrap(line));
-    const down = k.hold.standby[r.joint] < 0;   // the note goes where the move leaves room, as the kernel's panel
-    const step = p.line(12), y0 = down ? p.m.t + step : p.h - p.m.b - 8 * p.fs - step * (lines.length - 1);
-    lines.forEach((line, i) => p.say(marks, line, p.m.l + 6, y0 + step * i, this.verdictAttrs(r.bad)));
+    // the note where the move leaves room (as the kernel's panel: above a move down), else where it covers the least
+    // of the traces; a diverged run's flag first
+    const down = k.hold.standby[r.joint] < 0, avoid = [];
     if (r.diverged) {
-      p.say(marks, this.say('flag', {}), p.x(k.hold.duration / 2), p.y(0), {fill: c.diverged, 'font-size': 24,
-            'font-weight': 'bold', 'text-anchor': 'middle'});
+      const flag = this.verdictText(p, marks, this.say('flag', {}), true, {places: ['c', 'uc', 'lc'], attrs: {'font-size': 24}});
+      if (flag) avoid.push(flag.box);
     }
+    this.verdictText(p, marks, r.note, r.bad, {places: down ? ['ul', 'ur', 'll', 'lr'] : ['ll', 'lr', 'ul', 'ur'], avoid});
     this.setReadout(r.note.replace('\n', ' · '), r.bad);
   }
 }

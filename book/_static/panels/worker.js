@@ -7,8 +7,9 @@ import {kpCurve, stabilityRows} from './runs.js';
 let model = null, constants = null, ready = null, latest = 0;
 const pause = () => new Promise((resolve) => setTimeout(resolve, 0));
 
-async function start({xml, engine}, panelConstants) {
-  model = new Model(await load(), xml, engine);
+// parts: the page's compiled engine and its glue (engine.js engineParts), so the worker fetches neither again
+async function start({xml, engine}, panelConstants, parts) {
+  model = new Model(await load(undefined, parts), xml, engine);
   constants = panelConstants;
 }
 
@@ -37,7 +38,7 @@ onmessage = async (event) => {
   const message = event.data;
   try {
     if (message.kind === 'start') {
-      ready = start(message.live, message.constants);
+      ready = start(message.live, message.constants, message.parts);
       await ready;
       return;
     }
