@@ -59,14 +59,20 @@ NBVAL := $(BIN)/python -m pytest --nbval notebooks --nbval-sanitize-with noteboo
 # each is one thread, and the machines here have two cores), the longest first: physai's tests in two halves (the
 # published book's (the site in Chromium and the Colab edition: one site build, one Chromium) and the others), the
 # chapters, the benchmarks' quick
-# modes, the PDF edition (test-pdf). -O prints each job's output whole when it ends; each ends with a line "[time] NAME: wall, CPU" (.ci/timed.py).
+# modes, the PDF edition (test-pdf, after test-site in one job: the HTML and LaTeX builds share _build's doctrees and
+# must not run at once). -O prints each job's output whole when it ends; each ends with a line "[time] NAME: wall,
+# CPU" (.ci/timed.py).
 TIMED := $(PYTHON) .ci/timed.py
 test: $(STAMP) node_modules/.package-lock.json
 	$(TIMED) lint-imports $(BIN)/lint-imports --no-cache
-	$(MAKE) --no-print-directory -j2 -O test-others test-site test-chapters test-benchmarks test-pdf
+	$(MAKE) --no-print-directory -j2 -O test-others test-site-then-pdf test-chapters test-benchmarks
+
+test-site-then-pdf: $(STAMP) node_modules/.package-lock.json
+	$(MAKE) --no-print-directory test-site
+	$(MAKE) --no-print-directory test-pdf
 
 # All of physai's tests in one process; make test runs the same tests as test-site and test-others.
-.PHONY: test-physai test-site test-others test-chapters test-benchmarks quick-benchmarks test-pdf
+.PHONY: test-physai test-site test-others test-chapters test-benchmarks quick-benchmarks test-pdf test-site-then-pdf
 test-physai: $(STAMP) node_modules/.package-lock.json
 	$(BIN)/python -m pytest tests
 
