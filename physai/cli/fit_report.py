@@ -264,8 +264,10 @@ def report_text(rep: dict) -> str:
                                                       ('delay_ms_max', '.1f'), ('offset_max_deg', '.2f')]))
     if rep['intervals']:
         lines += ['', f"how far each parameter can move before the held-out error, averaged over the folds, rises by "
-                      f"{rep['rise_pct']:g} % (factors of the fitted value; the delay in ms; degrees added to an "
-                      f"offset; a slice, the others kept):"]
+                      f"{rep['rise_pct']:g} % (factors of the fitted value; the delay in ms; factors on all "
+                      f"the fitted offsets at once; a slice, the others kept, not a calibrated interval: a few "
+                      f"episodes cannot calibrate one, and fitted_min..fitted_max, the folds' range, is the spread "
+                      f"to quote):"]
         lines.append(format_table(rep['intervals'], [('param', 's'), ('structure', 's'), ('fitted_min', '.3g'),
                                                      ('fitted_max', '.3g'), ('low', '.3g'), ('high', '.3g'),
                                                      ('edge', '')]))
