@@ -253,29 +253,58 @@ def test_the_recording_prefers_the_soft_spring_and_no_delay_and_small_offsets(ch
 @pytest.mark.slow
 @pytest.mark.skipif(not shipped_recording().is_dir(), reason='the shipped SO-101 recording is absent')
 def test_the_truth_table_says_what_chapter_4_reads_from_it(chapter):
-    """Menagerie is no better than the plain teleport; every independent published set lies between about the
-    teleport and a little below its best shift, the study's fit and AnchorBench's tie at the top (each the closer of
-    the two in two folds of four), about 1.5 times the spring (1.25 to 1.9 fold by fold); BAM at P = 16 beats
-    P = 32; no published set, borrowed or not, beats the spring on average; the spring is 2 to 3.3 times closer than
-    Menagerie in every fold; the folds' kp reads as P 14-16 through BAM's law."""
+    """Menagerie is no better than the plain teleport, and with its best delay (100 ms in every fold) no better than
+    the teleport at its best shift; every set that borrows nothing lies between about the two teleports, the study's
+    fit the best of them, about 1.5 times the spring; BAM at P = 16 beats P = 32; no published set under any of its
+    completions beats the spring on average; the spring is 2 to 3.3 times closer than Menagerie in every fold; the
+    folds' kp reads as P 14-16 through BAM's law."""
     data, fitted, folds, rows = chapter
     ours, tele, shift = rows['this book: spring'], rows['teleport'], rows['teleport, best shift']
     assert abs(rows['Menagerie']['loo_deg'] / tele['loo_deg'] - 1) < 0.02
-    independent = [rows[s.name] for s in servo_truth.PUBLISHED if not s.uses_fit]
+    stiff = rows[servo_truth.STIFF_DELAY]
+    assert stiff['delay_ms_min'] == stiff['delay_ms_max'] == 100.0
+    assert abs(stiff['loo_deg'] / shift['loo_deg'] - 1) < 0.03
+    independent = [r for r in rows.values() if r['kind'] == 'published' and r['from_fit'] == 'no']
     assert all(0.9 * shift['loo_deg'] < r['loo_deg'] < 1.02 * tele['loo_deg'] for r in independent)
-    best = sorted(independent, key=lambda r: r['loo_deg'])[:2]
-    assert {r['model'] for r in best} == {'servo study, published fit', 'Isaac Lab AnchorBench'}
-    wins = [sum(a < b for a, b in zip(x['heldout_folds'], y['heldout_folds'])) for x, y in (best, best[::-1])]
-    assert wins == [2, 2]
-    assert 1.4 < best[0]['loo_deg'] / ours['loo_deg'] < 1.55
-    fold_ratios = [a / b for r in best for a, b in zip(r['heldout_folds'], ours['heldout_folds'])]
-    assert 1.2 < min(fold_ratios) < 1.3 and 1.85 < max(fold_ratios) < 1.95
+    best = min(independent, key=lambda r: r['loo_deg'])
+    assert best['model'] == 'servo study, published fit' and 1.4 < best['loo_deg'] / ours['loo_deg'] < 1.6
     assert rows['BAM m1, P = 16']['loo_deg'] < rows['BAM m1, P = 32']['loo_deg']
-    assert all(r['loo_deg'] > ours['loo_deg'] for r in rows.values() if r['kind'] == 'published')
+    assert all(r['cmp_min'] > ours['loo_deg'] for r in rows.values() if r['kind'] == 'published')
     men = [a / b for a, b in zip(rows['Menagerie']['heldout_folds'], ours['heldout_folds'])]
     assert 1.95 < min(men) and max(men) < 3.4
     p = [servo_gain.BAM_STS3215.p_register(f.models[servo_models.SPRING.name].kp[0]) for f in folds]
     assert 13 < min(p) and max(p) < 16.5
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shipped_recording().is_dir(), reason='the shipped SO-101 recording is absent')
+def test_the_second_solution_scores_what_its_completion_gives_it(chapter):
+    """The study's second solution (kp 8.8, kv 0.52) leave-one-out under each completion, on the recording in
+    degrees (LeRobot's -100..100 converted): from Menagerie's values 0.82°, from each fold's spring 0.91°, from the
+    study's own fit 1.43° and from that fit with Menagerie's armature 0.88°, against the spring's 0.79°. The
+    armature of the completion decides most of it; none beats the spring on average."""
+    _, _, _, rows = chapter
+    second = {k: v['loo_deg'] for k, v in rows['servo study, second solution']['completions'].items()}
+    expected = {servo_truth.MENAGERIE_VALUES: 0.818, servo_truth.FOLD_SPRING: 0.908,
+                "the study's published fit": 1.426, "the study's published fit, Menagerie's armature": 0.879}
+    assert second == pytest.approx(expected, abs=0.005)
+    assert rows['this book: spring']['loo_deg'] == pytest.approx(0.795, abs=0.005)
+    assert min(second.values()) > rows['this book: spring']['loo_deg']
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shipped_recording().is_dir(), reason='the shipped SO-101 recording is absent')
+def test_nvidias_identification_is_scored_and_needs_its_larger_clamp(chapter):
+    """NVIDIA's gtc_berlin.yaml, complete but for a force limit: 1.32° leave-one-out with the AnchorBench card's
+    3.35 N·m (about Menagerie's 2.94 gives the same), but 1.9° with each fold's softer clamp, which its stiff joints
+    (kp 19 to 51) saturate; between the teleport and its best shift, like every set that borrows nothing."""
+    _, _, _, rows = chapter
+    nvidia = rows['NVIDIA gtc_berlin']
+    assert nvidia['from_fit'] == 'no' and nvidia['loo_deg'] == pytest.approx(1.323, abs=0.005)
+    by = {k: v['loo_deg'] for k, v in nvidia['completions'].items()}
+    assert by[servo_truth.MENAGERIE_VALUES] == pytest.approx(1.313, abs=0.005)
+    assert by[servo_truth.FOLD_SPRING] == pytest.approx(1.931, abs=0.01)
+    assert rows['teleport, best shift']['loo_deg'] < nvidia['loo_deg'] < rows['teleport']['loo_deg']
 
 
 @pytest.mark.slow

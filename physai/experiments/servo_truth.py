@@ -617,6 +617,10 @@ TRUTH_COLUMNS = (('model', 's'), ('from_fit', 's'), ('kp_min', '.3g'), ('kp_max'
                  ('cmp_max', '.2f'), ('vs_shift', '.2f'), ('vs_shift_min', '.2f'), ('vs_shift_max', '.2f'))
 
 
+COMPLETION_COLUMNS = (('model', 's'), ('completion', 's'), ('from_fit', 's'), ('loo_deg', '.2f'), ('loo_min', '.2f'),
+                      ('loo_max', '.2f'), ('vs_spring', '.2f'))
+
+
 @experiment('truth-table', summary='every published STS3215 model and this book\'s structures, leave-one-out on the '
                                    'SO-101 recording',
             columns=TRUTH_COLUMNS)
