@@ -278,8 +278,9 @@ def report_text(rep: dict) -> str:
                       "shift, its min and max fold by fold):"]
         lines.append(format_table(rep['truth_table'], servo_truth.TRUTH_COLUMNS))
     if rep['truth_completions']:
-        lines += ['', "the partial sets under each completion of what their sources leave out (cmp_min..cmp_max in "
-                      "the table above is their range; a conclusion that changes with it rests on the completion):"]
+        lines += ['', "the partial sets under each completion of what their sources leave out (best_completion_deg to "
+                      "worst_completion_deg in the table above is their range; a conclusion that changes with it "
+                      "rests on the completion):"]
         lines.append(format_table(rep['truth_completions'], servo_truth.COMPLETION_COLUMNS))
     lines += ['', 'warnings:'] + [f'  - {text(w)}' for w in rep['warnings'] or ['none']]
     return '\n'.join(lines)

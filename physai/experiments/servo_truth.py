@@ -536,8 +536,8 @@ def truth_table(dataset: LeRobotDataset, folds: Sequence[Fold], *, config: Repla
       ``vs_shift_min``/``vs_shift_max`` (the same ratio fold by fold, each fold's error over its own shifted
       teleport's: its spread), ``heldout_folds`` (the held-out error of every fold, in the order of ``folds``),
       ``completions`` (per completion name: its ``loo_deg``, ``from_fit`` and ``heldout_folds``), and
-      ``cmp_min``/``cmp_max``, the smallest and largest ``loo_deg`` over the completions (``loo_deg`` itself for a
-      complete set).
+      ``best_completion_deg``/``worst_completion_deg``, the smallest and largest ``loo_deg`` over the completions
+      (``loo_deg`` itself for a complete set).
     """
     folds = list(folds)
     by_index = {e.index: e for e in dataset.episodes}
@@ -588,7 +588,7 @@ def truth_table(dataset: LeRobotDataset, folds: Sequence[Fold], *, config: Repla
                  loo_min=float(min(held)),
                  loo_max=float(max(held)), vs_shift=float(np.mean(held)) / shift_mean,
                  vs_shift_min=float(per_fold.min()), vs_shift_max=float(per_fold.max()),
-                 cmp_min=float(min(loo)), cmp_max=float(max(loo)),
+                 best_completion_deg=float(min(loo)), worst_completion_deg=float(max(loo)),
                  p_bam=float(servo_gain.BAM_STS3215.p_register(kp)) if math.isfinite(kp) else math.nan,
                  p_menagerie=servo_gain.menagerie_p_register(kp) if math.isfinite(kp) else math.nan)
     return rows
@@ -613,8 +613,9 @@ def sources_rows() -> list[dict]:
 
 
 TRUTH_COLUMNS = (('model', 's'), ('from_fit', 's'), ('kp_min', '.3g'), ('kp_max', '.3g'), ('p_bam', '.0f'),
-                 ('heldout_deg', '.2f'), ('loo_deg', '.2f'), ('loo_min', '.2f'), ('loo_max', '.2f'), ('cmp_min', '.2f'),
-                 ('cmp_max', '.2f'), ('vs_shift', '.2f'), ('vs_shift_min', '.2f'), ('vs_shift_max', '.2f'))
+                 ('heldout_deg', '.2f'), ('loo_deg', '.2f'), ('loo_min', '.2f'), ('loo_max', '.2f'),
+                 ('best_completion_deg', '.2f'), ('worst_completion_deg', '.2f'), ('vs_shift', '.2f'),
+                 ('vs_shift_min', '.2f'), ('vs_shift_max', '.2f'))
 
 
 COMPLETION_COLUMNS = (('model', 's'), ('completion', 's'), ('from_fit', 's'), ('loo_deg', '.2f'), ('loo_min', '.2f'),
