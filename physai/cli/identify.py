@@ -31,6 +31,9 @@ be calibration instead: they are taken off the commands before fitting (``servo_
 into each arm actuator, ``force = kp (ctrl - c - q) - kv q̇`` (``biasprm[0] = -kp c``) with the ctrlrange moved by
 ``c``, so that the model driven by the recorded commands does what the shifted replay did. MuJoCo has no offset
 attribute on ``<position>``: the file carries it as a ``<general>`` actuator's bias, and a comment says so.
+The leave-one-out folds do the same inside each fold: a fold measures the offsets on its own training episodes, never
+on the episode it leaves out, and replays every episode's commands as recorded with those offsets in its models
+(``servo_truth.compare_structures(offsets=True)``); the truth table's published sets replay the recorded commands.
 
 The request is checked before any work (:mod:`physai.cli.fit_request`, which also warns when a recording is too
 short or too still), and the file and the report are :mod:`physai.cli.fit_report`.
