@@ -632,6 +632,27 @@ def truth(progress: bool = False) -> list[dict]:
     return [{k: r[k] for k, *_ in TRUTH_COLUMNS} for r in truth_table(dataset, folds)]
 
 
+AROUND_PINNED = servo_models.Structure(name='spring around a pinned armature and friction',
+                                       free=('kp', 'kv', 'forcerange', 'damping'))
+"""The spring refitted with its armature and friction loss held at another source's: kp, kv, the force limit and the
+joint damping free to absorb them."""
+
+
+def refit_around(dataset: LeRobotDataset, folds: Sequence[Fold], *, armature: Sequence[float],
+                 frictionloss: Sequence[float], config: ReplayConfig = ReplayConfig(), max_iter: int = 50
+                 ) -> list[float]:
+    """Per fold, the held-out error (degrees) of its spring refitted on its training episodes with ``armature`` and
+    ``frictionloss`` (per joint, ``JOINTS`` order) pinned: whether a servo built around them can do as well, not only
+    the fold's spring with them put in (all folds fitted side by side)."""
+    by_index = {e.index: e for e in dataset.episodes}
+    problems = [(AROUND_PINNED, [by_index[i] for i in f.train],
+                 f.models[servo_models.SPRING.name].replace(armature=tuple(armature), frictionloss=tuple(frictionloss)))
+                for f in folds]
+    fits = servo_models.fit(problems, config=config, max_iter=max_iter)
+    runs = servo_models._runs([r.model for r in fits], [by_index[f.heldout] for f in folds], config)
+    return [r.mae_deg for r in runs]
+
+
 def spring_rows(folds: Sequence[Fold], dataset: LeRobotDataset, *, config: ReplayConfig = ReplayConfig()
                 ) -> list[dict]:
     """Leave-one-out of the chapter's spring, one row per fold, with ``servo_sysid.fold_summary``'s keys.
