@@ -21,6 +21,10 @@ repository root:
 
     .venv/bin/python benchmarks/bench_sysid_toolbox.py
 
+``--loo`` fits both leave-one-out instead, every episode held out once (four fits each, minutes with the toolbox),
+and prints each fold's held-out error for both and their means: the toolbox's objective against physai's, on
+episodes neither saw.
+
 ``--quick`` (as ``make test`` runs it, to keep it working: ``benchmarks/requirements.txt`` installs the toolbox) fits
 the first 3 s of one episode with at most 2 iterations each: the same lines in seconds, not a fit to quote.
 """
@@ -119,8 +123,11 @@ def first_frames(episode, n: int):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--quick', action='store_true', help='3 s of one episode, 2 iterations: a check that it runs')
+    parser.add_argument('--loo', action='store_true', help='both fits leave-one-out, each fold scored held out')
     args = parser.parse_args()
     data, _ = servo_sysid.find_dataset(None)
+    if args.loo:
+        return leave_one_out(data)
     fit_eps, heldout = servo_sysid.split(data)
     iterations = 50
     if args.quick:
@@ -139,6 +146,30 @@ def main():
               f'{servo}')
     print(f'load {os.getloadavg()[0]:.1f}; mujoco.sysid / physai wall time: '
           f'{results["mujoco.sysid"][0] / results["physai"][0]:.2f}')
+
+
+def leave_one_out(data):
+    """Both fits on every fold (each from TheRobotStudio's gains), each scored on the episode the fold leaves out."""
+    episodes = list(data.episodes)
+    held = {'physai': [], 'mujoco.sysid': []}
+    cpu = {'physai': 0.0, 'mujoco.sysid': 0.0}
+    start = arm_replay.THEROBOTSTUDIO
+    for k, out in enumerate(episodes):
+        train = episodes[:k] + episodes[k + 1:]
+        for name, run in (('physai', lambda: sysid.fit_servo(train, starts={'therobotstudio': start},
+                                                             progress=False).servo),
+                          ('mujoco.sysid', lambda: toolbox_fit(train, start))):
+            c0 = time.process_time()
+            servo = run()
+            cpu[name] += time.process_time() - c0
+            held[name].append(arm_replay.replay([servo], [out])[0][0].mae_deg)
+            print(f'fold {out.index} {name:13s} held-out {held[name][-1]:.3f} deg  {servo}', flush=True)
+    for name, h in held.items():
+        print(f'{name:13s} leave-one-out {np.mean(h):.3f} deg (folds {", ".join(f"{x:.3f}" for x in h)}), '
+              f'cpu {cpu[name]:.0f} s')
+    wins = sum(a < b for a, b in zip(held['mujoco.sysid'], held['physai']))
+    print(f'mujoco.sysid better held out in {wins} of {len(episodes)} folds; '
+          f'leave-one-out mujoco.sysid / physai: {np.mean(held["mujoco.sysid"]) / np.mean(held["physai"]):.3f}')
 
 
 if __name__ == '__main__':

@@ -250,7 +250,7 @@ def test_the_json_report_has_every_part(shipped):
     assert set(rep) == {'source', 'version', 'fps', 'robot_type', 'units', 'episodes', 'recording', 'servo',
                         'per_joint', 'offsets_deg', 'static_offsets_deg', 'spread', 'ridge', 'pinned', 'not_pinned',
                         'heldout_mae_deg', 'folds', 'leave_one_out', 'fit_converged', 'warnings', 'out',
-                        'structures', 'intervals', 'rise_pct', 'truth_table', 'lag_rate'}
+                        'structures', 'intervals', 'rise_pct', 'truth_table', 'truth_completions', 'lag_rate'}
     assert rep['episodes'] == {'fit': [0, 1, 2], 'heldout': [3]} and rep['out'] == str(out)
     assert set(rep['servo']) == set(arm_replay.PARAMS) | {'lag_ms', 'delay_ms'} and rep['servo']['delay_ms'] == 0
     assert [r['structure'] for r in rep['structures']] == [s.name for s in (servo_models.SPRING,
@@ -258,6 +258,8 @@ def test_the_json_report_has_every_part(shipped):
     assert {r['param'] for r in rep['intervals']} >= set(arm_replay.PARAMS) | {'delay'}
     assert [r['model'] for r in rep['truth_table']][:2] == ['teleport', 'teleport, best shift']
     assert {s.name for s in servo_truth.PUBLISHED} <= {r['model'] for r in rep['truth_table']}
+    second = {r['completion'] for r in rep['truth_completions'] if r['model'] == 'servo study, second solution'}
+    assert len(second) == 4 and servo_truth.MENAGERIE_VALUES in second
     assert set(rep['spread']) == set(identify.SPREAD_KEYS)
     assert all(set(v) == {'fitted', 'fold_min', 'fold_max', 'cost_rise_pct', 'pinned'}
                for v in rep['spread'].values())

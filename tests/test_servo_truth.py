@@ -37,9 +37,15 @@ def test_the_sets_carry_the_numbers_their_sources_give():
     assert 17.12 / duck.forcerange[0] == pytest.approx(servo_gain.BAM_STS3215.duty_gain * 32, rel=0.005)
     anchor = by['Isaac Lab AnchorBench']
     assert anchor.kp[:3] == (48.42, 47.78, 14.72) and anchor.kv[:2] == (3.335, 2.563)
-    assert anchor.kp[3] == pytest.approx(np.mean([48.42, 47.78, 14.72]))  # a value not checked: the mean of those used
-    assert anchor.kv[2] == pytest.approx(np.mean([3.335, 2.563]))
+    assert anchor.kp[3] == SOFT.kp and anchor.kv[2] == SOFT.kv  # a value the card did not give: the fold's spring's
+    means = next(s for s in servo_truth.PUBLISHED if s.name == 'Isaac Lab AnchorBench').completions[1].model(None)
+    assert means.kp[3] == pytest.approx(np.mean([48.42, 47.78, 14.72])) and means.kv[2] == pytest.approx(2.949)
     assert by['MuJoCo Playground'].armature == (0.1088, 0.1472, 0.1224, 0.1133, 0.1146, 0.1985)
+    nvidia = by['NVIDIA gtc_berlin']  # gtc_berlin.yaml as the file gives it, the effort limit AnchorBench's
+    assert nvidia.kp[2] == pytest.approx(18.565405780730025) and nvidia.kv[0] == pytest.approx(2.309705389862818)
+    assert nvidia.frictionloss[1] == pytest.approx(0.3181311647624241)  # dry friction
+    assert nvidia.damping[4] == pytest.approx(0.4502010515484256)  # viscous friction
+    assert nvidia.armature[3] == pytest.approx(0.05110346770103517) and nvidia.forcerange == (3.35,) * 6
 
 
 def test_a_partial_set_is_completed_from_the_folds_own_fit():
@@ -48,9 +54,39 @@ def test_a_partial_set_is_completed_from_the_folds_own_fit():
     sets = {s.name: s for s in servo_truth.PUBLISHED}
     playground = sets['MuJoCo Playground'].model(fit)
     assert playground.kp == fit.kp and playground.armature[0] == 0.1088
-    static = sets['static load test'].model(fit)
+    static = sets['static load test, cos 45°'].model(fit)
     assert static.kp[0] == pytest.approx(servo_truth.STATIC_LOAD_KP)
     np.testing.assert_allclose(static.lag_ms(), fit.lag_ms())
+    full = sets['static load test, no cosine'].model(fit)
+    assert full.kp[0] == pytest.approx(servo_truth.STATIC_LOAD_KP_FULL)
+    np.testing.assert_allclose(full.lag_ms(), fit.lag_ms())
+
+
+def test_every_partial_set_is_also_completed_from_menageries_values_and_every_default_is_named():
+    """Completion is a dimension of the table: each set completed from the fold's fit is also scored with its gaps
+    filled from Menagerie's class, which owes nothing to the recording, and the second solution also from the study's
+    own fit."""
+    fit = JointModel.uniform(SOFT)
+    men = JointModel.uniform(arm_replay.MENAGERIE)
+    for s in servo_truth.PUBLISHED:
+        names = [c.name for c in s.all_completions()]
+        assert len(set(names)) == len(names) and names[0] == s.completion_name
+        if s.uses_fit:
+            assert any(n.startswith(servo_truth.MENAGERIE_VALUES) for n in names), s.name
+    second = {c.name: c.model(fit) for c in next(s for s in servo_truth.PUBLISHED
+                                                 if s.name == 'servo study, second solution').all_completions()}
+    assert all(m.kp[0] == 8.8 and m.kv[0] == 0.52 for m in second.values())
+    assert second[servo_truth.MENAGERIE_VALUES].armature == men.armature
+    assert second["the study's published fit"].armature[0] == arm_replay.PUBLISHED_FIT.armature
+    assert second[servo_truth.FOLD_SPRING].forcerange == fit.forcerange
+
+
+def test_the_static_loads_two_readings():
+    """Issue #134's load at 45°: m g L cos 45° = 1.04 N·m gives kp 27, m g L = 1.47 N·m gives 38 (32 to 47 over the
+    range of the error); about 1° of free play makes both lower bounds."""
+    assert servo_truth.STATIC_LOAD_KP_FULL == pytest.approx(38.3, abs=0.05)
+    low, high = (servo_truth.STATIC_LOAD_TORQUE_FULL / math.radians(d) for d in (2.6, 1.8))
+    assert 32.3 < low < 32.5 and 46.7 < high < 46.9
 
 
 def test_the_static_load_tests_kp_is_gravitys_torque_on_the_45_degree_lever_over_the_deflection():
@@ -84,7 +120,8 @@ def test_the_truth_table_scores_each_model_on_each_held_out_episode_and_shifts_t
     assert rows['Menagerie']['vs_shift_min'] == pytest.approx(min(per_fold))
     assert rows['Menagerie']['vs_shift_max'] == pytest.approx(max(per_fold))
     borrowed = {s.name for s in servo_truth.PUBLISHED if s.uses_fit}
-    assert borrowed == {'MuJoCo Playground', 'static load test', 'servo study, second solution'}
+    assert borrowed == {'MuJoCo Playground', 'static load test, cos 45°', 'static load test, no cosine',
+                        'servo study, second solution', 'Isaac Lab AnchorBench'}
     assert all(rows[n]['from_fit'] == 'partly' for n in borrowed)
     assert rows['Menagerie']['from_fit'] == rows['teleport']['from_fit'] == 'no'
     assert rows['this book: spring']['from_fit'] == 'yes'
@@ -107,6 +144,58 @@ def test_a_folds_fit_does_not_depend_on_the_episode_it_leaves_out():
     spring = servo_models.SPRING.name
     assert second[1].models[spring] == first[1].models[spring]
     assert second[0].models[spring] != first[0].models[spring] and second[2].models[spring] != first[2].models[spring]
+
+
+def _scrambled(data, k):
+    e = data.episodes[k]
+    bad = dataclasses.replace(e, state=e.state + np.linspace(0, 8, e.nframe)[:, None], action=e.action[::-1].copy())
+    return dataclasses.replace(data, episodes=data.episodes[:k] + (bad,) + data.episodes[k + 1:])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shipped_recording().is_dir(), reason='the shipped SO-101 recording is absent')
+@pytest.mark.parametrize('offsets', [False, True], ids=['as recorded', 'offsets'])
+def test_no_fold_in_any_mode_depends_on_the_episode_it_leaves_out(offsets):
+    """fit-servo's folds in both of the ways it fits them (as recorded; with the held-pose offsets taken to be
+    calibration, each fold measuring them on its own training episodes): scramble one episode, and every model of
+    the fold that leaves it out (spring, delay, offsets) stays bit for bit; the folds that train on it move."""
+    data = servo_sysid.load_book_dataset()
+    data = dataclasses.replace(data, episodes=data.episodes[:3])
+    first = servo_truth.compare_structures(data, max_iter=3, offsets=offsets)
+    second = servo_truth.compare_structures(_scrambled(data, 1), max_iter=3, offsets=offsets)
+    assert second[1].models == first[1].models
+    spring = servo_models.SPRING.name
+    assert second[0].models[spring] != first[0].models[spring] and second[2].models[spring] != first[2].models[spring]
+    if offsets:  # each fold's offsets are its own training episodes'
+        for f in first:
+            train = [e for e in data.episodes if e.index in f.train]
+            assert f.models[spring].offsets_deg == tuple(float(c) for c in servo_sysid.static_offsets_deg(train))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shipped_recording().is_dir(), reason='the shipped SO-101 recording is absent')
+@pytest.mark.parametrize('mode', ['default', 'per_joint', 'offsets', 'delay'])
+def test_fit_servo_hands_its_folds_the_recorded_commands_in_every_mode(mode, monkeypatch):
+    """In every mode of fit-servo the folds get the episodes as recorded (nothing measured on all of them taken off
+    first) and measure any offsets inside each fold: the test above then covers every mode."""
+    from physai.cli import identify
+
+    class Stop(Exception):
+        pass
+
+    seen = {}
+
+    def capture(dataset, **kwargs):
+        seen.update(dataset=dataset, **kwargs)
+        raise Stop
+
+    monkeypatch.setattr(servo_truth, 'compare_structures', capture)
+    data = servo_sysid.load_book_dataset()
+    fit, heldout = list(data.episodes[:3]), [data.episodes[3]]
+    with pytest.raises(Stop):
+        identify.identify(data, fit, heldout, max_iter=1, progress=False, **({} if mode == 'default' else {mode: True}))
+    assert seen['offsets'] is (mode == 'offsets')
+    assert all(a is b for a, b in zip(seen['dataset'].episodes, fit + heldout))
 
 
 @pytest.mark.slow
@@ -164,29 +253,58 @@ def test_the_recording_prefers_the_soft_spring_and_no_delay_and_small_offsets(ch
 @pytest.mark.slow
 @pytest.mark.skipif(not shipped_recording().is_dir(), reason='the shipped SO-101 recording is absent')
 def test_the_truth_table_says_what_chapter_4_reads_from_it(chapter):
-    """Menagerie is no better than the plain teleport; every independent published set lies between about the
-    teleport and a little below its best shift, the study's fit and AnchorBench's tie at the top (each the closer of
-    the two in two folds of four), about 1.5 times the spring (1.25 to 1.9 fold by fold); BAM at P = 16 beats
-    P = 32; no published set, borrowed or not, beats the spring on average; the spring is 2 to 3.3 times closer than
-    Menagerie in every fold; the folds' kp reads as P 14-16 through BAM's law."""
+    """Menagerie is no better than the plain teleport, and with its best delay (100 ms in every fold) no better than
+    the teleport at its best shift; every set that borrows nothing lies between about the two teleports, the study's
+    fit the best of them, about 1.5 times the spring; BAM at P = 16 beats P = 32; no published set under any of its
+    completions beats the spring on average; the spring is 2 to 3.3 times closer than Menagerie in every fold; the
+    folds' kp reads as P 14-16 through BAM's law."""
     data, fitted, folds, rows = chapter
     ours, tele, shift = rows['this book: spring'], rows['teleport'], rows['teleport, best shift']
     assert abs(rows['Menagerie']['loo_deg'] / tele['loo_deg'] - 1) < 0.02
-    independent = [rows[s.name] for s in servo_truth.PUBLISHED if not s.uses_fit]
+    stiff = rows[servo_truth.STIFF_DELAY]
+    assert stiff['delay_ms_min'] == stiff['delay_ms_max'] == 100.0
+    assert abs(stiff['loo_deg'] / shift['loo_deg'] - 1) < 0.03
+    independent = [r for r in rows.values() if r['kind'] == 'published' and r['from_fit'] == 'no']
     assert all(0.9 * shift['loo_deg'] < r['loo_deg'] < 1.02 * tele['loo_deg'] for r in independent)
-    best = sorted(independent, key=lambda r: r['loo_deg'])[:2]
-    assert {r['model'] for r in best} == {'servo study, published fit', 'Isaac Lab AnchorBench'}
-    wins = [sum(a < b for a, b in zip(x['heldout_folds'], y['heldout_folds'])) for x, y in (best, best[::-1])]
-    assert wins == [2, 2]
-    assert 1.4 < best[0]['loo_deg'] / ours['loo_deg'] < 1.55
-    fold_ratios = [a / b for r in best for a, b in zip(r['heldout_folds'], ours['heldout_folds'])]
-    assert 1.2 < min(fold_ratios) < 1.3 and 1.85 < max(fold_ratios) < 1.95
+    best = min(independent, key=lambda r: r['loo_deg'])
+    assert best['model'] == 'servo study, published fit' and 1.4 < best['loo_deg'] / ours['loo_deg'] < 1.6
     assert rows['BAM m1, P = 16']['loo_deg'] < rows['BAM m1, P = 32']['loo_deg']
-    assert all(r['loo_deg'] > ours['loo_deg'] for r in rows.values() if r['kind'] == 'published')
+    assert all(r['best_completion_deg'] > ours['loo_deg'] for r in rows.values() if r['kind'] == 'published')
     men = [a / b for a, b in zip(rows['Menagerie']['heldout_folds'], ours['heldout_folds'])]
     assert 1.95 < min(men) and max(men) < 3.4
     p = [servo_gain.BAM_STS3215.p_register(f.models[servo_models.SPRING.name].kp[0]) for f in folds]
     assert 13 < min(p) and max(p) < 16.5
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shipped_recording().is_dir(), reason='the shipped SO-101 recording is absent')
+def test_the_second_solution_scores_what_its_completion_gives_it(chapter):
+    """The study's second solution (kp 8.8, kv 0.52) leave-one-out under each completion, on the recording in
+    degrees (LeRobot's -100..100 converted): from Menagerie's values 0.82°, from each fold's spring 0.91°, from the
+    study's own fit 1.43° and from that fit with Menagerie's armature 0.88°, against the spring's 0.79°. The
+    armature of the completion decides most of it; none beats the spring on average."""
+    _, _, _, rows = chapter
+    second = {k: v['loo_deg'] for k, v in rows['servo study, second solution']['completions'].items()}
+    expected = {servo_truth.MENAGERIE_VALUES: 0.818, servo_truth.FOLD_SPRING: 0.908,
+                "the study's published fit": 1.426, "the study's published fit, Menagerie's armature": 0.879}
+    assert second == pytest.approx(expected, abs=0.005)
+    assert rows['this book: spring']['loo_deg'] == pytest.approx(0.795, abs=0.005)
+    assert min(second.values()) > rows['this book: spring']['loo_deg']
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shipped_recording().is_dir(), reason='the shipped SO-101 recording is absent')
+def test_nvidias_identification_is_scored_and_needs_its_larger_clamp(chapter):
+    """NVIDIA's gtc_berlin.yaml, complete but for a force limit: 1.32° leave-one-out with the AnchorBench card's
+    3.35 N·m (about Menagerie's 2.94 gives the same), but 1.9° with each fold's softer clamp, which its stiff joints
+    (kp 19 to 51) saturate; between the teleport and its best shift, like every set that borrows nothing."""
+    _, _, _, rows = chapter
+    nvidia = rows['NVIDIA gtc_berlin']
+    assert nvidia['from_fit'] == 'no' and nvidia['loo_deg'] == pytest.approx(1.323, abs=0.005)
+    by = {k: v['loo_deg'] for k, v in nvidia['completions'].items()}
+    assert by[servo_truth.MENAGERIE_VALUES] == pytest.approx(1.313, abs=0.005)
+    assert by[servo_truth.FOLD_SPRING] == pytest.approx(1.931, abs=0.01)
+    assert rows['teleport, best shift']['loo_deg'] < nvidia['loo_deg'] < rows['teleport']['loo_deg']
 
 
 @pytest.mark.slow
@@ -203,3 +321,16 @@ def test_playgrounds_armature_alone_costs_the_spring_most_of_a_degree(chapter):
         model = spring.replace(armature=playground.model(spring).armature)
         errors.append(servo_models.replay([model], [at[f.heldout]])[0][0].mae_deg)
     assert np.mean(errors) > 1.3 and np.mean(errors) > 1.5 * rows['this book: spring']['loo_deg']
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shipped_recording().is_dir(), reason='the shipped SO-101 recording is absent')
+def test_a_spring_refitted_around_playgrounds_armature_recovers_part_of_the_loss(chapter):
+    """Refitted with Playground's armature and friction pinned (kp, kv, forcerange, damping free, fold by fold), the
+    spring scores about 1.0° held out: better than the bare substitution (over 1.3°), worse than its own small
+    armature (0.79°). The substitution alone overstates the case against a large armature."""
+    data, _, folds, rows = chapter
+    refit = servo_truth.refit_around(data, folds, armature=servo_truth._PLAYGROUND_ARMATURE,
+                                     frictionloss=servo_truth._PLAYGROUND_FRICTIONLOSS)
+    assert rows['this book: spring']['loo_deg'] < np.mean(refit) < 1.1 < 1.3
+    assert servo_truth.AROUND_PINNED.free == ('kp', 'kv', 'forcerange', 'damping')

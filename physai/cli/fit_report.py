@@ -194,6 +194,7 @@ def report(ident: Identification, out: str | pathlib.Path | None = None) -> dict
         structures=servo_truth.structure_rows(ident.structures) if ident.structures else [],
         intervals=list(ident.intervals), rise_pct=100 * servo_truth.RISE,
         truth_table=[{k: r[k] for k, *_ in servo_truth.TRUTH_COLUMNS} | dict(kind=r['kind']) for r in ident.truth],
+        truth_completions=servo_truth.completion_rows(ident.truth) if ident.truth else [],
         fit_converged=converged, warnings=list(ident.warnings) + stops,
         out=None if out is None else str(out))
 
@@ -264,8 +265,10 @@ def report_text(rep: dict) -> str:
                                                       ('delay_ms_max', '.1f'), ('offset_max_deg', '.2f')]))
     if rep['intervals']:
         lines += ['', f"how far each parameter can move before the held-out error, averaged over the folds, rises by "
-                      f"{rep['rise_pct']:g} % (factors of the fitted value; the delay in ms; degrees added to an "
-                      f"offset; a slice, the others kept):"]
+                      f"{rep['rise_pct']:g} % (factors of the fitted value; the delay in ms; factors on all "
+                      f"the fitted offsets at once; a slice, the others kept, not a calibrated interval: a few "
+                      f"episodes cannot calibrate one, and fitted_min..fitted_max, the folds' range, is the spread "
+                      f"to quote):"]
         lines.append(format_table(rep['intervals'], [('param', 's'), ('structure', 's'), ('fitted_min', '.3g'),
                                                      ('fitted_max', '.3g'), ('low', '.3g'), ('high', '.3g'),
                                                      ('edge', '')]))
@@ -274,5 +277,10 @@ def report_text(rep: dict) -> str:
                       "published set completed from each fold's own fit; vs_shift: over the teleport at its best "
                       "shift, its min and max fold by fold):"]
         lines.append(format_table(rep['truth_table'], servo_truth.TRUTH_COLUMNS))
+    if rep['truth_completions']:
+        lines += ['', "the partial sets under each completion of what their sources leave out (best_completion_deg to "
+                      "worst_completion_deg in the table above is their range; a conclusion that changes with it "
+                      "rests on the completion):"]
+        lines.append(format_table(rep['truth_completions'], servo_truth.COMPLETION_COLUMNS))
     lines += ['', 'warnings:'] + [f'  - {text(w)}' for w in rep['warnings'] or ['none']]
     return '\n'.join(lines)

@@ -31,6 +31,9 @@ be calibration instead: they are taken off the commands before fitting (``servo_
 into each arm actuator, ``force = kp (ctrl - c - q) - kv q̇`` (``biasprm[0] = -kp c``) with the ctrlrange moved by
 ``c``, so that the model driven by the recorded commands does what the shifted replay did. MuJoCo has no offset
 attribute on ``<position>``: the file carries it as a ``<general>`` actuator's bias, and a comment says so.
+The leave-one-out folds do the same inside each fold: a fold measures the offsets on its own training episodes, never
+on the episode it leaves out, and replays every episode's commands as recorded with those offsets in its models
+(``servo_truth.compare_structures(offsets=True)``); the truth table's published sets replay the recorded commands.
 
 The request is checked before any work (:mod:`physai.cli.fit_request`, which also warns when a recording is too
 short or too still), and the file and the report are :mod:`physai.cli.fit_report`.
@@ -317,12 +320,12 @@ def identify(dataset: LeRobotDataset, fit: Sequence[Episode], heldout: Sequence[
         warnings.append(f'the fit stopped at its cap of {max_iter} iterations before its tolerances were met')
 
     rise = cost_rise(servo, fit_in, config=config)
-    folds_data = dataclasses.replace(
-        dataset, episodes=tuple(servo_sysid.shift_commands(everyone, use_offsets) if offsets else everyone))
+    # the folds replay the commands as recorded; with offsets each fold measures its own on its training episodes
+    folds_data = dataclasses.replace(dataset, episodes=tuple(everyone))
     main_fold = {heldout[0].index: servo} if len(heldout) == 1 else {}  # the main fit saw only that fold's episodes
     # every other fold starts from START, which has seen none of the recording: no fold's start knows its episode
     structures = servo_truth.compare_structures(folds_data, known=main_fold, start=START, config=config,
-                                                max_iter=FOLD_MAX_ITER, progress=progress)
+                                                max_iter=FOLD_MAX_ITER, progress=progress, offsets=offsets)
     folds = servo_truth.spring_rows(structures, folds_data, config=config)
     spans = servo_truth.intervals(structures, folds_data, config=config)
     truth = servo_truth.truth_table(folds_data, structures, config=config)

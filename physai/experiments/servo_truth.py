@@ -50,6 +50,43 @@ class PublishedSet:
     partial set uses."""
     uses_fit: bool = False
     """The set is completed from the fold's fit (so it differs from fold to fold, and is not independent of it)."""
+    default_name: str = ''
+    """A short name for the default completion (empty: derived, see :attr:`completion_name`)."""
+    completions: tuple['Completion', ...] = ()
+    """The other stated completions of a partial set, each scored beside :attr:`model` (its default): what fills
+    the gaps is a choice, and the truth table shows how far the score moves with it."""
+
+    def all_completions(self) -> tuple['Completion', ...]:
+        """The default completion (:attr:`model`, named by :attr:`completion_name`) and then :attr:`completions`."""
+        return (Completion(name=self.completion_name, model=self.model, uses_fit=self.uses_fit),) + self.completions
+
+    @property
+    def completion_name(self) -> str:
+        """The default completion's short name: 'none' for a complete set, else "each fold's spring" when it borrows
+        from the fold's fit, else the first clause of :attr:`completion`."""
+        if self.default_name:
+            return self.default_name
+        if self.completion == 'none':
+            return 'none'
+        return FOLD_SPRING if self.uses_fit else self.completion.split(';')[0]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Completion:
+    """One way to fill a partial set's gaps."""
+
+    name: str
+    model: Callable[[JointModel], JointModel]
+    """The replayed model, given the fold's spring."""
+    uses_fit: bool = False
+    """The gaps are filled from the fold's own fit."""
+
+
+FOLD_SPRING = "each fold's spring"
+MENAGERIE_VALUES = "Menagerie's values"
+"""The names of the two completions every partial set is scored under: its gaps filled from the spring fitted on the
+fold's training episodes, or from Menagerie's STS3215 class (kp 998.22, kv 2.731, forcerange 2.94, damping 0.6,
+frictionloss 0.052, armature 0.028), a published set that owes nothing to this recording."""
 
 
 def _joints(**values: Sequence[float]) -> JointModel:
@@ -62,9 +99,16 @@ def _mean_fill(read: Sequence[float | None]) -> tuple[float, ...]:
     return tuple(float(np.mean(known)) if v is None else float(v) for v in read)
 
 
+def _fill(read: dict[str, Sequence[float | None]], base: JointModel) -> JointModel:
+    """``base`` with every value ``read`` gives (None: not given, ``base``'s kept), joint by joint."""
+    return base.replace(**{k: tuple(float(b) if v is None else float(v) for v, b in zip(vs, getattr(base, k)))
+                           for k, vs in read.items()})
+
+
 # The Isaac Lab SO-101 asset's AnchorBench fit as the dataset card lists it, JOINTS order. None: a value of the card's
-# table that this book did not check against the card (the wrist joints, the gripper, the elbow's other columns); the
-# set replays them as the mean of the values it did check (_mean_fill), and says so.
+# table this book could not read (the copy of the card it could consult, a search index's, breaks off after the elbow's
+# stiffness; the wrist joints, the gripper and the elbow's other columns are missing). The set is scored under three
+# completions of those gaps, and says so.
 _ANCHOR = dict(kp=(48.42, 47.78, 14.72, None, None, None), kv=(3.335, 2.563, None, None, None, None),
                armature=(0.0676, 0.0276, None, None, None, None), frictionloss=(0.347, 0.345, None, None, None, None),
                damping=(1.591, 0.561, None, None, None, None), forcerange=(3.35, 3.35, None, None, None, None))
@@ -74,6 +118,25 @@ _ANCHOR = dict(kp=(48.42, 47.78, 14.72, None, None, None), kv=(3.335, 2.563, Non
 # and the friction alone, on the fold's own spring).
 _PLAYGROUND_ARMATURE = (0.1088, 0.1472, 0.1224, 0.1133, 0.1146, 0.1985)
 _PLAYGROUND_FRICTIONLOSS = (0.0001, 0.0, 0.0, 0.0, 0.0, 0.2517)
+
+# NVIDIA/so101-typing-task, source/so101_typing/tasks/SO101/data/gtc_berlin.yaml (commit 7aec2ed2), an
+# "actuator_sys_id_result" (metric position_mse) per joint, JOINTS order, as the file gives them. Mapped as the
+# AnchorBench card's columns are: stiffness -> kp, damping -> kv (Isaac Lab's actuator damping is the PD's
+# derivative gain), armature, dry_friction -> frictionloss, viscous_friction -> joint damping. The file gives no
+# effort limit.
+_GTC_BERLIN = dict(
+    kp=(48.93682087435154, 51.336503963086734, 18.565405780730025, 43.03380653711947, 47.135886076886166,
+        50.83054002253434),
+    kv=(2.309705389862818, 2.7829628172221677, 0.534694353676958, 2.7191323580266284, 1.7895194158608136,
+        2.345108101123728),
+    armature=(0.058228342618297214, 0.04425337526513037, 0.054507128694178224, 0.05110346770103517,
+              0.05138195786130317, 0.04338043435613245),
+    frictionloss=(0.2154699280851669, 0.3181311647624241, 0.4018746873200306, 0.29646325177526045,
+                  0.2827718443928624, 0.31151570694796027),
+    damping=(1.0732503444852939, 0.8773707044105059, 0.4925605028705261, 0.51747384516758, 0.4502010515484256,
+             1.1389592259244838))
+ANCHOR_EFFORT_LIMIT = 3.35
+"""N·m: the effort limit the AnchorBench card lists for the joints it shows (the same asset family, NVIDIA's)."""
 
 STATIC_LOAD_LEVER_DEG = 45.0
 """deg: the lever's angle in the load test of TheRobotStudio/SO-ARM100 issue #134 ("1.5 kg load, 10 cm lever, 45°
@@ -86,6 +149,12 @@ STATIC_LOAD_DEFLECTION_DEG = (1.8, 2.6)
 play by hand; how much of the error that play is, it does not say)."""
 STATIC_LOAD_KP = STATIC_LOAD_TORQUE / math.radians(float(np.mean(STATIC_LOAD_DEFLECTION_DEG)))
 """N·m/rad implied at the middle of the deflection range: 27 (23 to 33 over the range)."""
+STATIC_LOAD_TORQUE_FULL = 1.5 * 9.81 * 0.10
+"""N·m: the same load read without the cosine, m·g·L = 1.47 (the whole lever arm horizontal), the other reading of
+"at 45° angle"."""
+STATIC_LOAD_KP_FULL = STATIC_LOAD_TORQUE_FULL / math.radians(float(np.mean(STATIC_LOAD_DEFLECTION_DEG)))
+"""N·m/rad at the middle of the deflection range without the cosine: 38 (32 to 47 over the range). Either reading is a
+lower bound on the loop's stiffness: the same issue measures about 1° of free play by hand, part of the deflection."""
 
 SECOND_SOLUTION = dict(kp=8.8, kv=0.52)
 """The second solution the servo study of the sources reports, from the same other rig as ``arm_replay.PUBLISHED_FIT``."""
@@ -93,9 +162,18 @@ SECOND_SOLUTION = dict(kp=8.8, kv=0.52)
 
 def _on_ridge(fit: JointModel, kp: float) -> JointModel:
     """``fit`` with its kp set to ``kp`` and its kv set to keep each joint's lag (kv + damping)/kp."""
+    return _on_ridge_of(fit, fit, kp)
+
+
+def _on_ridge_of(base: JointModel, fit: JointModel, kp: float) -> JointModel:
+    """``base`` with its kp set to ``kp`` and its kv set to give each joint ``fit``'s lag (kv + damping)/kp over
+    ``base``'s joint damping."""
     lag = np.array([fit.joint(j).lag_ms for j in JOINTS]) / 1e3
-    kv = np.maximum(lag * kp - np.array(fit.damping), 0.0)
-    return fit.replace(kp=kp, kv=tuple(float(v) for v in kv))
+    kv = np.maximum(lag * kp - np.array(base.damping), 0.0)
+    return base.replace(kp=kp, kv=tuple(float(v) for v in kv))
+
+
+_MENAGERIE_JOINTS = JointModel.uniform(arm_replay.MENAGERIE)
 
 
 PUBLISHED: tuple[PublishedSet, ...] = (
@@ -131,27 +209,60 @@ PUBLISHED: tuple[PublishedSet, ...] = (
         name='Isaac Lab AnchorBench', source='Hugging Face dataset card sreetz-nv/so101_vials_actuators_sysid '
                                              '(the SO-101 asset\'s system-identification fit, per joint)',
         assumes='not stated; stiffness, damping, armature, static and viscous friction, effort limit per joint',
-        completion='shoulder_pan and shoulder_lift as the card lists them, elbow_flex its stiffness; the other '
-                   'values of the card\'s table (not checked here) take the mean of these (static friction -> '
-                   'frictionloss, viscous friction -> joint damping)',
-        model=lambda fit: _joints(**{k: _mean_fill(v) for k, v in _ANCHOR.items()})),
+        completion='shoulder_pan and shoulder_lift as the card lists them, elbow_flex its stiffness (the copy of '
+                   'the card this book could read breaks off there); the wrists, the gripper and the elbow\'s other '
+                   'values from each fold\'s spring (static friction -> frictionloss, viscous friction -> joint '
+                   'damping)',
+        model=lambda fit: _fill(_ANCHOR, fit), uses_fit=True,
+        completions=(Completion(name=MENAGERIE_VALUES, model=lambda fit: _fill(_ANCHOR, _MENAGERIE_JOINTS)),
+                     Completion(name='the mean of the values read',
+                                model=lambda fit: _joints(**{k: _mean_fill(v) for k, v in _ANCHOR.items()})))),
+    PublishedSet(
+        name='NVIDIA gtc_berlin', source='NVIDIA/so101-typing-task source/so101_typing/tasks/SO101/data/'
+                                         'gtc_berlin.yaml (7aec2ed2): stiffness, damping, armature, dry and viscous '
+                                         'friction per joint',
+        assumes='not stated (an actuator_sys_id_result, metric position_mse)',
+        completion=f'forcerange {ANCHOR_EFFORT_LIMIT} N·m, the AnchorBench card\'s effort limit (the file gives '
+                   f'none); the rest as the file gives it (dry friction -> frictionloss, viscous friction -> joint '
+                   f'damping)',
+        model=lambda fit: _joints(**_GTC_BERLIN, forcerange=[ANCHOR_EFFORT_LIMIT] * 6),
+        default_name="AnchorBench's effort limit",
+        completions=(Completion(name=MENAGERIE_VALUES, model=lambda fit: _fill(_GTC_BERLIN, _MENAGERIE_JOINTS)),
+                     Completion(name=FOLD_SPRING, model=lambda fit: _fill(_GTC_BERLIN, fit), uses_fit=True))),
     PublishedSet(
         name='MuJoCo Playground', source='google-deepmind/mujoco_playground v1.0.0 robots/so101/sim/constant.py '
                                          '(ARMATURE, FRICTIONLOSS per joint, identified from teleoperation with '
                                          'mujoco.sysid, tasks/sysid/so101/README.md)',
         assumes='not stated',
         completion='armature and frictionloss per joint as published; kp, kv, forcerange and joint damping from this '
-                   'book\'s spring fitted on the fold\'s training episodes (the file\'s own PD gains are not '
-                   'used: the row scores the armature and friction alone)',
+                   'book\'s spring fitted on the fold\'s training episodes (the file goes on to give its position '
+                   'servo\'s PD gains, which this book could not read: the copies it could consult break off there)',
         model=lambda fit: fit.replace(armature=_PLAYGROUND_ARMATURE, frictionloss=_PLAYGROUND_FRICTIONLOSS),
-        uses_fit=True),
+        uses_fit=True,
+        completions=(Completion(name=MENAGERIE_VALUES, model=lambda fit: _MENAGERIE_JOINTS.replace(
+            armature=_PLAYGROUND_ARMATURE, frictionloss=_PLAYGROUND_FRICTIONLOSS)),)),
     PublishedSet(
-        name='static load test', source='TheRobotStudio/SO-ARM100 issue #134: 1.8-2.6 deg at 1.5 kg on a 10 cm '
-                                        'lever at 45°',
-        assumes='12 V STS3215, firmware settings not stated',
-        completion=f'kp = {STATIC_LOAD_KP:.0f} N·m/rad ({STATIC_LOAD_TORQUE:.2f} N·m over 2.2 deg); kv keeps the lag '
-                   f'of this book\'s spring fitted on the fold\'s training episodes, the rest from that fit',
-        model=lambda fit: _on_ridge(fit, STATIC_LOAD_KP), uses_fit=True),
+        name='static load test, cos 45°', source='TheRobotStudio/SO-ARM100 issue #134: 1.8-2.6 deg at 1.5 kg on a '
+                                                 '10 cm lever at 45°',
+        assumes='12 V STS3215, firmware settings not stated; about 1° of the deflection may be free play (the same '
+                'issue), so kp is a lower bound',
+        completion=f'kp = {STATIC_LOAD_KP:.0f} N·m/rad ({STATIC_LOAD_TORQUE:.2f} N·m, m g L cos 45°, over 2.2 deg); '
+                   f'kv keeps the lag of this book\'s spring fitted on the fold\'s training episodes, the rest from '
+                   f'that fit',
+        model=lambda fit: _on_ridge(fit, STATIC_LOAD_KP), uses_fit=True,
+        completions=(Completion(name=MENAGERIE_VALUES + ', kv keeping the lag of the fold\'s spring',
+                                model=lambda fit: _on_ridge_of(_MENAGERIE_JOINTS, fit, STATIC_LOAD_KP),
+                                uses_fit=True),)),
+    PublishedSet(
+        name='static load test, no cosine', source='the same issue, the load read as m g L (the lever horizontal)',
+        assumes='as above; kp a lower bound',
+        completion=f'kp = {STATIC_LOAD_KP_FULL:.0f} N·m/rad ({STATIC_LOAD_TORQUE_FULL:.2f} N·m over 2.2 deg); kv '
+                   f'keeps the lag of this book\'s spring fitted on the fold\'s training episodes, the rest from '
+                   f'that fit',
+        model=lambda fit: _on_ridge(fit, STATIC_LOAD_KP_FULL), uses_fit=True,
+        completions=(Completion(name=MENAGERIE_VALUES + ', kv keeping the lag of the fold\'s spring',
+                                model=lambda fit: _on_ridge_of(_MENAGERIE_JOINTS, fit, STATIC_LOAD_KP_FULL),
+                                uses_fit=True),)),
     PublishedSet(
         name='servo study, published fit', source='the servo study of the sources (another SO-101 rig; not public)',
         assumes='not stated', completion='none', model=lambda fit: JointModel.uniform(arm_replay.PUBLISHED_FIT)),
@@ -160,7 +271,14 @@ PUBLISHED: tuple[PublishedSet, ...] = (
         assumes='not stated',
         completion='kp 8.8 and kv 0.52 as reported; forcerange, joint damping, frictionloss, armature from this '
                    'book\'s spring fitted on the fold\'s training episodes',
-        model=lambda fit: fit.replace(**SECOND_SOLUTION), uses_fit=True),
+        model=lambda fit: fit.replace(**SECOND_SOLUTION), uses_fit=True,
+        completions=(
+            Completion(name=MENAGERIE_VALUES, model=lambda fit: _MENAGERIE_JOINTS.replace(**SECOND_SOLUTION)),
+            Completion(name="the study's published fit",
+                       model=lambda fit: JointModel.uniform(arm_replay.PUBLISHED_FIT).replace(**SECOND_SOLUTION)),
+            Completion(name="the study's published fit, Menagerie's armature",
+                       model=lambda fit: JointModel.uniform(arm_replay.PUBLISHED_FIT).replace(
+                           **SECOND_SOLUTION, armature=arm_replay.MENAGERIE.armature)))),
 )
 """Every published set the truth table replays, in the order it lists them."""
 
@@ -197,14 +315,20 @@ class Fold:
 
 def compare_structures(dataset: LeRobotDataset, *, rivals: Sequence[Structure] = RIVALS,
                        known: dict[int, ArmServo] | None = None, start: ArmServo = arm_replay.THEROBOTSTUDIO,
-                       config: ReplayConfig = ReplayConfig(), max_iter: int = 50, progress: bool = False
-                       ) -> list[Fold]:
+                       config: ReplayConfig = ReplayConfig(), max_iter: int = 50, progress: bool = False,
+                       offsets: bool = False) -> list[Fold]:
     """Fit the spring and each rival structure on every leave-one-out fold, and score them on the episode out.
 
     The spring of each fold is ``sysid.fit_servo`` from ``start`` (default TheRobotStudio's published gains, the
     chapter's and ``fit-servo``'s start: they have seen none of these episodes), except the folds in ``known`` (the
     chapter's main fit, which has seen only its fold's training episodes). Each rival then starts from its fold's spring (plus ``START_DELAY_STEPS`` of
     delay, offsets 0) and is fitted on the same training episodes, all folds and rivals side by side.
+
+    With ``offsets`` (``fit-servo --offsets``: the held-pose offsets taken to be calibration) each fold measures them
+    on its own training episodes (``servo_sysid.static_offsets_deg``), fits its spring on those episodes with the
+    offsets taken off the commands, and keeps them in its models (``JointModel.offsets_deg``: the servo drives
+    towards the command less the offset), so every model replays the commands as recorded and nothing is measured
+    on the episode a fold leaves out; its rivals start from the spring with those offsets.
 
     Returns:
       One :class:`Fold` per episode, in the dataset's order.
@@ -215,7 +339,9 @@ def compare_structures(dataset: LeRobotDataset, *, rivals: Sequence[Structure] =
     episodes = list(dataset.episodes)
     trains = [episodes[:k] + episodes[k + 1:] for k in range(len(episodes))]
     todo = [k for k, e in enumerate(episodes) if e.index not in known]
-    fits = sysid.fit_servos([trains[k] for k in todo], starts={'start': start}, config=config, max_iter=max_iter,
+    fold_offsets = [tuple(float(c) for c in servo_sysid.static_offsets_deg(t)) if offsets else None for t in trains]
+    fit_on = [servo_sysid.shift_commands(t, c) if offsets else t for t, c in zip(trains, fold_offsets)]
+    fits = sysid.fit_servos([fit_on[k] for k in todo], starts={'start': start}, config=config, max_iter=max_iter,
                             progress=progress) if todo else []
     springs = {k: f.servo for k, f in zip(todo, fits)}
     converged = {k: all(s.converged for s in f.starts) for k, f in zip(todo, fits)}
@@ -227,10 +353,12 @@ def compare_structures(dataset: LeRobotDataset, *, rivals: Sequence[Structure] =
     for k in range(len(episodes)):
         for structure in rivals:
             delay = START_DELAY_STEPS * step if 'delay' in structure.free else 0.0
-            problems.append((structure, trains[k], JointModel.uniform(springs[k], delay=delay)))
+            problems.append((structure, trains[k], JointModel.uniform(springs[k], delay=delay,
+                                                                      offsets_deg=fold_offsets[k])))
             where.append((k, structure.name))
     rival_fits = servo_models.fit(problems, config=config, max_iter=max_iter) if problems else []
-    models = {k: {servo_models.SPRING.name: JointModel.uniform(springs[k])} for k in range(len(episodes))}
+    models = {k: {servo_models.SPRING.name: JointModel.uniform(springs[k], offsets_deg=fold_offsets[k])}
+              for k in range(len(episodes))}
     conv = {k: {servo_models.SPRING.name: converged[k]} for k in range(len(episodes))}
     for (k, name), f in zip(where, rival_fits):
         models[k][name] = f.model.rounded(sysid.FIT_DIGITS)
@@ -358,41 +486,93 @@ def intervals(folds: Sequence[Fold], dataset: LeRobotDataset, *, rise: float = R
 # The truth table
 # --------------------------------------------------------------------------------------------------
 
+STIFF_DELAYS_MS = (0.0, 33.3, 66.7, 100.0, 133.3, 166.7, 200.0)
+"""ms: the command delays a stiff servo (Menagerie's) is tried with, 0 to 6 frames; each fold takes the one that
+scores best on its training episodes."""
+
+STIFF_DELAY = "stiff servo + delay (Menagerie's, delay chosen per fold)"
+"""The truth table's row for a stiff servo given the command delay its fold's training episodes prefer: the *stiff
+servo plus a command delay* structure with its own number, not the soft spring + delay fitted here."""
+
+
+def stiff_delay_folds(dataset: LeRobotDataset, folds: Sequence[Fold], *, config: ReplayConfig = ReplayConfig()
+                      ) -> list[tuple[float, float]]:
+    """Per fold, (the delay in s chosen on its training episodes, the held-out error in degrees) of Menagerie's stiff
+    servo with a command delay from ``STIFF_DELAYS_MS``. Each delay replays every episode once, in one batch; a fold
+    picks the delay with the smallest mean absolute error over its training episodes' frames."""
+    episodes = list(dataset.episodes)
+    delays = [d / 1e3 for d in STIFF_DELAYS_MS]
+    models = [JointModel.uniform(arm_replay.MENAGERIE, delay=d) for d in delays]
+    runs = servo_models._runs([m for m in models for _ in episodes], episodes * len(models), config, history=True)
+    err = np.array([[r.mae_deg for r in runs[i * len(episodes):(i + 1) * len(episodes)]] for i in range(len(models))])
+    frames = np.array([e.nframe - 1 for e in episodes], dtype=float)
+    at = {e.index: k for k, e in enumerate(episodes)}
+    out = []
+    for f in folds:
+        train = [at[i] for i in f.train]
+        score = (err[:, train] * frames[train]).sum(axis=1) / frames[train].sum()
+        best = int(np.argmin(score))
+        out.append((delays[best], float(err[best, at[f.heldout]])))
+    return out
+
+
 def truth_table(dataset: LeRobotDataset, folds: Sequence[Fold], *, config: ReplayConfig = ReplayConfig(),
                 heldout_index: int | None = None) -> list[dict]:
-    """Every published set, the teleport scale and this book's structures, each scored on every held-out episode.
+    """Every published set under each of its completions, the teleport scale, a stiff servo with its best delay, and
+    this book's structures, each scored on every held-out episode.
+
+    A partial set is scored under its default completion (``PublishedSet.model``) and under each of
+    ``PublishedSet.completions``; the fold's spring it may borrow from is taken without its offsets (in ``fit-servo
+    --offsets`` the folds carry them), so every set replays the commands as recorded.
 
     Returns:
       One row per model: ``model``, ``kind`` ('published', 'scale' or 'fitted here'), ``from_fit`` ('no', 'partly'
-      for a published set completed from the fold's fit, 'yes' for this book's structures), ``kp`` (its shared kp, or
+      for a published set completed from the fold's fit, 'yes' for this book's structures), ``completion`` (the
+      default's name), ``kp`` (its shared kp, or
       the range over joints and folds as ``kp_min``/``kp_max``), ``p_bam`` and ``p_menagerie`` (the P register each
       law gives the largest kp: ``servo_gain.BAM_STS3215.p_register``, ``servo_gain.menagerie_p_register``),
       ``heldout_deg`` (on the fold that leaves out ``heldout_index``, default the last episode), ``loo_deg`` (mean
       over the folds), ``loo_min``, ``loo_max``, ``vs_shift`` (``loo_deg`` over the teleport-at-its-best-shift's) and
       ``vs_shift_min``/``vs_shift_max`` (the same ratio fold by fold, each fold's error over its own shifted
-      teleport's: its spread), and ``heldout_folds`` (the held-out error of every fold, in the order of ``folds``).
+      teleport's: its spread), ``heldout_folds`` (the held-out error of every fold, in the order of ``folds``),
+      ``completions`` (per completion name: its ``loo_deg``, ``from_fit`` and ``heldout_folds``), and
+      ``best_completion_deg``/``worst_completion_deg``, the smallest and largest ``loo_deg`` over the completions
+      (``loo_deg`` itself for a complete set).
     """
     folds = list(folds)
     by_index = {e.index: e for e in dataset.episodes}
     heldout_index = folds[-1].heldout if heldout_index is None else heldout_index
     spring = servo_models.SPRING.name
-    entries = []  # (name, kind, from_fit, [model per fold])
+    bare = [f.models[spring].replace(offsets_deg=(0.0,) * len(ARM_JOINTS)) for f in folds]
+    entries = []  # (name, kind, from_fit, [(completion, from_fit, [model per fold])])
     for s in PUBLISHED:
-        entries.append((s.name, 'published', 'partly' if s.uses_fit else 'no',
-                        [s.model(f.models[spring]) for f in folds]))
+        options = [(c.name, 'partly' if c.uses_fit else 'no', [c.model(b) for b in bare]) for c in s.all_completions()]
+        entries.append((s.name, 'published', options[0][1], options))
     for name in folds[0].models:
-        entries.append((f'this book: {name}', 'fitted here', 'yes', [f.models[name] for f in folds]))
-    flat = [(m, by_index[f.heldout]) for *_, ms in entries for m, f in zip(ms, folds)]
+        entries.append((f'this book: {name}', 'fitted here', 'yes', [('none', 'yes', [f.models[name] for f in folds])]))
+    flat = [(m, by_index[f.heldout]) for *_, options in entries for *_, ms in options for m, f in zip(ms, folds)]
     runs = iter(r.mae_deg for r in servo_models._runs([m for m, _ in flat], [e for _, e in flat], config))
     rows = []
     for name, shifts in (('teleport', [1] * len(folds)), ('teleport, best shift', [f.best_shift for f in folds])):
         held = [float(servo_sysid.teleport_errors([by_index[f.heldout]], s).mean()) for f, s in zip(folds, shifts)]
-        rows.append(dict(model=name, kind='scale', from_fit='no', kp_min=math.nan, kp_max=math.nan, heldout=held))
-    for name, kind, from_fit, ms in entries:
-        held = [next(runs) for _ in folds]
-        kps = [k for m in ms for k in m.kp[:len(ARM_JOINTS)]]
-        rows.append(dict(model=name, kind=kind, from_fit=from_fit, kp_min=float(min(kps)), kp_max=float(max(kps)),
-                         heldout=held))
+        rows.append(dict(model=name, kind='scale', from_fit='no', completion='none', kp_min=math.nan,
+                         kp_max=math.nan, heldout=held, completions={}))
+    stiff = stiff_delay_folds(dataset, folds, config=config)
+    rows.append(dict(model=STIFF_DELAY, kind='fitted here', from_fit='no', completion='none',
+                     kp_min=arm_replay.MENAGERIE.kp, kp_max=arm_replay.MENAGERIE.kp, heldout=[h for _, h in stiff],
+                     completions={}, delay_ms_min=1e3 * min(d for d, _ in stiff),
+                     delay_ms_max=1e3 * max(d for d, _ in stiff)))
+    for name, kind, from_fit, options in entries:
+        scored = {}
+        for cname, cfrom, ms in options:
+            held = [next(runs) for _ in folds]
+            scored[cname] = dict(from_fit=cfrom, heldout_folds=tuple(held), loo_deg=float(np.mean(held)), models=ms)
+        default = options[0]
+        kps = [k for m in default[2] for k in m.kp[:len(ARM_JOINTS)]]
+        rows.append(dict(model=name, kind=kind, from_fit=from_fit, completion=default[0], kp_min=float(min(kps)),
+                         kp_max=float(max(kps)), heldout=list(scored[default[0]]['heldout_folds']),
+                         completions={k: {x: v[x] for x in ('from_fit', 'heldout_folds', 'loo_deg')}
+                                      for k, v in scored.items()} if len(scored) > 1 else {}))
     shifted = np.array(rows[1]['heldout'])
     shift_mean = float(np.mean(shifted))
     if not np.all(shifted > 0):  # a teleport that is exact (the state a copy of the action) is no scale to divide by
@@ -403,13 +583,28 @@ def truth_table(dataset: LeRobotDataset, folds: Sequence[Fold], *, config: Repla
         held = r.pop('heldout')
         kp = r['kp_max']
         per_fold = np.array(held) / shifted
+        loo = [c['loo_deg'] for c in r['completions'].values()] or [float(np.mean(held))]
         r.update(heldout_folds=tuple(float(h) for h in held), heldout_deg=held[k_out], loo_deg=float(np.mean(held)),
                  loo_min=float(min(held)),
                  loo_max=float(max(held)), vs_shift=float(np.mean(held)) / shift_mean,
                  vs_shift_min=float(per_fold.min()), vs_shift_max=float(per_fold.max()),
+                 best_completion_deg=float(min(loo)), worst_completion_deg=float(max(loo)),
                  p_bam=float(servo_gain.BAM_STS3215.p_register(kp)) if math.isfinite(kp) else math.nan,
                  p_menagerie=servo_gain.menagerie_p_register(kp) if math.isfinite(kp) else math.nan)
     return rows
+
+
+def completion_rows(rows: Sequence[dict]) -> list[dict]:
+    """The truth table's partial sets, one row per completion: ``model``, ``completion``, ``from_fit``, ``loo_deg``,
+    ``loo_min``, ``loo_max`` (over the folds) and ``vs_spring`` (its ``loo_deg`` over this book's spring's)."""
+    ours = next(r for r in rows if r['model'] == f'this book: {servo_models.SPRING.name}')['loo_deg']
+    out = []
+    for r in rows:
+        for name, c in r['completions'].items():
+            out.append(dict(model=r['model'], completion=name, from_fit=c['from_fit'], loo_deg=c['loo_deg'],
+                            loo_min=min(c['heldout_folds']), loo_max=max(c['heldout_folds']),
+                            vs_spring=c['loo_deg'] / ours))
+    return out
 
 
 def sources_rows() -> list[dict]:
@@ -418,8 +613,13 @@ def sources_rows() -> list[dict]:
 
 
 TRUTH_COLUMNS = (('model', 's'), ('from_fit', 's'), ('kp_min', '.3g'), ('kp_max', '.3g'), ('p_bam', '.0f'),
-                 ('heldout_deg', '.2f'), ('loo_deg', '.2f'), ('loo_min', '.2f'), ('loo_max', '.2f'), ('vs_shift', '.2f'),
+                 ('heldout_deg', '.2f'), ('loo_deg', '.2f'), ('loo_min', '.2f'), ('loo_max', '.2f'),
+                 ('best_completion_deg', '.2f'), ('worst_completion_deg', '.2f'), ('vs_shift', '.2f'),
                  ('vs_shift_min', '.2f'), ('vs_shift_max', '.2f'))
+
+
+COMPLETION_COLUMNS = (('model', 's'), ('completion', 's'), ('from_fit', 's'), ('loo_deg', '.2f'), ('loo_min', '.2f'),
+                      ('loo_max', '.2f'), ('vs_spring', '.2f'))
 
 
 @experiment('truth-table', summary='every published STS3215 model and this book\'s structures, leave-one-out on the '
@@ -430,6 +630,27 @@ def truth(progress: bool = False) -> list[dict]:
     dataset = servo_sysid.load_book_dataset()
     folds = compare_structures(dataset, progress=progress)
     return [{k: r[k] for k, *_ in TRUTH_COLUMNS} for r in truth_table(dataset, folds)]
+
+
+AROUND_PINNED = servo_models.Structure(name='spring around a pinned armature and friction',
+                                       free=('kp', 'kv', 'forcerange', 'damping'))
+"""The spring refitted with its armature and friction loss held at another source's: kp, kv, the force limit and the
+joint damping free to absorb them."""
+
+
+def refit_around(dataset: LeRobotDataset, folds: Sequence[Fold], *, armature: Sequence[float],
+                 frictionloss: Sequence[float], config: ReplayConfig = ReplayConfig(), max_iter: int = 50
+                 ) -> list[float]:
+    """Per fold, the held-out error (degrees) of its spring refitted on its training episodes with ``armature`` and
+    ``frictionloss`` (per joint, ``JOINTS`` order) pinned: whether a servo built around them can do as well, not only
+    the fold's spring with them put in (all folds fitted side by side)."""
+    by_index = {e.index: e for e in dataset.episodes}
+    problems = [(AROUND_PINNED, [by_index[i] for i in f.train],
+                 f.models[servo_models.SPRING.name].replace(armature=tuple(armature), frictionloss=tuple(frictionloss)))
+                for f in folds]
+    fits = servo_models.fit(problems, config=config, max_iter=max_iter)
+    runs = servo_models._runs([r.model for r in fits], [by_index[f.heldout] for f in folds], config)
+    return [r.mae_deg for r in runs]
 
 
 def spring_rows(folds: Sequence[Fold], dataset: LeRobotDataset, *, config: ReplayConfig = ReplayConfig()
