@@ -13,7 +13,7 @@ from physai.laws import servo_gain, sts3215
 @pytest.mark.parametrize('p', [8, 16, 32])
 def test_kp_at_bams_voltage_is_chapter_4s_mapping(p):
     """At 7.4 V the register law is chapter 4's: servo_gain.BAM_STS3215.kp."""
-    assert sts3215.kp(p, 7.4) == pytest.approx(servo_gain.BAM_STS3215.kp(p), rel=1e-12)
+    assert sts3215.register_kp(p, 7.4) == pytest.approx(servo_gain.BAM_STS3215.kp(p), rel=1e-12)
     assert sts3215.Settings(p_register=p).kp == pytest.approx(servo_gain.BAM_STS3215.kp(p), rel=1e-12)
 
 
@@ -21,9 +21,9 @@ def test_kp_and_torque_scale_with_the_supply_voltage():
     """The duty drives d*V volts: kp and the stall torque are both proportional to V, their ratio (the error at full
     duty) is not."""
     for v in sts3215.SUPPLY_VOLTAGES:
-        assert sts3215.kp(16, v) == pytest.approx(servo_gain.BAM_STS3215.kp(16) * v / 7.4, rel=1e-12)
+        assert sts3215.register_kp(16, v) == pytest.approx(servo_gain.BAM_STS3215.kp(16) * v / 7.4, rel=1e-12)
         assert sts3215.forcerange(v) == pytest.approx(servo_gain.BAM_STS3215.forcerange * v / 7.4, rel=1e-12)
-        assert sts3215.forcerange(v) / sts3215.kp(16, v) == pytest.approx(
+        assert sts3215.forcerange(v) / sts3215.register_kp(16, v) == pytest.approx(
             servo_gain.BAM_STS3215.saturation_error(16), rel=1e-12)
     assert sts3215.forcerange(7.4, 500) == pytest.approx(servo_gain.BAM_STS3215.forcerange / 2, rel=1e-12)
 

@@ -78,7 +78,7 @@ ELEMENTS = (
     Element('slew limit', 'Goal_Speed, steps/s', GOAL_SPEEDS,
             lambda s, g: FirmwareModel(servo=s, slewmax=sts3215.slewmax(g)), off=True),
     Element('P and supply voltage', '(P, V)', tuple((p, v) for v in VOLTAGES for p in P_REGISTERS),
-            lambda s, pv: FirmwareModel(servo=_on_lag(s, float(sts3215.kp(pv[0], pv[1])),
+            lambda s, pv: FirmwareModel(servo=_on_lag(s, float(sts3215.register_kp(pv[0], pv[1])),
                                                       sts3215.forcerange(pv[1]))), off=False),
 )
 """The elements, each added alone to the fold's spring."""

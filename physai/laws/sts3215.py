@@ -96,10 +96,22 @@ def electrics(supply_voltage: float = BAM_STS3215.supply_voltage) -> servo_gain.
     return dataclasses.replace(BAM_STS3215, supply_voltage=v)
 
 
-def kp(p_register, supply_voltage: float = BAM_STS3215.supply_voltage):
-    """MuJoCo's kp for a P register and a supply: ``kp = g*P*V*kt/R``, N·m/rad; broadcasts over ``p_register``.
+def register_kp(p_register, supply_voltage=7.4):
+    """MuJoCo's kp for a P register and a supply voltage, N·m/rad; broadcasts over ``p_register``.
 
-    At 7.4 V this is chapter 4's ``servo_gain.BAM_STS3215.kp`` (8.9 at P = 16).
+    The firmware drives the duty ``d = g*P*e`` (e the error, rad), which puts ``d*V`` volts on a motor of torque
+    constant ``kt`` and resistance ``R`` (both at the output shaft). Standing still, that is a torque
+    ``kt*d*V/R = kp*e`` with::
+
+        kp = g * P * V * kt / R
+
+    with BAM's STS3215: g = 0.166 duty per rad per unit of P, kt = 1.21164135295077 N·m/A and
+    R = 2.6761663274455603 ohm (``physai.laws.servo_gain.BAM_STS3215``). At 7.4 V this is chapter 4's mapping
+    (8.9 at P = 16).
+
+    Args:
+      p_register: the ``P_Coefficient`` register, a number >= 0 or an array of them.
+      supply_voltage: V, in (0, 14].
     """
     return electrics(supply_voltage).kp(p_register)
 
@@ -198,8 +210,8 @@ class Settings:
 
     @property
     def kp(self) -> float:
-        """N·m/rad, :func:`kp`."""
-        return float(kp(self.p_register, self.supply_voltage))
+        """N·m/rad, :func:`register_kp`."""
+        return float(register_kp(self.p_register, self.supply_voltage))
 
     @property
     def forcerange(self) -> float:
