@@ -94,6 +94,20 @@ def _write_ignoring_the_gear(self, data, commands):
             self.model.actuator_biasprm[a, 1:3] = (-command.stiffness, -command.damping)
 
 
+def _kp_without_the_voltage(p_register, supply_voltage=7.4):
+    """The duty gain taken as volts: kp = g*P*kt/R, the supply left out."""
+    return 0.166 * np.asarray(p_register, dtype=float) * 1.21164135295077 / 2.6761663274455603
+
+
+def _slew_from_the_command(ctrl, rate, dt, previous=None):
+    """Each command clipped against the previous command instead of the previous set point."""
+    u = np.asarray(ctrl, dtype=float)
+    out = u.copy()
+    for k in range(1, len(u)):
+        out[k] = np.clip(u[k], u[k - 1] - rate * dt, u[k - 1] + rate * dt)
+    return out
+
+
 WRONG = {
     'actuator_force': (_no_clamp, 'forcerange=[-5.0, 5.0]): expected force = 5 N·m, got'),
     'kv_from_dampratio': (_kv_without_the_two, 'expected kv = 0.4072760121 N·m·s/rad, got 0.203638006'),
@@ -113,6 +127,10 @@ WRONG = {
     'to_radians': (_radians_in_dataset_order, "q[0, 5] (frame 0, joint gripper): expected -0.1745"),
     'residuals': (_residuals_unscaled, 'episodes=[episode 0 (24 frames)]): r[0, 0] (residual 0 of candidate 0): '
                                        'expected -0.017358'),
+    'register_kp': (_kp_without_the_voltage, '(p_register=16, supply_voltage=7.4): expected kp = 8.898581364 N·m/rad, '
+                                             'got 1.2025'),
+    'slew_limited': (_slew_from_the_command, 'rate=2, dt=0.01): set point[4] (after step 5): expected 0.04 rad, '
+                                             'got 0.5'),
 }
 
 
