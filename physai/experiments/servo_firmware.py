@@ -207,3 +207,92 @@ def firmware_ablation() -> list[dict]:
     folds = servo_truth.compare_structures(dataset, rivals=())
     rows = ablation_rows(ablation(dataset, folds), folds)
     return [{k: r[k] for k, *_ in ABLATION_COLUMNS} for r in rows]
+
+
+# --------------------------------------------------------------------------------------------------
+# The registers as numbers, and each element measured on mj_step
+# --------------------------------------------------------------------------------------------------
+
+def heaviest_load(dataset: LeRobotDataset) -> tuple[str, float]:
+    """The arm joint and the torque (N·m) of the largest gravity load over every recorded pose of ``dataset``:
+    ``arm_replay.holding_torque`` of each frame's ``observation.state``."""
+    from physai.engine import arm_replay
+    from physai.engine.so101 import ARM_JOINTS
+    q = np.concatenate([arm_replay.to_radians(e.state, e.joints) for e in dataset.episodes])
+    tau = np.abs(arm_replay.holding_torque(q)[:, :len(ARM_JOINTS)])
+    j = int(np.argmax(tau.max(axis=0)))
+    return ARM_JOINTS[j], float(tau[:, j].max())
+
+
+def register_rows(load: float, *, p_registers: Sequence[int] = P_REGISTERS, voltages: Sequence[float] = VOLTAGES
+                  ) -> list[dict]:
+    """Per P register and supply: kp, forcerange, the error at full duty and the sag under ``load`` N·m (degrees,
+    ``load/kp``, or NaN where the load exceeds forcerange: the servo cannot hold it), from :class:`sts3215.Settings`."""
+    rows = []
+    for v in voltages:
+        for p in p_registers:
+            s = sts3215.Settings(p_register=p, supply_voltage=v)
+            rows.append(dict(p_register=p, supply_voltage=v, kp=s.kp, forcerange=s.forcerange,
+                             saturation_deg=math.degrees(s.forcerange / s.kp),
+                             sag_deg=math.degrees(load / s.kp) if load <= s.forcerange else math.nan))
+    return rows
+
+
+def _link(actuator: str = '') -> str:
+    return ('<mujoco><compiler angle="radian"/><option timestep="0.002" gravity="0 0 0" integrator="implicitfast"/>'
+            '<worldbody><body name="link"><joint name="j" type="hinge" axis="0 1 0" damping="2" armature="0.0375"/>'
+            '<geom type="capsule" fromto="0 0 0 0.1 0 0" size="0.01" mass="0.2"/></body></worldbody>'
+            f'{actuator}</mujoco>')
+
+
+def element_rows(*, kp: float = 8.9, backlash_deg: float = 1.0, goal_speed: int = 1000, dead_zone: int = 4
+                 ) -> list[dict]:
+    """Each element built by :mod:`physai.engine.firmware` on one link, measured on ``mj_step`` against its setting.
+
+    - backlash: the servo holds its hinge at 0 (kp 1000) while ±0.01 N·m pushes the link: the link's span, degrees;
+    - slew limit: ``mujoco.pid`` with ``slewmax`` from ``goal_speed``, at rest at 0 and then commanded to 1 rad: its
+      set point's rate, deg/s;
+    - dead band: ``<position kp>`` with ``frictionloss = kp*delta`` from ``dead_zone``, stepped from 0.2 rad on either
+      side: where it stops, degrees from the target, 2 s on (MuJoCo's friction is soft: it creeps on after).
+    """
+    import mujoco
+
+    rows = []
+    spec = mujoco.MjSpec.from_string(_link('<actuator><position joint="j" kp="1000" kv="10"/></actuator>'))
+    firmware.add_play(spec, 'j', math.radians(backlash_deg))
+    m = spec.compile()
+    d = mujoco.MjData(m)
+    ends = []
+    for tau in (0.01, -0.01):
+        d.qfrc_applied[:] = 0.0
+        d.qfrc_applied[m.joint('j' + firmware.PLAY_SUFFIX).dofadr[0]] = tau
+        for _ in range(1500):
+            mujoco.mj_step(m, d)
+        ends.append(float(d.qpos.sum()))
+    rows.append(dict(element='backlash', setting=f'{backlash_deg:g}° of play', expected=backlash_deg,
+                     measured=math.degrees(ends[0] - ends[1]), unit='deg'))
+    spec = mujoco.MjSpec.from_string(_link())
+    rate = sts3215.slewmax(goal_speed)
+    firmware.add_pid_servo(spec, 'j', kp=kp, kd=0.5, slewmax=rate)
+    m = spec.compile()
+    d = mujoco.MjData(m)
+    points = []
+    for k in range(200):
+        d.ctrl[0] = 0.0 if k < 5 else 1.0  # the plugin takes its first step unclipped: start from rest at 0
+        mujoco.mj_step(m, d)
+        points.append(float(d.act[0]))
+    measured = (points[-1] - points[5]) / ((len(points) - 6) * m.opt.timestep)
+    rows.append(dict(element='slew limit', setting=f'Goal_Speed {goal_speed} steps/s', expected=math.degrees(rate),
+                     measured=math.degrees(measured), unit='deg/s'))
+    delta = sts3215.dead_band(dead_zone)
+    for start in (-0.2, 0.2):
+        spec = mujoco.MjSpec.from_string(_link(f'<actuator><position joint="j" kp="{kp!r}" kv="0"/></actuator>'))
+        spec.joint('j').frictionloss = sts3215.dead_band_friction(kp, delta)
+        m = spec.compile()
+        d = mujoco.MjData(m)
+        d.qpos[0] = start
+        for _ in range(1000):
+            mujoco.mj_step(m, d)
+        rows.append(dict(element='dead band', setting=f'dead zone {dead_zone} steps, from {start:+g} rad',
+                         expected=math.degrees(delta), measured=math.degrees(float(d.qpos[0])), unit='deg'))
+    return rows
