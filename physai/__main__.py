@@ -106,7 +106,7 @@ def _fit_servo_parser() -> argparse.ArgumentParser:
     firmware.add_argument('--supply-voltage', default=None, metavar='V',
                           help='the servos\' supply, V (default 7.4 with --p-register; P 16 when only this is given)')
     firmware.add_argument('--goal-speed', default=None, metavar='STEPS_PER_S',
-                          help='the Goal_Speed register: actuators written as mujoco.pid plugins with its slew limit')
+                          help='the Goal_Speed register: actuators written as MuJoCo pid actuators with its slew limit')
     firmware.add_argument('--dead-zone', default=None, metavar='STEPS',
                           help='the dead zone registers: the joints\' friction grows by kp times the band')
     firmware.add_argument('--play', default=None, metavar='DEG',

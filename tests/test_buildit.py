@@ -129,8 +129,8 @@ WRONG = {
                                        'expected -0.017358'),
     'register_kp': (_kp_without_the_voltage, '(p_register=16, supply_voltage=7.4): expected kp = 8.898581364 N·m/rad, '
                                              'got 1.2025'),
-    'slew_limited': (_slew_from_the_command, 'rate=2, dt=0.01): set point[4] (after step 5): expected 0.04 rad, '
-                                             'got 0.5'),
+    'slew_limited': (_slew_from_the_command, 'rate=2, dt=0.01, previous=0): set point[4] (after step 5): expected '
+                                             '0.04 rad, got 0.5'),
 }
 
 

@@ -52,12 +52,13 @@ def test_play_hinge_is_menageries_backlash_class():
 
 
 @pytest.mark.parametrize('slewmax', [0.5, 2.0])
-def test_pid_plugin_set_point_moves_at_slewmax(slewmax):
-    """MuJoCo's mujoco.pid plugin with slewmax moves its set point (its activation) by slewmax*dt a step after the
-    first, which it takes unclipped: the law sts3215.slew_limited, step for step."""
+def test_pid_actuator_set_point_moves_at_slewmax(slewmax):
+    """MuJoCo's pid actuator (position input) with slewmax moves its set point (its activation, 0 after a reset) by
+    slewmax*dt a step towards the command: the law sts3215.slew_limited from 0, step for step."""
     spec = mujoco.MjSpec.from_string(LINK.format(actuator=''))
-    firmware.add_pid_servo(spec, 'j', kp=20.0, slewmax=slewmax)
+    a = firmware.add_pid_servo(spec, 'j', kp=20.0, slewmax=slewmax)
     m = spec.compile()
+    assert m.nu == 1 and m.actuator_ctrlspec[0] == firmware.PID_POSITION_INPUT  # one ctrl, as <position>
     d = mujoco.MjData(m)
     commands = np.concatenate([np.full(5, 0.01), np.full(400, 1.0), np.full(300, -0.5)])
     set_points = []
@@ -65,34 +66,35 @@ def test_pid_plugin_set_point_moves_at_slewmax(slewmax):
         d.ctrl[0] = u
         mujoco.mj_step(m, d)
         set_points.append(d.act[0])
-    law = sts3215.slew_limited(commands, slewmax, m.opt.timestep)
+    law = sts3215.slew_limited(commands, slewmax, m.opt.timestep, previous=0.0)
     np.testing.assert_allclose(set_points, law, rtol=0, atol=1e-12)
     rate = np.diff(set_points[5:200]) / m.opt.timestep
     np.testing.assert_allclose(rate, slewmax, rtol=1e-9)
 
 
-def test_position_servo_on_slew_limited_commands_moves_as_the_pid_plugin():
-    """The arm replay feeds <position> the clipped commands instead of using the plugin: with kv = kd = 0 the two give
-    the same motion on mj_step (Euler, where neither has an implicit term)."""
+@pytest.mark.parametrize('integrator', ['implicitfast', 'Euler'])
+def test_position_servo_on_slew_limited_commands_moves_as_the_pid_actuator(integrator):
+    """The arm replay feeds <position> the clipped commands instead of using the pid actuator: the two give the same
+    motion on mj_step, bit for bit (with a zero velocity set point the pid actuator is <position>)."""
     runs = []
     for kind in ('pid', 'position'):
-        actuator = '' if kind == 'pid' else POSITION.format(kp=20.0, kv=0)
+        actuator = '' if kind == 'pid' else POSITION.format(kp=20.0, kv=0.4)
         spec = mujoco.MjSpec.from_string(LINK.format(actuator=actuator))
         if kind == 'pid':
-            firmware.add_pid_servo(spec, 'j', kp=20.0, slewmax=1.5)
+            firmware.add_pid_servo(spec, 'j', kp=20.0, kv=0.4, slewmax=1.5)
         m = spec.compile()
-        m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+        m.opt.integrator = getattr(mujoco.mjtIntegrator, f'mjINT_{integrator.upper()}')
         d = mujoco.MjData(m)
         commands = np.concatenate([np.zeros(3), np.full(900, 0.8)])
         if kind == 'position':
-            commands = sts3215.slew_limited(commands, 1.5, m.opt.timestep)
+            commands = sts3215.slew_limited(commands, 1.5, m.opt.timestep, previous=0.0)
         q = []
         for u in commands:
             d.ctrl[0] = u
             mujoco.mj_step(m, d)
             q.append(d.qpos[0])
         runs.append(np.array(q))
-    np.testing.assert_allclose(runs[0], runs[1], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(runs[0], runs[1])
 
 
 @pytest.mark.parametrize('start', [-0.2, 0.2])

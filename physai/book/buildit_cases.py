@@ -471,14 +471,14 @@ def _register_kp_cases():
     return cases, close(1e-12, ' N·m/rad', 'kp')
 
 
-PID_XML = """<mujoco><extension><plugin plugin="mujoco.pid"><instance name="pid"><config key="kp" value="20"/>
-  <config key="slewmax" value="{slewmax!r}"/></instance></plugin></extension><option timestep="{dt!r}"/>
-  <worldbody><body><joint name="j" type="hinge" axis="0 1 0"/><geom type="sphere" size="0.05" mass="1"/></body>
-  </worldbody><actuator><plugin joint="j" plugin="mujoco.pid" instance="pid" actdim="1"/></actuator></mujoco>"""
+PID_XML = """<mujoco><option timestep="{dt!r}"/><worldbody><body><joint name="j" type="hinge" axis="0 1 0"/>
+  <geom type="sphere" size="0.05" mass="1"/></body></worldbody>
+  <actuator><pid joint="j" kp="20" slewmax="{slewmax!r}" input="pos"/></actuator></mujoco>"""
 
 
 def _mujoco_set_points(commands: np.ndarray, slewmax: float, dt: float) -> np.ndarray:
-    """The set point MuJoCo's mujoco.pid plugin holds after each step (its activation), fed ``commands``."""
+    """The set point MuJoCo's pid actuator holds after each step (its activation, 0 after a reset), fed
+    ``commands``."""
     m = mujoco.MjModel.from_xml_string(PID_XML.format(slewmax=slewmax, dt=dt))
     d = mujoco.MjData(m)
     out = []
@@ -492,8 +492,9 @@ def _mujoco_set_points(commands: np.ndarray, slewmax: float, dt: float) -> np.nd
 def _slew_cases():
     ramp = np.concatenate([np.zeros(3), np.full(40, 0.5), np.full(30, -0.2)])
     wiggle = 0.3 * np.sin(np.arange(80) * 0.4)
-    cases = [case(_mujoco_set_points(u, rate, dt), u, rate, dt)
-             for u, rate, dt in ((ramp, 2.0, 0.01), (ramp, 100.0, 0.01), (wiggle, 1.5, 0.005), (wiggle[:1], 1.0, 0.01))]
+    cases = [case(_mujoco_set_points(u, rate, dt), u, rate, dt, previous=0.0)  # the set point starts at 0
+             for u, rate, dt in ((ramp, 2.0, 0.01), (ramp, 100.0, 0.01), (wiggle, 1.5, 0.005), (wiggle[:1], 1.0, 0.01),
+                                 (ramp + 0.3, 5.0, 0.01))]
     return cases, close(1e-12, ' rad', 'set point', lambda case, i: f'after step {i + 1}')
 
 
@@ -541,5 +542,5 @@ ORACLE = {
     'to_radians': "the reference (physai.engine.arm_replay, the gripper's range read from the SO-101 model)",
     'residuals': 'the reference (physai.engine.sysid.residuals on the same arm_replay.replay, a batch of MuJoCo runs)',
     'register_kp': "chapter 4's duty-gain law (physai.laws.servo_gain, BAM's STS3215) at the supply voltage",
-    'slew_limited': "MuJoCo's mujoco.pid actuator plugin: its set point (mjData.act) after every step",
+    'slew_limited': "MuJoCo's pid actuator: its set point (mjData.act) after every step",
 }

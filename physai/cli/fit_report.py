@@ -45,7 +45,7 @@ class Firmware:
     supply_voltage: float | None = None
     """V (default 7.4 when only ``p_register`` is given)."""
     goal_speed: int = 0
-    """``Goal_Speed``, steps/s: written as ``mujoco.pid`` actuators with ``slewmax`` (0: none)."""
+    """``Goal_Speed``, steps/s: written as MuJoCo ``pid`` actuators with ``slewmax`` (0: none)."""
     dead_zone: int = 0
     """Dead zone register, steps: ``frictionloss += kp*delta`` (0: none)."""
     play_deg: float = 0.0
@@ -108,8 +108,8 @@ def write_mjcf(ident: Identification, path: str | pathlib.Path, *, replace: bool
     the replay that scored the fit ran with contacts off and the timestep of ``arm_replay.ReplayConfig``.
 
     ``elements`` adds chapter 6's firmware elements (:class:`Firmware`): kp and forcerange from the registers, the
-    dead band's friction, a play hinge per arm joint (``<joint name="<joint>_play">``), and the speed limit as
-    ``mujoco.pid`` actuator plugins with ``slewmax`` in place of the ``<position>`` actuators (their D term explicit).
+    dead band's friction, a play hinge per arm joint (``<joint name="<joint>_play">``), and the speed limit as MuJoCo's
+    ``pid`` actuators (position input, ``slewmax``) in place of the ``<position>`` actuators.
 
     Raises:
       ValueError: firmware elements with per-joint servos, offsets or a delay (not supported together).
@@ -160,7 +160,7 @@ def write_mjcf(ident: Identification, path: str | pathlib.Path, *, replace: bool
             old = spec.actuator(name)
             ctrlrange, limited = np.array(old.ctrlrange), old.ctrllimited
             spec.delete(old)
-            new = firmware.add_pid_servo(spec, name, kp=shared.kp, kd=shared.kv, forcerange=shared.forcerange,
+            new = firmware.add_pid_servo(spec, name, kp=shared.kp, kv=shared.kv, forcerange=shared.forcerange,
                                          slewmax=elements.settings.slewmax, name=name)
             new.ctrlrange, new.ctrllimited = ctrlrange, limited
     text = spec.to_xml()
@@ -228,8 +228,9 @@ def _header(ident: Identification, xml: pathlib.Path, elements: Firmware = Firmw
             lines.append(f'  backlash {elements.play_deg:g} deg: a hinge <joint>_play on each arm joint, range +-'
                          f'{elements.play_deg / 2:g} deg (Menagerie\'s backlash class).')
         if elements.goal_speed:
-            lines.append(f'  Goal_Speed {elements.goal_speed} steps/s: mujoco.pid actuators, slewmax {s.slewmax:.4g} '
-                         f'rad/s, kd = kv (explicit in the plugin).')
+            lines.append(f'  Goal_Speed {elements.goal_speed} steps/s: pid actuators (MuJoCo 3.12.0 or later), slewmax '
+                         f'{s.slewmax:.4g} rad/s; their set point (mjData.act) starts at 0 after a reset: set it to '
+                         f'the start pose.')
     body = '\n'.join('  ' + outputs.comment_text(line) for line in lines)  # the source is the recording's own text
     return f'<!--\n{body}\n-->'
 

@@ -7,11 +7,11 @@ The laws are :mod:`physai.laws.sts3215`; here each becomes a MuJoCo element:
     servo's output hinge and the link, limited to ``±b/2`` (Menagerie's unused ``backlash`` class, with its damping
     and armature). The servo drives and reads the first hinge; the link hangs on the second, free within the play.
 :func:`add_pid_servo`
-    The slew limit: MuJoCo's ``mujoco.pid`` actuator plugin (``plugin/actuator/pid.cc``) with ``kp``, ``kd`` and
-    ``slewmax``, which clips the set point to within ``slewmax*dt`` of the previous step's. Its D term is explicit
-    (the plugin gives no velocity derivative to the implicit integrators), so the arm replay keeps chapter 4's
-    ``<position>`` servo and applies the same clip to the command stream instead (:func:`physai.laws.sts3215.
-    slew_limited`): ``tests/test_firmware.py`` checks the two give the same set point and motion on ``mj_step``.
+    The slew limit: MuJoCo's ``pid`` actuator (MuJoCo 3.12.0 and later; it subsumes the older ``mujoco.pid`` plugin,
+    its changelog says) with ``kp``, ``kv`` and ``slewmax``, which moves its set point at most ``slewmax*dt`` a step.
+    With a zero velocity set point it is ``<position>``, so the arm replay keeps chapter 4's ``<position>`` servo and
+    applies the same clip to the command stream (:func:`physai.laws.sts3215.slew_limited`): ``tests/test_firmware.py``
+    checks the two give the same set point and the same motion on ``mj_step``, bit for bit.
 :func:`dead_band_model`
     The dead band as the joint friction ``kp*delta`` (``dof_frictionloss``) that stops the P loop where the band would.
 P, supply voltage, torque limit
@@ -71,26 +71,28 @@ def add_play(spec: mujoco.MjSpec, joint: str, backlash: float, *,
                               armature=checks.nonnegative('armature', armature, 'kg*m^2'), frictionloss=0.0)
 
 
-def add_pid_servo(spec: mujoco.MjSpec, joint: str, *, kp: float, kd: float = 0.0, forcerange: float | None = None,
+PID_POSITION_INPUT = 1
+"""``actuator_ctrlspec`` of a ``<pid input="pos">``: one control, the position set point (the velocity set point fixed
+at zero), so that each actuator keeps one ``ctrl`` as a ``<position>`` does."""
+
+
+def add_pid_servo(spec: mujoco.MjSpec, joint: str, *, kp: float, kv: float = 0.0, forcerange: float | None = None,
                   slewmax: float | None = None, name: str | None = None) -> mujoco.MjsActuator:
-    """A ``mujoco.pid`` actuator plugin on ``joint``: force ``kp*(s - q) - kd*qd`` (explicit), ``s`` the set point,
-    which moves at most ``slewmax*dt`` a step (None: no limit), clamped to ±``forcerange`` (None: none).
+    """MuJoCo's ``pid`` actuator (new in MuJoCo 3.12.0) on ``joint``, position input only: force
+    ``kp*(s - q) - kv*qd``, ``s`` the set point (its activation), which moves at most ``slewmax*dt`` a step towards
+    the command (None: no limit), clamped to ±``forcerange`` (None: none). With a zero velocity set point it is
+    ``<position>`` (MuJoCo's changelog for 3.12.0), so fed commands already clipped by
+    :func:`physai.laws.sts3215.slew_limited` a ``<position>`` servo moves exactly as it does (``tests/test_firmware.py``).
+    After a reset its set point is 0: set ``mjData.act`` (or a keyframe's ``act``) to the start pose.
 
     Raises:
-      ValueError: ``kp`` not > 0, ``kd`` not >= 0, ``forcerange`` or ``slewmax`` not > 0.
+      ValueError: ``kp`` not > 0, ``kv`` not >= 0, ``forcerange`` or ``slewmax`` not > 0.
     """
-    config = {'kp': repr(checks.positive('kp', kp, 'N*m/rad')), 'kd': repr(checks.nonnegative('kd', kd, 'N*m*s/rad'))}
-    if slewmax is not None:
-        config['slewmax'] = repr(checks.positive('slewmax', slewmax, 'rad/s'))
-    name = name or f'{joint}_pid'
-    spec.activate_plugin('mujoco.pid')
-    instance = spec.add_plugin(name=name, plugin_name='mujoco.pid', active=True)
-    instance.config = config
-    a = spec.add_actuator(name=name, target=joint, trntype=mujoco.mjtTrn.mjTRN_JOINT,
-                          actdim=1 if slewmax is not None else 0)
-    a.plugin.plugin_name = 'mujoco.pid'
-    a.plugin.name = name
-    a.plugin.active = True
+    k = checks.positive('kp', kp, 'N*m/rad')
+    damping = checks.nonnegative('kv', kv, 'N*m*s/rad')
+    rate = -1.0 if slewmax is None else checks.positive('slewmax', slewmax, 'rad/s')
+    a = spec.add_actuator(name=name or f'{joint}_pid', target=joint, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+    a.set_to_pid(kp=k, kv=damping, slewmax=rate, ctrlspec=PID_POSITION_INPUT)
     if forcerange is not None:
         f = checks.positive('forcerange', forcerange, 'N*m')
         a.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE

@@ -250,8 +250,8 @@ def element_rows(*, kp: float = 8.9, backlash_deg: float = 1.0, goal_speed: int 
     """Each element built by :mod:`physai.engine.firmware` on one link, measured on ``mj_step`` against its setting.
 
     - backlash: the servo holds its hinge at 0 (kp 1000) while ±0.01 N·m pushes the link: the link's span, degrees;
-    - slew limit: ``mujoco.pid`` with ``slewmax`` from ``goal_speed``, at rest at 0 and then commanded to 1 rad: its
-      set point's rate, deg/s;
+    - slew limit: MuJoCo's ``pid`` actuator with ``slewmax`` from ``goal_speed``, at rest at 0 and then commanded to
+      1 rad: its set point's rate, deg/s;
     - dead band: ``<position kp>`` with ``frictionloss = kp*delta`` from ``dead_zone``, stepped from 0.2 rad on either
       side: where it stops, degrees from the target, 2 s on (MuJoCo's friction is soft: it creeps on after).
     """
@@ -273,12 +273,12 @@ def element_rows(*, kp: float = 8.9, backlash_deg: float = 1.0, goal_speed: int 
                      measured=math.degrees(ends[0] - ends[1]), unit='deg'))
     spec = mujoco.MjSpec.from_string(_link())
     rate = sts3215.slewmax(goal_speed)
-    firmware.add_pid_servo(spec, 'j', kp=kp, kd=0.5, slewmax=rate)
+    firmware.add_pid_servo(spec, 'j', kp=kp, kv=0.5, slewmax=rate)
     m = spec.compile()
     d = mujoco.MjData(m)
     points = []
     for k in range(200):
-        d.ctrl[0] = 0.0 if k < 5 else 1.0  # the plugin takes its first step unclipped: start from rest at 0
+        d.ctrl[0] = 0.0 if k < 5 else 1.0  # at rest at 0 (the set point's start after a reset), then a step
         mujoco.mj_step(m, d)
         points.append(float(d.act[0]))
     measured = (points[-1] - points[5]) / ((len(points) - 6) * m.opt.timestep)

@@ -10,7 +10,7 @@ register / property       law                             MuJoCo element
 ``P_Coefficient`` P       ``kp = g*P*V*kt/R``             ``<position kp>`` (``actuator_gainprm[0]``)
 supply voltage V          ``kp`` and ``forcerange`` ∝ V   ``kp`` and ``<position forcerange>``
 ``Torque_Limit`` L        ``forcerange = d_max*V*kt/R*L/1000``  ``actuator_forcerange``
-``Goal_Speed`` s          ``slewmax = s*2*pi/4096`` rad/s the ``mujoco.pid`` plugin's ``slewmax`` (0: none)
+``Goal_Speed`` s          ``slewmax = s*2*pi/4096`` rad/s the ``pid`` actuator's ``slewmax`` (0: none)
 dead zone registers n     ``delta = n*2*pi/4096`` rad     ``dof_frictionloss += kp*delta`` (see below)
 backlash (mechanical)     play ``b`` rad, total           a second hinge, ``range = ±b/2`` (two-hinge play)
 loop rate (firmware)      not known                       none: MuJoCo's step closes the loop continuously
@@ -28,9 +28,9 @@ Where each rests:
 - **Goal speed to a slew limit**: ``Goal_Speed`` (address 46) is in encoder steps per second, 4096 a turn
   (LeRobot's Feetech tables, ``MODEL_RESOLUTION``); 0 means no limit. The firmware's own speed profile (trapezoidal,
   with the ``Acceleration`` register, address 41) is not documented: the book *assumes* its effect on a
-  30 Hz stream of targets is a cap on how fast the set point moves, which is what MuJoCo's ``mujoco.pid`` actuator
-  plugin applies with ``slewmax`` (``plugin/actuator/pid.cc``: the set point is clipped to within ``slewmax*dt`` of
-  the previous one). The acceleration limit has no MuJoCo counterpart here and is left out.
+  30 Hz stream of targets is a cap on how fast the set point moves, which is what MuJoCo's ``pid`` actuator (new in
+  MuJoCo 3.12.0, after the ``mujoco.pid`` plugin, ``plugin/actuator/pid.cc``) applies with ``slewmax``: the set point
+  moves at most ``slewmax*dt`` a step. The acceleration limit has no MuJoCo counterpart here and is left out.
 - **Dead zone to friction**: ``CW_Dead_Zone`` and ``CCW_Dead_Zone`` (addresses 26 and 27, one byte each, in encoder
   steps; LeRobot's Feetech tables). A P loop that drives nothing while ``|e| < delta`` and ``kp*(|e| - delta)``
   beyond it applies ``kp*e - kp*delta*sign(e)``: while the joint moves towards its target, sign(e) = sign(qd) and
@@ -154,8 +154,11 @@ def dead_band_friction(kp_value: float, dead_band_rad: float) -> float:
 
 
 def slew_limited(ctrl: np.ndarray, rate: float, dt: float, previous=None) -> np.ndarray:
-    """The set point ``mujoco.pid`` applies with ``slewmax = rate``: each step's command clipped to within ``rate*dt``
-    of the previous step's set point (the first step unclipped, unless ``previous`` is given).
+    """The set point MuJoCo's ``pid`` actuator holds with ``slewmax = rate``: each step's command clipped to within
+    ``rate*dt`` of the previous step's set point.
+
+    ``previous`` is the set point before the first step: the actuator's activation (``mjData.act``, 0 after a
+    reset). None takes the first command as it is (a set point that starts at the first command).
 
     Args:
       ctrl: (nstep,) or (nstep, nu) commands, rad.
