@@ -25,7 +25,9 @@ gives ``servo_models.replay``'s numbers (``tests/test_firmware.py``).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 
@@ -148,11 +150,7 @@ def mj_model(model: FirmwareModel, config: ReplayConfig = ReplayConfig(), *, fps
         raise TypeError(f'model must be a FirmwareModel, got {type(model).__name__}')
     if model.backlash and (not config.limits or config.contacts):
         raise ValueError('a backlash needs config.limits on and config.contacts off (the play is a joint limit)')
-    spec = arm_replay.frozen_spec(primitives=config.contacts)
-    if model.backlash:
-        for j in ARM_JOINTS:
-            add_play(spec, j, model.backlash)
-    m = spec.compile()
+    m = copy.copy(_compiled_arm(float(model.backlash), bool(config.contacts)))
     s = model.servo
     m.opt.timestep = 1.0 / (fps * config.substeps(fps))
     m.opt.integrator = mj.INTEGRATOR_ENUM[config.integrator]
@@ -169,6 +167,17 @@ def mj_model(model: FirmwareModel, config: ReplayConfig = ReplayConfig(), *, fps
         m.dof_armature[dof] = s.armature[i]
     mujoco.mj_setConst(m, mujoco.MjData(m))  # the armature enters dof_invweight0, which scales friction loss
     return m
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled_arm(backlash: float, contacts: bool) -> mujoco.MjModel:
+    """The slim arm compiled with play hinges of ``backlash`` rad (0: none), kept: a copy of the spec takes a
+    tenth of a second, a copy of the compiled model a millisecond (the settings panel recompiles on every change)."""
+    spec = arm_replay.frozen_spec(primitives=contacts)
+    if backlash:
+        for j in ARM_JOINTS:
+            add_play(spec, j, backlash)
+    return spec.compile()
 
 
 def qpos_columns(m: mujoco.MjModel, read: str = 'servo') -> list[list[int]]:

@@ -61,7 +61,7 @@ class Element:
     """The grid's first setting is the spring itself (the element off)."""
 
 
-def _on_lag(spring: JointModel, kp: float, forcerange: float) -> JointModel:
+def on_lag(spring: JointModel, kp: float, forcerange: float) -> JointModel:
     """``spring`` with kp and forcerange set, kv moved so that each joint keeps its lag (kv + damping)/kp."""
     lag = np.array([spring.joint(j).lag_ms for j in JOINTS]) / 1e3
     kv = np.maximum(lag * kp - np.array(spring.damping), 0.0)
@@ -78,7 +78,7 @@ ELEMENTS = (
     Element('slew limit', 'Goal_Speed, steps/s', GOAL_SPEEDS,
             lambda s, g: FirmwareModel(servo=s, slewmax=sts3215.slewmax(g)), off=True),
     Element('P and supply voltage', '(P, V)', tuple((p, v) for v in VOLTAGES for p in P_REGISTERS),
-            lambda s, pv: FirmwareModel(servo=_on_lag(s, float(sts3215.register_kp(pv[0], pv[1])),
+            lambda s, pv: FirmwareModel(servo=on_lag(s, float(sts3215.register_kp(pv[0], pv[1])),
                                                       sts3215.forcerange(pv[1]))), off=False),
 )
 """The elements, each added alone to the fold's spring."""
