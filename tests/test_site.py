@@ -179,7 +179,8 @@ def test_page_loads_with_title_images_math_and_no_errors_from_our_code(site, bro
 
 CHAPTERS = [page for page in PAGES if page.startswith('notebooks/')]
 NO_PANEL_YET = {'notebooks/06_servo_firmware'}
-"""Chapters without a page panel yet: chapter 6's settings panel (issue 41) is still to be built."""
+"""Chapters without a page panel yet: chapter 6's settings panel (issue 41) runs in the kernel only; its page half
+(a first view and MuJoCo in the browser) is still to be built."""
 
 
 @pytest.mark.parametrize('page', CHAPTERS)
