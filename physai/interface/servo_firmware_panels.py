@@ -53,7 +53,8 @@ FIELDS = ('p_register', 'supply_voltage', 'torque_limit', 'goal_speed', 'backlas
 WORDS = {
     'diverged': 'diverged at 30 Hz',
     'chatters': 'chatters at 30 Hz: {chatter:.2f}° per frame, over the {limit:g}° line · MAE {mae:.2f}°',
-    'quiet': 'no chatter at 30 Hz: margin {margin:.0f}× ({chatter:.3f}° per frame against {limit:g}°) · MAE {mae:.2f}°',
+    'quiet': ('no chatter at 30 Hz: margin {margin:.0f}× ({chatter:.3f}° per frame against {limit:g}°) · '
+              'MAE {mae:.2f}°'),
     'still': 'no chatter at 30 Hz: the joints never rattle · MAE {mae:.2f}°',
     'kp': 'kp {kp:.2f} N·m/rad · forcerange {forcerange:.2f} N·m',
     'sag': 'sag {sag:.2f}° under {load:.2f} N·m',
