@@ -63,7 +63,7 @@ def test_readouts_follow_from_the_settings_and_the_runs(spring, episode):
     # the verdict is the segment's chatter against the book's line
     assert r['chatter'] == run.chatter_deg and r['margin'] == pytest.approx(CHATTER_DEG / run.chatter_deg)
     assert r['verdict'] == ('chatters' if run.chatters else 'quiet')
-    assert sfp.readout_lines(r)[-1].startswith('no chatter at 30 Hz' if r['verdict'] == 'quiet' else 'chatters')
+    assert sfp.readout_lines(r)[-2].startswith('no chatter at 30 Hz' if r['verdict'] == 'quiet' else 'chatters')
 
 
 def test_a_load_over_the_torque_limit_is_not_held_and_a_slew_limit_slows_the_step(spring, episode):
@@ -87,7 +87,7 @@ def test_a_diverged_segment_is_called_so():
                                          armature=0.03))
     r = sfp.readouts(spring, sts3215.Settings(), 0.5, Run(), Run(), 30.0)
     assert r['verdict'] == 'diverged' and r['rise'] == math.inf
-    assert sfp.readout_lines(r)[-1] == 'diverged at 30 Hz'
+    assert sfp.readout_lines(r)[-2] == 'diverged at 30 Hz'
 
 
 def test_bad_input_is_refused_by_name(spring, episode, synthetic_episode):

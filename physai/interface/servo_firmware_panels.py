@@ -52,10 +52,10 @@ FIELDS = ('p_register', 'supply_voltage', 'torque_limit', 'goal_speed', 'backlas
 
 WORDS = {
     'diverged': 'diverged at 30 Hz',
-    'chatters': 'chatters at 30 Hz: {chatter:.2f}° per frame, over the {limit:g}° line · MAE {mae:.2f}°',
-    'quiet': ('no chatter at 30 Hz: margin {margin:.0f}× ({chatter:.3f}° per frame against {limit:g}°) · '
-              'MAE {mae:.2f}°'),
-    'still': 'no chatter at 30 Hz: the joints never rattle · MAE {mae:.2f}°',
+    'chatters': 'chatters at 30 Hz, over the {limit:g}° line',
+    'quiet': 'no chatter at 30 Hz: margin {margin:.0f}×',
+    'still': 'no chatter at 30 Hz: no rattle at all',
+    'segment': 'segment: {chatter:.3f}° per frame · MAE {mae:.2f}°',
     'kp': 'kp {kp:.2f} N·m/rad · forcerange {forcerange:.2f} N·m',
     'sag': 'sag {sag:.2f}° under {load:.2f} N·m',
     'cannot_hold': 'cannot hold {load:.2f} N·m (forcerange {forcerange:.2f} N·m)',
@@ -169,7 +169,7 @@ def readout_lines(r: dict) -> list[str]:
              WORDS['band'].format(**r),
              (WORDS['rise'].format(rise=100 * RISE, t=r['rise']) if math.isfinite(r['rise'])
               else WORDS['no_rise'].format(rise=100 * RISE))]
-    return lines + [WORDS[r['verdict']].format(**r)]
+    return lines + [WORDS[r['verdict']].format(**r), WORDS['segment'].format(**r)]
 
 
 def settings_spec(segment: Episode, *, settings: sts3215.Settings = sts3215.Settings(), timestep: float = 0.005,
@@ -196,13 +196,13 @@ def settings_spec(segment: Episode, *, settings: sts3215.Settings = sts3215.Sett
     start = float(segment.state[segment.nframe // 2, col])
     real = segment.state[:, col]
     lo, hi = float(real.min()), float(real.max())
-    step = Plot(key='step', title=f'a {STEP_DEG:g}° step of the {STEP_JOINT.replace("_", " ")}', xlabel='time (s)',
+    step = Plot(key='step', title=f'a {STEP_DEG:g}° step, {STEP_JOINT.replace("_", " ")}', xlabel='time (s)',
                 ylabel='joint angle (deg)', xlim=(0.0, (STEP_FRAMES - 1) / segment.fps),
-                ylim=(start - 0.3 * STEP_DEG, start + 1.3 * STEP_DEG), width=360, height=290, corner='below',
+                ylim=(start - 0.3 * STEP_DEG, start + 1.3 * STEP_DEG), width=360, height=290, corner='above',
                 legend=(Entry('command', plots.COLORS['real'], 'dash'), Entry('sim', plots.PALETTE['blue'])))
     seg = Plot(key='segment', title=f'{segment.nframe / segment.fps:.0f} s of teleoperation, episode {segment.index}',
                xlabel='time (s)', ylabel='joint angle (deg)', xlim=(0.0, (segment.nframe - 1) / segment.fps),
-               ylim=(lo - 0.15 * (hi - lo), hi + 0.15 * (hi - lo)), width=480, height=290, corner='below',
+               ylim=(lo - 0.15 * (hi - lo), hi + 0.15 * (hi - lo)), width=480, height=290, corner='above',
                legend=(Entry('real', plots.COLORS['real']), Entry('sim', plots.PALETTE['green'])))
     note = ('The chapter\'s fitted spring with the settings: kp from P and the supply, forcerange from the supply and '
             'the torque limit, kv keeping each joint\'s lag, Goal_Speed as a slew limit on the set point (0: none), '
@@ -269,8 +269,8 @@ def settings_panel(spring: JointModel, episode: Episode, load: float, *,
         ax2.set_title(seg_plot.title, loc='left', fontsize=10)
         plots.legend(ax2, seg_plot)
         ax3.set_axis_off()
-        texts = [add_bitmap_text(ax3, 0.0, 0.92 - 0.17 * k, transform=ax3.transAxes, ha='left', va='top',
-                                 fontsize=10) for k in range(5)]
+        texts = [add_bitmap_text(ax3, 0.0, 0.95 - 0.15 * k, transform=ax3.transAxes, ha='left', va='top',
+                                 fontsize=10) for k in range(6)]
         return {'step': step_line, 'segment': seg_line, 'texts': texts}
 
     def draw(state, results, values):
@@ -279,6 +279,6 @@ def settings_panel(spring: JointModel, episode: Episode, load: float, *,
         r = results['readouts']
         for text, line in zip(state['texts'], readout_lines(r)):
             text.set_text(line)
-        state['texts'][-1].set_color('#222222' if r['verdict'] in ('quiet', 'still') else plots.COLORS['diverged'])
+        state['texts'][-2].set_color('#222222' if r['verdict'] in ('quiet', 'still') else plots.COLORS['diverged'])
 
     return live.Panel(spec.controls, compute=compute, setup=setup, draw=draw, figsize=(14.0, 3.6), dpi=80)
