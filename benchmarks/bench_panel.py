@@ -17,7 +17,8 @@ the answer on the calling thread), then the last
 line ``panel <X> ms (worst median: <chapter> <control>), p95 <Y> ms, naive <Z> ms, ratio <Z/X>``: X the worst
 control's median, Y the worst 95th percentile, Z the naive median, all measured in this run.
 
-Run: ``.venv/bin/python benchmarks/bench_panel.py [--values 10] [--chapters 1 2 3 4] [--corners 5]``. With ``--quick``
+Run: ``.venv/bin/python benchmarks/bench_panel.py [--values 10] [--chapters 1 2 3 4 6] [--corners 5]`` (chapter 6 on
+request only: its spring is fitted first, about 40 s). With ``--quick``
 (as ``make test`` runs it, to keep it working) two values per control, no slow settings and a naive baseline of chapter
 1's kp alone: the same table and last line in seconds, figures too few to quote.
 """
@@ -40,7 +41,7 @@ from tqdm import tqdm  # noqa: E402
 from physai.engine import arm_replay  # noqa: E402
 from physai.experiments import servo_panel, servo_sysid  # noqa: E402
 from physai.interface import (actuator_models_panels, live, plots, position_actuators_panels,  # noqa: E402
-                              servo_sysid_panels, where_pd_runs_panels)
+                              servo_firmware_panels, servo_sysid_panels, where_pd_runs_panels)
 
 
 def control_values(control, n: int) -> list:
@@ -60,6 +61,13 @@ def chapter_panels(chapters) -> dict:
     if 4 in chapters:
         _, heldout = servo_sysid.split(servo_sysid.load_book_dataset())
         makers[4] = lambda: servo_sysid_panels.sysid_panel(heldout[0], arm_replay.MENAGERIE)
+    if 6 in chapters:  # chapter 6's settings panel on the last fold's spring (its fit takes about 40 s)
+        from physai.experiments import servo_firmware, servo_truth
+        data = servo_sysid.load_book_dataset()
+        last = servo_truth.compare_structures(data, rivals=())[-1]
+        held = next(e for e in data.episodes if e.index == last.heldout)
+        load = servo_firmware.heaviest_load(data)[1]
+        makers[6] = lambda: servo_firmware_panels.settings_panel(last.models['spring'], held, load)
     return {c: makers[c] for c in chapters}
 
 
@@ -166,7 +174,7 @@ def naive_update(values: dict) -> bytes:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--values', type=int, default=10, help='fresh values per control')
-    parser.add_argument('--chapters', type=int, nargs='+', default=[1, 2, 3, 4], choices=[1, 2, 3, 4])
+    parser.add_argument('--chapters', type=int, nargs='+', default=[1, 2, 3, 4], choices=[1, 2, 3, 4, 6])
     parser.add_argument('--corners', type=int, default=0,
                         help="also time chapter 1's corners, with this many kp and armature moves at each")
     parser.add_argument('--quick', action='store_true',

@@ -97,6 +97,20 @@ def _fit_servo_parser() -> argparse.ArgumentParser:
     parser.add_argument('--offsets', action='store_true',
                         help='take the held-pose offsets to be calibration: fit without them, write them into the '
                              'actuators')
+    firmware = parser.add_argument_group(
+        'STS3215 firmware elements (chapter 6), written on top of the fitted spring; all off by default, as the '
+        'chapter\'s ablation could tell none of them from the spring on its recording')
+    firmware.add_argument('--p-register', default=None, metavar='P',
+                          help='kp and forcerange from the P_Coefficient register (and --supply-voltage, default 7.4 V) '
+                               'by BAM\'s duty-gain law; kv keeps the fitted lag')
+    firmware.add_argument('--supply-voltage', default=None, metavar='V',
+                          help='the servos\' supply, V (default 7.4 with --p-register; P 16 when only this is given)')
+    firmware.add_argument('--goal-speed', default=None, metavar='STEPS_PER_S',
+                          help='the Goal_Speed register: actuators written as MuJoCo pid actuators with its slew limit')
+    firmware.add_argument('--dead-zone', default=None, metavar='STEPS',
+                          help='the dead zone registers: the joints\' friction grows by kp times the band')
+    firmware.add_argument('--play', default=None, metavar='DEG',
+                          help='backlash: a play hinge of this many degrees (total) on each arm joint')
     parser.add_argument('--out', default=None, metavar='FILE',
                         help=f'the MJCF file to write (default {fit_request.OUT_DEFAULT}); an existing file is kept '
                              f'unless --force is given')
@@ -123,6 +137,28 @@ def _indices(name: str, values: list[str] | None) -> list[int] | None:
             raise ValueError(f'{name} must be whole episode indices >= 0, got {v!r}')
         out.append(int(v))
     return out
+
+
+def _number(name: str, text: str | None, kind: type):
+    """An option's value as ``kind`` (int or float), or None when not given; a ValueError naming the option."""
+    if text is None:
+        return None
+    try:
+        return kind(text)
+    except ValueError:
+        what = 'a whole number' if kind is int else 'a number'
+        raise ValueError(f'{name} must be {what}, got {text!r}') from None
+
+
+def _firmware(args):
+    """The firmware elements the options ask for (``fit_report.Firmware``), each register checked by its name."""
+    from physai.cli import fit_report
+
+    return fit_report.Firmware(p_register=_number('--p-register', args.p_register, int),
+                               supply_voltage=_number('--supply-voltage', args.supply_voltage, float),
+                               goal_speed=_number('--goal-speed', args.goal_speed, int) or 0,
+                               dead_zone=_number('--dead-zone', args.dead_zone, int) or 0,
+                               play_deg=_number('--play', args.play, float) or 0.0)
 
 
 def fit_servo(argv: list[str]) -> int:
@@ -178,6 +214,10 @@ def fit_servo(argv: list[str]) -> int:
                              'leave --calibration out')
         if max_frames is not None:
             data = dataclasses.replace(data, episodes=tuple(fit_request.first_frames(data.episodes, max_frames)))
+        elements = _firmware(args)
+        if elements.any and (args.per_joint or args.offsets or args.delay):
+            raise ValueError('the firmware elements (--p-register, --supply-voltage, --goal-speed, --dead-zone, '
+                             '--play) go with the shared spring only, not with --per-joint, --offsets or --delay')
         fit, held = fit_request.select_episodes(data, episodes, heldout)
         fit_request.check_lengths(fit, held)
         fit_request.check_leader_follower(fit + held)  # loads Menagerie's arm: a model with other joints stops here
@@ -186,7 +226,7 @@ def fit_servo(argv: list[str]) -> int:
                                  delay=args.delay, progress=True)
         ident = dataclasses.replace(ident, units=units, warnings=tuple(unit_warnings) + ident.warnings)
         # the files were checked before the fit; one that appeared since is replaced only with --force
-        written.append(fit_report.write_mjcf(ident, out, replace=args.force))
+        written.append(fit_report.write_mjcf(ident, out, replace=args.force, elements=elements))
         rep = fit_report.report(ident, written[0])
         if png is not None:
             written.append(draw_fit_report(ident, png, replace=args.force))

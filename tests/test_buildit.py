@@ -92,6 +92,20 @@ def _write_without_the_feedforward(self, data, commands):
             self.model.actuator_biasprm[self.actuators[k], 0] = 0.0
 
 
+def _kp_without_the_voltage(p_register, supply_voltage=7.4):
+    """The duty gain taken as volts: kp = g*P*kt/R, the supply left out."""
+    return 0.166 * np.asarray(p_register, dtype=float) * 1.21164135295077 / 2.6761663274455603
+
+
+def _slew_from_the_command(ctrl, rate, dt, previous=None):
+    """Each command clipped against the previous command instead of the previous set point."""
+    u = np.asarray(ctrl, dtype=float)
+    out = u.copy()
+    for k in range(1, len(u)):
+        out[k] = np.clip(u[k], u[k - 1] - rate * dt, u[k - 1] + rate * dt)
+    return out
+
+
 WRONG = {
     'actuator_force': (_no_clamp, 'forcerange=[-5.0, 5.0]): expected force = 5 N·m, got'),
     'kv_from_dampratio': (_kv_without_the_two, 'expected kv = 0.4072760121 N·m·s/rad, got 0.203638006'),
@@ -111,6 +125,10 @@ WRONG = {
     'to_radians': (_radians_in_dataset_order, "q[0, 5] (frame 0, joint gripper): expected -0.1745"),
     'residuals': (_residuals_unscaled, 'episodes=[episode 0 (24 frames)]): r[0, 0] (residual 0 of candidate 0): '
                                        'expected -0.017358'),
+    'register_kp': (_kp_without_the_voltage, '(p_register=16, supply_voltage=7.4): expected kp = 8.898581364 N·m/rad, '
+                                             'got 1.2025'),
+    'slew_limited': (_slew_from_the_command, 'rate=2, dt=0.01, previous=0): set point[4] (after step 5): expected '
+                                             '0.04 rad, got 0.5'),
 }
 
 
@@ -300,7 +318,7 @@ def test_solution_is_the_reference_source_after_what_it_needs():
 
 
 def test_every_chapter_has_its_functions_and_each_a_reference_in_physai():
-    assert list(buildit.CHAPTERS) == [1, 2, 3, 4]
+    assert list(buildit.CHAPTERS) == [1, 2, 3, 4, 6]  # chapter 5 (the gripper) has no Build it of its own here
     assert buildit.FUNCTIONS[:6] == buildit.CHAPTERS[1]
     assert set(buildit_cases.CHECKS) == set(buildit_cases.ORACLE) == set(buildit.FUNCTIONS)
     for name in buildit.FUNCTIONS:

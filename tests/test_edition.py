@@ -238,10 +238,17 @@ def test_remove_cell_cells_are_dropped_and_nbval_tags_left_out():
 
 # --- what only the published page has is left out; what it folds is folded -------------------------------------
 
+NO_PANEL_YET = {'notebooks/06_servo_firmware'}
+"""Chapters without a browser live panel yet: chapter 6's settings panel (issue 41) runs in the kernel only
+(``servo_firmware_panels.settings_panel``); its page half is still to be built."""
+
+
 @pytest.mark.parametrize('page', CHAPTERS, ids=IDS)
 def test_the_browser_live_panels_are_left_out_of_the_edition(page):
     """Each chapter's page shows a live panel running MuJoCo in the browser (``web.servo_live()``...): on Colab it
     shows nothing and costs seconds, so the edition leaves its cell out; the kernel's own panel stays."""
+    if page in NO_PANEL_YET:
+        pytest.skip(f'{page} has no browser live panel yet (issue 41)')
     live = [text(c) for c in source(page)['cells'] if c['cell_type'] == 'code' and edition.LIVE_CALL.search(text(c))]
     assert live, f'{page} has no browser live panel: the test looks for web.*_live / web_arm.*_live'
     code = '\n'.join(text(c) for c in committed(page)['cells'] if c['cell_type'] == 'code')

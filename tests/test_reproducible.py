@@ -25,6 +25,8 @@ PRINTED_ELSEWHERE = {
     'sysid': 'chapter 4 prints servo_sysid.sysid_rows of its own fit, the rows this command computes',
     'truth-table': "chapter 4 prints servo_truth.truth_table of its folds (the held-out fold is the main fit, fitted "
                    "from the same start on the same episodes as this command's)",
+    'firmware-ablation': "chapter 6 prints servo_firmware.ablation_rows of its folds (fitted from the same start on "
+                         "the same episodes as this command's)",
 }
 """Experiments a chapter prints through the same functions, though not as ``exp.table(exp.run())``."""
 

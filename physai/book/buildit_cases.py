@@ -18,7 +18,7 @@ import mujoco
 import numpy as np
 
 from physai.engine import arm_replay, pd_controller, so101, sysid
-from physai.laws import drives, loop, sim
+from physai.laws import drives, loop, servo_gain, sim
 from physai.engine.datasets import Episode
 from physai.engine.link import LINK_INERTIA, LINK_XML, TAU_G
 
@@ -510,6 +510,43 @@ def _residuals_cases():
     return cases, close(1e-9, ' deg/√nres', 'r', lambda case, i: f'residual {i[0]} of candidate {i[1]}')
 
 
+# chapter 6 ------------------------------------------------------------------------------------------------------
+
+def _register_kp_cases():
+    cases = []
+    for p, v in ((16, 7.4), (32, 7.4), (16, 5.0), (16, 12.0), (0, 7.4), (np.array([8.0, 16.0, 24.0]), 7.4)):
+        law = dataclasses.replace(servo_gain.BAM_STS3215, supply_voltage=v)  # chapter 4's duty-gain law at V
+        cases.append(case(law.kp(p), p, v))
+    return cases, close(1e-12, ' N·m/rad', 'kp')
+
+
+PID_XML = """<mujoco><option timestep="{dt!r}"/><worldbody><body><joint name="j" type="hinge" axis="0 1 0"/>
+  <geom type="sphere" size="0.05" mass="1"/></body></worldbody>
+  <actuator><pid joint="j" kp="20" slewmax="{slewmax!r}" input="pos"/></actuator></mujoco>"""
+
+
+def _mujoco_set_points(commands: np.ndarray, slewmax: float, dt: float) -> np.ndarray:
+    """The set point MuJoCo's pid actuator holds after each step (its activation, 0 after a reset), fed
+    ``commands``."""
+    m = mujoco.MjModel.from_xml_string(PID_XML.format(slewmax=slewmax, dt=dt))
+    d = mujoco.MjData(m)
+    out = []
+    for u in commands:
+        d.ctrl[0] = u
+        mujoco.mj_step(m, d)
+        out.append(d.act[0])
+    return np.array(out)
+
+
+def _slew_cases():
+    ramp = np.concatenate([np.zeros(3), np.full(40, 0.5), np.full(30, -0.2)])
+    wiggle = 0.3 * np.sin(np.arange(80) * 0.4)
+    cases = [case(_mujoco_set_points(u, rate, dt), u, rate, dt, previous=0.0)  # the set point starts at 0
+             for u, rate, dt in ((ramp, 2.0, 0.01), (ramp, 100.0, 0.01), (wiggle, 1.5, 0.005), (wiggle[:1], 1.0, 0.01),
+                                 (ramp + 0.3, 5.0, 0.01))]
+    return cases, close(1e-12, ' rad', 'set point', lambda case, i: f'after step {i + 1}')
+
+
 CHECKS = {
     'actuator_force': _actuator_force_cases,
     'kv_from_dampratio': _kv_cases,
@@ -526,13 +563,15 @@ CHECKS = {
     'write': _write_cases,
     'to_radians': _to_radians_cases,
     'residuals': _residuals_cases,
+    'register_kp': _register_kp_cases,
+    'slew_limited': _slew_cases,
 }
 
 CALLS = {'write': _run_write}
 """How a check calls a learner's function when it is not ``function(*args, **kwargs)``."""
 
 AGAINST_REFERENCE = ('semi_implicit_euler', 'step_growth', 'dc_motor_envelope', 'remotized_limit', 'delay_commands',
-                      'to_radians', 'residuals')
+                      'to_radians', 'residuals', 'register_kp')
 """Checked against physai's reference (or the docstring's formula), where MuJoCo has no single field for it."""
 
 ORACLE = {
@@ -551,4 +590,6 @@ ORACLE = {
     'write': "MuJoCo's own <general> PD servo (and <motor> in-loop under Euler), qpos at every step",
     'to_radians': "the reference (physai.engine.arm_replay, the gripper's range read from the SO-101 model)",
     'residuals': 'the reference (physai.engine.sysid.residuals on the same arm_replay.replay, a batch of MuJoCo runs)',
+    'register_kp': "chapter 4's duty-gain law (physai.laws.servo_gain, BAM's STS3215) at the supply voltage",
+    'slew_limited': "MuJoCo's pid actuator: its set point (mjData.act) after every step",
 }

@@ -9,6 +9,7 @@ comment says where the numbers come from. :func:`report` gathers what the identi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import pathlib
@@ -18,13 +19,14 @@ import mujoco
 import mujoco.batch
 import numpy as np
 
-from physai.engine import arm_replay, servo_models, so101, sysid
+from physai.engine import arm_replay, firmware, servo_models, so101, sysid
 from physai.engine.datasets import index_ranges as _ranges
 from physai.engine.so101 import ARM_JOINTS, JOINTS
 from physai.engine.arm_replay import ArmServo
 from physai.cli import outputs
 from physai.experiments import servo_sysid, servo_truth
 from physai.experiments.registry import format_table
+from physai.laws import servo_gain, sts3215
 from physai.cli.identify import (BOUND_MARGIN, COST_RISE, PINNED_RATIO, SPREAD_KEYS, START, Identification, findings,
                                  heldout_errors, lag_at_rate, lag_rate_sentence, ridge_summary, spread, three_digits)
 
@@ -33,11 +35,65 @@ SERVO_CLASS = 'fitted_servo'
 """The default class of the written file that holds the fitted servo (a child of Menagerie's ``sts3215``)."""
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Firmware:
+    """The STS3215 firmware elements ``fit-servo`` writes on top of the fitted spring (chapter 6); all off by default,
+    as chapter 6's ablation found none of them told apart from the spring on its recording."""
+
+    p_register: int | None = None
+    """``P_Coefficient``: with ``supply_voltage``, kp and forcerange from the registers (kv keeps the fitted lag)."""
+    supply_voltage: float | None = None
+    """V (default 7.4 when only ``p_register`` is given)."""
+    goal_speed: int = 0
+    """``Goal_Speed``, steps/s: written as MuJoCo ``pid`` actuators with ``slewmax`` (0: none)."""
+    dead_zone: int = 0
+    """Dead zone register, steps: ``frictionloss += kp*delta`` (0: none)."""
+    play_deg: float = 0.0
+    """Backlash, degrees: a play hinge on each arm joint (0: none)."""
+
+    def __post_init__(self):
+        sts3215.Settings(p_register=servo_gain.LEROBOT_SO101_P if self.p_register is None else self.p_register,
+                         supply_voltage=7.4 if self.supply_voltage is None else self.supply_voltage,
+                         goal_speed=self.goal_speed, dead_zone=self.dead_zone, backlash_deg=self.play_deg)
+
+    @property
+    def registers(self) -> bool:
+        """kp and forcerange come from the P register and the supply."""
+        return self.p_register is not None or self.supply_voltage is not None
+
+    @property
+    def settings(self) -> sts3215.Settings:
+        """The registers as :class:`sts3215.Settings` (LeRobot's P = 16 and BAM's 7.4 V where not given)."""
+        return sts3215.Settings(p_register=servo_gain.LEROBOT_SO101_P if self.p_register is None
+                                else self.p_register, supply_voltage=7.4 if self.supply_voltage is None
+                                else self.supply_voltage, goal_speed=self.goal_speed, dead_zone=self.dead_zone,
+                                backlash_deg=self.play_deg)
+
+    @property
+    def any(self) -> bool:
+        """Some element is on."""
+        return self.registers or bool(self.goal_speed or self.dead_zone or self.play_deg)
+
+    def servo(self, fitted: ArmServo) -> ArmServo:
+        """The servo written: the fitted one, with kp and forcerange from the registers when given (kv moved so the
+        lag (kv + damping)/kp stays the fitted one) and the dead band's friction added."""
+        s = self.settings
+        out = fitted
+        if self.registers:
+            kv = max(fitted.lag_ms / 1e3 * s.kp - fitted.damping, 0.0)
+            out = dataclasses.replace(out, kp=s.kp, kv=kv, forcerange=s.forcerange)
+        if self.dead_zone:
+            out = dataclasses.replace(out, frictionloss=out.frictionloss + sts3215.dead_band_friction(out.kp,
+                                                                                                       s.dead_band))
+        return out
+
+
 # --------------------------------------------------------------------------------------------------
 # The file
 # --------------------------------------------------------------------------------------------------
 
-def write_mjcf(ident: Identification, path: str | pathlib.Path, *, replace: bool = True) -> pathlib.Path:
+def write_mjcf(ident: Identification, path: str | pathlib.Path, *, replace: bool = True,
+               elements: Firmware = Firmware()) -> pathlib.Path:
     """Write Menagerie's SO-101 with the fitted servo, loadable with ``mujoco.MjModel.from_xml_path``.
 
     The file is Menagerie's ``so101.xml`` as ``MjSpec`` reads it, with a default class ``fitted_servo`` (a child of
@@ -50,11 +106,28 @@ def write_mjcf(ident: Identification, path: str | pathlib.Path, *, replace: bool
     ``replace`` a file that exists by then is kept (FileExistsError).
     Menagerie's own option (timestep, integrator) and contacts stay;
     the replay that scored the fit ran with contacts off and the timestep of ``arm_replay.ReplayConfig``.
+
+    ``elements`` adds chapter 6's firmware elements (:class:`Firmware`): kp and forcerange from the registers, the
+    dead band's friction, a play hinge per arm joint (``<joint name="<joint>_play">``), and the speed limit as MuJoCo's
+    ``pid`` actuators (position input, ``slewmax``) in place of the ``<position>`` actuators.
+
+    Raises:
+      ValueError: firmware elements with per-joint servos, offsets or a delay (not supported together).
     """
+    if not isinstance(elements, Firmware):
+        raise ValueError(f'elements must be a fit_report.Firmware, got {type(elements).__name__}')
+    if elements.any and (ident.servos.per_joint or any(ident.servos.offsets_deg) or ident.servos.delay > 0):
+        raise ValueError('the firmware elements (--p-register, --supply-voltage, --goal-speed, --dead-zone, --play) '
+                         'go with the shared spring only, not with --per-joint, --offsets or --delay')
     xml = so101.menagerie_xml('so101')
     spec = mujoco.MjSpec.from_file(str(xml))
     spec.meshdir = str((xml.parent / spec.meshdir).resolve())
-    servos, shared = ident.servos, ident.servos.shared
+    servos = ident.servos
+    if elements.any:
+        servos = dataclasses.replace(servos, shared=elements.servo(servos.shared))
+        servos = dataclasses.replace(servos, kp=(servos.shared.kp,) * len(ARM_JOINTS),
+                                     kv=(servos.shared.kv,) * len(ARM_JOINTS))
+    shared = servos.shared
     top = spec.add_default(SERVO_CLASS, spec.find_default('sts3215'))
     _set_class(top, shared.kp, shared.kv, 0.0, shared)
     classes = {}
@@ -79,8 +152,19 @@ def write_mjcf(ident: Identification, path: str | pathlib.Path, *, replace: bool
             actuator.delay = servos.delay
             actuator.nsample = servo_models.HISTORY_SAMPLES
             actuator.interp = arm_replay.INTERP_LINEAR
+    if elements.play_deg:
+        for name in ARM_JOINTS:
+            firmware.add_play(spec, name, math.radians(elements.play_deg))
+    if elements.goal_speed:
+        for name in JOINTS:
+            old = spec.actuator(name)
+            ctrlrange, limited = np.array(old.ctrlrange), old.ctrllimited
+            spec.delete(old)
+            new = firmware.add_pid_servo(spec, name, kp=shared.kp, kv=shared.kv, forcerange=shared.forcerange,
+                                         slewmax=elements.settings.slewmax, name=name)
+            new.ctrlrange, new.ctrllimited = ctrlrange, limited
     text = spec.to_xml()
-    header = _header(ident, xml)
+    header = _header(ident, xml, elements, shared)
     text = re.sub(r'(<mujoco[^>]*>)', lambda m: m.group(1) + '\n' + header, text, count=1)
     return outputs.write_atomic(path, lambda f: f.write(text.encode('utf-8')), replace=replace)
 
@@ -102,8 +186,9 @@ def _set_class(default, kp: float, kv: float, c: float, servo: ArmServo) -> None
     _set_actuator(default.actuator, kp, kv, c, servo.forcerange)
 
 
-def _header(ident: Identification, xml: pathlib.Path) -> str:
-    servo = ident.servos.shared
+def _header(ident: Identification, xml: pathlib.Path, elements: Firmware = Firmware(),
+            servo: ArmServo | None = None) -> str:
+    servo = ident.servos.shared if servo is None else servo
     step = 1.0 / (ident.dataset.fps * ident.config.substeps(ident.dataset.fps))
     lines = [
         f'Written by physai fit-servo from {ident.source}: fitted on episodes {_ranges([e.index for e in ident.fit])},',
@@ -130,6 +215,22 @@ def _header(ident: Identification, xml: pathlib.Path) -> str:
                   ', '.join(f'{j} {c:+.3f}' for j, c in zip(ARM_JOINTS, ident.servos.offsets_deg)) + '.',
                   'MuJoCo\'s <position> has no offset: each arm actuator carries it as biasprm[0] = -kp*c (written as',
                   '<general>), and its ctrlrange is moved by c so the clamp acts where the shifted command would.']
+    if elements.any:
+        s = elements.settings
+        lines.append('STS3215 firmware elements (chapter 6; its ablation could not tell any of them on its recording):')
+        if elements.registers:
+            lines.append(f'  kp {s.kp:.4g} and forcerange {s.forcerange:.4g} from P = {s.p_register} at {s.supply_voltage:g} V '
+                         f'(BAM\'s duty-gain law); kv {servo.kv:.4g} keeps the fitted lag.')
+        if elements.dead_zone:
+            lines.append(f'  dead zone {elements.dead_zone} steps: joint frictionloss includes kp*delta = '
+                         f'{sts3215.dead_band_friction(servo.kp, s.dead_band):.4g} N*m.')
+        if elements.play_deg:
+            lines.append(f'  backlash {elements.play_deg:g} deg: a hinge <joint>_play on each arm joint, range +-'
+                         f'{elements.play_deg / 2:g} deg (Menagerie\'s backlash class).')
+        if elements.goal_speed:
+            lines.append(f'  Goal_Speed {elements.goal_speed} steps/s: pid actuators (MuJoCo 3.12.0 or later), slewmax '
+                         f'{s.slewmax:.4g} rad/s; their set point (mjData.act) starts at 0 after a reset: set it to '
+                         f'the start pose.')
     body = '\n'.join('  ' + outputs.comment_text(line) for line in lines)  # the source is the recording's own text
     return f'<!--\n{body}\n-->'
 

@@ -195,6 +195,13 @@ def _bare_arm(history: int = 0) -> mujoco.MjModel:
 
 
 def _frozen_arm(*, primitives: bool, history: int = 0) -> mujoco.MjModel:
+    return frozen_spec(primitives=primitives, history=history).compile()
+
+
+def frozen_spec(*, primitives: bool, history: int = 0) -> mujoco.MjSpec:
+    """The spec that :func:`slim_arm` (``primitives=True``) and :func:`_bare_arm` compile: every body's inertia
+    frozen from the full model, the meshes (and, without primitives, every geom and site) removed; a fresh spec at
+    every call, to edit (chapter 6 adds elements to it: :mod:`physai.engine.firmware`)."""
     import mujoco_menagerie
 
     full = load_so101()  # also points mujoco_menagerie at the offline copy when there is one
@@ -211,7 +218,7 @@ def _frozen_arm(*, primitives: bool, history: int = 0) -> mujoco.MjModel:
     for actuator in spec.actuators if history else ():
         actuator.nsample = history
         actuator.interp = INTERP_LINEAR
-    return spec.compile()
+    return spec
 
 
 INTERP_LINEAR = 1
