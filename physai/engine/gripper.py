@@ -1,0 +1,232 @@
+"""Chapter 5's model and runner: Menagerie's SO-101 with a cube between its jaws, squeezed, then loaded.
+
+:func:`build` takes the mesh-free arm (:func:`physai.engine.so101.mesh_free_spec`, its gripper's collision meshes
+kept) and adds, with ``MjSpec``, a free cube between the jaws. The arm stands at its zero pose with the wrist rolled
+a quarter turn (``wrist_roll`` = π/2), so that the jaws close horizontally and gravity pulls the cube along their
+faces: only friction holds it. Menagerie gives the gripper's collision geoms ``priority="1"`` and their own
+``condim``, ``friction`` and ``solref``, which then win every contact (MuJoCo's contact parameter mixing); the cube
+gets ``priority="2"``, so the cube's ``condim`` and ``friction`` are the contact's, with Menagerie's gripper
+``solref`` (0.01 1) kept.
+
+:func:`grip` runs one grasp in three phases:
+
+1. *close* (``CLOSE`` s): the cube floats (``gravcomp`` 1) while the gripper, started open, is commanded shut;
+2. *hold* (``hold`` s): the cube's weight is switched on (``gravcomp`` 0);
+3. *load* (optional): a force along gravity grows on the cube at ``load_rate`` N/s, the inertial force an arm
+   accelerating downwards at ``a`` would add (``m*a``), until the cube slips or the run ends.
+
+It records what the chapter plots: the gripper's angle and torque, each jaw's normal force (``mj_contactForce``),
+the deepest penetration, the cube's slide along the jaws and the moving jaw's lever.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import mujoco
+import numpy as np
+
+from physai.engine import mj, perturb, so101
+from physai.laws import checks
+
+
+POSE = {'wrist_roll': math.pi / 2}
+"""The arm's pose, rad, every other joint at 0: the jaws close horizontally, gravity lies along their faces."""
+
+OPEN = 0.1
+"""The gripper's angle at the start, rad (open wider than the cube)."""
+
+CLOSED = -0.17453
+"""The command that shuts the gripper: the low end of Menagerie's gripper ``ctrlrange``, rad."""
+
+CLOSE = 1.0
+"""s: how long the gripper closes and settles on the floating cube before its weight is switched on."""
+
+CUBE_EDGE = 0.024
+"""m: the cube's edge (24 mm, small enough for the SO-101's jaws)."""
+
+SOLREF = (0.01, 1.0)
+"""Menagerie's gripper ``solref`` (``collision_gripper`` class): a 10 ms, critically damped soft contact."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GripSetup:
+    """One grasp: the gripper's servo, the cube and the simulation."""
+
+    torque_limit: float = so101.MENAGERIE_FORCERANGE
+    """The gripper actuator's ``forcerange``, ±N·m (Menagerie: 2.94)."""
+    kp: float = so101.MENAGERIE_KP
+    """The gripper's ``<position kp>``, N·m/rad (Menagerie: 998.22)."""
+    kv: float = so101.MENAGERIE_KV
+    """The gripper's ``<position kv>``, N·m·s/rad (Menagerie: 2.731)."""
+    mass: float = 0.03
+    """The cube's mass, kg."""
+    mu: float = 1.0
+    """The cube's sliding friction, ``friction[0]`` (the contact's, the cube having the higher priority)."""
+    condim: int = 6
+    """The cube's ``condim``: 1 (no friction), 3 (sliding), 4 (+ torsional), 6 (+ rolling); Menagerie's gripper: 6."""
+    timestep: float = 0.005
+    """s (Menagerie: 0.005)."""
+    integrator: str = 'implicitfast'
+    """MuJoCo's integrator (Menagerie: implicitfast)."""
+
+    def __post_init__(self):
+        checks.positive('torque_limit', self.torque_limit, 'N·m')
+        checks.gain('kp', self.kp, 'N·m/rad')
+        checks.nonnegative('kv', self.kv, 'N·m·s/rad')
+        checks.positive('mass', self.mass, 'kg')
+        if not (checks.is_real(self.mass) and self.mass <= 100):
+            raise ValueError(f'mass must be in (0, 100] kg, got {self.mass!r}')
+        checks.nonnegative('mu', self.mu)
+        if self.condim not in (1, 3, 4, 6):
+            raise ValueError(f'condim must be one of 1, 3, 4, 6, got {self.condim!r}')
+        checks.timestep(self.timestep)
+        checks.integrator(self.integrator)
+
+
+@functools.cache
+def _cube_start() -> tuple[float, float, float]:
+    """Where the cube starts: its face 0.5 mm off the fixed jaw's pad, at the pad's height, a little inside it."""
+    m = so101.load_mesh_free()
+    d = mujoco.MjData(m)
+    for name, angle in POSE.items():
+        d.qpos[m.joint(name).qposadr[0]] = angle
+    mujoco.mj_forward(m, d)
+    pad = m.geom('fixed_jaw_box5')
+    x, y, z = d.geom_xpos[pad.id]
+    return (float(x) - 0.008, float(y) + float(m.geom_size[pad.id][0]) + CUBE_EDGE / 2 + 0.0005, float(z) + 0.004)
+
+
+def build(setup: GripSetup = GripSetup()) -> mujoco.MjModel:
+    """Menagerie's SO-101 (mesh-free, gripper collision meshes kept) with the cube of ``setup`` between its jaws,
+    the gripper's servo, the timestep and the integrator as ``setup`` says."""
+    spec = so101.mesh_free_spec()
+    body = spec.worldbody.add_body(name='cube', pos=list(_cube_start()), gravcomp=1.0)
+    body.add_freejoint(name='cube')
+    body.add_geom(name='cube', type=mujoco.mjtGeom.mjGEOM_BOX, size=[CUBE_EDGE / 2] * 3, mass=setup.mass,
+                  friction=[setup.mu, 5e-3, 5e-4], condim=setup.condim, priority=2, solref=list(SOLREF),
+                  rgba=[1.0, 0.5, 0.0, 1.0])
+    spec.option.timestep = setup.timestep
+    spec.option.integrator = mj.INTEGRATOR_ENUM[setup.integrator]
+    m = spec.compile()
+    gripper = m.actuator('gripper').id
+    mj.set_position_servo(m, setup.kp, setup.kv, setup.torque_limit, actuators=gripper)
+    return m
+
+
+@dataclasses.dataclass(frozen=True)
+class GripRun:
+    """One grasp's record, sampled every step (nstep,)."""
+
+    time: np.ndarray
+    """s."""
+    q: np.ndarray
+    """the gripper's angle, rad."""
+    torque: np.ndarray
+    """the gripper actuator's force, N·m (negative: closing)."""
+    jaw_force: np.ndarray
+    """the moving jaw's normal force on the cube, N (sum over its contacts)."""
+    fixed_force: np.ndarray
+    """the fixed jaw's normal force on the cube, N."""
+    lever: np.ndarray
+    """the moving jaw's lever, m: its contacts' moment about the gripper axis over their normal force (NaN
+    without contact)."""
+    penetration: np.ndarray
+    """the deepest cube contact's overlap, m (0 without contact)."""
+    slide: np.ndarray
+    """how far the cube has moved down along the jaws since its weight came on, relative to the gripper body, m."""
+    load: np.ndarray
+    """the force along gravity on the cube besides its weight, N (the load ramp)."""
+    hold_start: float
+    """s: when the cube's weight came on."""
+    diverged: bool
+    """MuJoCo flagged the run (a warning, a non-finite or runaway state); the record is cut there."""
+
+
+def grip(setup: GripSetup = GripSetup(), *, hold: float = 1.0, load_rate: float = 0.0, model=None) -> GripRun:
+    """One grasp on :func:`build`'s model: close on the floating cube, switch its weight on, hold, load.
+
+    Args:
+      setup: the servo, the cube and the simulation.
+      hold: s, how long the cube hangs from the jaws after its weight comes on (the load ramp runs through it).
+      load_rate: N/s, the growth of the extra downward force on the cube (0: none).
+      model: :func:`build`'s model for ``setup``, to reuse (None: build it).
+    """
+    hold = checks.positive('hold', hold, 's')
+    if hold > 60:
+        raise ValueError(f'hold must be in (0, 60] s, got {hold!r}')
+    load_rate = checks.nonnegative('load_rate', load_rate, 'N/s')
+    m = build(setup) if model is None else model
+    d = mujoco.MjData(m)
+    for name, angle in POSE.items():
+        d.qpos[m.joint(name).qposadr[0]] = angle
+    gq = m.joint('gripper').qposadr[0]
+    d.qpos[gq] = OPEN
+    perturb.nudge(d.qpos[:len(so101.JOINTS)])
+    arm = [m.joint(name).qposadr[0] for name in so101.JOINTS]
+    d.ctrl[:len(arm)] = d.qpos[arm]
+    d.ctrl[m.actuator('gripper').id] = CLOSED
+    mujoco.mj_forward(m, d)
+
+    cube = m.body('cube').id
+    jaw, palm = m.body('moving_jaw_so101_v1').id, m.body('gripper').id
+    joint = m.joint('gripper').id
+    nclose = round(CLOSE / m.opt.timestep)
+    nstep = nclose + round(hold / m.opt.timestep)
+    rec = {k: np.full(nstep, np.nan) for k in ('time', 'q', 'torque', 'jaw', 'fixed', 'lever', 'pen', 'slide',
+                                                 'load')}
+    force = np.zeros(6)
+    start_local = None
+    diverged = False
+    with mj.captured_warnings():
+        for k in range(nstep):
+            if k == nclose:
+                m.body_gravcomp[cube] = 0.0
+                start_local = _in_gripper(d, palm, d.xpos[cube])
+            if k >= nclose and load_rate:
+                d.xfrc_applied[cube, 2] = -load_rate * (k - nclose) * m.opt.timestep
+            mujoco.mj_step(m, d)
+            if mj.warned(d) or not np.all(np.isfinite(d.qpos)) or mj.runaway(float(d.qvel[m.jnt_dofadr[joint]])):
+                diverged = True
+                break
+            jaw_n = fixed_n = moment = 0.0
+            depth = 0.0
+            axis, anchor = d.xaxis[joint], d.xanchor[joint]
+            for c in range(d.ncon):
+                con = d.contact[c]
+                b1, b2 = m.geom_bodyid[con.geom1], m.geom_bodyid[con.geom2]
+                if cube not in (b1, b2):
+                    continue
+                other = b2 if b1 == cube else b1
+                mujoco.mj_contactForce(m, d, c, force)
+                depth = max(depth, -con.dist)
+                if other == jaw:
+                    # the normal (frame's first row) points from geom1 to geom2: the push on the jaw is along it
+                    # when the jaw is geom2
+                    normal = con.frame[:3] * force[0] * (1 if b2 == jaw else -1)
+                    moment += float(np.cross(con.pos - anchor, normal) @ axis)
+                    jaw_n += force[0]
+                elif other == palm:
+                    fixed_n += force[0]
+            rec['time'][k] = d.time
+            rec['q'][k] = d.qpos[gq]
+            rec['torque'][k] = d.actuator_force[m.actuator('gripper').id]
+            rec['jaw'][k] = jaw_n
+            rec['fixed'][k] = fixed_n
+            rec['lever'][k] = abs(moment) / jaw_n if jaw_n > 0 else np.nan
+            rec['pen'][k] = depth
+            rec['load'][k] = -d.xfrc_applied[cube, 2]
+            rec['slide'][k] = (0.0 if start_local is None
+                               else float(start_local[2] - _in_gripper(d, palm, d.xpos[cube])[2]))
+    n = k + 1 if not diverged else k
+    cut = {key: value[:n] for key, value in rec.items()}
+    return GripRun(time=cut['time'], q=cut['q'], torque=cut['torque'], jaw_force=cut['jaw'],
+                   fixed_force=cut['fixed'], lever=cut['lever'], penetration=cut['pen'], slide=cut['slide'],
+                   load=cut['load'], hold_start=nclose * m.opt.timestep, diverged=diverged)
+
+
+def _in_gripper(d: mujoco.MjData, body: int, point: np.ndarray) -> np.ndarray:
+    """``point`` (world) relative to ``body``'s origin, in world axes: the cube's drop is its z."""
+    return np.asarray(point - d.xpos[body], dtype=float).copy()

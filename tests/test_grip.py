@@ -1,0 +1,136 @@
+"""physai.laws.grip and physai.engine.gripper against MuJoCo: the squeeze, the clamp and the slip."""
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai.engine import gripper, so101
+from physai.laws import grip
+
+
+SLIDE_JAWS = """
+<mujoco>
+  <option timestep="0.002" cone="elliptic" impratio="10" integrator="implicitfast"/>
+  <worldbody>
+    <geom name="fixed" type="box" size="0.02 0.002 0.02" pos="0 -0.014 0" friction="1 0.005 0.0005"/>
+    <body name="jaw" pos="0 0.0141 0">
+      <joint name="slide" type="slide" axis="0 1 0" damping="5"/>
+      <geom name="jaw" type="box" size="0.02 0.002 0.02" mass="0.05"/>
+    </body>
+    <body name="cube" gravcomp="1">
+      <freejoint/>
+      <geom name="cube" type="box" size="0.012 0.012 0.012" mass="{mass}" friction="{mu} 0.005 0.0005"
+            condim="{condim}" priority="2" solref="0.01 1"/>
+    </body>
+  </worldbody>
+  <actuator><motor joint="slide"/></actuator>
+</mujoco>"""
+
+
+def _slip_load(mu, condim, squeeze, mass, rate=5.0):
+    """Squeeze a cube between two flat jaws with ``squeeze`` N, switch its weight on, then add a downward force
+    growing at ``rate`` N/s until the cube slides faster than 20 mm/s: the total load then, and each jaw's normal
+    force (mj_contactForce) just before."""
+    m = mujoco.MjModel.from_xml_string(SLIDE_JAWS.format(mu=mu, condim=condim, mass=mass))
+    d = mujoco.MjData(m)
+    cube = m.body('cube').id
+    vz = m.jnt_dofadr[m.body_jntadr[cube]] + 2
+    d.ctrl[0] = -squeeze
+    for _ in range(250):
+        mujoco.mj_step(m, d)
+    m.body_gravcomp[cube] = 0
+    t0 = d.time
+    force = np.zeros(6)
+    normal = 0.0
+    while d.time < t0 + 20:
+        d.xfrc_applied[cube, 2] = -rate * (d.time - t0)
+        mujoco.mj_step(m, d)
+        if -d.qvel[vz] > 0.02:
+            break
+        normal = 0.0
+        for c in range(d.ncon):
+            con = d.contact[c]
+            if m.geom(con.geom1).name == 'jaw' or m.geom(con.geom2).name == 'jaw':
+                mujoco.mj_contactForce(m, d, c, force)
+                normal += force[0]
+    return -d.xfrc_applied[cube, 2] + mass * grip.GRAVITY, normal
+
+
+@pytest.mark.parametrize('condim', [3, 4, 6])
+@pytest.mark.parametrize('mu', [0.3, 1.0])
+def test_slip_threshold_matches_friction_cone(condim, mu):
+    """A cube squeezed between two flat jaws slips when its load reaches 2·mu·F_n, within 2 % on MuJoCo's soft
+    contact (elliptic cone, impratio 10, as Menagerie's SO-101): the soft friction lets it creep before that, but
+    the load it carries when it starts to slide is the Coulomb cone's."""
+    load, normal = _slip_load(mu, condim, squeeze=20.0, mass=0.03)
+    assert normal == pytest.approx(20.0, rel=0.01)
+    assert load == pytest.approx(grip.hold_load(normal, mu), rel=0.02)
+
+
+def test_clamped_torque_matches_position_actuator():
+    """A <position> servo held off its target pushes with kp·e until forcerange clamps it (actuator_force)."""
+    xml = """<mujoco><worldbody><body><joint name="j" range="-0.01 0.01"/><geom size="0.1" mass="1"/></body>
+    </worldbody><actuator><position joint="j" kp="{kp}" forcerange="-2.94 2.94"/></actuator></mujoco>"""
+    for kp, target in [(10.0, 0.2), (10.0, -0.2), (998.22, 0.2), (998.22, 0.002)]:
+        m = mujoco.MjModel.from_xml_string(xml.format(kp=kp))
+        d = mujoco.MjData(m)
+        d.ctrl[0] = target
+        mujoco.mj_forward(m, d)
+        assert d.actuator_force[0] == pytest.approx(float(grip.clamped_torque(kp, target - d.qpos[0], 2.94)))
+
+
+@pytest.mark.parametrize('torque_limit', [2.94, 1.47, 0.955])
+def test_so101_jaw_force_is_clamped_torque_over_lever(torque_limit):
+    """Menagerie's SO-101 commanded shut on a 24 mm cube: the servo saturates at its forcerange, and the moving
+    jaw's normal force (mj_contactForce) is that torque over the jaw's lever within 2 % (the joint's frictionloss,
+    0.052 N·m, and the friction forces' moments are the rest); the fixed jaw presses back as hard, within 1 %."""
+    run = gripper.grip(gripper.GripSetup(torque_limit=torque_limit), hold=0.5)
+    tail = slice(-40, None)
+    assert not run.diverged
+    assert np.mean(run.torque[tail]) == pytest.approx(-torque_limit, rel=1e-6)
+    lever = np.mean(run.lever[tail])
+    assert 0.05 < lever < 0.08
+    jaw = np.mean(run.jaw_force[tail])
+    assert jaw == pytest.approx(float(grip.squeeze_force(torque_limit, lever)), rel=0.02)
+    assert np.mean(run.fixed_force[tail]) == pytest.approx(jaw, rel=0.01)
+
+
+def test_so101_squeeze_scales_with_torque_limit():
+    """Halving the torque limit halves the squeeze (the lever does not change), within 2 %."""
+    full, half = (np.mean(gripper.grip(gripper.GripSetup(torque_limit=t), hold=0.5).jaw_force[-40:])
+                  for t in (2.94, 1.47))
+    assert half / full == pytest.approx(0.5, rel=0.02)
+
+
+def test_so101_holds_light_cube_and_drops_it_without_friction():
+    """mu = 1 holds a 30 g cube still (it creeps less than 0.5 mm in 0.5 s); with condim 1 (no friction) it falls."""
+    held = gripper.grip(gripper.GripSetup(), hold=0.5)
+    assert abs(held.slide[-1]) < 5e-4
+    dropped = gripper.grip(gripper.GripSetup(condim=1), hold=0.5)
+    assert dropped.slide[-1] > 0.01
+
+
+def test_laws_by_hand():
+    assert grip.saturation_error(998.22, 2.94) == pytest.approx(2.94 / 998.22)
+    assert grip.squeeze_force(-2.94, 0.065) == pytest.approx(2.94 / 0.065)
+    assert grip.hold_load(10.0, 0.5) == pytest.approx(10.0)
+    assert grip.slip_margin(1.0, 10.0, 0.5) == pytest.approx(10.0 / 9.81)
+    assert grip.slip_acceleration(1.0, 10.0, 0.5) == pytest.approx(10.0 - 9.81)
+    assert grip.torque_limit_register(500, 2.94) == pytest.approx(1.47)
+    assert grip.kg_cm(30) == pytest.approx(2.943)
+
+
+@pytest.mark.parametrize('call, message', [
+    (lambda: grip.squeeze_force(1.0, 0), 'lever must be'),
+    (lambda: grip.clamped_torque(-1, 0.1, 1), 'kp must be'),
+    (lambda: grip.hold_load(-1.0, 0.5), 'normal_force must be >= 0'),
+    (lambda: grip.slip_margin(1.0, 1.0, 0.5, acceleration=-20), 'acceleration must be'),
+    (lambda: grip.torque_limit_register(1001, 2.94), 'register must be'),
+    (lambda: gripper.GripSetup(condim=2), 'condim must be one of'),
+    (lambda: gripper.GripSetup(mass=0), 'mass must be'),
+    (lambda: gripper.GripSetup(integrator='rk5'), 'integrator must be'),
+    (lambda: gripper.grip(hold=0), 'hold must be'),
+])
+def test_bad_input_names_the_parameter(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
