@@ -21,6 +21,7 @@ the deepest penetration, the cube's slide along the jaws and the moving jaw's le
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import math
@@ -61,6 +62,9 @@ class GripSetup:
     """The gripper's ``<position kp>``, N·m/rad (Menagerie: 998.22)."""
     kv: float = so101.MENAGERIE_KV
     """The gripper's ``<position kv>``, N·m·s/rad (Menagerie: 2.731)."""
+    command: float = CLOSED
+    """The gripper's target angle, rad (Menagerie's ``ctrlrange`` -0.17453..1.74533); the default shuts it, far past
+    the cube, so the torque saturates; a target just inside the cube's faces leaves ``kp`` in charge."""
     mass: float = 0.03
     """The cube's mass, kg."""
     mu: float = 1.0
@@ -82,6 +86,8 @@ class GripSetup:
         checks.nonnegative('mu', self.mu)
         if self.condim not in (1, 3, 4, 6):
             raise ValueError(f'condim must be one of 1, 3, 4, 6, got {self.condim!r}')
+        if not (checks.is_real(self.command) and -0.17453 <= self.command <= 1.74533):
+            raise ValueError(f'command must be in [-0.17453, 1.74533] rad, got {self.command!r}')
         checks.timestep(self.timestep)
         checks.integrator(self.integrator)
 
@@ -141,11 +147,39 @@ class GripRun:
     """the force along gravity on the cube besides its weight, N (the load ramp)."""
     hold_start: float
     """s: when the cube's weight came on."""
+    tripped: float | None
+    """s: when the overload protection cut the torque (None: it did not)."""
     diverged: bool
     """MuJoCo flagged the run (a warning, a non-finite or runaway state); the record is cut there."""
 
 
-def grip(setup: GripSetup = GripSetup(), *, hold: float = 1.0, load_rate: float = 0.0, model=None) -> GripRun:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Overload:
+    """A Feetech STS servo's overload protection as a state of the run (Feetech's STS memory table, registers
+    34-36: when the load stays above ``Overload_Torque`` for ``Protection_Time``, the output drops to
+    ``Protective_Torque``).
+
+    Assumed, not documented: the percentages are of the torque limit in force (``forcerange``); the timer restarts
+    whenever the torque falls below the threshold; once tripped the limit stays down for the rest of the run.
+    """
+
+    threshold: float = 0.25
+    """Overload_Torque as a fraction (LeRobot writes 25 to the SO-101's gripper; the default is 80)."""
+    protection_time: float = 2.0
+    """Protection_Time, s (register 35 counts 10 ms; its default 200 is 2 s; LeRobot does not write it)."""
+    protective: float = 0.20
+    """Protective_Torque as a fraction (register 34, default 20; LeRobot does not write it)."""
+
+    def __post_init__(self):
+        for name in ('threshold', 'protective'):
+            value = getattr(self, name)
+            if not (checks.is_real(value) and 0 <= value <= 1):
+                raise ValueError(f'{name} must be a fraction in [0, 1], got {value!r}')
+        checks.positive('protection_time', self.protection_time, 's')
+
+
+def grip(setup: GripSetup = GripSetup(), *, hold: float = 1.0, load_rate: float = 0.0, model=None,
+         overload: Overload | None = None) -> GripRun:
     """One grasp on :func:`build`'s model: close on the floating cube, switch its weight on, hold, load.
 
     Args:
@@ -153,12 +187,13 @@ def grip(setup: GripSetup = GripSetup(), *, hold: float = 1.0, load_rate: float 
       hold: s, how long the cube hangs from the jaws after its weight comes on (the load ramp runs through it).
       load_rate: N/s, the growth of the extra downward force on the cube (0: none).
       model: :func:`build`'s model for ``setup``, to reuse (None: build it).
+      overload: the servo's overload protection (None: off, as in Menagerie's model).
     """
     hold = checks.positive('hold', hold, 's')
     if hold > 60:
         raise ValueError(f'hold must be in (0, 60] s, got {hold!r}')
     load_rate = checks.nonnegative('load_rate', load_rate, 'N/s')
-    m = build(setup) if model is None else model
+    m = build(setup) if model is None else copy.copy(model)
     d = mujoco.MjData(m)
     for name, angle in POSE.items():
         d.qpos[m.joint(name).qposadr[0]] = angle
@@ -167,7 +202,7 @@ def grip(setup: GripSetup = GripSetup(), *, hold: float = 1.0, load_rate: float 
     perturb.nudge(d.qpos[:len(so101.JOINTS)])
     arm = [m.joint(name).qposadr[0] for name in so101.JOINTS]
     d.ctrl[:len(arm)] = d.qpos[arm]
-    d.ctrl[m.actuator('gripper').id] = CLOSED
+    d.ctrl[m.actuator('gripper').id] = setup.command
     mujoco.mj_forward(m, d)
 
     cube = m.body('cube').id
@@ -180,6 +215,10 @@ def grip(setup: GripSetup = GripSetup(), *, hold: float = 1.0, load_rate: float 
     force = np.zeros(6)
     start_local = None
     diverged = False
+    act = m.actuator('gripper').id
+    limit = float(m.actuator_forcerange[act, 1])
+    over_since = None
+    tripped = None
     with mj.captured_warnings():
         for k in range(nstep):
             if k == nclose:
@@ -188,6 +227,14 @@ def grip(setup: GripSetup = GripSetup(), *, hold: float = 1.0, load_rate: float 
             if k >= nclose and load_rate:
                 d.xfrc_applied[cube, 2] = -load_rate * (k - nclose) * m.opt.timestep
             mujoco.mj_step(m, d)
+            if overload is not None and tripped is None:
+                if abs(d.actuator_force[act]) >= overload.threshold * limit - 1e-12:
+                    over_since = d.time if over_since is None else over_since
+                    if d.time - over_since >= overload.protection_time - 1e-9:
+                        tripped = d.time
+                        m.actuator_forcerange[act] = (-overload.protective * limit, overload.protective * limit)
+                else:
+                    over_since = None
             if mj.warned(d) or not np.all(np.isfinite(d.qpos)) or mj.runaway(float(d.qvel[m.jnt_dofadr[joint]])):
                 diverged = True
                 break
@@ -224,7 +271,8 @@ def grip(setup: GripSetup = GripSetup(), *, hold: float = 1.0, load_rate: float 
     cut = {key: value[:n] for key, value in rec.items()}
     return GripRun(time=cut['time'], q=cut['q'], torque=cut['torque'], jaw_force=cut['jaw'],
                    fixed_force=cut['fixed'], lever=cut['lever'], penetration=cut['pen'], slide=cut['slide'],
-                   load=cut['load'], hold_start=nclose * m.opt.timestep, diverged=diverged)
+                   load=cut['load'], hold_start=nclose * m.opt.timestep, tripped=tripped,
+                   diverged=diverged)
 
 
 def _in_gripper(d: mujoco.MjData, body: int, point: np.ndarray) -> np.ndarray:
