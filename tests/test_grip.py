@@ -8,61 +8,13 @@ from physai.engine import gripper, so101
 from physai.laws import grip
 
 
-SLIDE_JAWS = """
-<mujoco>
-  <option timestep="0.002" cone="elliptic" impratio="10" integrator="implicitfast"/>
-  <worldbody>
-    <geom name="fixed" type="box" size="0.02 0.002 0.02" pos="0 -0.014 0" friction="1 0.005 0.0005"/>
-    <body name="jaw" pos="0 0.0141 0">
-      <joint name="slide" type="slide" axis="0 1 0" damping="5"/>
-      <geom name="jaw" type="box" size="0.02 0.002 0.02" mass="0.05"/>
-    </body>
-    <body name="cube" gravcomp="1">
-      <freejoint/>
-      <geom name="cube" type="box" size="0.012 0.012 0.012" mass="{mass}" friction="{mu} 0.005 0.0005"
-            condim="{condim}" priority="2" solref="0.01 1"/>
-    </body>
-  </worldbody>
-  <actuator><motor joint="slide"/></actuator>
-</mujoco>"""
-
-
-def _slip_load(mu, condim, squeeze, mass, rate=5.0):
-    """Squeeze a cube between two flat jaws with ``squeeze`` N, switch its weight on, then add a downward force
-    growing at ``rate`` N/s until the cube slides faster than 20 mm/s: the total load then, and each jaw's normal
-    force (mj_contactForce) just before."""
-    m = mujoco.MjModel.from_xml_string(SLIDE_JAWS.format(mu=mu, condim=condim, mass=mass))
-    d = mujoco.MjData(m)
-    cube = m.body('cube').id
-    vz = m.jnt_dofadr[m.body_jntadr[cube]] + 2
-    d.ctrl[0] = -squeeze
-    for _ in range(250):
-        mujoco.mj_step(m, d)
-    m.body_gravcomp[cube] = 0
-    t0 = d.time
-    force = np.zeros(6)
-    normal = 0.0
-    while d.time < t0 + 20:
-        d.xfrc_applied[cube, 2] = -rate * (d.time - t0)
-        mujoco.mj_step(m, d)
-        if -d.qvel[vz] > 0.02:
-            break
-        normal = 0.0
-        for c in range(d.ncon):
-            con = d.contact[c]
-            if m.geom(con.geom1).name == 'jaw' or m.geom(con.geom2).name == 'jaw':
-                mujoco.mj_contactForce(m, d, c, force)
-                normal += force[0]
-    return -d.xfrc_applied[cube, 2] + mass * grip.GRAVITY, normal
-
-
 @pytest.mark.parametrize('condim', [3, 4, 6])
 @pytest.mark.parametrize('mu', [0.3, 1.0])
 def test_slip_threshold_matches_friction_cone(condim, mu):
     """A cube squeezed between two flat jaws slips when its load reaches 2·mu·F_n, within 2 % on MuJoCo's soft
     contact (elliptic cone, impratio 10, as Menagerie's SO-101): the soft friction lets it creep before that, but
     the load it carries when it starts to slide is the Coulomb cone's."""
-    load, normal = _slip_load(mu, condim, squeeze=20.0, mass=0.03)
+    load, normal = gripper.flat_jaws_slip(mu=mu, condim=condim, squeeze=20.0, mass=0.03)
     assert normal == pytest.approx(20.0, rel=0.01)
     assert load == pytest.approx(grip.hold_load(normal, mu), rel=0.02)
 

@@ -64,3 +64,14 @@ def test_recording_gripper_closes_on_the_cube_in_every_episode():
         assert row['holds'] >= 1
         assert 0.8 < row['longest_hold_s'] < 2.5
         assert 8 < row['gap_median'] < 10
+
+
+def test_slip_threshold_flat_jaws_follow_the_cone_and_the_so101_holds_less():
+    """On flat jaws the cube slips at 2·mu·F_n (within 2 %); on the SO-101's, where the jaw pads touch the cube off
+    its centre, it slips earlier, and earlier still without torsional friction (condim 3)."""
+    rows = experiments.slip_threshold()
+    flat = [r for r in rows if r['jaws'] == 'flat']
+    so101 = {(r['mu'], r['condim']): r['ratio'] for r in rows if r['jaws'] == 'SO-101'}
+    assert all(r['ratio'] == pytest.approx(1.0, abs=0.02) for r in flat)
+    assert all(0.5 < ratio < 1.0 for ratio in so101.values())
+    assert so101[(0.3, 3)] < so101[(0.3, 6)] and so101[(1.0, 3)] < so101[(1.0, 6)]

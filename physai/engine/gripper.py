@@ -31,6 +31,7 @@ import numpy as np
 
 from physai.engine import mj, perturb, so101
 from physai.laws import checks
+from physai.laws.grip import GRAVITY
 
 
 POSE = {'wrist_roll': math.pi / 2}
@@ -107,7 +108,8 @@ def _cube_start() -> tuple[float, float, float]:
 
 def build(setup: GripSetup = GripSetup()) -> mujoco.MjModel:
     """Menagerie's SO-101 (mesh-free, gripper collision meshes kept) with the cube of ``setup`` between its jaws,
-    the gripper's servo, the timestep and the integrator as ``setup`` says."""
+    the gripper's servo, the timestep and the integrator as ``setup`` says, the arm's five servos without their
+    force limit (so that the arm, not the grasp, never gives way)."""
     spec = so101.mesh_free_spec()
     body = spec.worldbody.add_body(name='cube', pos=list(_cube_start()), gravcomp=1.0)
     body.add_freejoint(name='cube')
@@ -119,6 +121,9 @@ def build(setup: GripSetup = GripSetup()) -> mujoco.MjModel:
     m = spec.compile()
     gripper = m.actuator('gripper').id
     mj.set_position_servo(m, setup.kp, setup.kv, setup.torque_limit, actuators=gripper)
+    # the arm's five servos unclamped: with Menagerie's ±2.94 N·m the shoulder gives way under about 9 N at the
+    # jaws (2.94 N·m over the 0.33 m from the shoulder), and the chapter tests the gripper, not the arm
+    m.actuator_forcelimited[:gripper] = 0
     return m
 
 
@@ -179,7 +184,7 @@ class Overload:
 
 
 def grip(setup: GripSetup = GripSetup(), *, hold: float = 1.0, load_rate: float = 0.0, model=None,
-         overload: Overload | None = None) -> GripRun:
+         overload: Overload | None = None, stop_on_slip: bool = False) -> GripRun:
     """One grasp on :func:`build`'s model: close on the floating cube, switch its weight on, hold, load.
 
     Args:
@@ -188,6 +193,7 @@ def grip(setup: GripSetup = GripSetup(), *, hold: float = 1.0, load_rate: float 
       load_rate: N/s, the growth of the extra downward force on the cube (0: none).
       model: :func:`build`'s model for ``setup``, to reuse (None: build it).
       overload: the servo's overload protection (None: off, as in Menagerie's model).
+      stop_on_slip: end the run 0.1 s after the cube has slid 50 mm (a slip ramp need not watch it fall).
     """
     hold = checks.positive('hold', hold, 's')
     if hold > 60:
@@ -219,6 +225,7 @@ def grip(setup: GripSetup = GripSetup(), *, hold: float = 1.0, load_rate: float 
     limit = float(m.actuator_forcerange[act, 1])
     over_since = None
     tripped = None
+    slipped_at = None
     with mj.captured_warnings():
         for k in range(nstep):
             if k == nclose:
@@ -267,6 +274,10 @@ def grip(setup: GripSetup = GripSetup(), *, hold: float = 1.0, load_rate: float 
             rec['load'][k] = -d.xfrc_applied[cube, 2]
             rec['slide'][k] = (0.0 if start_local is None
                                else float(start_local[2] - _in_gripper(d, palm, d.xpos[cube])[2]))
+            if stop_on_slip and slipped_at is None and rec['slide'][k] > 0.05:
+                slipped_at = k
+            if slipped_at is not None and k - slipped_at >= round(0.1 / m.opt.timestep):
+                break
     n = k + 1 if not diverged else k
     cut = {key: value[:n] for key, value in rec.items()}
     return GripRun(time=cut['time'], q=cut['q'], torque=cut['torque'], jaw_force=cut['jaw'],
@@ -278,3 +289,92 @@ def grip(setup: GripSetup = GripSetup(), *, hold: float = 1.0, load_rate: float 
 def _in_gripper(d: mujoco.MjData, body: int, point: np.ndarray) -> np.ndarray:
     """``point`` (world) relative to ``body``'s origin, in world axes: the cube's drop is its z."""
     return np.asarray(point - d.xpos[body], dtype=float).copy()
+
+
+# --- the slip law on two flat jaws ---------------------------------------------------------------------------
+
+FLAT_JAWS_XML = """
+<mujoco model="flat jaws">
+  <option timestep="0.002" cone="elliptic" impratio="10" integrator="implicitfast"/>
+  <worldbody>
+    <geom name="fixed" type="box" size="0.02 0.002 0.02" pos="0 -0.014 0" friction="1 0.005 0.0005"/>
+    <body name="jaw" pos="0 0.0141 0">
+      <joint name="slide" type="slide" axis="0 1 0" damping="5"/>
+      <geom name="jaw" type="box" size="0.02 0.002 0.02" mass="0.05"/>
+    </body>
+    <body name="cube" gravcomp="1">
+      <freejoint/>
+      <geom name="cube" type="box" size="0.012 0.012 0.012" mass="{mass!r}" friction="{mu!r} 0.005 0.0005"
+            condim="{condim}" priority="2" solref="0.01 1"/>
+    </body>
+  </worldbody>
+  <actuator><motor name="squeeze" joint="slide"/></actuator>
+</mujoco>"""
+"""Two flat jaws 4 cm square, one fixed, one on a slide pushed by a motor, and a 24 mm cube between them: the
+friction-cone law with nothing else in the way (no rotating jaw, no twist). Menagerie's SO-101 options (elliptic
+cone, impratio 10) and its gripper's solref; a 2 ms step."""
+
+SLIP_SPEED = 0.02
+"""m/s: the cube slides faster than this along the jaws: it has slipped (soft friction creeps far slower)."""
+
+
+def flat_jaws_slip(*, mu: float, squeeze: float, mass: float = 0.03, condim: int = 3, rate: float = 5.0,
+                   max_time: float = 30.0) -> tuple[float, float]:
+    """Squeeze a cube between two flat jaws with ``squeeze`` N, switch its weight on, then add a downward force on
+    it that grows at ``rate`` N/s, until it slides faster than :data:`SLIP_SPEED`.
+
+    Returns:
+      ``(load, normal)``: the total load along the jaws when it slipped (weight plus the added force), N, and the
+      normal force of the moving jaw's contacts just before (``mj_contactForce``), N. NaN, NaN when it never
+      slipped within ``max_time`` s.
+    """
+    mu = checks.nonnegative('mu', mu)
+    squeeze = checks.positive('squeeze', squeeze, 'N')
+    mass = checks.positive('mass', mass, 'kg')
+    rate = checks.positive('rate', rate, 'N/s')
+    if condim not in (3, 4, 6):
+        raise ValueError(f'condim must be one of 3, 4, 6 (with friction), got {condim!r}')
+    m = mujoco.MjModel.from_xml_string(FLAT_JAWS_XML.format(mu=mu, condim=condim, mass=mass))
+    d = mujoco.MjData(m)
+    cube = m.body('cube').id
+    vz = m.jnt_dofadr[m.body_jntadr[cube]] + 2
+    jaw = m.geom('jaw').id
+    perturb.nudge(d.qpos)
+    d.ctrl[0] = -squeeze
+    for _ in range(round(0.5 / m.opt.timestep)):
+        mujoco.mj_step(m, d)
+    m.body_gravcomp[cube] = 0
+    start = d.time
+    force = np.zeros(6)
+    normal = 0.0
+    while d.time < start + max_time:
+        d.xfrc_applied[cube, 2] = -rate * (d.time - start)
+        mujoco.mj_step(m, d)
+        if -d.qvel[vz] > SLIP_SPEED:
+            return float(-d.xfrc_applied[cube, 2] + mass * float(-m.opt.gravity[2])), normal
+        normal = 0.0
+        for c in range(d.ncon):
+            if jaw in (d.contact[c].geom1, d.contact[c].geom2):
+                mujoco.mj_contactForce(m, d, c, force)
+                normal += float(force[0])
+    return float('nan'), float('nan')
+
+
+def so101_slip(setup: GripSetup = GripSetup(), *, rate: float = 10.0, max_time: float = 20.0
+               ) -> tuple[float, float]:
+    """:func:`grip` with a load growing at ``rate`` N/s until the cube slides faster than :data:`SLIP_SPEED`.
+
+    Returns:
+      ``(load, normal)``: the total load along the jaws when it slipped (weight plus the added force), N, and the
+      mean of the two jaws' normal forces 25 ms before, N; NaN, NaN when it never slipped within ``max_time`` s.
+    """
+    run = grip(setup, hold=max_time, load_rate=checks.positive('rate', rate, 'N/s'), stop_on_slip=True)
+    speed = np.diff(run.slide) / setup.timestep
+    loaded = run.time[1:] > run.hold_start + 0.02
+    fast = np.nonzero(loaded & (speed > SLIP_SPEED))[0]
+    if not len(fast):
+        return float('nan'), float('nan')
+    k = fast[0] + 1
+    before = max(k - round(0.025 / setup.timestep), 0)
+    normal = 0.5 * (run.jaw_force[before] + run.fixed_force[before])
+    return float(run.load[k] + setup.mass * GRAVITY), float(normal)

@@ -187,3 +187,28 @@ def recording_holds(dataset=None) -> list[dict]:
 def recording_gripper() -> list[dict]:
     """:func:`recording_holds` on the book's recording."""
     return recording_holds()
+
+
+SLIP_COLUMNS = (('jaws', 's'), ('condim', 'd', ''), ('mu', '.1f', ''), ('squeeze_n', '.0f', 'N'),
+                ('cone_load_n', '.0f', 'N'), ('slip_load_n', '.0f', 'N'), ('ratio', '.1f', ''))
+"""``cone_load_n``: 2·mu·F_n, the friction cone's prediction; ``slip_load_n``: the load (weight plus the ramped
+force) at which MuJoCo's cube started to slide faster than 20 mm/s; ``ratio``: the second over the first."""
+
+
+@experiment('slip-threshold', summary="the load at which the cube slips, against the friction cone's 2·mu·F_n: flat "
+                                      "jaws and the SO-101's", columns=SLIP_COLUMNS)
+def slip_threshold() -> list[dict]:
+    """The friction cone's slip load against MuJoCo's, on two flat jaws and on the SO-101's jaws (LeRobot's 50 %)."""
+    rows = []
+    for mu in (0.3, 1.0):
+        load, normal = gripper.flat_jaws_slip(mu=mu, squeeze=22.0, condim=3)
+        rows.append({'jaws': 'flat', 'condim': 3, 'mu': mu, 'squeeze_n': normal,
+                     'cone_load_n': float(grip.hold_load(normal, mu)), 'slip_load_n': load})
+    for mu in (0.3, 1.0):
+        for condim in (3, 6):
+            load, normal = gripper.so101_slip(gripper.GripSetup(torque_limit=LEROBOT_LIMIT, mu=mu, condim=condim))
+            rows.append({'jaws': 'SO-101', 'condim': condim, 'mu': mu, 'squeeze_n': normal,
+                         'cone_load_n': float(grip.hold_load(normal, mu)), 'slip_load_n': load})
+    for row in rows:
+        row['ratio'] = row['slip_load_n'] / row['cone_load_n']
+    return rows
