@@ -84,6 +84,16 @@ def _residuals_unscaled(x, episodes, *, config=arm_replay.ReplayConfig(), decima
     return sysid.residuals(x, episodes, config=config, decimate=decimate) * math.sqrt(5 * 23)  # no 1/sqrt(nres)
 
 
+def _squeeze_with_the_sign(torque, lever):
+    """The closing torque is negative: without abs() the force comes out negative."""
+    return np.asarray(torque) / lever
+
+
+def _hold_with_one_face(normal_force, mu, *, faces=2):
+    """Only one jaw's friction counted."""
+    return mu * np.asarray(normal_force)
+
+
 def _write_ignoring_the_gear(self, data, commands):
     """In-step gains taken as joint gains: kp = stiffness instead of stiffness/g²."""
     PDController.write(self, data, commands)
@@ -113,6 +123,8 @@ WRONG = {
     'to_radians': (_radians_in_dataset_order, "q[0, 5] (frame 0, joint gripper): expected -0.1745"),
     'residuals': (_residuals_unscaled, 'episodes=[episode 0 (24 frames)]): r[0, 0] (residual 0 of candidate 0): '
                                        'expected -0.017358'),
+    'squeeze_force': (_squeeze_with_the_sign, '(torque=-2.94, lever=0.066'),
+    'hold_load': (_hold_with_one_face, '(normal_force=22.07'),
 }
 
 
@@ -287,7 +299,7 @@ def test_solution_is_the_reference_source_after_what_it_needs():
 
 
 def test_every_chapter_has_its_functions_and_each_a_reference_in_physai():
-    assert list(buildit.CHAPTERS) == [1, 2, 3, 4]
+    assert list(buildit.CHAPTERS) == [1, 2, 3, 4, 5]
     assert buildit.FUNCTIONS[:6] == buildit.CHAPTERS[1]
     assert set(buildit_cases.CHECKS) == set(buildit_cases.ORACLE) == set(buildit.FUNCTIONS)
     for name in buildit.FUNCTIONS:

@@ -2,7 +2,8 @@
 
 Every "Build it" step names one or two functions of physai (chapter 1 :mod:`physai.laws.sim`, chapter 2
 :mod:`physai.laws.drives`, chapter 3 :mod:`physai.laws.loop` and :mod:`physai.engine.pd_controller`, chapter 4
-:mod:`physai.engine.arm_replay` and :mod:`physai.engine.sysid`; see :data:`CHAPTERS`). Their cases and what each is
+:mod:`physai.engine.arm_replay` and :mod:`physai.engine.sysid`, chapter 5 :mod:`physai.laws.grip`; see
+:data:`CHAPTERS`). Their cases and what each is
 checked against are :mod:`physai.book.buildit_cases`.
 For each, this module gives
 
@@ -42,7 +43,7 @@ from collections.abc import Callable
 import numpy as np
 
 from physai.engine import arm_replay, pd_controller, sysid
-from physai.laws import drives, loop, sim
+from physai.laws import drives, grip, loop, sim
 from physai.book import buildit_cases
 from physai.book.buildit_cases import Case
 
@@ -52,6 +53,7 @@ CHAPTERS = {
     2: ('pd_torque', 'dc_motor_envelope', 'remotized_limit', 'delay_commands'),
     3: ('mit_torque', 'write', 'zoh_step'),
     4: ('to_radians', 'residuals'),
+    5: ('squeeze_force', 'hold_load'),
 }
 """chapter -> the functions its Build it has the reader write, in the order of its steps.
 
@@ -63,7 +65,8 @@ FUNCTIONS = tuple(name for names in CHAPTERS.values() for name in names)
 """Every function a Build it has the reader write, chapter by chapter."""
 
 _MODULES = {**dict.fromkeys(CHAPTERS[1], sim), **dict.fromkeys(CHAPTERS[2], drives), **dict.fromkeys(CHAPTERS[3], loop),
-            'write': pd_controller.PDController, 'to_radians': arm_replay, 'residuals': sysid}
+            'write': pd_controller.PDController, 'to_radians': arm_replay, 'residuals': sysid,
+            **dict.fromkeys(CHAPTERS[5], grip)}
 
 
 class BuildItError(AssertionError):
