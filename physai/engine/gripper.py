@@ -106,13 +106,17 @@ def _cube_start() -> tuple[float, float, float]:
     return (float(x) - 0.008, float(y) + float(m.geom_size[pad.id][0]) + CUBE_EDGE / 2 + 0.0005, float(z) + 0.004)
 
 
-def build(setup: GripSetup = GripSetup()) -> mujoco.MjModel:
+def build(setup: GripSetup = GripSetup(), *, slide: bool = False) -> mujoco.MjModel:
     """Menagerie's SO-101 (mesh-free, gripper collision meshes kept) with the cube of ``setup`` between its jaws,
     the gripper's servo, the timestep and the integrator as ``setup`` says, the arm's five servos without their
-    force limit (so that the arm, not the grasp, never gives way)."""
+    force limit (so that the arm, not the grasp, never gives way). ``slide`` True gives the cube one slide joint
+    across the jaws instead of a free joint (:func:`replay_gripper`: it stays between them however they move)."""
     spec = so101.mesh_free_spec()
     body = spec.worldbody.add_body(name='cube', pos=list(_cube_start()), gravcomp=1.0)
-    body.add_freejoint(name='cube')
+    if slide:
+        body.add_joint(name='cube', type=mujoco.mjtJoint.mjJNT_SLIDE, axis=[0, 1, 0])
+    else:
+        body.add_freejoint(name='cube')
     body.add_geom(name='cube', type=mujoco.mjtGeom.mjGEOM_BOX, size=[CUBE_EDGE / 2] * 3, mass=setup.mass,
                   friction=[setup.mu, 5e-3, 5e-4], condim=setup.condim, priority=2, solref=list(SOLREF),
                   rgba=[1.0, 0.5, 0.0, 1.0])
@@ -378,3 +382,67 @@ def so101_slip(setup: GripSetup = GripSetup(), *, rate: float = 10.0, max_time: 
     before = max(k - round(0.025 / setup.timestep), 0)
     normal = 0.5 * (run.jaw_force[before] + run.fixed_force[before])
     return float(run.load[k] + setup.mass * GRAVITY), float(normal)
+
+
+# --- the recording's gripper, replayed -----------------------------------------------------------------------
+
+REPLAY_SUBSTEPS = 7
+"""Physics steps per frame of a 30 fps recording in :func:`replay_gripper` (a 4.76 ms step, near Menagerie's 5 ms)."""
+
+
+def gripper_units_to_rad(values, model: mujoco.MjModel | None = None) -> np.ndarray:
+    """The gripper's 0..100 onto the model's gripper range, linearly (chapter 4's ``arm_replay.to_radians``)."""
+    m = so101.load_mesh_free() if model is None else model
+    lo, hi = m.jnt_range[m.joint('gripper').id]
+    return lo + np.asarray(values, dtype=float) / 100.0 * (hi - lo)
+
+
+def gripper_rad_to_units(q, model: mujoco.MjModel | None = None) -> np.ndarray:
+    """The inverse of :func:`gripper_units_to_rad`."""
+    m = so101.load_mesh_free() if model is None else model
+    lo, hi = m.jnt_range[m.joint('gripper').id]
+    return (np.asarray(q, dtype=float) - lo) / (hi - lo) * 100.0
+
+
+def replay_gripper(command_units, fps: float, *, setup: GripSetup = GripSetup(), cube: bool = True) -> np.ndarray:
+    """Replay a recorded gripper command on Menagerie's gripper, open loop, the arm held at :data:`POSE`.
+
+    The cube (``setup``'s, weightless: ``gravcomp`` 1 all through, since the arm's own motion is not replayed)
+    sits between the jaws where the real one was grasped, free only to slide across them (:func:`build` with
+    ``slide``), so that the opening jaws cannot knock it away; with ``cube`` False the jaws close on nothing.
+
+    Args:
+      command_units: (nframe,) the recorded command, the gripper's 0..100.
+      fps: the recording's frame rate, 1/s.
+      setup: the servo and the cube (its ``timestep`` is replaced by 1/(fps·:data:`REPLAY_SUBSTEPS`)).
+      cube: whether the cube is there.
+
+    Returns:
+      (nframe,) the simulated gripper, 0..100, at each frame (the first is the start, on the first command).
+    """
+    command_units = checks.real_array('command_units', command_units)
+    fps = checks.positive('fps', fps, '1/s')
+    m = build(dataclasses.replace(setup, timestep=1.0 / (fps * REPLAY_SUBSTEPS)), slide=True)
+    cube_id = m.body('cube').id
+    if not cube:
+        m.geom_contype[m.body_geomadr[cube_id]] = 0
+        m.geom_conaffinity[m.body_geomadr[cube_id]] = 0
+    d = mujoco.MjData(m)
+    for name, angle in POSE.items():
+        d.qpos[m.joint(name).qposadr[0]] = angle
+    arm = [m.joint(name).qposadr[0] for name in so101.JOINTS]
+    gq = m.joint('gripper').qposadr[0]
+    act = m.actuator('gripper').id
+    commands = np.clip(gripper_units_to_rad(command_units, m), *m.actuator_ctrlrange[act])
+    d.qpos[gq] = max(commands[0], OPEN)
+    perturb.nudge(d.qpos[arm])
+    d.ctrl[:len(arm)] = d.qpos[arm]
+    out = np.empty(len(commands))
+    out[0] = d.qpos[gq]
+    with mj.captured_warnings():
+        for k in range(1, len(commands)):
+            d.ctrl[act] = commands[k - 1]
+            for _ in range(REPLAY_SUBSTEPS):
+                mujoco.mj_step(m, d)
+            out[k] = d.qpos[gq]
+    return gripper_rad_to_units(out, m)

@@ -23,7 +23,7 @@ import numpy as np
 
 from physai.engine import datasets, gripper, so101
 from physai.experiments.registry import experiment
-from physai.laws import grip
+from physai.laws import grip, servo_gain
 
 
 STALL_12V = so101.MENAGERIE_FORCERANGE
@@ -157,18 +157,24 @@ def gripper_registers() -> list[dict]:
 HOLD_GAP = 3.0
 """Gripper units (0..100): the follower sits this far or more above its command while something blocks it."""
 
-RECORDING_COLUMNS = (('episode', 'd', ''), ('holds', 'd', ''), ('longest_hold_s', '.2f'), ('gap_median', '.1f', '%'),
-                     ('command_min', '.1f', '%'), ('state_min', '.1f', '%'))
+RECORDING_COLUMNS = (('episode', 'd', ''), ('holds', 'd', ''), ('longest_hold_s', '.2f'), ('gap', '.1f', '%'),
+                     ('gap_deg', '.0f'), ('torque_p16', '.1f', 'N·m'), ('real_hold', '.1f', '%'),
+                     ('sim_hold', '.1f', '%'), ('hold_err_cube', '.1f', '%'), ('hold_err_none', '.1f', '%'),
+                     ('err_cube', '.1f', '%'), ('err_none', '.1f', '%'))
+"""Per episode: the holds (the follower blocked :data:`HOLD_GAP` or more above a command in the closed third), the
+longest in seconds, the median gap (0..100 units, % of the calibrated range) and in degrees on Menagerie's gripper
+range (chapter 4's mapping), the torque BAM's kp at LeRobot's P = 16 would press with at that gap, the median
+gripper position in the holds, recorded and replayed with the cube, and the replay's mean absolute error in the
+holds and over the episode, with the 24 mm cube between the jaws and without it."""
 
 
 def recording_holds(dataset=None) -> list[dict]:
-    """The shipped recording's gripper: where the follower stays more than :data:`HOLD_GAP` above its command
-    (blocked by the cube) while the command is in the closed third of the range, per episode: how many such
-    stretches, the longest in seconds, and the median gap (the gripper's 0..100 units, % of its calibrated
-    range)."""
+    """The shipped recording's gripper, episode by episode (:data:`RECORDING_COLUMNS`)."""
     if dataset is None:
         dataset = datasets.load_lerobot(datasets.shipped_recording())
     g = dataset.joints.index('gripper')
+    span_deg = float(np.degrees(np.ptp(gripper.gripper_units_to_rad([0.0, 100.0]))))
+    kp16 = servo_gain.BAM_STS3215.kp(servo_gain.LEROBOT_SO101_P)
     rows = []
     for number, episode in enumerate(dataset.episodes):
         command, state = episode.action[:, g], episode.state[:, g]
@@ -176,14 +182,21 @@ def recording_holds(dataset=None) -> list[dict]:
         edges = np.diff(np.concatenate(([0], blocked.astype(int), [0])))
         starts, ends = np.nonzero(edges == 1)[0], np.nonzero(edges == -1)[0]
         longest = int(np.max(ends - starts)) if len(starts) else 0
-        rows.append({'episode': number, 'holds': len(starts), 'longest_hold_s': longest / episode.fps,
-                     'gap_median': float(np.median((state - command)[blocked])) if blocked.any() else float('nan'),
-                     'command_min': float(command.min()), 'state_min': float(state.min())})
+        gap = float(np.median((state - command)[blocked])) if blocked.any() else float('nan')
+        with_cube = gripper.replay_gripper(command, episode.fps)
+        without = gripper.replay_gripper(command, episode.fps, cube=False)
+        rows.append({'episode': number, 'holds': len(starts), 'longest_hold_s': longest / episode.fps, 'gap': gap,
+                     'gap_deg': gap / 100 * span_deg, 'torque_p16': kp16 * np.radians(gap / 100 * span_deg),
+                     'real_hold': float(np.median(state[blocked])), 'sim_hold': float(np.median(with_cube[blocked])),
+                     'hold_err_cube': float(np.mean(np.abs(with_cube - state)[blocked])),
+                     'hold_err_none': float(np.mean(np.abs(without - state)[blocked])),
+                     'err_cube': float(np.mean(np.abs(with_cube - state)[1:])),
+                     'err_none': float(np.mean(np.abs(without - state)[1:]))})
     return rows
 
 
-@experiment('recording-gripper', summary="the shipped recording's gripper: its holds on the cube and the gap while "
-                                         'holding', columns=RECORDING_COLUMNS)
+@experiment('recording-gripper', summary="the shipped recording's gripper: its holds on the cube, the gap while "
+                                         'holding, and its replay with and without a cube', columns=RECORDING_COLUMNS)
 def recording_gripper() -> list[dict]:
     """:func:`recording_holds` on the book's recording."""
     return recording_holds()
