@@ -318,11 +318,14 @@ FLAT_JAWS_XML = """
 friction-cone law with nothing else in the way (no rotating jaw, no twist). Menagerie's SO-101 options (elliptic
 cone, impratio 10) and its gripper's solref; a 2 ms step."""
 
+FLAT_LOAD_RATE = 5.0
+"""N/s: how fast :func:`flat_jaws_slip`'s downward force on the cube grows."""
+
 SLIP_SPEED = 0.02
 """m/s: the cube slides faster than this along the jaws: it has slipped (soft friction creeps far slower)."""
 
 
-def flat_jaws_slip(*, mu: float, squeeze: float, mass: float = 0.03, condim: int = 3, rate: float = 5.0,
+def flat_jaws_slip(*, mu: float, squeeze: float, mass: float = 0.03, condim: int = 3, rate: float = FLAT_LOAD_RATE,
                    max_time: float = 30.0) -> tuple[float, float]:
     """Squeeze a cube between two flat jaws with ``squeeze`` N, switch its weight on, then add a downward force on
     it that grows at ``rate`` N/s, until it slides faster than :data:`SLIP_SPEED`.
