@@ -168,31 +168,59 @@ gripper position in the holds, recorded and replayed with the cube, and the repl
 holds and over the episode, with the 24 mm cube between the jaws and without it."""
 
 
-def recording_holds(dataset=None) -> list[dict]:
-    """The shipped recording's gripper, episode by episode (:data:`RECORDING_COLUMNS`)."""
+def recording_holds(dataset=None, *, episodes=None, setup: gripper.GripSetup = gripper.GripSetup()) -> list[dict]:
+    """The shipped recording's gripper (or ``dataset``'s, or its ``episodes``), episode by episode
+    (:data:`RECORDING_COLUMNS`), replayed with ``setup``'s servo; the hold columns are NaN in an episode without a
+    hold."""
     if dataset is None:
         dataset = datasets.load_lerobot(datasets.shipped_recording())
-    g = dataset.joints.index('gripper')
+    episodes = dataset.episodes if episodes is None else episodes
     span_deg = float(np.degrees(np.ptp(gripper.gripper_units_to_rad([0.0, 100.0]))))
     kp16 = servo_gain.BAM_STS3215.kp(servo_gain.LEROBOT_SO101_P)
     rows = []
-    for number, episode in enumerate(dataset.episodes):
+    for episode in episodes:
+        g = episode.joints.index('gripper')
         command, state = episode.action[:, g], episode.state[:, g]
         blocked = (state - command > HOLD_GAP) & (command < 100 / 3)
         edges = np.diff(np.concatenate(([0], blocked.astype(int), [0])))
         starts, ends = np.nonzero(edges == 1)[0], np.nonzero(edges == -1)[0]
         longest = int(np.max(ends - starts)) if len(starts) else 0
-        gap = float(np.median((state - command)[blocked])) if blocked.any() else float('nan')
-        with_cube = gripper.replay_gripper(command, episode.fps)
-        without = gripper.replay_gripper(command, episode.fps, cube=False)
-        rows.append({'episode': number, 'holds': len(starts), 'longest_hold_s': longest / episode.fps, 'gap': gap,
-                     'gap_deg': gap / 100 * span_deg, 'torque_p16': kp16 * np.radians(gap / 100 * span_deg),
-                     'real_hold': float(np.median(state[blocked])), 'sim_hold': float(np.median(with_cube[blocked])),
-                     'hold_err_cube': float(np.mean(np.abs(with_cube - state)[blocked])),
-                     'hold_err_none': float(np.mean(np.abs(without - state)[blocked])),
+        with_cube = gripper.replay_gripper(command, episode.fps, setup=setup)
+        without = gripper.replay_gripper(command, episode.fps, setup=setup, cube=False)
+        nan = float('nan')
+        gap = float(np.median((state - command)[blocked])) if blocked.any() else nan
+        rows.append({'episode': int(episode.index), 'holds': len(starts), 'longest_hold_s': longest / episode.fps,
+                     'gap': gap, 'gap_deg': gap / 100 * span_deg,
+                     'torque_p16': kp16 * np.radians(gap / 100 * span_deg),
+                     'real_hold': float(np.median(state[blocked])) if blocked.any() else nan,
+                     'sim_hold': float(np.median(with_cube[blocked])) if blocked.any() else nan,
+                     'hold_err_cube': float(np.mean(np.abs(with_cube - state)[blocked])) if blocked.any() else nan,
+                     'hold_err_none': float(np.mean(np.abs(without - state)[blocked])) if blocked.any() else nan,
                      'err_cube': float(np.mean(np.abs(with_cube - state)[1:])),
                      'err_none': float(np.mean(np.abs(without - state)[1:]))})
     return rows
+
+
+def gripper_summary(dataset, episodes=None, *, kp: float | None = None, kv: float | None = None,
+                    forcerange: float | None = None) -> dict | None:
+    """What a recording's gripper shows, for ``fit-servo``'s report: :func:`recording_holds` per episode with a servo
+    of ``kp``, ``kv`` and ``forcerange`` on the gripper (None: Menagerie's), whether the gripper closed on something,
+    and the torque that servo and BAM's kp at P = 16 would press with at the median holding gap. None when the
+    recording has no gripper column."""
+    episodes = list(dataset.episodes if episodes is None else episodes)
+    if not episodes or 'gripper' not in episodes[0].joints:
+        return None
+    setup = gripper.GripSetup(kp=so101.MENAGERIE_KP if kp is None else kp, kv=so101.MENAGERIE_KV if kv is None else kv,
+                              torque_limit=so101.MENAGERIE_FORCERANGE if forcerange is None else forcerange)
+    rows = recording_holds(dataset, episodes=episodes, setup=setup)
+    held = [r for r in rows if r['holds']]
+    gap_deg = float(np.median([r['gap_deg'] for r in held])) if held else float('nan')
+    return {'closes_on_something': bool(held), 'episodes': rows, 'kp': setup.kp, 'kv': setup.kv,
+            'forcerange': setup.torque_limit, 'gap': float(np.median([r['gap'] for r in held])) if held else float('nan'),
+            'gap_deg': gap_deg, 'longest_hold_s': max((r['longest_hold_s'] for r in held), default=0.0),
+            'torque_servo': float(grip.clamped_torque(setup.kp, np.radians(gap_deg), setup.torque_limit))
+                            if held else float('nan'),
+            'torque_p16': float(np.median([r['torque_p16'] for r in held])) if held else float('nan')}
 
 
 @experiment('recording-gripper', summary="the shipped recording's gripper: its holds on the cube, the gap while "
