@@ -86,3 +86,33 @@ def test_laws_by_hand():
 def test_bad_input_names_the_parameter(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@pytest.mark.parametrize('cone', ['elliptic', 'pyramidal'])
+def test_cube_contact_forces_are_mj_contactForces(cone):
+    """The runner reads each contact's normal force off efc_force under the elliptic cone: it is mj_contactForce's
+    first component, contact by contact (and under the pyramidal cone it calls mj_contactForce)."""
+    m = gripper.build(gripper.GripSetup())
+    if cone == 'pyramidal':
+        m.opt.cone = mujoco.mjtCone.mjCONE_PYRAMIDAL
+    d = mujoco.MjData(m)
+    for name, angle in gripper.POSE.items():
+        d.qpos[m.joint(name).qposadr[0]] = angle
+    d.qpos[m.joint('gripper').qposadr[0]] = gripper.OPEN
+    d.ctrl[:len(so101.JOINTS)] = [d.qpos[m.joint(name).qposadr[0]] for name in so101.JOINTS]
+    d.ctrl[m.actuator('gripper').id] = gripper.CLOSED
+    for _ in range(200):
+        mujoco.mj_step(m, d)
+    cube, jaw, palm = (m.body(n).id for n in ('cube', 'moving_jaw_so101_v1', 'gripper'))
+    joint = m.joint('gripper').id
+    jaw_n, fixed_n, moment, depth = gripper._cube_contacts(m, d, cube, jaw, palm, joint, np.zeros(6))
+    force, by_hand = np.zeros(6), {jaw: 0.0, palm: 0.0}
+    for c in range(d.ncon):
+        bodies = {m.geom_bodyid[d.contact[c].geom1], m.geom_bodyid[d.contact[c].geom2]}
+        if cube in bodies:
+            mujoco.mj_contactForce(m, d, c, force)
+            for body in (jaw, palm):
+                if body in bodies:
+                    by_hand[body] += force[0]
+    assert jaw_n > 10 and jaw_n == pytest.approx(by_hand[jaw], rel=1e-12)
+    assert fixed_n == pytest.approx(by_hand[palm], rel=1e-12)

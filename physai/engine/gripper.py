@@ -63,6 +63,8 @@ class GripSetup:
     """The gripper's ``<position kp>``, N·m/rad (Menagerie: 998.22)."""
     kv: float = so101.MENAGERIE_KV
     """The gripper's ``<position kv>``, N·m·s/rad (Menagerie: 2.731)."""
+    armature: float = so101.MENAGERIE_ARMATURE
+    """The gripper joint's ``armature``, kg·m² (Menagerie: 0.028)."""
     command: float = CLOSED
     """The gripper's target angle, rad (Menagerie's ``ctrlrange`` -0.17453..1.74533); the default shuts it, far past
     the cube, so the torque saturates; a target just inside the cube's faces leaves ``kp`` in charge."""
@@ -81,6 +83,7 @@ class GripSetup:
         checks.positive('torque_limit', self.torque_limit, 'N·m')
         checks.gain('kp', self.kp, 'N·m/rad')
         checks.nonnegative('kv', self.kv, 'N·m·s/rad')
+        checks.nonnegative('armature', self.armature, 'kg·m²')
         checks.positive('mass', self.mass, 'kg')
         if not (checks.is_real(self.mass) and self.mass <= 100):
             raise ValueError(f'mass must be in (0, 100] kg, got {self.mass!r}')
@@ -110,7 +113,35 @@ def build(setup: GripSetup = GripSetup(), *, slide: bool = False) -> mujoco.MjMo
     """Menagerie's SO-101 (mesh-free, gripper collision meshes kept) with the cube of ``setup`` between its jaws,
     the gripper's servo, the timestep and the integrator as ``setup`` says, the arm's five servos without their
     force limit (so that the arm, not the grasp, never gives way). ``slide`` True gives the cube one slide joint
-    across the jaws instead of a free joint (:func:`replay_gripper`: it stays between them however they move)."""
+    across the jaws instead of a free joint (:func:`replay_gripper`: it stays between them however they move).
+
+    The model is compiled once (:func:`_compiled`, a third of a second: the collision meshes' hulls) and copied;
+    ``setup``'s values are written into the copy's fields (the cube's mass and inertia, a uniform box's
+    m·edge²/6, its friction and ``condim``, the options, the servo, the armature) and ``mj_setConst`` recomputes the
+    constants that depend on them.
+    """
+    m = copy.copy(_compiled(bool(slide)))
+    cube = m.body('cube').id
+    geom = m.geom('cube').id
+    m.body_mass[cube] = setup.mass
+    m.body_inertia[cube] = setup.mass * CUBE_EDGE ** 2 / 6
+    m.geom_friction[geom, 0] = setup.mu
+    m.geom_condim[geom] = setup.condim
+    m.opt.timestep = setup.timestep
+    m.opt.integrator = mj.INTEGRATOR_ENUM[setup.integrator]
+    gripper = m.actuator('gripper').id
+    mj.set_position_servo(m, setup.kp, setup.kv, setup.torque_limit, actuators=gripper)
+    # the arm's five servos unclamped: with Menagerie's ±2.94 N·m the shoulder gives way under about 9 N at the
+    # jaws (2.94 N·m over the 0.33 m from the shoulder), and the chapter tests the gripper, not the arm
+    m.actuator_forcelimited[:gripper] = 0
+    mj.set_armature(m, setup.armature, dofs=m.jnt_dofadr[m.joint('gripper').id])  # and mj_setConst
+    return m
+
+
+@functools.cache
+def _compiled(slide: bool) -> mujoco.MjModel:
+    """:func:`build`'s model as compiled from the spec, with the default :class:`GripSetup`'s cube."""
+    setup = GripSetup()
     spec = so101.mesh_free_spec()
     body = spec.worldbody.add_body(name='cube', pos=list(_cube_start()), gravcomp=1.0)
     if slide:
@@ -120,15 +151,7 @@ def build(setup: GripSetup = GripSetup(), *, slide: bool = False) -> mujoco.MjMo
     body.add_geom(name='cube', type=mujoco.mjtGeom.mjGEOM_BOX, size=[CUBE_EDGE / 2] * 3, mass=setup.mass,
                   friction=[setup.mu, 5e-3, 5e-4], condim=setup.condim, priority=2, solref=list(SOLREF),
                   rgba=[1.0, 0.5, 0.0, 1.0])
-    spec.option.timestep = setup.timestep
-    spec.option.integrator = mj.INTEGRATOR_ENUM[setup.integrator]
-    m = spec.compile()
-    gripper = m.actuator('gripper').id
-    mj.set_position_servo(m, setup.kp, setup.kv, setup.torque_limit, actuators=gripper)
-    # the arm's five servos unclamped: with Menagerie's ±2.94 N·m the shoulder gives way under about 9 N at the
-    # jaws (2.94 N·m over the 0.33 m from the shoulder), and the chapter tests the gripper, not the arm
-    m.actuator_forcelimited[:gripper] = 0
-    return m
+    return spec.compile()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,25 +272,7 @@ def grip(setup: GripSetup = GripSetup(), *, hold: float = 1.0, load_rate: float 
             if mj.warned(d) or not np.all(np.isfinite(d.qpos)) or mj.runaway(float(d.qvel[m.jnt_dofadr[joint]])):
                 diverged = True
                 break
-            jaw_n = fixed_n = moment = 0.0
-            depth = 0.0
-            axis, anchor = d.xaxis[joint], d.xanchor[joint]
-            for c in range(d.ncon):
-                con = d.contact[c]
-                b1, b2 = m.geom_bodyid[con.geom1], m.geom_bodyid[con.geom2]
-                if cube not in (b1, b2):
-                    continue
-                other = b2 if b1 == cube else b1
-                mujoco.mj_contactForce(m, d, c, force)
-                depth = max(depth, -con.dist)
-                if other == jaw:
-                    # the normal (frame's first row) points from geom1 to geom2: the push on the jaw is along it
-                    # when the jaw is geom2
-                    normal = con.frame[:3] * force[0] * (1 if b2 == jaw else -1)
-                    moment += float(np.cross(con.pos - anchor, normal) @ axis)
-                    jaw_n += force[0]
-                elif other == palm:
-                    fixed_n += force[0]
+            jaw_n, fixed_n, moment, depth = _cube_contacts(m, d, cube, jaw, palm, joint, force)
             rec['time'][k] = d.time
             rec['q'][k] = d.qpos[gq]
             rec['torque'][k] = d.actuator_force[m.actuator('gripper').id]
@@ -288,6 +293,50 @@ def grip(setup: GripSetup = GripSetup(), *, hold: float = 1.0, load_rate: float 
                    fixed_force=cut['fixed'], lever=cut['lever'], penetration=cut['pen'], slide=cut['slide'],
                    load=cut['load'], hold_start=nclose * m.opt.timestep, tripped=tripped,
                    diverged=diverged)
+
+
+def _cube_contacts(m: mujoco.MjModel, d: mujoco.MjData, cube: int, jaw: int, palm: int, joint: int,
+                   force: np.ndarray) -> tuple[float, float, float, float]:
+    """The cube's contacts now: the moving jaw's and the fixed jaw's normal force, N, the moving jaw's normal
+    forces' moment about the gripper axis, N·m, and the deepest overlap, m.
+
+    A contact's normal force is ``mj_contactForce``'s first component. Under the elliptic cone (Menagerie's) that is
+    the contact's first constraint force row, ``efc_force[efc_address]``, read here for all contacts at once (the
+    tests compare it with ``mj_contactForce``); under the pyramidal cone ``mj_contactForce`` is called per contact.
+    """
+    n = d.ncon
+    if n == 0:
+        return 0.0, 0.0, 0.0, 0.0
+    con = d.contact
+    g1, g2 = np.asarray(con.geom1[:n]), np.asarray(con.geom2[:n])
+    b1, b2 = m.geom_bodyid[g1], m.geom_bodyid[g2]
+    touches = (b1 == cube) | (b2 == cube)
+    if not touches.any():
+        return 0.0, 0.0, 0.0, 0.0
+    other = np.where(b1 == cube, b2, b1)
+    if m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC:
+        address = np.asarray(con.efc_address[:n])
+        normal_force = np.where(address >= 0, d.efc_force[np.maximum(address, 0)], 0.0)
+    else:
+        normal_force = np.zeros(n)
+        for c in np.flatnonzero(touches):
+            mujoco.mj_contactForce(m, d, int(c), force)
+            normal_force[c] = force[0]
+    depth = float(np.max(-np.asarray(con.dist[:n])[touches]))
+    on_jaw = touches & (other == jaw)
+    # the normal (the frame's first row) points from geom1 to geom2: the push on the jaw is along it when the jaw is
+    # geom2
+    sign = np.where(b2 == jaw, 1.0, -1.0)
+    normals = np.asarray(con.frame[:n])[:, :3] * (normal_force * sign)[:, None]
+    arms = (np.asarray(con.pos[:n]) - d.xanchor[joint])[on_jaw]
+    f = normals[on_jaw]
+    # (arm × f) · axis, written out: np.cross costs more than the rest of this function on a dozen contacts
+    ax, ay, az = d.xaxis[joint]
+    moment = float(np.sum(ax * (arms[:, 1] * f[:, 2] - arms[:, 2] * f[:, 1])
+                          + ay * (arms[:, 2] * f[:, 0] - arms[:, 0] * f[:, 2])
+                          + az * (arms[:, 0] * f[:, 1] - arms[:, 1] * f[:, 0])))
+    return (float(normal_force[on_jaw].sum()), float(normal_force[touches & (other == palm)].sum()), moment,
+            max(depth, 0.0))
 
 
 def _in_gripper(d: mujoco.MjData, body: int, point: np.ndarray) -> np.ndarray:
