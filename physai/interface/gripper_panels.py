@@ -15,7 +15,7 @@ import numpy as np
 
 from physai.engine import gripper, so101
 from physai.experiments import gripper as grasp
-from physai.interface import live, plots
+from physai.interface import live, plots, web
 from physai.interface.panel import Choice, Entry, LogSlider, PanelSpec, Plot, Slider, common_controls
 from physai.interface.where_pd_runs_panels import add_bitmap_text
 from physai.laws import grip
@@ -135,3 +135,58 @@ def gripper_panel():
         state['words'].set_color('#222222' if result['verdict'] == 'held' else plots.COLORS['diverged'])
 
     return live.Panel(spec.controls, compute=compute, setup=setup, draw=draw, figsize=(11.0, 3.6), dpi=80)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The page panel (book/_static/panels/gripper_panels.js)
+
+TWIN_LIMITS = (0.5, grasp.LEROBOT_LIMIT, so101.MENAGERIE_FORCERANGE)
+"""N·m: the torque limits the page's first view is precomputed at (a weak servo, LeRobot's 50 %, Menagerie's)."""
+
+TWIN_MASSES = (0.03, 0.3, 3.0)
+"""kg: the cube masses the page's first view is precomputed at."""
+
+FORCE_STEP = 0.05
+"""N: the stored jaw force traces' resolution."""
+
+SLIDE_STEP = 0.01
+"""mm: the stored slide trace's resolution."""
+
+
+def grasp_part(values: dict) -> dict:
+    """One grasp as the first view stores it: the moving jaw's force and |τ|/lever (N, clipped to the plot, packed
+    in :data:`FORCE_STEP`), the slide (mm, packed in :data:`SLIDE_STEP`), the verdict and its words."""
+    run, result = panel_run(values)
+    law = np.where(np.isfinite(run.lever), np.abs(run.torque) / run.lever, np.nan)
+    return {'gripJaw': web.pack(np.clip(run.jaw_force, 0.0, FORCE_TOP).tolist(), FORCE_STEP),
+            'gripLaw': web.pack(np.where(np.isfinite(law), np.clip(law, 0.0, FORCE_TOP), np.nan).tolist(), FORCE_STEP),
+            'gripSlide': web.pack(np.clip(1e3 * run.slide, -1.0, SLIDE_TOP_MM).tolist(), SLIDE_STEP),
+            'gripWords': status(result), 'h': float(values['timestep']), 'verdict': result['verdict']}
+
+
+def gripper_constants() -> dict:
+    """What the page needs to draw and run a grasp: the phases, the verdict's thresholds, the plots' tops, the
+    commands, the rated limit the percentage is of."""
+    return {'close': gripper.CLOSE, 'hold': HOLD, 'tail': grasp.TAIL, 'slipMm': 1e3 * grasp.SLIP_DISTANCE,
+            'jitterFraction': grasp.JITTER_FRACTION, 'crushMm': 1e3 * grasp.CRUSH_DEPTH, 'forceTop': FORCE_TOP,
+            'slideTop': SLIDE_TOP_MM, 'forceStep': FORCE_STEP, 'slideStep': SLIDE_STEP, 'commands': COMMANDS,
+            'kv': so101.MENAGERIE_KV, 'rated': so101.MENAGERIE_FORCERANGE, 'gravity': grip.GRAVITY}
+
+
+def gripper_twin(*, limits=TWIN_LIMITS, masses=TWIN_MASSES):
+    """Chapter 5's page panel (:func:`gripper_spec`) with its first view precomputed: one grasp at every torque limit
+    of ``limits`` and cube mass of ``masses``, the other controls at the panel's defaults. On the page a reader's
+    torque limit or mass picks the nearest precomputed grasp until MuJoCo runs in the page
+    (:func:`physai.interface.web_arm.gripper_live`, in the next cell), which reruns every setting.
+
+    Returns:
+      ``IPython.display.HTML`` (see :func:`physai.interface.web.first_view`).
+    """
+    spec = gripper_spec()
+    at = spec.defaults
+    parts = {'grasp': web.Part(('torque_limit', 'mass'), lambda torque_limit, mass: grasp_part(
+        {**at, 'torque_limit': torque_limit, 'mass': mass}))}
+    return web.first_view(spec, 'gripper_panels.js', grid={'torque_limit': limits, 'mass': masses}, parts=parts,
+                          constants=gripper_constants(),
+                          fallback='This panel draws on the book\'s page; in Jupyter or Colab use the live panel '
+                                   'above.')

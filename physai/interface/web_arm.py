@@ -17,7 +17,7 @@ import mujoco
 import numpy as np
 from IPython.display import HTML
 
-from physai.engine import so101
+from physai.engine import gripper, so101
 from physai.engine.datasets import Episode
 from physai.engine.mj import INTEGRATOR_ENUM
 from physai.engine.arm_replay import to_radians
@@ -203,3 +203,29 @@ def sysid_live(episode: Episode) -> HTML:
     u = to_radians(episode.action, episode.joints)
     start = to_radians(episode.state[:1], episode.joints)[0]
     return engine_block('sysid', arm_xml(), episode={'u': u.ravel().tolist(), 'start': start.tolist()})
+
+
+def gripper_xml() -> str:
+    """Chapter 5's grasp model (:func:`physai.engine.gripper.build`'s, compiled with the default
+    :class:`~physai.engine.gripper.GripSetup`) as MJCF text (:func:`model_xml`): the mesh-free SO-101 with its
+    gripper's collision geoms and the free cube between the jaws."""
+    return model_xml(gripper.build(), 'so101 grasp (physai)')
+
+
+def gripper_live() -> HTML:
+    """Chapter 5's panel runs MuJoCo in the reader's browser: :func:`gripper_xml` and what a grasp needs of it (the
+    pose, the open gripper, the bodies and joints by index). Show it in the cell after
+    :func:`~physai.interface.gripper_panels.gripper_twin`. In Jupyter it shows nothing (the kernel's own panel is
+    :func:`~physai.interface.gripper_panels.gripper_panel`)."""
+    m = gripper.build()
+
+    def qpos(name):
+        return int(m.jnt_qposadr[m.joint(name).id])
+
+    grasp = {'pose': {str(qpos(name)): angle for name, angle in gripper.POSE.items()},
+             'open': gripper.OPEN, 'gripperQpos': qpos('gripper'), 'gripperDof': int(m.jnt_dofadr[m.joint('gripper').id]),
+             'armQpos': [qpos(name) for name in so101.JOINTS], 'actuator': int(m.actuator('gripper').id),
+             'cube': int(m.body('cube').id), 'cubeGeom': int(m.geom('cube').id),
+             'jaw': int(m.body('moving_jaw_so101_v1').id), 'palm': int(m.body('gripper').id),
+             'joint': int(m.joint('gripper').id), 'edge': gripper.CUBE_EDGE}
+    return engine_block('gripper', gripper_xml(), grasp=grasp)
