@@ -170,7 +170,8 @@ def gripper_constants() -> dict:
     return {'close': gripper.CLOSE, 'hold': HOLD, 'tail': grasp.TAIL, 'slipMm': 1e3 * grasp.SLIP_DISTANCE,
             'jitterFraction': grasp.JITTER_FRACTION, 'crushMm': 1e3 * grasp.CRUSH_DEPTH, 'forceTop': FORCE_TOP,
             'slideTop': SLIDE_TOP_MM, 'forceStep': FORCE_STEP, 'slideStep': SLIDE_STEP, 'commands': COMMANDS,
-            'kv': so101.MENAGERIE_KV, 'rated': so101.MENAGERIE_FORCERANGE, 'gravity': grip.GRAVITY}
+            'kv': so101.MENAGERIE_KV, 'rated': so101.MENAGERIE_FORCERANGE, 'gravity': grip.GRAVITY,
+            'slideColor': plots.PALETTE['green']}
 
 
 def gripper_twin(*, limits=TWIN_LIMITS, masses=TWIN_MASSES):
