@@ -14,39 +14,49 @@ function configure(model, s, g) {
   model.setOptions({timestep: s.timestep, integrator: s.integrator});
   model.setPositionServo([g.actuator], s.kp, s.kv, s.torqueLimit);
   m.dof_armature[g.gripperDof] = s.armature;
+  m.body_gravcomp[g.cube] = 1.0;   // before mj_setConst, which counts the bodies with gravity compensation
   mj.mj_setConst(m, model.data);
 }
 
 // physai.engine.gripper._cube_contacts: the moving jaw's and the fixed jaw's normal force (the contact's first
 // constraint force row: the elliptic cone's mj_contactForce), the moving jaw's moment about the gripper's axis, the
 // deepest overlap
-function cubeContacts(model, g) {
-  const m = model.model, d = model.data, n = d.ncon;
-  let jaw = 0, fixed = 0, moment = 0, depth = 0, touched = false;
+function cubeContacts(model, g, bodyOf) {
+  const d = model.data, n = d.ncon;
   if (n === 0) return [0, 0, 0, 0];
-  const efc = d.efc_force, bodyOf = m.geom_bodyid, anchor = d.xanchor, axis = d.xaxis, contacts = d.contact;
-  const [ax, ay, az] = [axis[3 * g.joint], axis[3 * g.joint + 1], axis[3 * g.joint + 2]];
-  const [px, py, pz] = [anchor[3 * g.joint], anchor[3 * g.joint + 1], anchor[3 * g.joint + 2]];
+  // the contacts copied out first: each get() allocates, which can grow the heap and empty the typed views taken
+  // before it (efc_force, xanchor, xaxis are taken after; bodyOf is a copy of geom_bodyid)
+  const contacts = d.contact, found = [];
   for (let i = 0; i < n; i++) {
     const c = contacts.get(i);
     const b1 = bodyOf[c.geom1], b2 = bodyOf[c.geom2];
     if (b1 === g.cube || b2 === g.cube) {
-      const other = b1 === g.cube ? b2 : b1, f = c.efc_address >= 0 ? efc[c.efc_address] : 0;
-      if (!touched || -c.dist > depth) depth = -c.dist;
-      touched = true;
-      if (other === g.jaw) {
-        jaw += f;
-        const frame = c.frame, pos = c.pos, sign = b2 === g.jaw ? f : -f;
-        const fx = frame[0] * sign, fy = frame[1] * sign, fz = frame[2] * sign;
-        const rx = pos[0] - px, ry = pos[1] - py, rz = pos[2] - pz;
-        moment += ax * (ry * fz - rz * fy) + ay * (rz * fx - rx * fz) + az * (rx * fy - ry * fx);
-      } else if (other === g.palm) {
-        fixed += f;
-      }
+      const frame = c.frame, pos = c.pos;
+      found.push({b1, b2, address: c.efc_address, dist: c.dist, normal: [frame[0], frame[1], frame[2]],
+                  pos: [pos[0], pos[1], pos[2]]});
     }
     c.delete();
   }
-  return [jaw, fixed, moment, touched ? Math.max(depth, 0) : 0];
+  if (found.length === 0) return [0, 0, 0, 0];
+  const efc = d.efc_force, anchor = d.xanchor, axis = d.xaxis;
+  const [ax, ay, az] = [axis[3 * g.joint], axis[3 * g.joint + 1], axis[3 * g.joint + 2]];
+  const [px, py, pz] = [anchor[3 * g.joint], anchor[3 * g.joint + 1], anchor[3 * g.joint + 2]];
+  let jaw = 0, fixed = 0, moment = 0, depth = -Infinity;
+  for (const {b1, b2, address, dist, normal, pos} of found) {
+    const other = b1 === g.cube ? b2 : b1, f = address >= 0 ? efc[address] : 0;
+    depth = Math.max(depth, -dist);
+    if (other === g.jaw) {
+      jaw += f;
+      // the normal points from geom1 to geom2: the push on the jaw is along it when the jaw is geom2
+      const sign = b2 === g.jaw ? f : -f;
+      const fx = normal[0] * sign, fy = normal[1] * sign, fz = normal[2] * sign;
+      const rx = pos[0] - px, ry = pos[1] - py, rz = pos[2] - pz;
+      moment += ax * (ry * fz - rz * fy) + ay * (rz * fx - rx * fz) + az * (rx * fy - ry * fx);
+    } else if (other === g.palm) {
+      fixed += f;
+    }
+  }
+  return [jaw, fixed, moment, Math.max(depth, 0)];
 }
 
 // One grasp, sliced: a generator that yields {done, nstep, run} every sliceMs of computing and returns the run
@@ -57,16 +67,15 @@ export function* gripRun(model, s, g, k, {sliceMs = 20, firstSliceMs = sliceMs, 
   configure(model, s, g);
   const m = model.model, h = s.timestep, nclose = Math.round(k.close / h), nstep = nclose + Math.round(k.hold / h);
   if (nstep > model.rule.maxSteps) throw new Error(`a grasp of ${nstep} steps is more than ${model.rule.maxSteps}`);
-  m.body_gravcomp[g.cube] = 1.0;
   model.reset();
-  const qpos = model.d.qpos;
+  const qpos = model.data.qpos;
   for (const [adr, angle] of Object.entries(g.pose)) qpos[Number(adr)] = angle;
   qpos[g.gripperQpos] = g.open;
-  const ctrl = model.d.ctrl;
+  const ctrl = model.data.ctrl;
   g.armQpos.forEach((adr, a) => { ctrl[a] = qpos[adr]; });
   ctrl[g.actuator] = s.command;
   model.forward();
-  const run = {h, steps: 0, diverged: false};
+  const run = {h, steps: 0, diverged: false}, bodyOf = Int32Array.from(m.geom_bodyid);
   for (const key of ['time', 'q', 'torque', 'jaw', 'fixed', 'lever', 'pen', 'slide']) run[key] = new Float64Array(nstep).fill(NaN);
   let start = null;
   const cubeRel = () => {
@@ -79,14 +88,15 @@ export function* gripRun(model, s, g, k, {sliceMs = 20, firstSliceMs = sliceMs, 
     do {
       if (k0 === nclose) { m.body_gravcomp[g.cube] = 0.0; start = cubeRel(); }
       model.step();
-      const d = model.d, q = d.qpos[g.gripperQpos], v = d.qvel[g.gripperDof];
+      // fresh views each step: reading the contacts allocates, and a grown heap leaves engine.js's views empty
+      const d = model.data, qpos = d.qpos, q = qpos[g.gripperQpos], v = d.qvel[g.gripperDof];
       let finite = true;
-      for (let i = 0; i < d.qpos.length; i++) if (!Number.isFinite(d.qpos[i])) { finite = false; break; }
+      for (let i = 0; i < qpos.length; i++) if (!Number.isFinite(qpos[i])) { finite = false; break; }
       if (model.warned() || !finite || !(Math.abs(v) <= model.rule.speedBound)) {
         run.diverged = true;
         return run;
       }
-      const [jaw, fixed, moment, depth] = cubeContacts(model, g);
+      const [jaw, fixed, moment, depth] = cubeContacts(model, g, bodyOf);
       run.time[k0] = model.data.time;
       run.q[k0] = q;
       run.torque[k0] = d.actuator_force[g.actuator];
