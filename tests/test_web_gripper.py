@@ -114,3 +114,9 @@ def test_the_first_view_stays_small():
     size = sum(len(gzip.compress(block.data.encode(), 6)) for block in (gripper_panels.gripper_twin(),
                                                                             web_arm.gripper_live()))
     assert size < 1e6 / 10, size  # far under the 1 MB every page panel's first view must stay under
+
+
+def gripper_blocks() -> str:
+    """Chapter 5's page panel as the chapter's cells write it: its first view and its engine block
+    (benchmarks/bench_web.py serves them)."""
+    return gripper_panels.gripper_twin().data + web_arm.gripper_live().data
