@@ -4,7 +4,9 @@ The panel is described once, :func:`gripper_spec` (controls, plots, words), and 
 :func:`gripper_panel` (ipywidgets and matplotlib). Every change reruns one grasp (:func:`panel_run`:
 :func:`physai.engine.gripper.grip`, the cube's weight on after :data:`physai.engine.gripper.CLOSE` s) and redraws the
 moving jaw's force and the cube's slide along the jaws, with the verdict of chapter 5's grasp table
-(:func:`physai.experiments.gripper.verdict`).
+(:func:`physai.experiments.gripper.verdict`). On the book's page the same panel is :func:`gripper_twin` (its first
+view precomputed) and :func:`physai.interface.web_arm.gripper_live` (MuJoCo in the reader's browser,
+``book/_static/panels/gripper_panels.js`` and ``gripper_runs.js``).
 """
 
 from __future__ import annotations

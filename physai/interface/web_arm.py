@@ -1,4 +1,4 @@
-"""Chapters 3 and 4's page panels run the SO-101 in the reader's browser: the arm as MJCF text, and the blocks.
+"""Chapters 3, 4 and 5's page panels run the SO-101 in the reader's browser: the arm as MJCF text, and the blocks.
 
 :func:`pd_live` and :func:`sysid_live` write the engine blocks (:func:`physai.interface.web.engine_block`) that let the
 page panels of :func:`physai.interface.where_pd_runs_panels.pd_twin` and
@@ -6,7 +6,9 @@ page panels of :func:`physai.interface.where_pd_runs_panels.pd_twin` and
 mesh-free SO-101 of :func:`physai.engine.so101.load_mesh_free` without a geom: chapter 3's move and hold (the runs of
 :func:`physai.engine.hold.hold_responses`) and chapter 4's replay of a recorded episode
 (:func:`physai.engine.arm_replay.replay`), as ``book/_static/panels/runs.js`` mirrors them. ``tests/test_web_arm.py`` states
-how the browser's runs agree with Python MuJoCo 3.17.0's.
+how the browser's runs agree with Python MuJoCo 3.17.0's. :func:`gripper_live` does the same for chapter 5's grasp
+(:func:`physai.engine.gripper.grip`, mirrored by ``book/_static/panels/gripper_runs.js``) on :func:`gripper_xml`, the
+arm with its gripper's collision geoms and the cube (:func:`model_xml` writes both); ``tests/test_web_gripper.py``.
 """
 
 from __future__ import annotations
