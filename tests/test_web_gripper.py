@@ -5,8 +5,9 @@ MuJoCo 3.17.0, and the first view's verdicts against the runs they label.
 What "agree" means here. The browser's model writes Menagerie's three gripper meshes as their convex hulls (what
 MuJoCo collides with); recompiled, a hull is centred again, which moves its vertices on their body by the last bits.
 Contacts between a cube and a jaw then part in the last bits, and a settling grasp's transient magnifies that for a
-few steps (the moving jaw's force parts by 0.014 N at most over LeRobot's grasp). So the test asks the same verdict, the squeeze over the hold's tail within :data:`SQUEEZE_RTOL`, the
-slide within :data:`SLIDE_TOL_MM`; a grasp that jitters (a chaotic limit cycle) agrees in its verdict.
+few steps (the moving jaw's force parts by 0.014 N at most over LeRobot's grasp). So the test asks the same
+verdict, the squeeze over the hold's tail within :data:`SQUEEZE_RTOL`, the slide within :data:`SLIDE_TOL_MM`; a grasp
+that jitters (a chaotic limit cycle) agrees in its verdict.
 """
 
 import math
@@ -28,7 +29,8 @@ SLIDE_TOL_MM = 0.02
 """mm: the cube's slide at the end of the hold, browser against Python (measured: 0.007 mm at Menagerie's full limit,
 1.2e-5 mm at most on the others)."""
 
-SETTINGS = [dict(torque_limit=2.94), dict(torque_limit=0.5, mass=0.3), dict(torque_limit=grasp.LEROBOT_LIMIT), dict(torque_limit=grasp.LEROBOT_LIMIT, mass=3.0),
+SETTINGS = [dict(torque_limit=2.94), dict(torque_limit=0.5, mass=0.3), dict(torque_limit=grasp.LEROBOT_LIMIT),
+            dict(torque_limit=grasp.LEROBOT_LIMIT, mass=3.0),
             dict(mu=0.2, mass=0.3), dict(condim=3, integrator='Euler', timestep=0.002),
             dict(command='just inside the cube', kp=300.0)]
 

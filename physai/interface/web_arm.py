@@ -225,7 +225,8 @@ def gripper_live() -> HTML:
         return int(m.jnt_qposadr[m.joint(name).id])
 
     grasp = {'pose': {str(qpos(name)): angle for name, angle in gripper.POSE.items()},
-             'open': gripper.OPEN, 'gripperQpos': qpos('gripper'), 'gripperDof': int(m.jnt_dofadr[m.joint('gripper').id]),
+             'open': gripper.OPEN, 'gripperQpos': qpos('gripper'),
+             'gripperDof': int(m.jnt_dofadr[m.joint('gripper').id]),
              'armQpos': [qpos(name) for name in so101.JOINTS], 'actuator': int(m.actuator('gripper').id),
              'cube': int(m.body('cube').id), 'cubeGeom': int(m.geom('cube').id),
              'jaw': int(m.body('moving_jaw_so101_v1').id), 'palm': int(m.body('gripper').id),

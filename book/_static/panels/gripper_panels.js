@@ -78,7 +78,7 @@ export default class GripperPanel extends Panel {
     const c = this.colors, f = this.plots.force, s = this.plots.slide, k = this.constants;
     const legend = f.spec.legend;
     const fl = f.layer('traces');
-    f.path(fl, r.law.length ? r.time : [], r.law, {stroke: legend[1][1], 'stroke-width': 1.2, 'stroke-dasharray': '5 3'});
+    f.path(fl, r.time, r.law, {stroke: legend[1][1], 'stroke-width': 1.2, 'stroke-dasharray': '5 3'});
     f.path(fl, r.time, r.jaw, {stroke: legend[0][1], 'stroke-width': 1.4});
     s.path(s.layer('traces'), r.time, r.slide, {stroke: k.slideColor, 'stroke-width': 1.4});
     const percent = 100 * values.torque_limit / k.rated;

@@ -76,7 +76,9 @@ export function* gripRun(model, s, g, k, {sliceMs = 20, firstSliceMs = sliceMs, 
   ctrl[g.actuator] = s.command;
   model.forward();
   const run = {h, steps: 0, diverged: false}, bodyOf = Int32Array.from(m.geom_bodyid);
-  for (const key of ['time', 'q', 'torque', 'jaw', 'fixed', 'lever', 'pen', 'slide']) run[key] = new Float64Array(nstep).fill(NaN);
+  for (const key of ['time', 'q', 'torque', 'jaw', 'fixed', 'lever', 'pen', 'slide']) {
+    run[key] = new Float64Array(nstep).fill(NaN);
+  }
   let start = null;
   const cubeRel = () => {
     const x = model.data.xpos;
@@ -116,7 +118,9 @@ export function* gripRun(model, s, g, k, {sliceMs = 20, firstSliceMs = sliceMs, 
 // physai.experiments.gripper.verdict on a run, with physai.interface.gripper_panels.panel_run's margin
 // (physai.laws.grip.slip_margin): {squeeze, penetrationMm, slideMm, jitter, margin, verdict}
 export function gripVerdict(run, s, k) {
-  if (run.diverged) return {squeeze: NaN, penetrationMm: NaN, slideMm: NaN, jitter: NaN, margin: 0, verdict: 'diverged'};
+  if (run.diverged) {
+    return {squeeze: NaN, penetrationMm: NaN, slideMm: NaN, jitter: NaN, margin: 0, verdict: 'diverged'};
+  }
   const n = run.steps, end = run.time[n - 1];
   let sum = 0, count = 0, lo = Infinity, hi = -Infinity, depth = -Infinity;
   for (let i = 0; i < n; i++) {
