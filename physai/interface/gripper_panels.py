@@ -168,11 +168,13 @@ def grasp_part(values: dict) -> dict:
 
 def gripper_constants() -> dict:
     """What the page needs to draw and run a grasp: the phases, the verdict's thresholds, the plots' tops, the
-    commands, the rated limit the percentage is of."""
+    commands and the open gripper (the torque kp asks at the start, the force plot's title), the limit the
+    percentage is of (Menagerie's)."""
     return {'close': gripper.CLOSE, 'hold': HOLD, 'tail': grasp.TAIL, 'slipMm': 1e3 * grasp.SLIP_DISTANCE,
             'jitterFraction': grasp.JITTER_FRACTION, 'crushMm': 1e3 * grasp.CRUSH_DEPTH, 'forceTop': FORCE_TOP,
             'slideTop': SLIDE_TOP_MM, 'forceStep': FORCE_STEP, 'slideStep': SLIDE_STEP, 'commands': COMMANDS,
-            'kv': so101.MENAGERIE_KV, 'rated': so101.MENAGERIE_FORCERANGE, 'gravity': grip.GRAVITY,
+            'kv': so101.MENAGERIE_KV, 'open': gripper.OPEN, 'rated': so101.MENAGERIE_FORCERANGE,
+            'gravity': grip.GRAVITY,
             'slideColor': plots.PALETTE['green']}
 
 

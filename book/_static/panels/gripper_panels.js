@@ -81,9 +81,12 @@ export default class GripperPanel extends Panel {
     f.path(fl, r.time, r.law, {stroke: legend[1][1], 'stroke-width': 1.2, 'stroke-dasharray': '5 3'});
     f.path(fl, r.time, r.jaw, {stroke: legend[0][1], 'stroke-width': 1.4});
     s.path(s.layer('traces'), r.time, r.slide, {stroke: k.slideColor, 'stroke-width': 1.4});
+    // the limit as a percentage of Menagerie's, and what kp asks of it when the gripper starts closing (kp times
+    // the open gripper's error): far above the limit, the clamp decides the squeeze and kp only the approach
     const percent = 100 * values.torque_limit / k.rated;
-    f.title(`moving jaw force · limit ${formatValue(values.torque_limit, '.2f')} N·m = ` +
-            `${formatValue(percent, '.0f')} % of ${formatValue(k.rated, '.2f')} N·m`);
+    const asked = values.kp * Math.abs(k.open - k.commands[values.command]);
+    f.title(`limit ±${formatValue(values.torque_limit, '.2f')} N·m = ${formatValue(percent, '.0f')} % of ` +
+            `${formatValue(k.rated, '.2f')} · kp asks ${formatValue(asked, '.3g')} N·m`);
     const marks = s.layer('top-marks'), x = s.w - s.m.r - 6, y = s.m.t + 14 * s.fs;
     if (r.running !== undefined) {
       const running = this.say('running', {t: r.running});
