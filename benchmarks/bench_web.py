@@ -1,6 +1,6 @@
 """Latency of the page panels in the browser, control by control: from a slider input to the redrawn step response,
 with MuJoCo running in the page (physai.interface.web; book/_static/panels/position_actuators_panels.js for chapter 1's
-panel, actuator_models_panels.js for chapter 2's).
+panel, actuator_models_panels.js for chapter 2's, gripper_panels.js for chapter 5's).
 
 Builds the scratch page of tests/test_web_pendulum.py (chapter 1's and chapter 2's page panels, the site's modules
 and the engine, with tests/browser.py) in a temporary directory, serves it over http and opens it in headless
@@ -22,7 +22,13 @@ Prints a table per chapter (control, median and 95th percentile of (a) and (b) i
 ``chapter N: browser <X> ms median (worst control <C>), p95 <Y> ms; goal 50 ms: <met|missed>; kernel panel <Z> ms;
 ratio <Z/X>``. This machine is shared: figures measured under other processes' load are inflated.
 
-Run: ``.venv/bin/python benchmarks/bench_web.py [--values 40] [--chapters 1 2]``. ``--quick`` (as ``make test`` runs
+Chapter 5's grasp (the gripper closing on the cube, then holding it: 2 s of contacts, 400 MuJoCo steps at the panel's
+5 ms, thousands at a fine timestep) goes in slices, as chapters 3 and 4's runs do (bench_web_arm.py), so its table
+has their three columns: (a) the first slice drawn, (b) the whole grasp drawn with its verdict, (c) (b) and the next
+animation frame; its line ``chapter 5: browser first picture <A> ms median, whole <C> ms median (worst control <W>),
+p95 <D>; goal 50 ms: ...; kernel panel <Z> ms``.
+
+Run: ``.venv/bin/python benchmarks/bench_web.py [--values 40] [--chapters 1 2 5]``. ``--quick`` (as ``make test`` runs
 it, to keep it working) makes two changes per control: the same table and lines in seconds, figures too few to quote.
 """
 
@@ -46,8 +52,10 @@ from browser import (CHROMIUM, ENGINE, FRAME_AND_TASK, NO_ENGINE, chromium, open
 from latency import kernel_kp_latencies, p95, preflight  # noqa: E402
 from test_web import servo_blocks  # noqa: E402
 from test_web_pendulum import pendulum_blocks  # noqa: E402
+from test_web_gripper import gripper_blocks  # noqa: E402
 
 from physai.interface.actuator_models_panels import actuator_panel  # noqa: E402
+from physai.interface.gripper_panels import gripper_panel  # noqa: E402
 from physai.interface.position_actuators_panels import servo_panel  # noqa: E402
 
 MEASURE = """async ([id, value]) => {
@@ -61,6 +69,57 @@ MEASURE = """async ([id, value]) => {
     await frame();
     return [handled, performance.now() - t0];
 }"""
+
+
+MEASURE_SLICED = """async ([key, name, value]) => {
+    const panel = window.physaiPanels[key];
+    const input = document.getElementById(`physai-panel-${key}-${name}`);""" + FRAME_AND_TASK + """
+    await frame();
+    await task();
+    const drawn = panel.drawn;
+    const t0 = performance.now();
+    input.value = String(value);
+    input.dispatchEvent(new Event('input', {bubbles: true}));
+    while (panel.drawn === drawn) await task();
+    await frame();
+    return [panel.latencies.at(-1), panel.completeLatencies.at(-1), performance.now() - t0];
+}"""
+"""A sliced panel's input (chapter 5): the first slice drawn, the whole run drawn, and the next frame after it."""
+
+
+def gripper_values(n: int) -> dict[str, list]:
+    """Chapter 5: n positions per control (kp, the mass and the friction are log sliders over 0..1000), every choice."""
+    log = np.round(np.linspace(0, 1000, n)).astype(int).tolist()
+    return {
+        'torque_limit': np.round(np.linspace(0.1, 4.0, n), 2).tolist(),
+        'kp': log,
+        'armature': [round(x, 4) for x in np.round(np.linspace(0.0, 0.1, n) / 0.0005) * 0.0005],
+        'timestep': np.round(np.linspace(0.5, 20.0, n), 1).tolist(),
+        'integrator': [('Euler', 'RK4', 'implicit', 'implicitfast', 'discrete')[i % 5] for i in range(n)],
+        'command': [('just inside the cube', 'shut')[i % 2] for i in range(n)],
+        'mass': log,
+        'mu': log,
+        'condim': [('1', '3', '4', '6')[i % 4] for i in range(n)],
+    }
+
+
+def gripper_latencies(n: int) -> dict[str, tuple[list[float], list[float], list[float]]]:
+    """Chapter 5's page panel, live: (first picture, whole, painted) ms per change, by control."""
+    out = {}
+    with (tempfile.TemporaryDirectory() as tmp, serve(scratch_site(pathlib.Path(tmp), gripper_blocks())) as url,
+          chromium() as browser):
+        page, _, _ = open_page(browser, f'{url}/?gripper-integrator=implicitfast')
+        wait_live(page, 'gripper')
+        for name, positions in gripper_values(n).items():
+            times = [], [], []
+            for value in tqdm(positions, desc=f'chapter 5 {name}', leave=False):
+                for column, t in zip(times, page.evaluate(MEASURE_SLICED, ['gripper', name, value])):
+                    column.append(t)
+            page.click('#physai-panel-gripper button:text("reset")')
+            wait_live(page, 'gripper')
+            out[name] = times
+        page.close()
+    return out
 
 
 def control_values(n: int) -> dict[str, list]:
@@ -134,14 +193,15 @@ def browser_latencies(n: int, chapters: list[int]) -> dict[int, dict[str, tuple[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--values', type=int, default=40, help='changes per control')
-    parser.add_argument('--chapters', type=int, nargs='+', default=[1, 2], choices=[1, 2],
+    parser.add_argument('--chapters', type=int, nargs='+', default=[1, 2, 5], choices=[1, 2, 5],
                         help='the chapters whose panels are timed')
     parser.add_argument('--quick', action='store_true', help='2 changes per control: a check that it runs')
     args = parser.parse_args()
     if args.quick:
         args.values = 2
     preflight(CHROMIUM, ENGINE, NO_ENGINE)
-    results = browser_latencies(args.values, args.chapters)
+    early = [c for c in args.chapters if c in (1, 2)]
+    results = browser_latencies(args.values, early) if early else {}
     summary = []
     for chapter, by_control in results.items():
         print(f'chapter {chapter}')
@@ -158,7 +218,29 @@ def main() -> None:
         summary.append(f'chapter {chapter}: browser {x:.1f} ms median (worst control {worst}), p95 {y:.1f} ms; '
                        f'goal 50 ms: {"met" if x < 50 else "missed"}; kernel panel {z:.1f} ms; '
                        f'ratio {z / x if x > 0 else math.inf:.1f}')
+    if 5 in args.chapters:
+        summary.append(gripper_summary(args.values))
     print('\n'.join(summary))
+
+
+def gripper_summary(n: int) -> str:
+    """Chapter 5's table printed, and its line returned."""
+    results = gripper_latencies(n)
+    print('chapter 5')
+    print(f'{"control":<14}{"first picture median":>22}{"p95":>8}{"whole median":>14}{"p95":>8}'
+          f'{"painted median":>16}{"p95":>8}   ms')
+    for name, columns in results.items():
+        print(f'{name:<14}' + ''.join(f'{statistics.median(c):>{w}.1f}{p95(c):>8.1f}'
+                                      for c, w in zip(columns, (22, 14, 16))))
+    kernel = kernel_kp_latencies(gripper_panel(), min(n, 12), 'chapter 5 kernel kp')
+    firsts = [x for first, _, _ in results.values() for x in first]
+    worst = max(results, key=lambda k: statistics.median(results[k][1]))
+    whole = statistics.median(results[worst][1])
+    first = statistics.median(firsts)
+    return (f'chapter 5: browser first picture {first:.1f} ms median, whole {whole:.1f} ms median (worst control '
+            f'{worst}), p95 {max(p95(c[1]) for c in results.values()):.1f}; goal 50 ms: '
+            f'{"met" if first < 50 else "missed"} for the first picture, {"met" if whole < 50 else "missed"} for the '
+            f'whole grasp; kernel panel {statistics.median(kernel):.1f} ms')
 
 
 if __name__ == '__main__':

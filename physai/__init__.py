@@ -10,7 +10,8 @@ import-linter, the contract is in ``pyproject.toml``). Read it from the bottom u
    ``drives`` (chapter 2's force laws: PD, DC-motor envelope, remotized limit, delay, and their configs),
    ``loop`` (chapter 3's MIT-form command, controller ticks, zero-order hold, the in-loop PD's two flaws one at a
    time), ``servo_gain`` (the STS3215's firmware P register to MuJoCo's kp and back, BAM's duty-gain law beside
-   Menagerie's reading).
+   Menagerie's reading), ``grip`` (chapter 5's squeeze force, torque clamp, slip condition and Feetech's torque
+   register).
 2. ``physai.engine``: models and runners on MuJoCo. ``mj`` (the shared plumbing: integrators by name,
    MuJoCo's warnings captured per run, the one divergence rule, position-servo gains and armature set on a
    compiled model), ``perturb`` (the last-bit nudge), ``link`` (chapter 1's link and its step responses),
@@ -21,7 +22,7 @@ import-linter, the contract is in ``pyproject.toml``). Read it from the bottom u
    and open-loop replay of recorded episodes), ``sysid`` (chapter 4's fit of that servo), ``servo_models``
    (per-joint servos, MuJoCo's command delay and calibration offsets, and the structures fitted against the
    spring), ``datasets`` (LeRobot recordings), ``lerobot_units`` (their units read off their values: degrees or
-   LeRobot's -100..100 normalisation, converted to degrees).
+   LeRobot's -100..100 normalisation, converted to degrees), ``gripper`` (chapter 5's SO-101 with a cube between its jaws, squeezed and loaded).
 3. ``physai.experiments``: every table of the book, by chapter (``position_actuators``, with ``servo_panel``, its
    live panel's physics, and ``position_actuators_further``, its "Going further" tables; ``actuator_models``,
    ``where_pd_runs``, ``servo_sysid``, and ``servo_truth``, chapter 4's truth table), and the ``registry`` behind

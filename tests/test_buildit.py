@@ -84,6 +84,16 @@ def _residuals_unscaled(x, episodes, *, config=arm_replay.ReplayConfig(), decima
     return sysid.residuals(x, episodes, config=config, decimate=decimate) * math.sqrt(5 * 23)  # no 1/sqrt(nres)
 
 
+def _squeeze_with_the_sign(torque, lever):
+    """The closing torque is negative: without abs() the force comes out negative."""
+    return np.asarray(torque) / lever
+
+
+def _hold_with_one_face(normal_force, mu, *, faces=2):
+    """Only one jaw's friction counted."""
+    return mu * np.asarray(normal_force)
+
+
 def _write_without_the_feedforward(self, data, commands):
     """In-step, the constant bias left at 0: the velocity target's kv·qd* and the feed-forward torque lost."""
     PDController.write(self, data, commands)
@@ -125,6 +135,8 @@ WRONG = {
     'to_radians': (_radians_in_dataset_order, "q[0, 5] (frame 0, joint gripper): expected -0.1745"),
     'residuals': (_residuals_unscaled, 'episodes=[episode 0 (24 frames)]): r[0, 0] (residual 0 of candidate 0): '
                                        'expected -0.017358'),
+    'squeeze_force': (_squeeze_with_the_sign, '(torque=-2.94, lever=0.066'),
+    'hold_load': (_hold_with_one_face, '(normal_force=22.07'),
     'register_kp': (_kp_without_the_voltage, '(p_register=16, supply_voltage=7.4): expected kp = 8.898581364 N·m/rad, '
                                              'got 1.2025'),
     'slew_limited': (_slew_from_the_command, 'rate=2, dt=0.01, previous=0): set point[4] (after step 5): expected '
@@ -318,7 +330,7 @@ def test_solution_is_the_reference_source_after_what_it_needs():
 
 
 def test_every_chapter_has_its_functions_and_each_a_reference_in_physai():
-    assert list(buildit.CHAPTERS) == [1, 2, 3, 4, 6]  # chapter 5 (the gripper) has no Build it of its own here
+    assert list(buildit.CHAPTERS) == [1, 2, 3, 4, 5, 6]
     assert buildit.FUNCTIONS[:6] == buildit.CHAPTERS[1]
     assert set(buildit_cases.CHECKS) == set(buildit_cases.ORACLE) == set(buildit.FUNCTIONS)
     for name in buildit.FUNCTIONS:

@@ -6,6 +6,7 @@ known servo the fit finds it within its reported spread."""
 import dataclasses
 import io
 import json
+import math
 import os
 import pathlib
 import re
@@ -250,7 +251,8 @@ def test_the_json_report_has_every_part(shipped):
     assert set(rep) == {'source', 'version', 'fps', 'robot_type', 'units', 'episodes', 'recording', 'servo',
                         'per_joint', 'offsets_deg', 'static_offsets_deg', 'spread', 'ridge', 'pinned', 'not_pinned',
                         'heldout_mae_deg', 'folds', 'leave_one_out', 'fit_converged', 'warnings', 'out',
-                        'structures', 'intervals', 'rise_pct', 'truth_table', 'truth_completions', 'lag_rate'}
+                        'structures', 'intervals', 'rise_pct', 'truth_table', 'truth_completions', 'lag_rate',
+                        'gripper'}
     assert rep['episodes'] == {'fit': [0, 1, 2], 'heldout': [3]} and rep['out'] == str(out)
     assert set(rep['servo']) == set(arm_replay.PARAMS) | {'lag_ms', 'delay_ms'} and rep['servo']['delay_ms'] == 0
     assert [r['structure'] for r in rep['structures']] == [s.name for s in (servo_models.SPRING,
@@ -271,6 +273,9 @@ def test_the_json_report_has_every_part(shipped):
     assert rep['fit_converged']
     assert rep['units']['units'] == 'range_m100_100' and set(rep['units']['deg_per_unit']) == set(ARM_JOINTS)
     assert png.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    # chapter 5: the gripper closes on the cube in every episode, scored with the fitted servo
+    assert rep['gripper']['closes_on_something'] and [r['episode'] for r in rep['gripper']['episodes']] == [0, 1, 2, 3]
+    assert all(r['holds'] >= 1 and 8 < r['gap'] < 10 for r in rep['gripper']['episodes'])
 
 
 @pytest.mark.slow
@@ -457,6 +462,29 @@ def no_fit(monkeypatch, tiny):
 
     monkeypatch.setattr(identify, 'identify', fake)
     return calls
+
+
+def test_the_report_says_when_the_gripper_closed_on_nothing(tiny):
+    """Chapter 5: a recording whose gripper never stops above its command has no holding gap, and the report says
+    so; its gripper is still scored with the fitted servo."""
+    rep = fit_report.report(tiny)
+    part = rep['gripper']
+    assert part is not None and not part['closes_on_something'] and math.isnan(part['gap'])
+    assert part['kp'] == pytest.approx(tiny.servos.shared.kp)
+    text = fit_report.report_text(rep)
+    assert 'it closed on nothing the recording shows' in text
+    assert json.loads(fit_report.report_json(rep))['gripper']['gap'] is None
+
+
+def test_the_gripper_part_of_the_shipped_recording_names_its_holds_and_gap():
+    """On the shipped recording the gripper closes on the cube in every episode; at the holding gap a fitted servo
+    of kp 20 presses with its forcerange, and the text says so."""
+    from physai.experiments import gripper as grasp
+
+    part = grasp.gripper_summary(datasets.load_lerobot(shipped_recording()), kp=20.0, kv=0.5, forcerange=2.0)
+    assert part['closes_on_something'] and 8 < part['gap'] < 10 and part['torque_servo'] == pytest.approx(2.0)
+    text = '\n'.join(fit_report.gripper_lines(part))
+    assert 'closes on something in 4 of 4 episodes' in text and 'presses with 2.00 N·m' in text
 
 
 def test_a_file_that_exists_is_kept_unless_force(capsys, tmp_path, no_fit):

@@ -104,7 +104,7 @@ def test_long_sentences_count_words_and_refuse_a_limit_below_one():
 
 
 @pytest.mark.parametrize('name', ['01_position_actuators', '02_actuator_models', '03_where_pd_runs',
-                                  '04_servo_sysid'])
+                                  '04_servo_sysid', '05_gripper'])
 def test_no_sentence_of_the_chapter_runs_over_the_limit(name):
     """Issue 16: a long sentence is split; chapters 1-3 hold no sentence over LONGEST_SENTENCE words."""
     path = pathlib.Path(__file__).parents[1] / 'notebooks' / f'{name}.ipynb'

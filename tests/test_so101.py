@@ -229,8 +229,10 @@ def test_a_missing_model_is_reported_by_the_mesh_free_loader_too(monkeypatch):
     monkeypatch.setattr(so101, '_SHARED_MENAGERIE', pathlib.Path('/nonexistent'))
     monkeypatch.setattr(mujoco_menagerie, 'get', lambda _name: Offline())
     so101._mesh_free.cache_clear()
+    so101._mesh_free_spec.cache_clear()
     try:
         with pytest.raises(so101.ModelUnavailable, match='the download failed'):
             so101.load_mesh_free()
     finally:
         so101._mesh_free.cache_clear()
+        so101._mesh_free_spec.cache_clear()

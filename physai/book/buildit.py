@@ -2,7 +2,8 @@
 
 Every "Build it" step names one or two functions of physai (chapter 1 :mod:`physai.laws.sim`, chapter 2
 :mod:`physai.laws.drives`, chapter 3 :mod:`physai.laws.loop` and :mod:`physai.engine.pd_controller`, chapter 4
-:mod:`physai.engine.arm_replay` and :mod:`physai.engine.sysid`, chapter 6 :mod:`physai.laws.sts3215`; see
+:mod:`physai.engine.arm_replay` and :mod:`physai.engine.sysid`, chapter 5 :mod:`physai.laws.grip`, chapter 6
+:mod:`physai.laws.sts3215`; see
 :data:`CHAPTERS`). Their cases and what each is
 checked against are :mod:`physai.book.buildit_cases`.
 For each, this module gives
@@ -48,7 +49,7 @@ from collections.abc import Callable
 import numpy as np
 
 from physai.engine import arm_replay, pd_controller, sysid
-from physai.laws import drives, loop, sim, sts3215
+from physai.laws import drives, grip, loop, sim, sts3215
 from physai.book import buildit_cases
 from physai.book.buildit_cases import Case
 
@@ -58,6 +59,7 @@ CHAPTERS = {
     2: ('pd_torque', 'dc_motor_envelope', 'remotized_limit', 'delay_commands'),
     3: ('mit_torque', 'write', 'zoh_step'),
     4: ('to_radians', 'residuals'),
+    5: ('squeeze_force', 'hold_load'),
     6: ('register_kp', 'slew_limited'),
 }
 """chapter -> the functions its Build it has the reader write, in the order of its steps.
@@ -71,6 +73,7 @@ FUNCTIONS = tuple(name for names in CHAPTERS.values() for name in names)
 
 _MODULES = {**dict.fromkeys(CHAPTERS[1], sim), **dict.fromkeys(CHAPTERS[2], drives), **dict.fromkeys(CHAPTERS[3], loop),
             'write': pd_controller.PDController, 'to_radians': arm_replay, 'residuals': sysid,
+            **dict.fromkeys(CHAPTERS[5], grip),
             **dict.fromkeys(CHAPTERS[6], sts3215)}
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import mujoco
 import numpy as np
 
-from physai.engine import arm_replay, pd_controller, so101, sysid
+from physai.engine import arm_replay, gripper, pd_controller, so101, sysid
 from physai.laws import drives, loop, servo_gain, sim
 from physai.engine.datasets import Episode
 from physai.engine.link import LINK_INERTIA, LINK_XML, TAU_G
@@ -510,6 +510,30 @@ def _residuals_cases():
     return cases, close(1e-9, ' deg/√nres', 'r', lambda case, i: f'residual {i[0]} of candidate {i[1]}')
 
 
+# chapter 5 ------------------------------------------------------------------------------------------------------
+
+def _squeeze_cases():
+    """Menagerie's SO-101 shut on a 24 mm cube at three torque limits: the servo's torque (actuator_force, negative:
+    closing) and the moving jaw's lever, read off the run, and the jaw's normal force mj_contactForce measured."""
+    cases = []
+    for limit in (2.94, 1.47, 0.955):
+        run = gripper.grip(gripper.GripSetup(torque_limit=limit), hold=0.5)
+        tail = slice(-40, None)
+        torque, lever = float(np.mean(run.torque[tail])), float(np.mean(run.lever[tail]))
+        cases.append(case(float(np.mean(run.jaw_force[tail])), torque, lever))
+    return cases, close(0.01, ' N', 'F_n')
+
+
+def _hold_load_cases():
+    """Two flat jaws squeezing a cube (gripper.FLAT_JAWS_XML): the moving jaw's normal force (mj_contactForce) and
+    the load at which MuJoCo's cube slipped."""
+    cases = []
+    for mu, squeeze in ((0.3, 22.0), (1.0, 22.0), (0.5, 10.0)):
+        load, normal = gripper.flat_jaws_slip(mu=mu, squeeze=squeeze)
+        cases.append(case(load, normal, mu))
+    return cases, close(0.02, ' N', 'F_hold')
+
+
 # chapter 6 ------------------------------------------------------------------------------------------------------
 
 def _register_kp_cases():
@@ -563,6 +587,8 @@ CHECKS = {
     'write': _write_cases,
     'to_radians': _to_radians_cases,
     'residuals': _residuals_cases,
+    'squeeze_force': _squeeze_cases,
+    'hold_load': _hold_load_cases,
     'register_kp': _register_kp_cases,
     'slew_limited': _slew_cases,
 }
@@ -590,6 +616,8 @@ ORACLE = {
     'write': "MuJoCo's own <general> PD servo (and <motor> in-loop under Euler), qpos at every step",
     'to_radians': "the reference (physai.engine.arm_replay, the gripper's range read from the SO-101 model)",
     'residuals': 'the reference (physai.engine.sysid.residuals on the same arm_replay.replay, a batch of MuJoCo runs)',
+    'squeeze_force': "MuJoCo's mj_contactForce on the SO-101's moving jaw, shut on a cube at three torque limits",
+    'hold_load': "MuJoCo's load at which a cube squeezed between two flat jaws slips (mj_contactForce for F_n)",
     'register_kp': "chapter 4's duty-gain law (physai.laws.servo_gain, BAM's STS3215) at the supply voltage",
     'slew_limited': "MuJoCo's pid actuator: its set point (mjData.act) after every step",
 }

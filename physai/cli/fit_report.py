@@ -24,7 +24,7 @@ from physai.engine.datasets import index_ranges as _ranges
 from physai.engine.so101 import ARM_JOINTS, JOINTS
 from physai.engine.arm_replay import ArmServo
 from physai.cli import outputs
-from physai.experiments import servo_sysid, servo_truth
+from physai.experiments import gripper as grasp, servo_sysid, servo_truth
 from physai.experiments.registry import format_table
 from physai.laws import servo_gain, sts3215
 from physai.cli.identify import (BOUND_MARGIN, COST_RISE, PINNED_RATIO, SPREAD_KEYS, START, Identification, findings,
@@ -297,7 +297,16 @@ def report(ident: Identification, out: str | pathlib.Path | None = None) -> dict
         truth_table=[{k: r[k] for k, *_ in servo_truth.TRUTH_COLUMNS} | dict(kind=r['kind']) for r in ident.truth],
         truth_completions=servo_truth.completion_rows(ident.truth) if ident.truth else [],
         fit_converged=converged, warnings=list(ident.warnings) + stops,
+        gripper=gripper_part(ident),
         out=None if out is None else str(out))
+
+
+def gripper_part(ident: Identification) -> dict | None:
+    """The gripper, which the fit leaves out, scored with the fitted servo (chapter 5,
+    :func:`physai.experiments.gripper.gripper_summary`) on the selected episodes; None without a gripper column."""
+    servo = ident.servos.shared
+    return grasp.gripper_summary(ident.dataset, [*ident.fit, *ident.heldout], kp=servo.kp, kv=servo.kv,
+                                 forcerange=servo.forcerange)
 
 
 def report_json(rep: dict) -> str:
@@ -383,5 +392,30 @@ def report_text(rep: dict) -> str:
                       "worst_completion_deg in the table above is their range; a conclusion that changes with it "
                       "rests on the completion):"]
         lines.append(format_table(rep['truth_completions'], servo_truth.COMPLETION_COLUMNS))
+    lines += gripper_lines(rep.get('gripper'))
     lines += ['', 'warnings:'] + [f'  - {text(w)}' for w in rep['warnings'] or ['none']]
     return '\n'.join(lines)
+
+
+def gripper_lines(part: dict | None) -> list[str]:
+    """The report's gripper section (chapter 5) as text lines."""
+    if part is None:
+        return ['', 'gripper: the recording has no gripper column']
+    rows = part['episodes']
+    lines = ['', f"gripper (not in the fit; its 0..100, replayed open loop on Menagerie's gripper with the fitted "
+                 f"servo, kp {part['kp']:.3g}, forcerange {part['forcerange']:.3g} N·m, the arm held still):"]
+    if not part['closes_on_something']:
+        lines.append('  it never stops above its command while commanded shut: it closed on nothing the recording '
+                     'shows, so there is no holding gap')
+    else:
+        lines.append(f"  it closes on something in {sum(1 for r in rows if r['holds'])} of {len(rows)} episodes, "
+                     f"the longest hold {part['longest_hold_s']:.2f} s; the holding gap (follower above its command) "
+                     f"is {part['gap']:.1f} units, about {part['gap_deg']:.0f} deg of Menagerie's gripper range")
+        lines.append(f"  at that gap the fitted servo presses with {part['torque_servo']:.2f} N·m (its forcerange "
+                     f"{part['forcerange']:.2f}); BAM's kp at P = 16 would ask for {part['torque_p16']:.2f} N·m")
+    lines.append(format_table(rows, [('episode', 'd'), ('holds', 'd'), ('longest_hold_s', '.2f'), ('gap', '.1f'),
+                                     ('real_hold', '.1f'), ('sim_hold', '.1f'), ('hold_err_cube', '.1f'),
+                                     ('hold_err_none', '.1f'), ('err_cube', '.1f'), ('err_none', '.1f')]))
+    lines.append('  (units of 0..100; sim_hold and the _cube errors with a 24 mm cube between the jaws, _none '
+                 'without; hold_err: in the holds only)')
+    return lines

@@ -141,8 +141,19 @@ def load_mesh_free(*, collision_meshes: bool = True) -> mujoco.MjModel:
     return copy.copy(_mesh_free(bool(collision_meshes)))
 
 
+def mesh_free_spec(*, collision_meshes: bool = True) -> mujoco.MjSpec:
+    """A fresh copy of the :func:`load_mesh_free` arm as an ``MjSpec``, for models that add to it (chapter 5's cube
+    between the jaws); compiled unchanged it is :func:`load_mesh_free`'s model."""
+    return _mesh_free_spec(bool(collision_meshes)).copy()
+
+
 @functools.cache
 def _mesh_free(collision_meshes: bool) -> mujoco.MjModel:
+    return check_model(_mesh_free_spec(collision_meshes).copy().compile())
+
+
+@functools.cache
+def _mesh_free_spec(collision_meshes: bool) -> mujoco.MjSpec:
     spec = _from_menagerie(lambda menagerie: menagerie.get('robotstudio_so101').spec('so101'))
     bodies = [b for b in spec.bodies if b.name != 'world']
     from_geoms = {b.name for b in bodies if not b.explicitinertial}  # MuJoCo sums their geoms' inertia
@@ -164,7 +175,7 @@ def _mesh_free(collision_meshes: bool) -> mujoco.MjModel:
     drop_meshes(keep_on=from_geoms)
     freeze_inertia(spec, spec.compile(), bodies)  # every body's inertia as the shipped model has it
     drop_meshes(keep_on=set())
-    return check_model(spec.compile())
+    return spec
 
 
 def freeze_inertia(spec: mujoco.MjSpec, compiled: mujoco.MjModel, bodies) -> None:

@@ -43,6 +43,7 @@ PROVIDERS = (
     'physai.experiments.critical_rate',
     'physai.experiments.servo_sysid',
     'physai.experiments.servo_truth',
+    'physai.experiments.gripper',
     'physai.experiments.servo_firmware',
 )
 

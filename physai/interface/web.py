@@ -8,7 +8,7 @@ A chapter's live panel is described once (:class:`physai.interface.panel.PanelSp
   and the panel's results precomputed by Python MuJoCo on a grid of some of its controls (the others fixed). The page
   draws it at once, with the same code that draws the live panel, and a control of the grid moves between its
   precomputed positions. Its traces are stored packed (:func:`pack`), so the first view stays small.
-- :func:`engine_block` (``servo_live``, ``pendulum_live`` here; ``pd_live``, ``sysid_live`` in
+- :func:`engine_block` (``servo_live``, ``pendulum_live`` here; ``pd_live``, ``sysid_live``, ``gripper_live`` in
   :mod:`physai.interface.web_arm`): the model as MJCF text and the engine's rule, hidden. When the reader presses "Run
   MuJoCo live" or changes a control (or the page's address carries a setting of it: :func:`address`), the page loads MuJoCo's own
   WebAssembly build (:data:`ENGINE`, served from the site: ``book/_ext/physai_engine.py`` copies it there) and from then
