@@ -21,6 +21,7 @@ import xml.etree.ElementTree as ElementTree
 import nbformat
 import pytest
 
+from physai.book import edition as edition_module
 from physai.book.edition import toc_pages
 from physai.interface import tables
 from browser import next_frames
@@ -175,7 +176,8 @@ def test_the_bookkeeping_at_a_chapters_top_is_folded_away_and_shown_in_the_noteb
     assert all('hide-input' in c.metadata.get('tags', []) for c in top), f'{page}: the top code cells are not tagged'
     assert 'import ' in top[-1].source, f'{page}: the imports are not among the first code cells'
     edition = nbformat.read(ROOT / 'colab' / f'{pathlib.Path(page).name}.ipynb', as_version=4)
-    imports = [c for c in edition.cells if c.cell_type == 'code' and c.source == top[-1].source]
+    given = edition_module.learner_code(top[-1].source)  # the edition leaves the glue plumbing (keep, glue) out
+    imports = [c for c in edition.cells if c.cell_type == 'code' and c.source == given]
     assert len(imports) == 1, f'{page}: the Colab edition lacks the imports cell'
     assert not imports[0].metadata.get('jupyter', {}).get('source_hidden') and 'cellView' not in imports[0].metadata, \
         f'{page}: the Colab edition folds the imports away'
