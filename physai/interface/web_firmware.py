@@ -56,12 +56,15 @@ PAGE_NOTE = ('The chapter\'s fitted spring with the settings: kp from P and the 
              'commands at 30 Hz, open loop.')
 """The page panel's caption."""
 
+PAGE_WORDS = {'running': 'running MuJoCo…'}
+"""The page's words besides the kernel panel's: while MuJoCo runs a setting."""
+
 
 def page_spec(segment: Episode, *, settings: sts3215.Settings = sts3215.Settings()) -> PanelSpec:
     """:func:`physai.interface.servo_firmware_panels.settings_spec` without the backlash control, with the page's note."""
     spec = sfp.settings_spec(segment, settings=settings)
     return dataclasses.replace(spec, controls=tuple(c for c in spec.controls if c.name in PAGE_FIELDS),
-                               note=PAGE_NOTE)
+                               words={**spec.words, **PAGE_WORDS}, note=PAGE_NOTE)
 
 
 def _check(spring, episode):
