@@ -166,3 +166,42 @@ def test_node_mujoco_runs_agree_with_python_mujoco_and_the_verdicts_follow():
     for s, j in zip(SETTINGS, js):
         if j['verdict'] in ('quiet', 'chatters'):
             assert (j['chatter'] > k['chatterDeg']) == (j['verdict'] == 'chatters')
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# In the browser
+
+
+def firmware_blocks() -> str:
+    """Chapter 6's page panel: its first view at one P and two Goal_Speeds (a stand-in for the chapter's grid) and
+    its engine block."""
+    episode = held_out()
+    return (web_firmware.settings_twin(spring(), episode, LOAD, p_registers=(16,), goal_speeds=(0, 500)).data
+            + web_firmware.settings_live(episode).data)
+
+
+@pytest.fixture(scope='module')
+def site(tmp_path_factory):
+    from browser import scratch_site, serve
+    with serve(scratch_site(tmp_path_factory.mktemp('web_firmware'), firmware_blocks(), max_width=1200)) as url:
+        yield url
+
+
+@pytest.mark.slow
+def test_every_control_changes_the_plots_and_the_readout_follows(site, browser):
+    from browser import drawn, open_page, set_control, wait_live
+    page, requests, errors = open_page(browser, site + '/?firmware-speed=500')
+    wait_live(page, 'firmware')
+    readout = page.inner_text('#physai-panel-firmware .pl-readout')
+    assert readout == ' · '.join(python_run({**SETTINGS[0], 'goal_speed': 500.0})['lines'])
+    for name, value in [('p_register', 40), ('supply_voltage', 12.0), ('torque_limit', 200), ('goal_speed', 0),
+                        ('timestep', 2.0), ('integrator', 'Euler')]:
+        before = drawn(page, '#physai-panel-firmware .pl-plots')
+        set_control(page, 'firmware', name, value)
+        wait_live(page, 'firmware')
+        assert drawn(page, '#physai-panel-firmware .pl-plots') != before, f'{name} = {value} did not change the plots'
+    final = dict(p_register=40.0, supply_voltage=12.0, torque_limit=200.0, goal_speed=0.0, timestep=0.002,
+                 integrator='Euler')
+    assert page.inner_text('#physai-panel-firmware .pl-readout') == ' · '.join(python_run(final)['lines'])
+    assert all(r.startswith(site) for r in requests)
+    assert errors == []
