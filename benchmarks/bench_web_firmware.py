@@ -13,7 +13,8 @@ Baseline in the same run: the kernel's panel (physai.interface.servo_firmware_pa
 ``--values`` P registers (rerun with Python MuJoCo 3.17.0 and redraw the PNG).
 
 Prints the table, then the last line ``chapter 6: browser first picture <A> ms median, p95 <B>; whole <C> ms median
-(worst control <W>), p95 <D>; painted <E> ms median (worst control); goal 50 ms: <met|missed> ...; kernel panel <Z> ms``.
+(worst control <W>), p95 <D>; painted <E> ms median (worst control); goal 50 ms: <met|missed> ...; kernel panel
+<Z> ms``.
 This machine is shared: figures measured under other processes' load are inflated.
 
 Run: ``.venv/bin/python benchmarks/bench_web_firmware.py [--values 12]``; ``--quick``: two changes per control.

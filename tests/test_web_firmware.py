@@ -119,12 +119,14 @@ console.log(JSON.stringify(settings.map((v) => {{
   for (const name of ['step', 'segment']) {{
     const e = {{...k[name], ...episodes[name]}};
     const run = runToEnd(firmwareRun(model, servo, k, e));
-    out[name] = summarizeReplay(run, e, diverged({{q: run.q.subarray(0, run.frames * 6), warned: run.warned}}, rule), sk);
+    const q = run.q.subarray(0, run.frames * 6);
+    out[name] = summarizeReplay(run, e, diverged({{q, warned: run.warned}}, rule), sk);
   }}
   const r = firmwareReadouts(servo, out.step, out.segment, k);
   const lines = readoutLines({{...r, riseFraction: k.rise}}, (w, x) => format(words[w], x));
   return {{step: finite(out.step.simDeg), segment: finite(out.segment.simDeg), mae: out.segment.mae,
-          chatter: out.segment.chatter, kp: r.kp, forcerange: r.forcerange, rise: Number.isFinite(r.rise) ? r.rise : null,
+          chatter: out.segment.chatter, kp: r.kp, forcerange: r.forcerange,
+          rise: Number.isFinite(r.rise) ? r.rise : null,
           verdict: r.verdict, lines}};
 }})));
 """

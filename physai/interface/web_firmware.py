@@ -1,7 +1,8 @@
 """Chapter 6's page panel: the STS3215's settings on the fitted arm, run by MuJoCo in the reader's browser.
 
-The kernel half is :mod:`physai.interface.servo_firmware_panels` (:func:`~physai.interface.servo_firmware_panels.settings_panel`);
-this module writes the page half, as chapters 1 to 4 have theirs (:mod:`physai.interface.web`):
+The kernel half is :mod:`physai.interface.servo_firmware_panels`
+(:func:`~physai.interface.servo_firmware_panels.settings_panel`); this module writes the page half, as chapters 1
+to 4 have theirs (:mod:`physai.interface.web`):
 
 - :func:`settings_twin`: the panel's first view, the step and the segment precomputed by Python MuJoCo
   (:func:`physai.engine.firmware.replay`) on a grid of the P register and Goal_Speed, the other controls at the
@@ -61,7 +62,8 @@ PAGE_WORDS = {'running': 'running MuJoCo…'}
 
 
 def page_spec(segment: Episode, *, settings: sts3215.Settings = sts3215.Settings()) -> PanelSpec:
-    """:func:`physai.interface.servo_firmware_panels.settings_spec` without the backlash control, with the page's note."""
+    """:func:`physai.interface.servo_firmware_panels.settings_spec` without the backlash control, with the page's
+    note and words."""
     spec = sfp.settings_spec(segment, settings=settings)
     return dataclasses.replace(spec, controls=tuple(c for c in spec.controls if c.name in PAGE_FIELDS),
                                words={**spec.words, **PAGE_WORDS}, note=PAGE_NOTE)

@@ -86,7 +86,8 @@ export default class FirmwarePanel extends Panel {
     const k = this.constants, s = this.plots.step, g = this.plots.segment;
     const simStep = s.spec.legend[1][1], simSeg = g.spec.legend[1][1];
     s.path(s.layer('sim'), r.step.map((_, i) => i / k.step.fps), r.step, {stroke: simStep, 'stroke-width': 1.6});
-    g.path(g.layer('sim'), r.segment.map((_, i) => i / k.segment.fps), r.segment, {stroke: simSeg, 'stroke-width': 1.3});
+    g.path(g.layer('sim'), r.segment.map((_, i) => i / k.segment.fps), r.segment,
+           {stroke: simSeg, 'stroke-width': 1.3});
     const marks = g.layer('top-marks');
     g.say(marks, r.lines[4], g.w - g.m.r - 6, g.h - g.m.b - 8 * g.fs,
           this.verdictAttrs(r.bad, {'text-anchor': 'end'}));
