@@ -207,3 +207,46 @@ def test_every_control_changes_the_plots_and_the_readout_follows(site, browser):
     assert page.inner_text('#physai-panel-firmware .pl-readout') == ' · '.join(python_run(final)['lines'])
     assert all(r.startswith(site) for r in requests)
     assert errors == []
+
+
+VERDICT_SCRIPT = """
+import fs from 'fs';
+import {{firmwareReadouts, firmwareServo}} from '{firmware}';
+import {{readoutLines}} from '{chapter}';
+import {{format}} from '{spec}';
+const {{cases, k, words, values}} = JSON.parse(fs.readFileSync(0, 'utf8'));
+const servo = firmwareServo(values, k);
+const num = (x) => (x === null ? NaN : x);
+console.log(JSON.stringify(cases.map((c) => {{
+  const s = {{simDeg: c.simDeg.map(num), diverged: c.diverged, chatters: c.chatters, chatter: num(c.chatter),
+             mae: num(c.mae)}};
+  const r = firmwareReadouts(servo, s, s, k);
+  return {{verdict: r.verdict, lines: readoutLines({{...r, riseFraction: k.rise}}, (w, x) => format(words[w], x))}};
+}})));
+"""
+
+
+def test_js_verdicts_and_words_are_python_s_for_every_verdict():
+    """The page's verdict and readout lines for runs that diverged, chatter, rattle not at all, or stay quiet (the
+    Node runs above are all quiet): the same as the kernel panel's on the same figures."""
+    segment = sfp.segment_of(held_out())
+    k = web_firmware.settings_constants(spring(), segment, LOAD)
+    smooth = np.add.outer(np.linspace(0.0, sfp.STEP_DEG, sfp.STEP_FRAMES), np.zeros(5))
+    cases = [dict(diverged=True, chatters=False, chatter=math.nan, mae=math.nan, sim=np.full((3, 5), np.nan)),
+             dict(diverged=False, chatters=True, chatter=2.5, mae=4.0, sim=smooth),
+             dict(diverged=False, chatters=False, chatter=0.0, mae=1.0, sim=smooth),
+             dict(diverged=False, chatters=False, chatter=0.04, mae=1.5, sim=smooth)]
+    python = []
+    for c in cases:
+        run = type('Run', (), dict(diverged=c['diverged'], chatters=c['chatters'], chatter_deg=c['chatter'],
+                                   mae_deg=c['mae'], sim_deg=c['sim']))()
+        r = sfp.readouts(spring(), sfp.settings_of({**SETTINGS[0], 'backlash_deg': 0.0}), LOAD, run, run, segment.fps)
+        python.append((r['verdict'], sfp.readout_lines(r)))
+    none = lambda a: [None if not math.isfinite(x) else float(x) for x in np.ravel(a)]  # noqa: E731
+    js = node(VERDICT_SCRIPT.format(firmware=module('firmware_runs.js'), chapter=module('servo_firmware_panels.js'),
+                                    spec=module('spec.js')),
+              {'cases': [dict(diverged=c['diverged'], chatters=c['chatters'], simDeg=none(c['sim']),
+                              chatter=none([c['chatter']])[0], mae=none([c['mae']])[0]) for c in cases],
+               'k': k, 'words': web_firmware.page_spec(segment).words, 'values': SETTINGS[0]})
+    assert [(j['verdict'], j['lines']) for j in js] == python
+    assert [v for v, _ in python] == ['diverged', 'chatters', 'still', 'quiet']
