@@ -238,9 +238,8 @@ def test_remove_cell_cells_are_dropped_and_nbval_tags_left_out():
 
 # --- what only the published page has is left out; what it folds is folded -------------------------------------
 
-NO_PANEL_YET = {'notebooks/06_servo_firmware'}
-"""Chapters without a browser live panel yet: chapter 6's settings panel (issue 41) runs in the kernel only
-(``servo_firmware_panels.settings_panel``); its page half is still to be built."""
+NO_PANEL_YET: set[str] = set()
+"""Chapters without a browser live panel yet (none: chapter 6's is ``web_firmware.settings_live``)."""
 
 
 @pytest.mark.parametrize('page', CHAPTERS, ids=IDS)

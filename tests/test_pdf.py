@@ -63,8 +63,9 @@ def page_title(page: str) -> str:
 
 
 def plain(text: str) -> str:
-    """A title as the PDF's text shows it: Markdown code marks and emphasis gone, whitespace collapsed."""
-    return ' '.join(re.sub(r'[`*_]', '', text).split())
+    """A title as the PDF's text shows it: Markdown code marks and emphasis gone, straight quotes curled as Sphinx's
+    SmartQuotes curl them (the servo's -> the servo’s), whitespace collapsed."""
+    return ' '.join(re.sub(r'[`*_]', '', text).replace("'", '’').split())
 
 
 @pytest.fixture(scope='module')

@@ -178,9 +178,9 @@ def test_page_loads_with_title_images_math_and_no_errors_from_our_code(site, bro
 
 
 CHAPTERS = [page for page in PAGES if page.startswith('notebooks/')]
-NO_PANEL_YET = {'notebooks/06_servo_firmware'}
-"""Chapters without a page panel yet: chapter 6's settings panel (issue 41) runs in the kernel only; its page half
-(a first view and MuJoCo in the browser) is still to be built."""
+NO_PANEL_YET: set[str] = set()
+"""Chapters without a page panel yet (none: chapter 6's settings panel has its page half,
+``physai.interface.web_firmware``)."""
 
 
 @pytest.mark.parametrize('page', CHAPTERS)
@@ -606,7 +606,8 @@ def test_legends_sit_off_the_plotted_data_and_going_live_keeps_the_first_view_s_
             _legends_clear(page, panel.evaluate(LEGENDS_JS))
 
 
-LECTURE_VERDICTS = {'servo': 'diverged', 'pendulum': 'diverged', 'pd': 'quiet', 'sysid': 'MAE', 'gripper': 'slips'}
+LECTURE_VERDICTS = {'servo': 'diverged', 'pendulum': 'diverged', 'pd': 'quiet', 'sysid': 'MAE', 'gripper': 'slips',
+                    'firmware': 'no chatter'}
 """What the readout of each lecture link's setting says, as book/instructors.md describes it."""
 
 

@@ -75,8 +75,9 @@ ADMONITIONS = ('admonition', 'note', 'tip', 'hint', 'important', 'warning', 'cau
 DROPPED_TAGS = ('remove-cell', 'book-only')
 """Cells with these tags are not in the edition (``book-only``: text or code about what only the HTML page has)."""
 
-LIVE_CALL = re.compile(r'\b(?:web|web_arm)\.(?P<name>\w+_live)\(')
-"""A call of a browser live panel (:mod:`physai.interface.web`, :mod:`physai.interface.web_arm`): the page's only."""
+LIVE_CALL = re.compile(r'\bweb(?:_\w+)?\.(?P<name>\w+_live)\(')
+"""A call of a browser live panel (:mod:`physai.interface.web`, :mod:`physai.interface.web_arm`,
+:mod:`physai.interface.web_firmware`: a ``web*`` module's ``*_live``): the page's only."""
 
 EDITION_TAGS = frozenset({'colab'})
 """The tags an ``{only}`` directive's expression sees as true in the edition (Sphinx's HTML build has ``html``)."""

@@ -180,7 +180,8 @@ def settings_spec(segment: Episode, *, settings: sts3215.Settings = sts3215.Sett
         raise TypeError(f'segment must be a physai.engine.datasets.Episode, got {type(segment).__name__}')
     if not isinstance(settings, sts3215.Settings):
         raise TypeError(f'settings must be a physai.laws.sts3215.Settings, got {type(settings).__name__}')
-    controls = [Slider('p_register', 'P register', 1, 64, settings.p_register, step=1, format='.0f', url='p'),
+    controls = [Slider('p_register', 'P register', 1, 64, settings.p_register, step=1, unit='(register)', format='.0f',
+                       url='p'),
                 Slider('supply_voltage', 'supply', 5.0, 12.6, settings.supply_voltage, step=0.1, unit='V',
                        format='.1f', url='v'),
                 Slider('torque_limit', 'torque limit', 100, 1000, settings.torque_limit, step=10, unit='‰',
