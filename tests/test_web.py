@@ -148,7 +148,7 @@ def test_every_chapter_s_first_view_is_computed_at_its_panel_s_own_start():
     live panel starts (and resets) at. Every control of its grid holds its default as a grid value, and every other
     control is fixed at its default."""
     views = stored_first_views()
-    assert set(views) == {'servo', 'pendulum', 'pd', 'sysid', 'gripper'}
+    assert set(views) == {'servo', 'pendulum', 'pd', 'sysid', 'gripper', 'firmware'}
     for key, (name, data) in views.items():
         view = data['firstView']
         for c in data['spec']['controls']:

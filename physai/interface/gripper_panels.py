@@ -52,7 +52,7 @@ def gripper_spec() -> PanelSpec:
                 *common_controls(kp=so101.MENAGERIE_KP, armature=so101.MENAGERIE_ARMATURE, timestep=0.005),
                 Choice('command', 'command', tuple(COMMANDS), 'shut'),
                 LogSlider('mass', 'cube mass', 0.01, 5.0, 0.03, unit='kg', format='.3g'),
-                LogSlider('mu', 'friction μ', 0.01, 2.0, 1.0, format='.3g'),
+                LogSlider('mu', 'friction μ', 0.01, 2.0, 1.0, unit='(coefficient)', format='.3g'),
                 Choice('condim', 'condim', (1, 3, 4, 6), 6)]
     force = Plot(key='force', title='moving jaw force', xlabel='time (s)', ylabel='normal force (N)',
                  xlim=(0.0, gripper.CLOSE + HOLD), ylim=(0.0, FORCE_TOP), width=420, height=280,

@@ -21,7 +21,7 @@ export default class GripperPanel extends Panel {
     for (const p of [this.plots.force, s]) {
       const x = p.x(k.close);
       p.path(p.layer('weight'), [k.close, k.close], p.spec.ylim, {stroke: '#bbbbbb', 'stroke-width': 0.8});
-      p.say(p.layer('weight-label'), 'weight on', x + 4, p.m.t + 12 * p.fs, {'font-size': 10, class: 'pl-muted'});
+      p.say(p.layer('weight-label'), 'weight on', x + 4, p.m.t + 12 * p.fs, {'font-size': 11, class: 'pl-muted'});
     }
   }
 
@@ -87,16 +87,17 @@ export default class GripperPanel extends Panel {
     const asked = values.kp * Math.abs(k.open - k.commands[values.command]);
     f.title(`limit ±${formatValue(values.torque_limit, '.2f')} N·m = ${formatValue(percent, '.0f')} % of ` +
             `${formatValue(k.rated, '.2f')} · kp asks ${formatValue(asked, '.3g')} N·m`);
-    const marks = s.layer('top-marks'), x = s.w - s.m.r - 6, y = s.m.t + 14 * s.fs;
+    const marks = s.layer('top-marks'), x = s.m.l + 6, y = s.m.t + 14 * s.fs;
     if (r.running !== undefined) {
       const running = this.say('running', {t: r.running});
-      s.say(marks, running, x, y, {'text-anchor': 'end', class: 'pl-muted pl-halo', 'font-size': 11});
+      s.say(marks, running, x, y, {class: 'pl-muted pl-halo', 'font-size': 11});
       this.setReadout(running, false);
       return;
     }
-    for (const [i, line] of s.wrap(r.words).entries()) {
-      s.say(marks, line, x, y + s.line(12) * i, this.verdictAttrs(r.bad, {'text-anchor': 'end'}));
-    }
+    // where the words cross the least of the data (in the present view, nowhere or not at all); the weight's label,
+    // a text and not a drawn point, is kept clear too
+    const label = [s.x(k.close), s.m.t, s.x(k.close) + 4 + 60 * s.fs, s.m.t + 16 * s.fs];
+    this.verdictText(s, marks, r.words, r.bad, {places: ['ul', 'ur', 'll', 'lr'], avoid: [label]});
     this.setReadout(r.words, r.bad);
   }
 }
