@@ -621,8 +621,11 @@ def test_a_real_sigint_during_the_fit_stops_it_with_one_line(tmp_path, after):
     out = tmp_path / 'arm.xml'
     out.write_text('the old model')
     env = dict(os.environ, PYTHONUNBUFFERED='1')
+    # as from a terminal: SIGINT at its default (a shell without job control starts a background job, and so this
+    # test and its command, with SIGINT ignored, and Python then installs no KeyboardInterrupt)
     proc = subprocess.Popen([sys.executable, '-m', 'physai', 'fit-servo', 'synthetic', '--out', str(out), '--force'],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen = ''
     # tqdm draws the bar on stderr once the fit runs; wait for its first line whole ("fitting: 0%| ... ?it/s]"), as a
     # person who sees the bar and presses Ctrl-C does (a signal in the middle of that first draw glues the two lines)
