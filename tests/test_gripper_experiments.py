@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from physai.engine import gripper
+from physai.engine import gripper, so101
 from physai.experiments import gripper as experiments
-from physai.laws import grip
+from physai.laws import grip, stability
 
 
 @pytest.fixture(scope='module')
@@ -83,3 +83,41 @@ def test_slip_threshold_flat_jaws_follow_the_cone_and_the_so101_holds_less():
     assert all(r['ratio'] == pytest.approx(1.0, abs=0.02) for r in flat)
     assert all(0.5 < ratio < 1.0 for ratio in so101.values())
     assert so101[(0.3, 3)] < so101[(0.3, 6)] and so101[(1.0, 3)] < so101[(1.0, 6)]
+
+
+def test_a_stiff_kp_jitters_on_nothing_at_5_ms_and_holds_the_cube_at_2_ms():
+    """kp 10000 is past chapter 1's stability bound for the gripper at Menagerie's 5 ms step (the jaw's inertia is
+    below the critical one) and within it at 2 ms: closing on nothing, its torque swings from clamp to clamp at 5 ms;
+    on the cube it jitters at 5 ms and holds at 2 ms. The jitter is the timestep's, not the soft contact's."""
+    setup = gripper.GripSetup(kp=1e4, command=experiments.NEAR_CONTACT)
+    empty = gripper.build(setup)
+    cube = empty.geom('cube').id
+    empty.geom_contype[cube] = empty.geom_conaffinity[cube] = 0
+    inertia = float(empty.dof_M0[empty.joint('gripper').dofadr[0]])
+    bound = dict(kv=setup.kv, damping=so101.MENAGERIE_DAMPING, integrator=setup.integrator)
+    assert stability.critical_inertia(1e4, timestep=0.005, **bound) > inertia > stability.critical_inertia(
+        1e4, timestep=0.002, **bound)
+    free = gripper.grip(setup, model=empty)
+    tail = free.time > free.time[-1] - experiments.TAIL
+    assert np.ptp(free.torque[tail]) == pytest.approx(2 * setup.torque_limit, rel=1e-6)
+    assert experiments.verdict(gripper.grip(setup))['verdict'] == 'jitters'
+    fine = gripper.GripSetup(kp=1e4, command=experiments.NEAR_CONTACT, timestep=0.002)
+    assert experiments.verdict(gripper.grip(fine))['verdict'] == 'held'
+
+
+def test_mu_003_squeezes_the_cube_out_before_its_weight_comes_on(rows):
+    """At mu 0.03 the cone would hold the 30 g cube several times over, but the closing jaw pushes it out of the
+    grip first: when its weight comes on, the jaws touch nothing and the gripper is shut."""
+    assert grip.slip_margin(0.03, rows['LeRobot 50 %']['squeeze_n'], 0.03) > 3
+    run = gripper.grip(gripper.GripSetup(torque_limit=experiments.LEROBOT_LIMIT, mu=0.03), hold=experiments.HOLD)
+    before = run.time < run.hold_start
+    assert run.jaw_force[before][-1] == 0.0
+    assert run.q[before][-1] < gripper.CLOSED + 0.01
+
+
+def test_the_same_squeeze_sinks_deeper_into_a_lighter_cube(rows):
+    """MuJoCo's depth at rest grows with the acceleration a contact cancels: at about the same squeeze the jaws sink
+    further into the 30 g cube than into the 0.3 kg one."""
+    light, heavy = rows['LeRobot 50 %'], rows['mass 0.3 kg']
+    assert abs(heavy['squeeze_n'] - light['squeeze_n']) < 0.1 * light['squeeze_n']
+    assert heavy['penetration_mm'] < 0.6 * light['penetration_mm']

@@ -12,8 +12,8 @@ gets ``priority="2"``, so the cube's ``condim`` and ``friction`` are the contact
 
 1. *close* (``CLOSE`` s): the cube floats (``gravcomp`` 1) while the gripper, started open, is commanded shut;
 2. *hold* (``hold`` s): the cube's weight is switched on (``gravcomp`` 0);
-3. *load* (optional): a force along gravity grows on the cube at ``load_rate`` N/s, the inertial force an arm
-   accelerating downwards at ``a`` would add (``m*a``), until the cube slips or the run ends.
+3. *load* (optional): a downward force grows on the cube at ``load_rate`` N/s, the inertial force ``m*a`` an arm
+   accelerating upwards at ``a`` would add, until the cube slips or the run ends.
 
 It records what the chapter plots: the gripper's angle and torque, each jaw's normal force (``mj_contactForce``),
 the deepest penetration, the cube's slide along the jaws and the moving jaw's lever.

@@ -16,7 +16,8 @@ MuJoCo's ``condim`` 3 and above, ``friction[0]``), so the largest load along the
 
     F_hold = 2*mu*F_n                                          N
 
-and a cube of mass ``m`` in gravity ``g`` carried by an arm accelerating at ``a`` (along gravity) slips when::
+and a cube of mass ``m`` in gravity ``g`` carried by an arm accelerating upwards at ``a`` (against gravity; an arm
+accelerating downwards has ``a < 0`` and lightens the load) slips when::
 
     m*(g + a) > 2*mu*F_n
 
@@ -92,7 +93,7 @@ def slip_margin(mass, normal_force, mu, *, acceleration=0.0, gravity=GRAVITY):
       mass: the object's mass, kg, > 0.
       normal_force: each jaw's normal force, N, >= 0.
       mu: the sliding friction coefficient, >= 0.
-      acceleration: the arm's acceleration along gravity, m/s² (positive adds to the load), with ``g + a > 0``.
+      acceleration: the arm's upward acceleration, m/s² (positive adds to the load), with ``g + a > 0``.
       gravity: m/s², > 0.
     """
     mass = checks.positive('mass', mass, 'kg')
@@ -105,7 +106,7 @@ def slip_margin(mass, normal_force, mu, *, acceleration=0.0, gravity=GRAVITY):
 
 
 def slip_acceleration(mass, normal_force, mu, *, gravity=GRAVITY):
-    """The arm's acceleration along gravity, m/s², at which the object starts to slip: ``2*mu*F_n/m - g``
+    """The arm's upward acceleration, m/s², at which the object starts to slip: ``2*mu*F_n/m - g``
     (negative: it slips under gravity alone)."""
     mass = checks.positive('mass', mass, 'kg')
     return hold_load(normal_force, mu) / mass - checks.positive('gravity', gravity, 'm/s²')
