@@ -27,9 +27,9 @@ Where each rests:
   is *assumed*.
 - **Goal speed to a slew limit**: ``Goal_Speed`` (address 46, LeRobot's ``Goal_Velocity``) is in encoder steps per
   second (Feetech's SCServo examples, ``SMS_STS/SyncWritePos.ino``; 3400 steps/s the top speed), 4096 a turn
-  (LeRobot's Feetech tables, ``MODEL_RESOLUTION``); 0 means no limit below the top speed. The firmware's own speed profile (trapezoidal,
-  with the ``Acceleration`` register, address 41) is not documented: the book *assumes* its effect on a
-  30 Hz stream of targets is a cap on how fast the set point moves, which is what MuJoCo's ``pid`` actuator (new in
+  (LeRobot's Feetech tables, ``MODEL_RESOLUTION``); 0 means no limit below the top speed. The firmware's own speed
+  profile (trapezoidal, with the ``Acceleration`` register, address 41) is not documented: the book *assumes* its
+  effect on a 30 Hz stream of targets is a cap on how fast the set point moves, which is what MuJoCo's ``pid`` actuator (new in
   MuJoCo 3.12.0, after the ``mujoco.pid`` plugin, ``plugin/actuator/pid.cc``) applies with ``slewmax``: the set point
   moves at most ``slewmax*dt`` a step. The acceleration limit (100 steps/s² a unit, the same examples; LeRobot's
   ``configure_motors`` writes 254) has no MuJoCo counterpart here and is left out.
