@@ -29,9 +29,9 @@ Where each rests:
   second (Feetech's SCServo examples, ``SMS_STS/SyncWritePos.ino``; 3400 steps/s the top speed), 4096 a turn
   (LeRobot's Feetech tables, ``MODEL_RESOLUTION``); 0 means no limit below the top speed. The firmware's own speed
   profile (trapezoidal, with the ``Acceleration`` register, address 41) is not documented: the book *assumes* its
-  effect on a 30 Hz stream of targets is a cap on how fast the set point moves, which is what MuJoCo's ``pid`` actuator (new in
-  MuJoCo 3.12.0, after the ``mujoco.pid`` plugin, ``plugin/actuator/pid.cc``) applies with ``slewmax``: the set point
-  moves at most ``slewmax*dt`` a step. The acceleration limit (100 steps/s² a unit, the same examples; LeRobot's
+  effect on a 30 Hz stream of targets is a cap on how fast the set point moves, which is what MuJoCo's ``pid``
+  actuator (new in MuJoCo 3.12.0, after the ``mujoco.pid`` plugin, ``plugin/actuator/pid.cc``) applies with
+  ``slewmax``: the set point moves at most ``slewmax*dt`` a step. The acceleration limit (100 steps/s² a unit, the same examples; LeRobot's
   ``configure_motors`` writes 254) has no MuJoCo counterpart here and is left out.
 - **Dead zone to friction**: ``CW_Dead_Zone`` and ``CCW_Dead_Zone`` (addresses 26 and 27, one byte each, in encoder
   steps; LeRobot's Feetech tables). A P loop that drives nothing while ``|e| < delta`` and ``kp*(|e| - delta)``
