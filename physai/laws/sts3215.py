@@ -31,8 +31,8 @@ Where each rests:
   profile (trapezoidal, with the ``Acceleration`` register, address 41) is not documented: the book *assumes* its
   effect on a 30 Hz stream of targets is a cap on how fast the set point moves, which is what MuJoCo's ``pid``
   actuator (new in MuJoCo 3.12.0, after the ``mujoco.pid`` plugin, ``plugin/actuator/pid.cc``) applies with
-  ``slewmax``: the set point moves at most ``slewmax*dt`` a step. The acceleration limit (100 steps/s² a unit, the same examples; LeRobot's
-  ``configure_motors`` writes 254) has no MuJoCo counterpart here and is left out.
+  ``slewmax``: the set point moves at most ``slewmax*dt`` a step. The acceleration limit (100 steps/s² a unit, the
+  same examples; LeRobot's ``configure_motors`` writes 254) has no MuJoCo counterpart here and is left out.
 - **Dead zone to friction**: ``CW_Dead_Zone`` and ``CCW_Dead_Zone`` (addresses 26 and 27, one byte each, in encoder
   steps; LeRobot's Feetech tables). A P loop that drives nothing while ``|e| < delta`` and ``kp*(|e| - delta)``
   beyond it applies ``kp*e - kp*delta*sign(e)``: while the joint moves towards its target, sign(e) = sign(qd) and
