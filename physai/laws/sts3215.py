@@ -25,20 +25,25 @@ Where each rests:
   ``Torque_Limit`` (address 48, LeRobot's Feetech tables) is read as thousandths of full duty (0..1000), as
   Feetech's memory table and LeRobot's ``Max_Torque_Limit`` writes use it; that it scales the duty ceiling linearly
   is *assumed*.
-- **Goal speed to a slew limit**: ``Goal_Speed`` (address 46) is in encoder steps per second, 4096 a turn
-  (LeRobot's Feetech tables, ``MODEL_RESOLUTION``); 0 means no limit. The firmware's own speed profile (trapezoidal,
-  with the ``Acceleration`` register, address 41) is not documented: the book *assumes* its effect on a
-  30 Hz stream of targets is a cap on how fast the set point moves, which is what MuJoCo's ``pid`` actuator (new in
-  MuJoCo 3.12.0, after the ``mujoco.pid`` plugin, ``plugin/actuator/pid.cc``) applies with ``slewmax``: the set point
-  moves at most ``slewmax*dt`` a step. The acceleration limit has no MuJoCo counterpart here and is left out.
+- **Goal speed to a slew limit**: ``Goal_Speed`` (address 46, LeRobot's ``Goal_Velocity``) is in encoder steps per
+  second (Feetech's SCServo examples, ``SMS_STS/SyncWritePos.ino``; 3400 steps/s the top speed), 4096 a turn
+  (LeRobot's Feetech tables, ``MODEL_RESOLUTION``); 0 means no limit below the top speed. The firmware's own speed
+  profile (trapezoidal, with the ``Acceleration`` register, address 41) is not documented: the book *assumes* its
+  effect on a 30 Hz stream of targets is a cap on how fast the set point moves, which is what MuJoCo's ``pid``
+  actuator (new in MuJoCo 3.12.0, after the ``mujoco.pid`` plugin, ``plugin/actuator/pid.cc``) applies with
+  ``slewmax``: the set point moves at most ``slewmax*dt`` a step. The acceleration limit (100 steps/s² a unit, the
+  same examples; LeRobot's ``configure_motors`` writes 254) has no MuJoCo counterpart here and is left out.
 - **Dead zone to friction**: ``CW_Dead_Zone`` and ``CCW_Dead_Zone`` (addresses 26 and 27, one byte each, in encoder
   steps; LeRobot's Feetech tables). A P loop that drives nothing while ``|e| < delta`` and ``kp*(|e| - delta)``
   beyond it applies ``kp*e - kp*delta*sign(e)``: while the joint moves towards its target, sign(e) = sign(qd) and
   that is exactly ``kp*e`` minus a Coulomb friction ``kp*delta``. MuJoCo's ``frictionloss`` of ``kp*delta`` so
-  gives the same approach and the same end: the joint stops anywhere within ``delta`` of the target, short of it on
-  the side it came from (lerobot issue #3400 reports this direction-dependent settling at P = 16 and calls it a
-  dead band from static friction). Past the target (overshoot) the two differ; the book *assumes* that rare at
-  these gains. With ``cw != ccw`` the band is asymmetric; MuJoCo's friction is not, so the mean is used.
+  gives the same approach and the same end on an unloaded joint: it stops anywhere within ``delta`` of the target,
+  short of it on the side it came from. No document gives the firmware's law inside the band: this shifted one is
+  *assumed*. Past the target (overshoot) the two differ; the book *assumes* that rare at these gains. Under a steady
+  load (gravity) they differ too: the dead band settles at ``delta`` beyond the sag ``load/kp`` from either side, the
+  friction anywhere within ``delta`` of the sag. (lerobot issue #3400's direction-dependent settling at P = 16 is
+  the friction's kind: the issue puts it down to static friction, not to these registers.) With ``cw != ccw`` the
+  band is asymmetric; MuJoCo's friction is not, so the mean is used.
 - **Backlash**: 1 to 2 degrees reported by owners (TheRobotStudio/SO-ARM100 issue #134: "~1°" of free play by hand,
   "≤ 0.5°" in the specification; matthieuvigne/STS_servos issue #5: "at least 2°, but I never measured it
   precisely"). MuJoCo has no backlash attribute; Menagerie's SO-101 ships a ``backlash`` default class (a limited
