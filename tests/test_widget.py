@@ -1,0 +1,192 @@
+"""Chapter 1's panel as a Jupyter widget (physai.interface.widget, a spike of issue 42): the page's own modules drawing
+runs that Python MuJoCo makes at the controls' exact values.
+
+The kernel half is tested without a front end (a request set on the widget as the front end sets it); the whole
+widget in a local JupyterLab, opened in headless Chromium (skipped unless JupyterLab is installed: it is not in
+requirements.txt yet).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import numpy as np
+import pytest
+
+pytest.importorskip('anywidget')
+
+from physai.engine import link  # noqa: E402
+from physai.experiments.servo_panel import servo_kp_curve, servo_stability  # noqa: E402
+from physai.interface import position_actuators_panels as ch1  # noqa: E402
+from physai.interface import web, widget  # noqa: E402
+
+OFF_GRID = {'kp': 123.4, 'armature': 0.0137, 'timestep': 0.0031, 'integrator': 'Euler', 'dampratio': 0.5}
+"""A setting on none of the first view's grid values (kp, armature) and at a timestep the page never stores."""
+
+
+def wait_reply(w, generation, complete=True, timeout=60.0) -> dict:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        r = w.reply
+        if r.get('generation') == generation and (r.get('complete') or not complete or 'error' in r):
+            return r
+        time.sleep(0.02)
+    raise AssertionError(f'no reply to request {generation} in {timeout} s: {w.reply}')
+
+
+def test_reply_is_mujocos_run_at_the_exact_values():
+    """A control change reruns the physics at exactly its values: the reply's trace is MuJoCo's step response of that
+    servo (physai.engine.link.step_response, not the nearest stored frame), to the packed trace's 0.1° resolution."""
+    w = widget.servo_widget()
+    w.request = {'generation': 1, 'values': OFF_GRID}
+    reply = wait_reply(w, 1, complete=False)
+    assert reply['values'] == OFF_GRID
+    response = link.step_response(**OFF_GRID, q0=-0.5, duration=3.0)
+    q = np.array(web.unpack(reply['frame']['step']['q'], ch1.TRACE_STEP_DEG), dtype=float)
+    assert reply['frame']['step']['h'] == OFF_GRID['timestep']
+    assert len(q) == len(response.q)
+    assert np.nanmax(np.abs(q - np.clip(np.degrees(response.q), -50.0, 20.0))) <= ch1.TRACE_STEP_DEG / 2 + 1e-9
+    assert reply['frame']['step']['readout'] == ch1.plots.readout(response)
+
+
+def test_slow_parts_follow_in_a_second_reply():
+    """The kp curve and the stability map (25 and 209 runs) come after the step response, from the worker, and are
+    the page's parts at the reply's values."""
+    w = widget.servo_widget()
+    values = {**OFF_GRID, 'timestep': 0.0029}
+    w.request = {'generation': 7, 'values': values}
+    reply = wait_reply(w, 7)
+    assert reply['complete']
+    args = (values['timestep'], values['integrator'], values['dampratio'])
+    assert reply['frame']['curve'] == ch1.curve_part(servo_kp_curve(values['armature'], *args, -0.5, 3.0))
+    assert reply['frame']['map'] == ch1.map_part(servo_stability(*args, -0.5))
+
+
+def test_a_value_out_of_range_is_an_error_reply_naming_it():
+    """A value no slider can give gets a reply naming the control and its range; the widget answers the next one."""
+    w = widget.servo_widget()
+    w.request = {'generation': 1, 'values': {**OFF_GRID, 'kp': -5.0}}
+    reply = wait_reply(w, 1)
+    assert 'kp must be in' in reply['error'] and '-5.0' in reply['error']
+    w.request = {'generation': 2, 'values': OFF_GRID}
+    assert 'frame' in wait_reply(w, 2, complete=False)
+
+
+def test_bundle_is_fresh():
+    """physai/interface/static/ is what book/_static/panels/ and physai.css bundle to now."""
+    from physai.book import widget_bundle
+    if not widget_bundle.ESBUILD.exists():
+        pytest.skip('node_modules/.bin/esbuild is missing: run npm ci')
+    assert widget_bundle.main(['--check']) == 0, 'run python -m physai.book.widget_bundle'
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# In JupyterLab, in a browser
+
+
+@contextlib.contextmanager
+def jupyterlab(root):
+    """A JupyterLab server on 127.0.0.1 serving ``root``; yields its base URL and token; stopped on exit."""
+    pytest.importorskip('jupyterlab')
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]
+    token = 'physai-test'
+    env = {**os.environ, 'JUPYTER_CONFIG_DIR': str(root / '.config'), 'JUPYTER_RUNTIME_DIR': str(root / '.runtime'),
+           'JUPYTERLAB_SETTINGS_DIR': str(root / '.settings'), 'JUPYTERLAB_WORKSPACES_DIR': str(root / '.workspaces')}
+    log = open(root / 'jupyterlab.log', 'w')
+    server = subprocess.Popen(
+        [sys.executable, '-m', 'jupyterlab', '--no-browser', '--ServerApp.ip=127.0.0.1', f'--ServerApp.port={port}',
+         f'--IdentityProvider.token={token}', f'--ServerApp.root_dir={root}',
+         '--allow-root', '--LabApp.news_url=', '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate'],
+        stdout=log, stderr=subprocess.STDOUT, env=env)
+    base = f'http://127.0.0.1:{port}'
+    try:
+        end = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f'{base}/api/status?token={token}', timeout=2)
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > end:
+                    raise AssertionError((root / 'jupyterlab.log').read_text()[-2000:])
+                time.sleep(0.2)
+        yield base, token
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+def notebook(cells) -> dict:
+    return {'nbformat': 4, 'nbformat_minor': 5, 'metadata': {'kernelspec': {'name': 'python3', 'display_name': 'Python 3',
+                                                                         'language': 'python'}},
+            'cells': [{'cell_type': 'code', 'id': f'c{i}', 'metadata': {}, 'execution_count': None, 'outputs': [],
+                       'source': source} for i, source in enumerate(cells)]}
+
+
+@pytest.mark.slow
+def test_widget_in_jupyterlab_redraws_at_a_control(tmp_path):
+    """In a local JupyterLab the panel cell draws the page's panel from the kernel's run; moving kp and the integrator
+    redraws the step response with the kernel's new run at exactly those values, its verdict the kernel's."""
+    from browser import chromium
+    (tmp_path / 'panel.ipynb').write_text(json.dumps(notebook(
+        ['from physai.interface.widget import servo_widget\nw = servo_widget()\nw'])))
+    timings = {}
+    t0 = time.perf_counter()
+    with jupyterlab(tmp_path) as (base, token), chromium() as browser:
+        timings['server'] = time.perf_counter() - t0
+        page = browser.new_page(viewport={'width': 1400, 'height': 900})
+        errors = []
+        page.on('pageerror', lambda e: errors.append(str(e)))
+        page.goto(f'{base}/lab/tree/panel.ipynb?token={token}')
+        page.wait_for_selector('.jp-Notebook .jp-Cell .cm-content', timeout=120000)
+        page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', state='attached',
+                               timeout=120000)
+        timings['lab'] = time.perf_counter() - t0
+        page.wait_for_function("() => document.body.innerText.includes('| Idle')", timeout=120000)  # the kernel
+        page.click('.jp-Notebook .jp-Cell .cm-content')
+        page.keyboard.press('Shift+Enter')
+        page.wait_for_selector('#physai-panel-servo[data-drawn]', state='attached', timeout=120000)
+        page.wait_for_function("() => window.physaiPanels.servo.asked && !window.physaiPanels.servo.asked.first"
+                               " && document.querySelector('#physai-panel-servo').dataset.state === 'idle'",
+                               timeout=120000)
+        timings['first panel'] = time.perf_counter() - t0
+        readout = page.inner_text('#physai-panel-servo .pl-readout')
+        step = page.inner_html('#physai-panel-servo svg.pl-step')
+        assert 'sag' in readout, readout
+        for name, value, changes in (('kp', '3', 'kp'), ('integrator', 'Euler', 'integrator')):
+            drawn = int(page.get_attribute('#physai-panel-servo', 'data-drawn'))
+            if name == 'integrator':
+                page.select_option('#physai-panel-servo-integrator', 'Euler')
+            else:
+                # the kp slider moved to its position nearest 3 N·m/rad (a log slider: positions, not values)
+                page.eval_on_selector('#physai-panel-servo-kp', """(input) => {
+                    const c = window.physaiPanels.servo.byName.kp; input.value = c.position(3);
+                    input.dispatchEvent(new Event('input', {bubbles: true}));
+                    input.dispatchEvent(new Event('change', {bubbles: true})); }""")
+            page.wait_for_function(f"() => Number(document.querySelector('#physai-panel-servo').dataset.drawn) > {drawn}",
+                                   timeout=120000)
+            new_step = page.inner_html('#physai-panel-servo svg.pl-step')
+            assert new_step != step, f'the step plot did not change when {name} moved'
+            step = new_step
+        values = page.evaluate('() => window.physaiPanels.servo.values')
+        assert values['integrator'] == 'Euler' and abs(values['kp'] - 3) / 3 < 0.05
+        expected = ch1.plots.readout(link.step_response(**values, q0=-0.5, duration=3.0))
+        readout = page.inner_text('#physai-panel-servo .pl-readout')
+        assert readout.replace('\u2212', '-') == expected.replace('\u2212', '-'), (readout, expected)
+        latencies = page.evaluate('() => window.physaiPanels.servo.latencies')
+        timings['done'] = time.perf_counter() - t0
+        assert not errors, errors
+    print('timings (s from start):', {k: round(v, 1) for k, v in timings.items()}, 'latencies ms:',
+          [round(x) for x in latencies])
