@@ -8,14 +8,8 @@ requirements.txt yet).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 
 import numpy as np
 import pytest
@@ -91,72 +85,34 @@ def test_bundle_is_fresh():
 # In JupyterLab, in a browser
 
 
-@contextlib.contextmanager
-def jupyterlab(root):
-    """A JupyterLab server on 127.0.0.1 serving ``root``; yields its base URL and token; stopped on exit."""
-    pytest.importorskip('jupyterlab')
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        port = s.getsockname()[1]
-    token = 'physai-test'
-    env = {**os.environ, 'JUPYTER_CONFIG_DIR': str(root / '.config'), 'JUPYTER_RUNTIME_DIR': str(root / '.runtime'),
-           'JUPYTERLAB_SETTINGS_DIR': str(root / '.settings'), 'JUPYTERLAB_WORKSPACES_DIR': str(root / '.workspaces')}
-    log = open(root / 'jupyterlab.log', 'w')
-    server = subprocess.Popen(
-        [sys.executable, '-m', 'jupyterlab', '--no-browser', '--ServerApp.ip=127.0.0.1', f'--ServerApp.port={port}',
-         f'--IdentityProvider.token={token}', f'--ServerApp.root_dir={root}',
-         '--allow-root', '--LabApp.news_url=', '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate'],
-        stdout=log, stderr=subprocess.STDOUT, env=env)
-    base = f'http://127.0.0.1:{port}'
-    try:
-        end = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f'{base}/api/status?token={token}', timeout=2)
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > end:
-                    raise AssertionError((root / 'jupyterlab.log').read_text()[-2000:])
-                time.sleep(0.2)
-        yield base, token
-    finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
+MOVES = {'kp': 3.0, 'armature': 0.06, 'timestep': 0.002, 'integrator': 'Euler', 'dampratio': 0.5}
+"""Each control of chapter 1's panel moved once, in this order, to a value its plot shows differently."""
 
 
-def notebook(cells) -> dict:
-    return {'nbformat': 4, 'nbformat_minor': 5, 'metadata': {'kernelspec': {'name': 'python3', 'display_name': 'Python 3',
-                                                                         'language': 'python'}},
-            'cells': [{'cell_type': 'code', 'id': f'c{i}', 'metadata': {}, 'execution_count': None, 'outputs': [],
-                       'source': source} for i, source in enumerate(cells)]}
+def move(page, name: str, value) -> None:
+    """Move control ``name`` of the widget's panel as a reader does: a choice picked, a slider set to its position
+    nearest ``value`` (SI; a log slider's positions are not values), with the input and change events it sends."""
+    page.eval_on_selector(f'#physai-panel-servo-{name}', """(input, [name, value]) => {
+        const c = window.physaiPanels.servo.byName[name];
+        input.value = input.tagName === 'SELECT' ? String(value) : c.position(value);
+        input.dispatchEvent(new Event('input', {bubbles: true}));
+        input.dispatchEvent(new Event('change', {bubbles: true})); }""", [name, value])
 
 
 @pytest.mark.slow
 def test_widget_in_jupyterlab_redraws_at_a_control(tmp_path):
-    """In a local JupyterLab the panel cell draws the page's panel from the kernel's run; moving kp and the integrator
-    redraws the step response with the kernel's new run at exactly those values, its verdict the kernel's."""
+    """In a local JupyterLab the panel cell draws the page's panel from the kernel's run; moving each control redraws
+    the step response with the kernel's new run at exactly those values, and its verdict is physai's for them."""
     from browser import chromium
+    from jupyter import jupyterlab, notebook, run_notebook
     (tmp_path / 'panel.ipynb').write_text(json.dumps(notebook(
         ['from physai.interface.widget import servo_widget\nw = servo_widget()\nw'])))
     timings = {}
     t0 = time.perf_counter()
     with jupyterlab(tmp_path) as (base, token), chromium() as browser:
         timings['server'] = time.perf_counter() - t0
-        page = browser.new_page(viewport={'width': 1400, 'height': 900})
-        errors = []
-        page.on('pageerror', lambda e: errors.append(str(e)))
-        page.goto(f'{base}/lab/tree/panel.ipynb?token={token}')
-        page.wait_for_selector('.jp-Notebook .jp-Cell .cm-content', timeout=120000)
-        page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', state='attached',
-                               timeout=120000)
+        page, errors = run_notebook(browser, base, token, 'panel.ipynb')
         timings['lab'] = time.perf_counter() - t0
-        page.wait_for_function("() => document.body.innerText.includes('| Idle')", timeout=120000)  # the kernel
-        page.click('.jp-Notebook .jp-Cell .cm-content')
-        page.keyboard.press('Shift+Enter')
         page.wait_for_selector('#physai-panel-servo[data-drawn]', state='attached', timeout=120000)
         page.wait_for_function("() => window.physaiPanels.servo.asked && !window.physaiPanels.servo.asked.first"
                                " && document.querySelector('#physai-panel-servo').dataset.state === 'idle'",
@@ -165,23 +121,17 @@ def test_widget_in_jupyterlab_redraws_at_a_control(tmp_path):
         readout = page.inner_text('#physai-panel-servo .pl-readout')
         step = page.inner_html('#physai-panel-servo svg.pl-step')
         assert 'sag' in readout, readout
-        for name, value, changes in (('kp', '3', 'kp'), ('integrator', 'Euler', 'integrator')):
+        for name, value in MOVES.items():
             drawn = int(page.get_attribute('#physai-panel-servo', 'data-drawn'))
-            if name == 'integrator':
-                page.select_option('#physai-panel-servo-integrator', 'Euler')
-            else:
-                # the kp slider moved to its position nearest 3 N·m/rad (a log slider: positions, not values)
-                page.eval_on_selector('#physai-panel-servo-kp', """(input) => {
-                    const c = window.physaiPanels.servo.byName.kp; input.value = c.position(3);
-                    input.dispatchEvent(new Event('input', {bubbles: true}));
-                    input.dispatchEvent(new Event('change', {bubbles: true})); }""")
+            move(page, name, value)
             page.wait_for_function(f"() => Number(document.querySelector('#physai-panel-servo').dataset.drawn) > {drawn}",
                                    timeout=120000)
             new_step = page.inner_html('#physai-panel-servo svg.pl-step')
             assert new_step != step, f'the step plot did not change when {name} moved'
             step = new_step
         values = page.evaluate('() => window.physaiPanels.servo.values')
-        assert values['integrator'] == 'Euler' and abs(values['kp'] - 3) / 3 < 0.05
+        for name, value in MOVES.items():
+            assert values[name] == value if isinstance(value, str) else abs(values[name] / value - 1) < 0.05, name
         expected = ch1.plots.readout(link.step_response(**values, q0=-0.5, duration=3.0))
         readout = page.inner_text('#physai-panel-servo .pl-readout')
         assert readout.replace('\u2212', '-') == expected.replace('\u2212', '-'), (readout, expected)
