@@ -48,7 +48,7 @@ class PanelWidget(anywidget.AnyWidget):
       later: part name -> :class:`Deferred` returning JSON, run after the first reply unless cached.
 
     Attributes:
-      compute_ms: Python's time for each request's first reply, ms (latest 500).
+      compute_ms: Python's time for each request's first reply, ms (latest 500; the reply carries it as ``ms``).
     """
 
     _esm = STATIC / 'panels.js'
@@ -93,8 +93,9 @@ class PanelWidget(anywidget.AnyWidget):
         except Exception as exc:  # a setting the physics refuses: the panel says so and stays alive
             self._reply({'generation': generation, 'error': f'{type(exc).__name__}: {exc}'})
             return
-        self.compute_ms = (self.compute_ms + [1e3 * (time.perf_counter() - start)])[-500:]
-        self._reply({'generation': generation, 'values': values, 'frame': frame, 'complete': complete})
+        ms = 1e3 * (time.perf_counter() - start)
+        self.compute_ms = (self.compute_ms + [ms])[-500:]
+        self._reply({'generation': generation, 'values': values, 'frame': frame, 'complete': complete, 'ms': ms})
         if not complete:
             with self._wake:
                 self._job = (generation, values)

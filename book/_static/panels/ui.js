@@ -531,6 +531,7 @@ export class Panel {
     this.draw(this.decode(reply.frame, reply.values), reply.values);
     const {start, first} = this.asked;
     this.asked.first = false;
+    if (first) this.lastReplyMs = reply.ms;   // Python's part of it (benchmarks/bench_widget.py)
     if (reply.complete) this.done(start, first ? start : null);
     else if (first) this.latencies.push(performance.now() - start);
   }

@@ -1,0 +1,143 @@
+"""Chapter 1's panel as a Jupyter widget (physai.interface.widget) in JupyterLab, against the matplotlib panel, in one run.
+
+Starts a local JupyterLab (tests/jupyter.py), opens a notebook whose cell shows ``servo_widget()`` in headless
+Chromium, and for every control makes ``--values`` changes spread over its range (evenly over the slider's positions,
+which are log-spaced on a log slider; every option of a choice), each from the panel's default setting (reset), and
+then the same from the slow setting (0.5 ms, RK4). Each change is timed in the page, from the input event to the
+redrawn step response (the kernel's first reply drawn: Python's run plus the round trip) and to the complete panel
+(the kp curve and stability map the kernel's worker sends next); Python's part of the first is the reply's ``ms``.
+The matplotlib panel (physai.interface.live, as benchmarks/bench_panel.py drives it, no front end) is timed on the same
+changes in the same run.
+
+Prints a table per panel and the last line ``widget <X> ms (worst median: <control>), python <P> ms, matplotlib <M>
+ms (worst median: <control>), ratio <X/M>``.
+
+Run: ``.venv/bin/python benchmarks/bench_widget.py [--values 10]`` (needs anywidget and jupyterlab).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'tests'))
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+
+from browser import chromium  # noqa: E402
+from jupyter import jupyterlab, notebook, run_notebook  # noqa: E402
+
+import bench_panel  # noqa: E402
+from physai.interface import position_actuators_panels  # noqa: E402
+
+SLOW = {'timestep': 0.0005, 'integrator': 'RK4'}
+
+MOVE_JS = """async ([name, index, count]) => {
+    const panel = window.physaiPanels.servo, input = panel.inputs[name].input;
+    const before = panel.completeLatencies.length, first = panel.latencies.length;
+    if (input.tagName === 'SELECT') input.selectedIndex = index % input.options.length;
+    else input.value = String(Number(input.min) + (Number(input.max) - Number(input.min)) * index / (count - 1));
+    input.dispatchEvent(new Event('input', {bubbles: true}));
+    input.dispatchEvent(new Event('change', {bubbles: true}));
+    return {before, first};
+}"""
+
+SET_JS = """async (values) => {
+    const panel = window.physaiPanels.servo, before = panel.completeLatencies.length;
+    Object.assign(panel.values, values);
+    panel.syncInputs();
+    panel.askKernel();
+    return before;
+}"""
+
+
+def wait_complete(page, before: int) -> None:
+    page.wait_for_function(f'() => window.physaiPanels.servo.completeLatencies.length > {before}', timeout=300000)
+
+
+def widget_times(page, n: int, at: dict | None) -> dict:
+    """control -> (ms to the step drawn, ms to the complete panel, Python ms of the first reply), per change."""
+    controls = page.evaluate('() => window.physaiPanels.servo.controls.map((c) => [c.name, c.kind,'
+                             ' (c.options || []).length])')
+    out = {}
+    for name, kind, options in controls:
+        if at and name in at:
+            continue
+        count = max(n, options) if kind == 'choice' else n
+        out[name] = ([], [], [], [], [])
+        for index in range(count):
+            defaults = page.evaluate('() => window.physaiPanels.servo.defaults()')
+            wait_complete(page, page.evaluate(SET_JS, {**defaults, **(at or {})}))
+            marks = page.evaluate(MOVE_JS, [name, index, count])
+            wait_complete(page, marks['before'])
+            first, complete = page.evaluate('() => [window.physaiPanels.servo.latencies.at(-1),'
+                                            ' window.physaiPanels.servo.completeLatencies.at(-1)]')
+            python_ms, trip, draw = page.evaluate('() => [window.physaiPanels.servo.lastReplyMs,'
+                                                  ' window.physaiPanels.servo.kernelTimes.roundTrip,'
+                                                  ' window.physaiPanels.servo.kernelTimes.draw]')
+            for column, ms in zip(out[name], (first, complete, python_ms, trip, draw)):
+                column.append(ms)
+    return out
+
+
+def table(title: str, rows: dict) -> tuple[str, float]:
+    print(title)
+    print(f'  {"control":<28} {"median ms":>9} {"p95 ms":>8} {"complete ms":>11} {"python ms":>9}'
+          f' {"round trip":>10} {"draw ms":>7}')
+    worst = (None, -1.0)
+    for name, (first, complete, python_ms, *more) in rows.items():
+        median = statistics.median(first)
+        extra = ''.join(f' {statistics.median(x):{w}.1f}' for x, w in zip(more, (10, 7)))
+        print(f'  {name:<28} {median:9.1f} {float(np.percentile(first, 95)):8.1f} {statistics.median(complete):11.1f} '
+              f'{statistics.median(python_ms):9.1f}{extra}')
+        if median > worst[1]:
+            worst = (name, median)
+    return worst
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--values', type=int, default=10, help='changes per control')
+    parser.add_argument('--no-matplotlib', action='store_true', help='time the widget only')
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = pathlib.Path(tmp)
+        (root / 'panel.ipynb').write_text(json.dumps(notebook(
+            ['from physai.interface.widget import servo_widget\nw = servo_widget()\nw'])))
+        t0 = time.perf_counter()
+        with jupyterlab(root) as (base, token), chromium() as browser:
+            page, errors = run_notebook(browser, base, token, 'panel.ipynb')
+            page.wait_for_selector('#physai-panel-servo[data-drawn]', state='attached', timeout=300000)
+            print(f'JupyterLab up and the panel drawn in {time.perf_counter() - t0:.1f} s')
+            widget = {}
+            for setting in (None, SLOW):
+                suffix = '' if setting is None else f' @ {bench_panel.setting_name(setting)}'
+                widget.update({f'{k}{suffix}': v for k, v in widget_times(page, args.values, setting).items()})
+            if errors:
+                print('page errors:', errors)
+    w_name, w_ms = table('widget in JupyterLab (input event to the redrawn step; complete; Python of the first reply;'
+                         ' its round trip, request sent to reply received; its drawing)',
+                         widget)
+    if args.no_matplotlib:
+        return
+    panel = position_actuators_panels.servo_panel()
+    mpl = {}
+    for setting in (None, SLOW):
+        suffix = '' if setting is None else f' @ {bench_panel.setting_name(setting)}'
+        times = bench_panel.time_controls(panel, args.values, at=setting)
+        mpl.update({f'{k}{suffix}': (a, b, c) for k, (a, b, c) in times.items()})
+    m_name, m_ms = table('matplotlib panel, no front end (change to the new PNG; complete; CPU)', mpl)
+    p_ms = statistics.median(widget[w_name][2])
+    print(f'widget {w_ms:.1f} ms (worst median: {w_name}), python {p_ms:.1f} ms, matplotlib {m_ms:.1f} ms '
+          f'(worst median: {m_name}), ratio {w_ms / m_ms:.2f}')
+
+
+if __name__ == '__main__':
+    main()
