@@ -140,3 +140,11 @@ def test_widget_in_jupyterlab_redraws_at_a_control(tmp_path):
         assert not errors, errors
     print('timings (s from start):', {k: round(v, 1) for k, v in timings.items()}, 'latencies ms:',
           [round(x) for x in latencies])
+
+
+def test_the_cells_stored_text_is_stable():
+    """What nbval compares of a panel cell, its text/plain, is the same words for every widget made."""
+    a, b = widget.servo_widget(), widget.servo_widget()
+    texts = [w._repr_mimebundle_()[0]['text/plain'] for w in (a, b)]
+    assert texts[0] == texts[1] == repr(a)
+    assert 'kp, armature, timestep, integrator, dampratio' in texts[0]
