@@ -9,6 +9,11 @@ redrawn step response (the kernel's first reply drawn: Python's run plus the rou
 The matplotlib panel (physai.interface.live, as benchmarks/bench_panel.py drives it, no front end) is timed on the same
 changes in the same run.
 
+In the same JupyterLab page it then shows the matplotlib panel (``servo_panel()``, a second cell) and times both
+panels' two choices (integrator, dampratio: native ``<select>`` in both) the same way in the browser: from the change
+to the new picture in the DOM (the widget's SVG, the matplotlib panel's ``<img>`` with its new PNG) and to the next
+animation frame after it (the PNG decoded): the like-for-like ratio.
+
 Prints a table per panel and the last line ``widget <X> ms (worst median: <control>), python <P> ms, matplotlib <M>
 ms (worst median: <control>), ratio <X/M>``.
 
@@ -56,6 +61,46 @@ SET_JS = """async (values) => {
     panel.askKernel();
     return before;
 }"""
+
+
+CHOICE_JS = """async ([select, image, index]) => {
+    // a choice changed in the page, timed to the new picture in the DOM (the widget's SVG drawn, or the matplotlib
+    // panel's <img> given its new PNG) and to the next animation frame after it
+    const s = document.querySelector(select), img = image ? document.querySelector(image) : null;
+    const panel = window.physaiPanels.servo, drawnBefore = panel.latencies.length, src = img ? img.src : null;
+    const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
+    const t0 = performance.now();
+    const changed = new Promise((resolve) => {
+        if (img) {
+            const seen = new MutationObserver(() => { if (img.src !== src) { seen.disconnect(); resolve(); } });
+            seen.observe(img, {attributes: true, attributeFilter: ['src']});
+        } else {
+            const poll = () => (panel.latencies.length > drawnBefore ? resolve() : setTimeout(poll, 0));
+            poll();
+        }
+    });
+    s.selectedIndex = index;
+    s.dispatchEvent(new Event('input', {bubbles: true}));
+    s.dispatchEvent(new Event('change', {bubbles: true}));
+    await changed;
+    const dom = img ? performance.now() - t0 : panel.latencies.at(-1);
+    if (img) await img.decode().catch(() => null);
+    await frame();
+    return [dom, performance.now() - t0];
+}"""
+
+
+def choice_times(page, select: str, image: str | None, count: int, rounds: int) -> tuple[list, list]:
+    """(ms to the new picture in the DOM, ms to the next frame after it decoded) for ``rounds`` passes over a choice's
+    ``count`` options, each from the option before; waits a second after each, for the deferred parts."""
+    dom, painted = [], []
+    for r in range(rounds):
+        for index in list(range(1, count)) + [0]:
+            a, b = page.evaluate(CHOICE_JS, [select, image, index])
+            dom.append(a)
+            painted.append(b)
+            time.sleep(1.0)
+    return dom, painted
 
 
 def wait_complete(page, before: int) -> None:
@@ -106,11 +151,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--values', type=int, default=10, help='changes per control')
     parser.add_argument('--no-matplotlib', action='store_true', help='time the widget only')
+    parser.add_argument('--rounds', type=int, default=3, help='passes over each choice in JupyterLab')
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = pathlib.Path(tmp)
         (root / 'panel.ipynb').write_text(json.dumps(notebook(
-            ['from physai.interface.widget import servo_widget\nw = servo_widget()\nw'])))
+            ['from physai.interface.widget import servo_widget\nw = servo_widget()\nw',
+             'from physai.interface.position_actuators_panels import servo_panel\np = servo_panel()\np'])))
         t0 = time.perf_counter()
         with jupyterlab(root) as (base, token), chromium() as browser:
             page, errors = run_notebook(browser, base, token, 'panel.ipynb')
@@ -120,11 +167,30 @@ def main() -> None:
             for setting in (None, SLOW):
                 suffix = '' if setting is None else f' @ {bench_panel.setting_name(setting)}'
                 widget.update({f'{k}{suffix}': v for k, v in widget_times(page, args.values, setting).items()})
+            # the matplotlib panel in the same notebook, its two choices (native <select>s) against the widget's
+            page.keyboard.press('Shift+Enter')   # the second cell: servo_panel()
+            page.wait_for_selector('.jp-Cell:nth-child(2) .jp-OutputArea img', timeout=300000)
+            time.sleep(3)
+            choices = []
+            for name, index, count in (('integrator', 0, 5), ('dampratio', 1, 4)):
+                widget_sel = f'#physai-panel-servo-{name}'
+                mpl_css = page.evaluate(f"""() => {{ const s = document.querySelectorAll('.jp-Cell:nth-child(2)'
+                    + ' .jp-OutputArea select')[{index}]; s.id = 'mpl-{name}'; return '#mpl-{name}'; }}""")
+                w = choice_times(page, widget_sel, None, count, args.rounds)
+                m = choice_times(page, mpl_css, '.jp-Cell:nth-child(2) .jp-OutputArea img', count, args.rounds)
+                choices.append((name, w, m))
             if errors:
                 print('page errors:', errors)
     w_name, w_ms = table('widget in JupyterLab (input event to the redrawn step; complete; Python of the first reply;'
                          ' its round trip, request sent to reply received; its drawing)',
                          widget)
+    print('both panels in JupyterLab, a choice changed (to the new picture in the DOM / the next frame after it)')
+    print(f'  {"control":<12} {"widget median":>13} {"p95":>6} {"painted":>8}   {"matplotlib median":>17} {"p95":>6}'
+          f' {"painted":>8}  ratio')
+    for name, (wd, wp), (md, mp) in choices:
+        print(f'  {name:<12} {statistics.median(wd):13.1f} {float(np.percentile(wd, 95)):6.1f} '
+              f'{statistics.median(wp):8.1f}   {statistics.median(md):17.1f} {float(np.percentile(md, 95)):6.1f} '
+              f'{statistics.median(mp):8.1f}  {statistics.median(wp) / statistics.median(mp):.2f}')
     if args.no_matplotlib:
         return
     panel = position_actuators_panels.servo_panel()
