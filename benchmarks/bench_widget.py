@@ -153,6 +153,8 @@ def main() -> None:
     parser.add_argument('--no-matplotlib', action='store_true', help='time the widget only')
     parser.add_argument('--rounds', type=int, default=3, help='passes over each choice in JupyterLab')
     args = parser.parse_args()
+    from physai.book import widget_bundle
+    widget_bundle.main([])  # the widget's front end from the page's modules as they are now
     with tempfile.TemporaryDirectory() as tmp:
         root = pathlib.Path(tmp)
         (root / 'panel.ipynb').write_text(json.dumps(notebook(

@@ -9,6 +9,7 @@ requirements.txt yet).
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import numpy as np
@@ -20,6 +21,16 @@ from physai.engine import link  # noqa: E402
 from physai.experiments.servo_panel import servo_kp_curve, servo_stability  # noqa: E402
 from physai.interface import position_actuators_panels as ch1  # noqa: E402
 from physai.interface import web, widget  # noqa: E402
+
+@pytest.fixture(scope='module', autouse=True)
+def bundle():
+    """The widget's front end, built from the page's modules now (physai.book.widget_bundle: esbuild, 0.1 s)."""
+    from physai.book import widget_bundle
+    if not widget_bundle.ESBUILD.exists():
+        pytest.skip('node_modules/.bin/esbuild is missing: run npm ci')
+    assert widget_bundle.main([]) == 0
+    return widget_bundle
+
 
 OFF_GRID = {'kp': 123.4, 'armature': 0.0137, 'timestep': 0.0031, 'integrator': 'Euler', 'dampratio': 0.5}
 """A setting on none of the first view's grid values (kp, armature) and at a timestep the page never stores."""
@@ -73,12 +84,14 @@ def test_a_value_out_of_range_is_an_error_reply_naming_it():
     assert 'frame' in wait_reply(w, 2, complete=False)
 
 
-def test_bundle_is_fresh():
-    """physai/interface/static/ is what book/_static/panels/ and physai.css bundle to now."""
-    from physai.book import widget_bundle
-    if not widget_bundle.ESBUILD.exists():
-        pytest.skip('node_modules/.bin/esbuild is missing: run npm ci')
-    assert widget_bundle.main(['--check']) == 0, 'run python -m physai.book.widget_bundle'
+def test_bundle_is_one_small_module_with_the_panel_styles(bundle):
+    """The front end anywidget loads is one ES module (no import left to resolve from its blob: address) that stays
+    small (the engine is not in it: the kernel runs the physics), with every panel rule of the page's style sheet."""
+    js, css = (widget.STATIC / 'panels.js').read_text(), (widget.STATIC / 'panels.css').read_text()
+    assert 'import.meta' not in js and not re.search(r'''from\s*["']\.''', js)  # no relative import left
+    assert 'export' in js and len(js.encode()) < 100_000
+    page_rules = bundle.panel_css(bundle.CSS.read_text())
+    assert css == page_rules and css.count('physai-panel') >= 60
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -4,8 +4,9 @@ anywidget loads a widget's front end as a single ES module (from a ``blob:`` add
 is several modules that import each other by relative paths (``book/_static/panels/``). :func:`build` bundles
 ``widget.js`` and all it imports with esbuild (npm ``esbuild``, pinned in ``package.json``) into
 ``physai/interface/static/panels.js``, and copies the panel's rules of ``book/_static/physai.css`` (every rule
-whose selector names ``physai-panel``) into ``panels.css``, so the package carries its front end to Colab and to
-``pip install`` users, who have no Node. ``import.meta.url`` is replaced by the notebook's address: the engine and
+whose selector names ``physai-panel``) into ``panels.css``. The two files are generated, not committed (a committed
+bundle goes stale with every change to a page module): tests build them; a package for Colab or ``pip install``
+users, who have no Node, must be built after them (``pyproject.toml`` lists them as package data). ``import.meta.url`` is replaced by the notebook's address: the engine and
 worker addresses the modules compute at load time then parse, and the kernel source never fetches them.
 
 Run: ``python -m physai.book.widget_bundle`` (writes both files); ``--check`` fails if they are stale.

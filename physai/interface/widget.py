@@ -34,7 +34,8 @@ from physai.interface.plots import COLORS
 
 STATIC = Path(__file__).with_name('static')
 """The bundled front end: ``panels.js`` (``widget.js`` and all it imports) and ``panels.css`` (the panel's rules of
-``book/_static/physai.css``), written by ``python -m physai.book.widget_bundle``."""
+``book/_static/physai.css``), written by ``python -m physai.book.widget_bundle`` (generated, not committed: a
+committed bundle would go stale with every change to the page's modules)."""
 
 
 class PanelWidget(anywidget.AnyWidget):
@@ -59,6 +60,10 @@ class PanelWidget(anywidget.AnyWidget):
 
     def __init__(self, spec: PanelSpec, module: str, *, constants: Mapping,
                  now: Mapping[str, Callable[[dict], object]], later: Mapping[str, Deferred]):
+        missing = [name for name in ('panels.js', 'panels.css') if not (STATIC / name).is_file()]
+        if missing:
+            raise FileNotFoundError(f'the widget\'s front end {", ".join(missing)} is missing in {STATIC}: run '
+                                    f'python -m physai.book.widget_bundle (after npm ci)')
         super().__init__(data={'module': module, 'spec': spec.to_json(),
                                'constants': {**constants, 'colors': COLORS, 'pythonMujoco': mujoco.__version__}})
         self.spec = spec
