@@ -52,8 +52,9 @@ class PanelWidget(anywidget.AnyWidget):
       compute_ms: Python's time for each request's first reply, ms (latest 500; the reply carries it as ``ms``).
     """
 
-    _esm = STATIC / 'panels.js'
-    _css = STATIC / 'panels.css'
+    # read when a widget is made, not when this module is imported (the bundle may not be built yet)
+    _esm = traitlets.Unicode().tag(sync=True)
+    _css = traitlets.Unicode().tag(sync=True)
     data = traitlets.Dict().tag(sync=True)
     request = traitlets.Dict().tag(sync=True)
     reply = traitlets.Dict().tag(sync=True)
@@ -64,7 +65,8 @@ class PanelWidget(anywidget.AnyWidget):
         if missing:
             raise FileNotFoundError(f'the widget\'s front end {", ".join(missing)} is missing in {STATIC}: run '
                                     f'python -m physai.book.widget_bundle (after npm ci)')
-        super().__init__(data={'module': module, 'spec': spec.to_json(),
+        super().__init__(_esm=(STATIC / 'panels.js').read_text(), _css=(STATIC / 'panels.css').read_text(),
+                         data={'module': module, 'spec': spec.to_json(),
                                'constants': {**constants, 'colors': COLORS, 'pythonMujoco': mujoco.__version__}})
         self.spec = spec
         self.now = dict(now)
