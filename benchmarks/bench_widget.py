@@ -17,7 +17,11 @@ animation frame after it (the PNG decoded): the like-for-like ratio.
 Prints a table per panel and the last line ``widget <X> ms (worst median: <control>), python <P> ms, matplotlib <M>
 ms (worst median: <control>), ratio <X/M>``.
 
-Run: ``.venv/bin/python benchmarks/bench_widget.py [--values 10]`` (needs anywidget and jupyterlab).
+With ``--ping N`` it times only N round trips of a bare widget that answers at once (a trait, then a custom
+message), and N execute requests to a kernel over ZMQ with no server or browser: what the round trip costs by itself.
+
+Run: ``.venv/bin/python benchmarks/bench_widget.py [--values 10] [--rounds 3] [--ping 40]`` (needs anywidget and
+jupyterlab).
 """
 
 from __future__ import annotations
@@ -43,6 +47,60 @@ import bench_panel  # noqa: E402
 from physai.interface import position_actuators_panels  # noqa: E402
 
 SLOW = {'timestep': 0.0005, 'integrator': 'RK4'}
+
+PING_CELL = r'''
+import anywidget, traitlets
+class Ping(anywidget.AnyWidget):
+    _esm = """
+    export default { render({model, el}) {
+      const times = {trait: [], msg: []};
+      window.ping = async (n, kind) => {
+        for (let i = 0; i < n; i++) {
+          const t = performance.now();
+          await new Promise((resolve) => {
+            if (kind === 'trait') {
+              const f = () => { model.off('change:pong', f); resolve(); };
+              model.on('change:pong', f); model.set('ping', i + 1 + (kind === 'trait' ? 0 : 0) + Math.random()); model.save_changes();
+            } else {
+              const f = (m) => { model.off('msg:custom', f); resolve(); };
+              model.on('msg:custom', f); model.send({i});
+            }
+          });
+          times[kind].push(performance.now() - t);
+        }
+        return times[kind];
+      };
+      el.textContent = 'ping ready'; el.id = 'pingready';
+    } };
+    """
+    ping = traitlets.Float(0).tag(sync=True)
+    pong = traitlets.Float(0).tag(sync=True)
+    def __init__(self):
+        super().__init__()
+        self.observe(lambda c: setattr(self, 'pong', c['new']), names='ping')
+        self.on_msg(lambda w, content, buffers: self.send({'i': content['i']}))
+Ping()
+'''
+"""A bare anywidget that answers at once (a trait set back by an observer; a custom message sent back): the round
+trip of JupyterLab's widget messages with no computation (``--ping``)."""
+
+
+def kernel_round_trip(n: int) -> list[float]:
+    """ms of ``n`` execute requests of ``pass`` to a fresh kernel over ZMQ (jupyter_client): no server, no browser."""
+    from jupyter_client.manager import start_new_kernel
+    km, kc = start_new_kernel(kernel_name='python3')
+    try:
+        for _ in range(5):
+            kc.execute_interactive('pass', timeout=60)
+        out = []
+        for _ in range(n):
+            start = time.perf_counter()
+            kc.execute_interactive('pass', timeout=60)
+            out.append(1e3 * (time.perf_counter() - start))
+        return out
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
 
 MOVE_JS = """async ([name, index, count]) => {
     const panel = window.physaiPanels.servo, input = panel.inputs[name].input;
@@ -152,11 +210,25 @@ def main() -> None:
     parser.add_argument('--values', type=int, default=10, help='changes per control')
     parser.add_argument('--no-matplotlib', action='store_true', help='time the widget only')
     parser.add_argument('--rounds', type=int, default=3, help='passes over each choice in JupyterLab')
+    parser.add_argument('--ping', type=int, default=0,
+                        help='also time this many bare widget round trips (and kernel-only ones), then stop')
     args = parser.parse_args()
     from physai.book import widget_bundle
     widget_bundle.main([])  # the widget's front end from the page's modules as they are now
     with tempfile.TemporaryDirectory() as tmp:
         root = pathlib.Path(tmp)
+        if args.ping:
+            (root / 'ping.ipynb').write_text(json.dumps(notebook([PING_CELL])))
+            with jupyterlab(root) as (base, token), chromium() as browser:
+                page, errors = run_notebook(browser, base, token, 'ping.ipynb')
+                page.wait_for_selector('#pingready', state='attached', timeout=300000)
+                for kind in ('trait', 'msg'):
+                    t = page.evaluate('([n, k]) => window.ping(n, k)', [args.ping, kind])
+                    print(f'bare widget round trip ({kind}): median {statistics.median(t):.1f} ms, min {min(t):.1f}, '
+                          f'p95 {float(np.percentile(t, 95)):.1f}')
+            t = kernel_round_trip(args.ping)
+            print(f'kernel only (jupyter_client, ZMQ): median {statistics.median(t):.1f} ms, min {min(t):.1f}')
+            return
         (root / 'panel.ipynb').write_text(json.dumps(notebook(
             ['from physai.interface.widget import servo_widget\nw = servo_widget()\nw',
              'from physai.interface.position_actuators_panels import servo_panel\np = servo_panel()\np'])))
