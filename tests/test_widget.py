@@ -22,6 +22,7 @@ from physai.experiments.servo_panel import servo_kp_curve, servo_stability  # no
 from physai.interface import position_actuators_panels as ch1  # noqa: E402
 from physai.interface import web, widget  # noqa: E402
 
+
 @pytest.fixture(scope='module', autouse=True)
 def bundle():
     """The widget's front end, built from the page's modules now (physai.book.widget_bundle: esbuild, 0.1 s)."""
