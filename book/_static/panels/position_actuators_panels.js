@@ -61,15 +61,17 @@ export default class ServoPanel extends Panel {
 
   // ---- the two sources of results
 
-  // the stored first view: step response, kp curve and stability map at the grid's values
+  // the stored first view (step response, kp curve and stability map at the grid's values), or the kernel's reply
+  // at the controls' own values, whose curve and map are null until Python has run them
   decode(frame) {
     const s = frame.step, c = this.constants;
     return {step: {h: s.h, qDeg: unpack(s.q, c.traceStep), diverged: s.diverged, settled: s.settled, bad: s.bad,
                    tEnd: s.tEnd, sagDeg: fix(s.sagDeg), riseMs: fix(s.riseMs), riseWindow: s.riseWindow.map(fix),
                    readout: s.readout},
-            curve: {kp: c.kpGrid, sagDeg: frame.curve.sagDeg.map(fix), riseMs: frame.curve.riseMs.map(fix),
-                    bad: frame.curve.bad},
-            map: frame.map, mapSource: 'precomputed'};
+            curve: frame.curve && {kp: c.kpGrid, sagDeg: frame.curve.sagDeg.map(fix), riseMs: frame.curve.riseMs.map(fix),
+                                   bad: frame.curve.bad},
+            map: frame.map ?? c.stabilityKp.map(() => c.stabilityArmature.map(() => null)),
+            mapSource: frame.map ? 'precomputed' : 'running'};
   }
 
   async start(mujoco, live) {

@@ -14,9 +14,14 @@
 // The present view (for a projector) draws the plots again at the size they are shown, in rows that fit the screen
 // (one column on a phone), with every text at least 13 CSS px.
 //
+// A third source serves the panel as a Jupyter widget (physai.interface.widget, through anywidget): the kernel. The
+// widget's front end (widget.js) hands the panel a `kernel` ({ask(request)}); every control then asks Python for
+// the run at its exact values, and the reply (a frame in the first view's form, fromKernel) is drawn by decode and
+// draw as a stored frame is. In the kernel there is no page address and no engine to offer.
+//
 // A chapter's panel (one module per chapter, named like the Python panels) extends Panel with buildPlots(plots),
 // decode(frame) (the stored first view as results), start(mujoco, live) (its models), update(start) (the physics,
-// then draw) and draw(results). Both sources go through the same draw.
+// then draw) and draw(results). All sources go through the same draw.
 import {load} from './engine.js';
 import {Plot} from './figures.js';
 import {Control, format, plainNumbers} from './spec.js';
@@ -69,8 +74,9 @@ export function widestValue(c) {
 export class Panel {
   // root: the panel's element (physai.interface.web.first_view's block); data: its JSON; live: the live block's
   // JSON (the models and the engine's constants), or null when the page has none
-  constructor(root, data, live) {
+  constructor(root, data, live, kernel = null) {
     this.root = root;
+    this.kernel = kernel;
     this.data = data;
     this.spec = data.spec;
     this.constants = data.constants;
@@ -78,7 +84,7 @@ export class Panel {
     this.colors = data.constants.colors;
     this.controls = this.spec.controls.map((c) => new Control(c, this.spec.logPositions));
     this.byName = Object.fromEntries(this.controls.map((c) => [c.name, c]));
-    this.mode = 'first-view';   // then 'loading', 'live'
+    this.mode = kernel ? 'kernel' : 'first-view';   // then 'loading', 'live'; or 'kernel' throughout
     this.latencies = [];        // input to the first redrawn picture, ms
     this.completeLatencies = [];  // input to the whole run drawn with its verdict, ms
     this.drawn = 0;
@@ -128,8 +134,13 @@ export class Panel {
       clearTimeout(this.resizeTimer);
       this.resizeTimer = setTimeout(() => { this.presentScaleSet(); this.redrawPlots(); }, 150);
     });
-    this.offerEngine();
-    this.firstView();
+    if (this.kernel) {
+      this.status.textContent = `computed by physai (MuJoCo ${this.constants.pythonMujoco}) in the kernel`;
+      this.askKernel();
+    } else {
+      this.offerEngine();
+      this.firstView();
+    }
     this.committed = Object.fromEntries(this.controls.map((c) => [c.name, this.inputs[c.name].input.value]));
     if (this.presentAtStart) this.togglePresent();
     if (this.fromAddress && this.canGoLive()) this.goLive();
@@ -308,7 +319,14 @@ export class Panel {
         ? {position: 'absolute', top: '0', right: '0', width: `${room.width}px`, height: `${room.height}px`}
         : {position: '', top: '', right: '', width: '', height: ''});
     }
-    if (this.mode === 'live') this.update(); else this.firstView();
+    this.refresh();
+  }
+
+  // draw the current values again from the panel's source
+  refresh() {
+    if (this.mode === 'kernel') this.askKernel();
+    else if (this.mode === 'live') this.update();
+    else this.firstView();
   }
 
   // every plot drawn, by key (a chapter with more than its description's says so)
@@ -324,6 +342,7 @@ export class Panel {
 
   // the page's address: ?KEY-URL=VALUE for every control, KEY-present=1 for the present view
   fromUrl() {
+    if (this.kernel) return {};   // a notebook's address is not the panel's
     const q = new URLSearchParams(location.search), k = this.spec.key, out = {};
     for (const c of this.controls) {
       const text = q.get(`${k}-${c.url}`);
@@ -338,6 +357,7 @@ export class Panel {
   }
 
   writeUrl() {
+    if (this.kernel) return;
     clearTimeout(this.urlTimer);
     this.urlPending = false;
     const q = new URLSearchParams(location.search), k = this.spec.key;
@@ -348,6 +368,7 @@ export class Panel {
 
   // the address follows the controls a quarter second after the last move (browsers throttle replaceState)
   scheduleUrl() {
+    if (this.kernel) return;
     clearTimeout(this.urlTimer);
     this.urlPending = true;
     this.urlTimer = setTimeout(() => this.writeUrl(), 250);
@@ -371,6 +392,11 @@ export class Panel {
     const start = event && event.timeStamp ? event.timeStamp : performance.now();
     this.values[name] = this.byName[name].value(this.inputs[name].input.value);
     this.scheduleUrl();
+    if (this.mode === 'kernel') {
+      this.showValue(name);
+      this.askKernel(start);
+      return;
+    }
     if (this.mode === 'live') {
       this.showValue(name);
       this.update(start);
@@ -399,14 +425,14 @@ export class Panel {
     this.values[name] = value;
     this.showValue(name);
     if (!moved) return;
-    if (this.mode === 'live') this.update(); else this.firstView();
+    this.refresh();
   }
 
   reset() {
     this.values = this.defaults();
     this.syncInputs();
     this.scheduleUrl();
-    if (this.mode === 'live') this.update(); else this.firstView();
+    this.refresh();
   }
 
   togglePresent() {
@@ -481,6 +507,33 @@ export class Panel {
     const grid = this.controls.filter((c) => c.name in this.data.firstView.grid).map((c) => c.label).join(', ');
     this.status.textContent = `precomputed by physai (MuJoCo ${this.constants.pythonMujoco}) on a grid of ${grid}`;
     this.root.dataset.frame = JSON.stringify(values);
+  }
+
+  // ---- the kernel (a Jupyter widget)
+
+  // ask Python for the run at the current values; its reply comes to fromKernel
+  askKernel(start = performance.now()) {
+    this.generation += 1;
+    this.asked = {generation: this.generation, start, first: true};
+    this.root.dataset.state = 'running';
+    this.kernel.ask({generation: this.generation, values: {...this.values}});
+  }
+
+  // Python's reply: {generation, values, frame, complete}, a frame in the first view's form at exactly these values
+  // (its slow parts null until they are computed: a second reply completes it); an older generation's is dropped
+  fromKernel(reply) {
+    if (reply.error) {
+      this.setReadout(`could not run this setting: ${reply.error}`, true);
+      this.root.dataset.state = 'idle';
+      return;
+    }
+    if (!this.asked || reply.generation !== this.asked.generation) return;
+    this.draw(this.decode(reply.frame, reply.values), reply.values);
+    const {start, first} = this.asked;
+    this.asked.first = false;
+    if (first) this.lastReplyMs = reply.ms;   // Python's part of it (benchmarks/bench_widget.py)
+    if (reply.complete) this.done(start, first ? start : null);
+    else if (first) this.latencies.push(performance.now() - start);
   }
 
   // ---- MuJoCo in the page

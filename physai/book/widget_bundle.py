@@ -1,0 +1,93 @@
+"""The widget's front end as one module: the page's panel code bundled for anywidget (a spike of issue 42).
+
+anywidget loads a widget's front end as a single ES module (from a ``blob:`` address), while the page's panel code
+is several modules that import each other by relative paths (``book/_static/panels/``). :func:`build` bundles
+``widget.js`` and all it imports with esbuild (npm ``esbuild``, pinned in ``package.json``) into
+``physai/interface/static/panels.js``, and copies the panel's rules of ``book/_static/physai.css`` (every rule
+whose selector names ``physai-panel``) into ``panels.css``. The two files are generated, not committed (a committed
+bundle goes stale with every change to a page module): tests build them; a package for Colab or ``pip install``
+users, who have no Node, must be built after them (``pyproject.toml`` lists them as package data). ``import.meta.url`` is replaced by the notebook's address: the engine and
+worker addresses the modules compute at load time then parse, and the kernel source never fetches them.
+
+Run: ``python -m physai.book.widget_bundle`` (writes both files); ``--check`` fails if they are stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ENTRY = ROOT / 'book' / '_static' / 'panels' / 'widget.js'
+CSS = ROOT / 'book' / '_static' / 'physai.css'
+ESBUILD = ROOT / 'node_modules' / '.bin' / 'esbuild'
+OUT = ROOT / 'physai' / 'interface' / 'static'
+
+
+def bundle_js() -> str:
+    """``widget.js`` and its imports as one minified ES module (esbuild)."""
+    if not ESBUILD.exists():
+        raise FileNotFoundError(f'{ESBUILD} is missing: run npm ci (package.json pins esbuild)')
+    done = subprocess.run([str(ESBUILD), str(ENTRY), '--bundle', '--format=esm', '--minify', '--legal-comments=none',
+                           '--define:import.meta.url=document.baseURI', '--log-level=warning'],
+                          capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def _blocks(text: str):
+    """The top-level blocks of a style sheet: (prelude, body), comments removed."""
+    text = re.sub(r'/\*.*?\*/', '', text, flags=re.S)
+    i = 0
+    while True:
+        start = text.find('{', i)
+        if start < 0:
+            return
+        depth, j = 1, start + 1
+        while depth:
+            depth += {'{': 1, '}': -1}.get(text[j], 0)
+            j += 1
+        yield text[i:start].strip(), text[start + 1:j - 1]
+        i = j
+
+
+def panel_css(text: str) -> str:
+    """The rules of a style sheet whose selector names ``physai-panel`` (inside @media blocks too), nothing else."""
+    out = []
+    for prelude, body in _blocks(text):
+        if prelude.startswith('@media'):
+            inner = panel_css(body)
+            if inner:
+                out.append(f'{prelude}{{\n{inner}}}\n')
+        elif 'physai-panel' in prelude:
+            out.append(f'{prelude}{{{body.strip()}}}\n')
+    return ''.join(out)
+
+
+def build() -> dict[str, str]:
+    """The two files' texts, by name."""
+    return {'panels.js': bundle_js(), 'panels.css': panel_css(CSS.read_text())}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--check', action='store_true', help='fail if the stored files differ from a new build')
+    args = parser.parse_args(argv)
+    files = build()
+    stale = [name for name, text in files.items() if not (OUT / name).exists() or (OUT / name).read_text() != text]
+    if args.check:
+        if stale:
+            print(f'stale: {", ".join(stale)}; run python -m physai.book.widget_bundle', file=sys.stderr)
+            return 1
+        return 0
+    OUT.mkdir(exist_ok=True)
+    for name, text in files.items():
+        (OUT / name).write_text(text)
+        print(f'{OUT / name}: {len(text.encode())} bytes')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""The page's panel as a Jupyter widget: one renderer for the book's page and the kernel (a spike of issue 42).
+
+:class:`PanelWidget` is an ``anywidget`` whose front end is the page's own ES modules (``book/_static/panels/``:
+``ui.js``'s ``Panel`` and the chapter's module, entered through ``widget.js``), bundled into one module by
+``physai.book.widget_bundle`` (anywidget loads one file) and shipped in ``physai/interface/static/``. The physics
+stays in the kernel: a control sends its values (the ``request`` trait), Python runs the chapter's parts at exactly
+those values, in the form the page's first view stores them (:class:`physai.interface.web.Part`'s ``compute``), and
+sends them back (``reply``), which the chapter's ``decode`` and ``draw`` draw as they draw a stored frame.
+
+The parts that are cheap answer at once (``now``); the slow ones (``later``, each a
+:class:`physai.interface.live.Deferred`) answer from their cache when they can, else are run on a worker thread
+after the first reply and sent in a second one (``complete``), as the matplotlib panel does.
+
+:func:`servo_widget` is chapter 1's.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import anywidget
+import mujoco
+import traitlets
+
+from physai.experiments.servo_panel import servo_kp_curve, servo_stability, servo_step
+from physai.interface import position_actuators_panels as ch1
+from physai.interface.live import Deferred
+from physai.interface.panel import PanelSpec
+from physai.interface.plots import COLORS
+
+STATIC = Path(__file__).with_name('static')
+"""The bundled front end: ``panels.js`` (``widget.js`` and all it imports) and ``panels.css`` (the panel's rules of
+``book/_static/physai.css``), written by ``python -m physai.book.widget_bundle`` (generated, not committed: a
+committed bundle would go stale with every change to the page's modules)."""
+
+
+class PanelWidget(anywidget.AnyWidget):
+    """A chapter's panel (its :class:`~physai.interface.panel.PanelSpec`) drawn by the page's code, run by the kernel.
+
+    Args:
+      spec: the panel's description.
+      module: the chapter's page module (``position_actuators_panels.js``), as the page block names it.
+      constants: the chapter's numbers the page draws with (the page block's ``constants``).
+      now: part name -> ``f(values) -> JSON``, run for every request before the reply.
+      later: part name -> :class:`Deferred` returning JSON, run after the first reply unless cached.
+
+    Attributes:
+      compute_ms: Python's time for each request's first reply, ms (latest 500; the reply carries it as ``ms``).
+    """
+
+    # read when a widget is made, not when this module is imported (the bundle may not be built yet)
+    _esm = traitlets.Unicode().tag(sync=True)
+    _css = traitlets.Unicode().tag(sync=True)
+    data = traitlets.Dict().tag(sync=True)
+    request = traitlets.Dict().tag(sync=True)
+    reply = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, spec: PanelSpec, module: str, *, constants: Mapping,
+                 now: Mapping[str, Callable[[dict], object]], later: Mapping[str, Deferred]):
+        missing = [name for name in ('panels.js', 'panels.css') if not (STATIC / name).is_file()]
+        if missing:
+            raise FileNotFoundError(f'the widget\'s front end {", ".join(missing)} is missing in {STATIC}: run '
+                                    f'python -m physai.book.widget_bundle (after npm ci)')
+        super().__init__(_esm=(STATIC / 'panels.js').read_text(), _css=(STATIC / 'panels.css').read_text(),
+                         data={'module': module, 'spec': spec.to_json(),
+                               'constants': {**constants, 'colors': COLORS, 'pythonMujoco': mujoco.__version__}})
+        self.spec = spec
+        self.now = dict(now)
+        self.later = dict(later)
+        self.compute_ms: list[float] = []
+        self._sending = threading.Lock()
+        self._wake = threading.Condition()
+        self._job: tuple[int, dict] | None = None
+        self._latest = 0
+        self._worker = threading.Thread(target=self._work, daemon=True, name=f'physai-widget-{spec.key}')
+        self._worker.start()
+        self.observe(self._on_request, names='request')
+
+    def __repr__(self) -> str:
+        # the cell's stored text/plain (nbval compares it): the same words whatever the widget's id
+        return (f'panel {self.spec.key} ({", ".join(c.name for c in self.spec.controls)}): the book page\'s panel, '
+                f'run by this kernel')
+
+    def frame(self, values: Mapping) -> tuple[dict, bool]:
+        """The parts at ``values`` (each control's, checked against its range): the ``now`` parts run, the ``later``
+        ones from their cache or None. Returns (frame, complete)."""
+        values = self.spec.check(values)
+        out = {name: f(values) for name, f in self.now.items()}
+        out.update({name: part.get(values) for name, part in self.later.items()})
+        return out, all(out[name] is not None for name in self.later)
+
+    def _on_request(self, change) -> None:
+        request = change['new']
+        if not request:
+            return
+        generation, values = int(request['generation']), dict(request['values'])
+        self._latest = generation
+        start = time.perf_counter()
+        try:
+            frame, complete = self.frame(values)
+        except Exception as exc:  # a setting the physics refuses: the panel says so and stays alive
+            self._reply({'generation': generation, 'error': f'{type(exc).__name__}: {exc}'})
+            return
+        ms = 1e3 * (time.perf_counter() - start)
+        self.compute_ms = (self.compute_ms + [ms])[-500:]
+        self._reply({'generation': generation, 'values': values, 'frame': frame, 'complete': complete, 'ms': ms})
+        if not complete:
+            with self._wake:
+                self._job = (generation, values)
+                self._wake.notify()
+
+    def _reply(self, reply: dict) -> None:
+        with self._sending:
+            self.reply = reply
+
+    def _work(self) -> None:
+        while True:
+            with self._wake:
+                while self._job is None:
+                    self._wake.wait()
+                generation, values = self._job
+                self._job = None
+            for part in self.later.values():
+                if generation != self._latest:
+                    break  # a newer request: its own job follows
+                part.compute(self.spec.check(values))
+            if generation == self._latest:
+                try:
+                    frame, complete = self.frame(values)
+                except Exception as exc:
+                    self._reply({'generation': generation, 'error': f'{type(exc).__name__}: {exc}'})
+                    continue
+                self._reply({'generation': generation, 'values': values, 'frame': frame, 'complete': complete})
+
+
+def _curve(armature, timestep, integrator, dampratio, *, q0, duration):
+    return ch1.curve_part(servo_kp_curve(armature, timestep, integrator, dampratio, q0, duration))
+
+
+def _map(timestep, integrator, dampratio, *, q0):
+    return ch1.map_part(servo_stability(timestep, integrator, dampratio, q0))
+
+
+def servo_widget(*, kp: float = 100.0, armature: float = 0.028, timestep: float = 0.005,
+                 integrator: str = 'implicitfast', dampratio: float = 1.0, q0: float = -0.5,
+                 duration: float = 3.0) -> PanelWidget:
+    """Chapter 1's panel (:func:`~physai.interface.position_actuators_panels.servo_spec`) as a widget: the page's
+    ``position_actuators_panels.js`` drawing the step response (:func:`~physai.experiments.servo_panel.servo_step`),
+    the kp curve and the stability map that Python MuJoCo runs at the controls' exact values. Arguments as
+    :func:`~physai.interface.position_actuators_panels.servo_panel`."""
+    spec = ch1.servo_spec(kp=kp, armature=armature, timestep=timestep, integrator=integrator, dampratio=dampratio,
+                          q0=q0, duration=duration)
+    ylim = spec.plot('step').ylim
+
+    def step(values: dict) -> dict:
+        return ch1.step_part(servo_step(values['kp'], values['armature'], values['timestep'], values['integrator'],
+                                        values['dampratio'], q0, duration), ylim=ylim)
+
+    return PanelWidget(spec, 'position_actuators_panels.js', constants=ch1.servo_constants(q0, duration),
+                       now={'step': step},
+                       later={'curve': Deferred(functools.partial(_curve, q0=q0, duration=duration)),
+                              'map': Deferred(functools.partial(_map, q0=q0))})

@@ -1,0 +1,164 @@
+"""Chapter 1's panel as a Jupyter widget (physai.interface.widget, a spike of issue 42): the page's own modules drawing
+runs that Python MuJoCo makes at the controls' exact values.
+
+The kernel half is tested without a front end (a request set on the widget as the front end sets it); the whole
+widget in a local JupyterLab, opened in headless Chromium (skipped unless JupyterLab is installed: it is not in
+requirements.txt yet).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip('anywidget')
+
+from physai.engine import link  # noqa: E402
+from physai.experiments.servo_panel import servo_kp_curve, servo_stability  # noqa: E402
+from physai.interface import position_actuators_panels as ch1  # noqa: E402
+from physai.interface import web, widget  # noqa: E402
+
+
+@pytest.fixture(scope='module', autouse=True)
+def bundle():
+    """The widget's front end, built from the page's modules now (physai.book.widget_bundle: esbuild, 0.1 s)."""
+    from physai.book import widget_bundle
+    if not widget_bundle.ESBUILD.exists():
+        pytest.skip('node_modules/.bin/esbuild is missing: run npm ci')
+    assert widget_bundle.main([]) == 0
+    return widget_bundle
+
+
+OFF_GRID = {'kp': 123.4, 'armature': 0.0137, 'timestep': 0.0031, 'integrator': 'Euler', 'dampratio': 0.5}
+"""A setting on none of the first view's grid values (kp, armature) and at a timestep the page never stores."""
+
+
+def wait_reply(w, generation, complete=True, timeout=60.0) -> dict:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        r = w.reply
+        if r.get('generation') == generation and (r.get('complete') or not complete or 'error' in r):
+            return r
+        time.sleep(0.02)
+    raise AssertionError(f'no reply to request {generation} in {timeout} s: {w.reply}')
+
+
+def test_reply_is_mujocos_run_at_the_exact_values():
+    """A control change reruns the physics at exactly its values: the reply's trace is MuJoCo's step response of that
+    servo (physai.engine.link.step_response, not the nearest stored frame), to the packed trace's 0.1° resolution."""
+    w = widget.servo_widget()
+    w.request = {'generation': 1, 'values': OFF_GRID}
+    reply = wait_reply(w, 1, complete=False)
+    assert reply['values'] == OFF_GRID
+    response = link.step_response(**OFF_GRID, q0=-0.5, duration=3.0)
+    q = np.array(web.unpack(reply['frame']['step']['q'], ch1.TRACE_STEP_DEG), dtype=float)
+    assert reply['frame']['step']['h'] == OFF_GRID['timestep']
+    assert len(q) == len(response.q)
+    assert np.nanmax(np.abs(q - np.clip(np.degrees(response.q), -50.0, 20.0))) <= ch1.TRACE_STEP_DEG / 2 + 1e-9
+    assert reply['frame']['step']['readout'] == ch1.plots.readout(response)
+
+
+def test_slow_parts_follow_in_a_second_reply():
+    """The kp curve and the stability map (25 and 209 runs) come after the step response, from the worker, and are
+    the page's parts at the reply's values."""
+    w = widget.servo_widget()
+    values = {**OFF_GRID, 'timestep': 0.0029}
+    w.request = {'generation': 7, 'values': values}
+    reply = wait_reply(w, 7)
+    assert reply['complete']
+    args = (values['timestep'], values['integrator'], values['dampratio'])
+    assert reply['frame']['curve'] == ch1.curve_part(servo_kp_curve(values['armature'], *args, -0.5, 3.0))
+    assert reply['frame']['map'] == ch1.map_part(servo_stability(*args, -0.5))
+
+
+def test_a_value_out_of_range_is_an_error_reply_naming_it():
+    """A value no slider can give gets a reply naming the control and its range; the widget answers the next one."""
+    w = widget.servo_widget()
+    w.request = {'generation': 1, 'values': {**OFF_GRID, 'kp': -5.0}}
+    reply = wait_reply(w, 1)
+    assert 'kp must be in' in reply['error'] and '-5.0' in reply['error']
+    w.request = {'generation': 2, 'values': OFF_GRID}
+    assert 'frame' in wait_reply(w, 2, complete=False)
+
+
+def test_bundle_is_one_small_module_with_the_panel_styles(bundle):
+    """The front end anywidget loads is one ES module (no import left to resolve from its blob: address) that stays
+    small (the engine is not in it: the kernel runs the physics), with every panel rule of the page's style sheet."""
+    js, css = (widget.STATIC / 'panels.js').read_text(), (widget.STATIC / 'panels.css').read_text()
+    assert 'import.meta' not in js and not re.search(r'''from\s*["']\.''', js)  # no relative import left
+    assert 'export' in js and len(js.encode()) < 100_000
+    page_rules = bundle.panel_css(bundle.CSS.read_text())
+    assert css == page_rules and css.count('physai-panel') >= 60
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# In JupyterLab, in a browser
+
+
+MOVES = {'kp': 3.0, 'armature': 0.06, 'timestep': 0.002, 'integrator': 'Euler', 'dampratio': 0.5}
+"""Each control of chapter 1's panel moved once, in this order, to a value its plot shows differently."""
+
+
+def move(page, name: str, value) -> None:
+    """Move control ``name`` of the widget's panel as a reader does: a choice picked, a slider set to its position
+    nearest ``value`` (SI; a log slider's positions are not values), with the input and change events it sends."""
+    page.eval_on_selector(f'#physai-panel-servo-{name}', """(input, [name, value]) => {
+        const c = window.physaiPanels.servo.byName[name];
+        input.value = input.tagName === 'SELECT' ? String(value) : c.position(value);
+        input.dispatchEvent(new Event('input', {bubbles: true}));
+        input.dispatchEvent(new Event('change', {bubbles: true})); }""", [name, value])
+
+
+@pytest.mark.slow
+def test_widget_in_jupyterlab_redraws_at_a_control(tmp_path):
+    """In a local JupyterLab the panel cell draws the page's panel from the kernel's run; moving each control redraws
+    the step response with the kernel's new run at exactly those values, and its verdict is physai's for them."""
+    from browser import chromium
+    from jupyter import jupyterlab, notebook, run_notebook
+    (tmp_path / 'panel.ipynb').write_text(json.dumps(notebook(
+        ['from physai.interface.widget import servo_widget\nw = servo_widget()\nw'])))
+    timings = {}
+    t0 = time.perf_counter()
+    with jupyterlab(tmp_path) as (base, token), chromium() as browser:
+        timings['server'] = time.perf_counter() - t0
+        page, errors = run_notebook(browser, base, token, 'panel.ipynb')
+        timings['lab'] = time.perf_counter() - t0
+        page.wait_for_selector('#physai-panel-servo[data-drawn]', state='attached', timeout=120000)
+        page.wait_for_function("() => window.physaiPanels.servo.asked && !window.physaiPanels.servo.asked.first"
+                               " && document.querySelector('#physai-panel-servo').dataset.state === 'idle'",
+                               timeout=120000)
+        timings['first panel'] = time.perf_counter() - t0
+        readout = page.inner_text('#physai-panel-servo .pl-readout')
+        step = page.inner_html('#physai-panel-servo svg.pl-step')
+        assert 'sag' in readout, readout
+        for name, value in MOVES.items():
+            drawn = int(page.get_attribute('#physai-panel-servo', 'data-drawn'))
+            move(page, name, value)
+            page.wait_for_function(f"() => Number(document.querySelector('#physai-panel-servo').dataset.drawn) > {drawn}",
+                                   timeout=120000)
+            new_step = page.inner_html('#physai-panel-servo svg.pl-step')
+            assert new_step != step, f'the step plot did not change when {name} moved'
+            step = new_step
+        values = page.evaluate('() => window.physaiPanels.servo.values')
+        for name, value in MOVES.items():
+            assert values[name] == value if isinstance(value, str) else abs(values[name] / value - 1) < 0.05, name
+        expected = ch1.plots.readout(link.step_response(**values, q0=-0.5, duration=3.0))
+        readout = page.inner_text('#physai-panel-servo .pl-readout')
+        assert readout.replace('\u2212', '-') == expected.replace('\u2212', '-'), (readout, expected)
+        latencies = page.evaluate('() => window.physaiPanels.servo.latencies')
+        timings['done'] = time.perf_counter() - t0
+        assert not errors, errors
+    print('timings (s from start):', {k: round(v, 1) for k, v in timings.items()}, 'latencies ms:',
+          [round(x) for x in latencies])
+
+
+def test_the_cells_stored_text_is_stable():
+    """What nbval compares of a panel cell, its text/plain, is the same words for every widget made."""
+    a, b = widget.servo_widget(), widget.servo_widget()
+    texts = [w._repr_mimebundle_()[0]['text/plain'] for w in (a, b)]
+    assert texts[0] == texts[1] == repr(a)
+    assert 'kp, armature, timestep, integrator, dampratio' in texts[0]
