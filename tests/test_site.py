@@ -745,7 +745,8 @@ CHAPTER_PANELS = {'notebooks/01_position_actuators': 'servo', 'notebooks/02_actu
 
 # What a panel's present view gets wrong, besides its sizes (PANEL_SIZES_JS): the readout cut; anything in the plots'
 # box beside the plots (chapter 3 and 4's 3D button) over a plot; a verdict over a plot (a text of class pl-verdict)
-# on what the plot draws, its paths sampled every 2 units and its circles; e notation in the readout or a verdict; a
+# or a note over the data (a muted text with a halo: chapter 1's "n/a") on what the plot draws, its paths sampled
+# every 2 units and its circles; e notation in the readout or a verdict; a
 # verdict whose colour disagrees with the readout's (one rule: bad reads in the diverged colour, bold, else the text's
 # colour).
 PRESENT_PROBLEMS_JS = """root => {
@@ -781,11 +782,12 @@ PRESENT_PROBLEMS_JS = """root => {
         }
         for (const c of svg.querySelectorAll('circle')) points.push([Number(c.getAttribute('cx')), Number(c.getAttribute('cy'))]);
         const frame = svg.querySelector('.pl-frame').getBBox();
-        for (const t of svg.querySelectorAll('text.pl-verdict')) {
+        for (const t of svg.querySelectorAll('text.pl-verdict, text.pl-muted.pl-halo')) {
             const b = t.getBBox();
             const on = points.filter(([x, y]) => x >= b.x && x <= b.x + b.width && y >= b.y && y <= b.y + b.height
                 && x >= frame.x && x <= frame.x + frame.width && y >= frame.y && y <= frame.y + frame.height);
-            if (on.length) problems.push(`the verdict "${t.textContent}" crosses ${on.length} drawn points of ${svg.getAttribute('class')}`);
+            if (on.length) problems.push(`the text "${t.textContent}" crosses ${on.length} drawn points of ${svg.getAttribute('class')}`);
+            if (!t.classList.contains('pl-verdict')) continue;   // a note over the data (chapter 1's "n/a"): not a verdict
             if (/\\de[+-]\\d/.test(t.textContent)) problems.push('e notation in a verdict: ' + t.textContent);
             if (t.classList.contains('pl-bad') !== bad || (bad && getComputedStyle(t).fill !== readoutColor))
                 problems.push(`the verdict "${t.textContent}" is coloured unlike the readout (${bad ? 'bad' : 'good'})`);
