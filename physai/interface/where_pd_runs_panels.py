@@ -176,9 +176,9 @@ BACKEND_COLORS = {'in-loop': plots.COLORS['diverged'], 'in-step': plots.COLORS['
 
 NOTE_WORDS = {
     'where': '{backend} at {rate:.0f} Hz',
-    'diverged': '{where}: diverged\ngrowth per tick {growth:.3g}',
-    'held': '{where}: p2p over the last second {p2p:.2g} rad{chatter}; joints up to {off:.2g}° off the command\n'
-            '{state}, growth per tick {growth:.3f}',
+    'diverged': '{where}: diverged\ngrowth per tick {growth:.4g}',
+    'held': '{where}: p2p over the last second {p2p:.2g}°{chatter}; joints up to {off:.2g}° off the command\n'
+            '{state}, growth per tick {growth:.4g}',
     'tone': ', chatter {hz:.0f} Hz',
     'broadband': ', broadband chatter',
     'chatters': 'chatters',
@@ -188,7 +188,8 @@ NOTE_WORDS = {
 """The note on the panel's trajectory (:func:`pd_note`), templates of its description. The verdict (``state``) is the
 run's (:attr:`physai.engine.hold.HoldResponse.state`): it chatters only if a joint turns back and forth; a run still
 moving one way (a soft servo drifting toward its pose) is "still moving"; the offset is the largest over the joints of
-the mean angle over the last second from the command (:attr:`~physai.engine.hold.HoldResponse.offset_deg`)."""
+the mean angle over the last second from the command (:attr:`~physai.engine.hold.HoldResponse.offset_deg`). Angles in
+degrees, as the trace's axis; the growth per tick in the digits of the growth plot's title."""
 
 STATE_WORDS = {'chatters': 'chatters', 'moves': 'moves', 'still': 'quiet'}
 """Each state of a hold (:attr:`~physai.engine.hold.HoldResponse.state`) to the key of its words in :data:`NOTE_WORDS`."""
@@ -238,7 +239,7 @@ def pd_note(response: HoldResponse, growth: float, *, rate_hz: float, backend: s
         return words['diverged'].format(where=where, growth=growth)
     chatter = '' if not response.chatters else (words['broadband'] if response.chatter_hz is None
                                                 else words['tone'].format(hz=response.chatter_hz))
-    return words['held'].format(where=where, p2p=response.worst_p2p_rad, chatter=chatter,
+    return words['held'].format(where=where, p2p=math.degrees(response.worst_p2p_rad), chatter=chatter,
                                 off=response.offset_deg, state=words[STATE_WORDS[response.state]],
                                 growth=growth)
 
@@ -401,14 +402,17 @@ def pd_twin(**defaults):
 
 
 def ensemble_text(ensemble: HoldEnsemble) -> str:
-    """One line for a reader: ``'chatters in 64 of 64 runs: p2p 0.2 rad (0.1-0.2), 5-10 Hz'`` or
-    ``'still in 8 of 8 runs: p2p < 1e-09 rad'`` (the same figures as :func:`rate_rows`)."""
+    """One line for a reader, in degrees as the panel's trace:
+    ``'chatters in 64 of 64 runs: p2p 11° (5.7-11), 5-10 Hz'`` or ``'still in 8 of 8 runs: p2p < 1e-07°'``: the table's
+    figures (:func:`rate_rows`, radians on the 1-2-5 series, so that they do not move from one processor to another)
+    converted to degrees, to two digits (a bound up the series)."""
     row = ensemble.row()
     if ensemble.state == 'still':
-        return f'still in {ensemble.still} of {ensemble.n} runs: p2p {row["p2p_rad"]:g} rad'
+        bound = robust.Below(robust.series_125(math.degrees(row['p2p_rad']), 'up'))
+        return f'still in {ensemble.still} of {ensemble.n} runs: p2p {bound}°'
     if ensemble.state != 'chatters':
         return (f'{ensemble.state}: {ensemble.chattering} of {ensemble.n} runs chatter, '
                 f'{ensemble.still} hold still')
     tone = row['chatter_hz'] if row['chatter_hz'] == 'broadband' else f'{row["chatter_hz"]} Hz'
-    return (f'chatters in {ensemble.chattering} of {ensemble.n} runs: p2p {row["p2p_rad"]:g} rad '
-            f'({row["p2p_low"]:g}-{row["p2p_high"]:g}), {tone}')
+    p2p, low, high = (f'{math.degrees(row[key]):.2g}' for key in ('p2p_rad', 'p2p_low', 'p2p_high'))
+    return f'chatters in {ensemble.chattering} of {ensemble.n} runs: p2p {p2p}° ({low}-{high}), {tone}'

@@ -209,8 +209,10 @@ export default class ServoPanel extends Panel {
     const n = Math.min(r.qDeg.length, Math.ceil(ms / 1e3 / r.h) + 2);
     const [xs, ys] = z.columns(n, (i) => 1e3 * r.h * i, (i) => Math.max(lo - 5, Math.min(hi + 5, r.qDeg[i])));
     z.path(g, xs, ys, {stroke: c.response, 'stroke-width': 1.6});
-    if (!rises) {
-      z.say(marks, this.say('no_rise', {}), (z.m.l + z.w - z.m.r) / 2, z.m.t + 16 * z.fs, {'text-anchor': 'middle', class: 'pl-muted pl-halo'});
+    if (!rises) {   // where it covers the least of the trace (a diverged one crosses the whole box); in the present
+      // view left out rather than cross it, as a verdict (the readout line says it)
+      z.placeText(marks, this.say('no_rise', {}), {class: 'pl-muted pl-halo'},
+                  {places: ['uc', 'lc', 'ur', 'ul', 'lr', 'll', 'c'], strict: Boolean(this.present)});
       return;
     }
     const q0 = degrees(k.q0), qf = -r.sagDeg, q10 = q0 + 0.1 * (qf - q0), q90 = q0 + 0.9 * (qf - q0);
@@ -224,7 +226,14 @@ export default class ServoPanel extends Panel {
   drawCurve(curve, r, values) {
     const p = this.plots.curve, c = this.colors;
     const g = p.layer('curve');
-    if (curve && curve.sagDeg.length) {
+    // the current kp first: its marks, and its line once there are curves for it to mark a place on (while they run,
+    // the plot is too narrow in the present view for the words beside it); the pending words then go where they
+    // cross the least of them, over them
+    const marks = p.layer('top-kp'), pending = p.layer('top-pending'), drawn = Boolean(curve && curve.sagDeg.length);
+    if (drawn) p.path(marks, [values.kp, values.kp], p.spec.ylim, {stroke: c.current, 'stroke-width': 1.2, 'stroke-dasharray': '5 3'});
+    if (r && r.settled && r.sagDeg > 0) p.mark(marks, values.kp, r.sagDeg, 'o', c.current);
+    if (r && r.settled && Number.isFinite(r.riseMs)) p.mark(marks, values.kp, r.riseMs, 'o', c.current, 5, p.x, p.y2);
+    if (drawn) {
       const n = curve.sagDeg.length, kps = curve.kp.slice(0, n);
       p.path(g, kps, curve.sagDeg.map((x) => (x > 0 ? x : NaN)), {stroke: c.sag_curve, 'stroke-width': 1.5});
       p.path(g, kps, curve.riseMs, {stroke: c.rise_curve, 'stroke-width': 1.5}, p.x, p.y2);
@@ -234,13 +243,9 @@ export default class ServoPanel extends Panel {
         if (curve.bad[i]) p.mark(g, kp, 1.6e-3, 'x', c.diverged, 4);
       });
     } else {
-      p.sayLines(g, this.say('curve_pending', {}), (p.m.l + p.w - p.m.r) / 2, (p.m.t + p.h - p.m.b) / 2,
-                 {class: 'pl-muted pl-halo', 'text-anchor': 'middle'}, 'top');
+      p.placeText(pending, this.say('curve_pending', {}), {class: 'pl-muted pl-halo', 'font-size': 11},
+                  {places: ['c', 'uc', 'lc', 'ul', 'ur', 'll', 'lr']});
     }
-    const marks = p.layer('top-kp');
-    p.path(marks, [values.kp, values.kp], p.spec.ylim, {stroke: c.current, 'stroke-width': 1.2, 'stroke-dasharray': '5 3'});
-    if (r && r.settled && r.sagDeg > 0) p.mark(marks, values.kp, r.sagDeg, 'o', c.current);
-    if (r && r.settled && Number.isFinite(r.riseMs)) p.mark(marks, values.kp, r.riseMs, 'o', c.current, 5, p.x, p.y2);
   }
 
   drawMap(cells, values, source) {

@@ -11,7 +11,7 @@ import {Model, diverged} from './engine.js';
 import {el} from './figures.js';
 import {degrees, growthCurve, summarizeHold, unpack} from './laws.js';
 import {holdRun} from './runs.js';
-import {formatValue} from './spec.js';
+import {formatValue, plainNumbers} from './spec.js';
 import {Panel} from './ui.js';
 
 const SLICE_MS = 20;
@@ -106,7 +106,7 @@ export default class PdPanel extends Panel {
     if (s.diverged) return this.say('diverged', {where, growth});
     const chatter = !s.chatters ? '' : s.chatterHz === null ? this.say('broadband', {}) : this.say('tone', {hz: s.chatterHz});
     const state = this.say({chatters: 'chatters', moves: 'moves', still: 'quiet'}[s.state], {});
-    return this.say('held', {where, p2p: s.worstP2p, chatter, off: s.offsetDeg, state, growth});
+    return this.say('held', {where, p2p: degrees(s.worstP2p), chatter, off: s.offsetDeg, state, growth});
   }
 
   // ---- the picture
@@ -126,7 +126,10 @@ export default class PdPanel extends Panel {
     p.clippedPath(layer, rates, g.curves['in-step'], {stroke: c.response, 'stroke-width': 1.6});
     const point = p.layer('top-point');
     p.mark(point, v.rate_hz, Math.min(g.current, top), 'o', c.current);
-    if (g.current > top) p.clipMark(point, p.x(v.rate_hz), p.y(top), -1, c.current, formatValue(g.current, '.3g'));
+    // its clip mark (pointing up, with the growth) just under the circle, which sits on the edge
+    if (g.current > top) {
+      p.clipMark(point, p.x(v.rate_hz), p.y(top) + 7 * p.fs, -1, c.current, plainNumbers(formatValue(g.current, '.4g')));
+    }
     p.title(this.say('growth_title', {growth: g.current, backend: v.backend, rate: v.rate_hz}));
   }
 
