@@ -21,7 +21,7 @@ With ``--ping N`` it times only N round trips of a bare widget that answers at o
 message), and N execute requests to a kernel over ZMQ with no server or browser: what the round trip costs by itself.
 
 Run: ``.venv/bin/python benchmarks/bench_widget.py [--values 10] [--rounds 3] [--ping 40]`` (needs anywidget and
-jupyterlab).
+jupyterlab); ``--quick``: two changes per control, one pass per choice, from the default setting only.
 """
 
 from __future__ import annotations
@@ -212,7 +212,12 @@ def main() -> None:
     parser.add_argument('--rounds', type=int, default=3, help='passes over each choice in JupyterLab')
     parser.add_argument('--ping', type=int, default=0,
                         help='also time this many bare widget round trips (and kernel-only ones), then stop')
+    parser.add_argument('--quick', action='store_true',
+                        help='2 changes per control, one pass per choice, the default setting only: a check that it runs')
     args = parser.parse_args()
+    settings = (None,) if args.quick else (None, SLOW)
+    if args.quick:
+        args.values, args.rounds = 2, 1
     from physai.book import widget_bundle
     widget_bundle.main([])  # the widget's front end from the page's modules as they are now
     with tempfile.TemporaryDirectory() as tmp:
@@ -238,7 +243,7 @@ def main() -> None:
             page.wait_for_selector('#physai-panel-servo[data-drawn]', state='attached', timeout=300000)
             print(f'JupyterLab up and the panel drawn in {time.perf_counter() - t0:.1f} s')
             widget = {}
-            for setting in (None, SLOW):
+            for setting in settings:
                 suffix = '' if setting is None else f' @ {bench_panel.setting_name(setting)}'
                 widget.update({f'{k}{suffix}': v for k, v in widget_times(page, args.values, setting).items()})
             # the matplotlib panel in the same notebook, its two choices (native <select>s) against the widget's
@@ -269,7 +274,7 @@ def main() -> None:
         return
     panel = position_actuators_panels.servo_panel()
     mpl = {}
-    for setting in (None, SLOW):
+    for setting in settings:
         suffix = '' if setting is None else f' @ {bench_panel.setting_name(setting)}'
         times = bench_panel.time_controls(panel, args.values, at=setting)
         mpl.update({f'{k}{suffix}': (a, b, c) for k, (a, b, c) in times.items()})
