@@ -25,8 +25,9 @@ ratio <Z/X>``. This machine is shared: figures measured under other processes' l
 Chapter 5's grasp (the gripper closing on the cube, then holding it: 2 s of contacts, 400 MuJoCo steps at the panel's
 5 ms, thousands at a fine timestep) goes in slices, as chapters 3 and 4's runs do (bench_web_arm.py), so its table
 has their three columns: (a) the first slice drawn, (b) the whole grasp drawn with its verdict, (c) (b) and the next
-animation frame; its line ``chapter 5: browser first picture <A> ms median, whole <C> ms median (worst control <W>),
-p95 <D>; goal 50 ms: ...; kernel panel <Z> ms``.
+animation frame; its line is theirs (latency.staged_report): ``chapter 5: browser first picture <A> ms median, p95 <B>;
+whole <C> ms median (worst control <W>), p95 <D>; painted <E> ms median (worst control); goal 50 ms: ...; kernel panel
+<Z> ms; ratio kernel / whole <R>``.
 
 Run: ``.venv/bin/python benchmarks/bench_web.py [--values 40] [--chapters 1 2 5]``. ``--quick`` (as ``make test`` runs
 it, to keep it working) makes two changes per control: the same table and lines in seconds, figures too few to quote.
@@ -49,7 +50,8 @@ sys.path.insert(0, str(ROOT / 'tests'))
 
 from browser import (CHROMIUM, ENGINE, FRAME_AND_TASK, NO_ENGINE, chromium, open_page,  # noqa: E402
                      scratch_site, serve, wait_live)
-from latency import kernel_kp_latencies, p95, preflight  # noqa: E402
+from bench_web_arm import MEASURE as SLICED  # noqa: E402  a sliced panel's input: first slice, whole run, next frame
+from latency import kernel_kp_latencies, p95, preflight, staged_report  # noqa: E402
 from test_web import servo_blocks  # noqa: E402
 from test_web_pendulum import pendulum_blocks  # noqa: E402
 from test_web_gripper import gripper_blocks  # noqa: E402
@@ -71,20 +73,6 @@ MEASURE = """async ([id, value]) => {
 }"""
 
 
-MEASURE_SLICED = """async ([key, name, value]) => {
-    const panel = window.physaiPanels[key];
-    const input = document.getElementById(`physai-panel-${key}-${name}`);""" + FRAME_AND_TASK + """
-    await frame();
-    await task();
-    const drawn = panel.drawn;
-    const t0 = performance.now();
-    input.value = String(value);
-    input.dispatchEvent(new Event('input', {bubbles: true}));
-    while (panel.drawn === drawn) await task();
-    await frame();
-    return [panel.latencies.at(-1), panel.completeLatencies.at(-1), performance.now() - t0];
-}"""
-"""A sliced panel's input (chapter 5): the first slice drawn, the whole run drawn, and the next frame after it."""
 
 
 def gripper_values(n: int) -> dict[str, list]:
@@ -113,7 +101,7 @@ def gripper_latencies(n: int) -> dict[str, tuple[list[float], list[float], list[
         for name, positions in gripper_values(n).items():
             times = [], [], []
             for value in tqdm(positions, desc=f'chapter 5 {name}', leave=False):
-                for column, t in zip(times, page.evaluate(MEASURE_SLICED, ['gripper', name, value])):
+                for column, t in zip(times, page.evaluate(SLICED, ['gripper', name, value])):
                     column.append(t)
             page.click('#physai-panel-gripper button:text("reset")')
             wait_live(page, 'gripper')
@@ -227,21 +215,8 @@ def gripper_summary(n: int) -> str:
     """Chapter 5's table printed, and its line returned."""
     results = gripper_latencies(n)
     print('chapter 5')
-    print(f'{"control":<14}{"first picture median":>22}{"p95":>8}{"whole median":>14}{"p95":>8}'
-          f'{"painted median":>16}{"p95":>8}   ms')
-    for name, columns in results.items():
-        print(f'{name:<14}' + ''.join(f'{statistics.median(c):>{w}.1f}{p95(c):>8.1f}'
-                                      for c, w in zip(columns, (22, 14, 16))))
     kernel = kernel_kp_latencies(gripper_panel(), min(n, 12), 'chapter 5 kernel kp')
-    firsts = [x for first, _, _ in results.values() for x in first]
-    worst = max(results, key=lambda k: statistics.median(results[k][1]))
-    whole = statistics.median(results[worst][1])
-    first = statistics.median(firsts)
-    return (f'chapter 5: browser first picture {first:.1f} ms median, whole {whole:.1f} ms median (worst control '
-            f'{worst}), p95 {max(p95(c[1]) for c in results.values()):.1f}; goal 50 ms: '
-            f'{"met" if first < 50 else "missed"} for the first picture, {"met" if whole < 50 else "missed"} for the '
-            f'whole grasp; kernel panel {statistics.median(kernel):.1f} ms')
-
+    return staged_report('chapter 5', results, kernel, run='grasp')
 
 if __name__ == '__main__':
     main()

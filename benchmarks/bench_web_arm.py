@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import statistics
 import sys
 import tempfile
 
@@ -48,7 +47,7 @@ sys.path.insert(0, str(ROOT / 'tests'))
 
 from browser import (CHROMIUM, ENGINE, FRAME_AND_TASK, NO_ENGINE, chromium, open_page,  # noqa: E402
                      scratch_site, serve, wait_live)
-from latency import kernel_kp_latencies, p95, preflight  # noqa: E402
+from latency import kernel_kp_latencies, preflight, staged_report  # noqa: E402
 from test_web_arm import ARM_COLUMN_PX, held_out, pd_blocks, sysid_blocks  # noqa: E402
 
 from physai.interface.servo_sysid_panels import sysid_panel  # noqa: E402
@@ -128,26 +127,10 @@ def main() -> None:
         args.values = 2
     preflight(CHROMIUM, ENGINE, NO_ENGINE)
     results = browser_latencies(args.chapter, args.values)
-    print(f'{"control":<14}{"first picture median":>22}{"p95":>8}{"whole median":>14}{"p95":>8}'
-          f'{"painted median":>16}{"p95":>8}   ms')
-    for name, columns in results.items():
-        print(f'{name:<14}' + ''.join(f'{statistics.median(c):>{w}.1f}{p95(c):>8.1f}'
-                                      for c, w in zip(columns, (22, 14, 16))))
     print(f'load average {os.getloadavg()[0]:.1f} after the browser runs')
     panel = pd_panel() if args.chapter == 3 else sysid_panel(*held_out())
     kernel = kernel_kp_latencies(panel, min(args.values, 12), 'kernel kp')
-    firsts = [x for first, _, _ in results.values() for x in first]
-    worst = max(results, key=lambda k: statistics.median(results[k][1]))
-    whole = statistics.median(results[worst][1])
-    painted = max(statistics.median(c[2]) for c in results.values())
-    z = statistics.median(kernel)
-    print(f'chapter {args.chapter}: browser first picture {statistics.median(firsts):.1f} ms median, '
-          f'p95 {p95(firsts):.1f}; whole {whole:.1f} ms median (worst control {worst}), '
-          f'p95 {max(p95(c[1]) for c in results.values()):.1f}; painted {painted:.1f} ms median (worst control); '
-          f'goal 50 ms: {"met" if statistics.median(firsts) < 50 else "missed"} for the first picture, '
-          f'{"met" if whole < 50 else "missed"} for the whole run; kernel panel {z:.1f} ms; '
-          f'ratio kernel / whole {z / whole:.2f}')
-
+    print(staged_report(f'chapter {args.chapter}', results, kernel))
 
 if __name__ == '__main__':
     main()

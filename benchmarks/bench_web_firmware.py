@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import statistics
 import sys
 import tempfile
 import time
@@ -39,7 +38,7 @@ sys.path.insert(0, str(ROOT / 'benchmarks'))
 
 from bench_web_arm import MEASURE  # noqa: E402
 from browser import CHROMIUM, ENGINE, NO_ENGINE, chromium, open_page, scratch_site, serve, wait_live  # noqa: E402
-from latency import p95, preflight  # noqa: E402
+from latency import preflight, staged_report  # noqa: E402
 from test_web_firmware import LOAD, firmware_blocks, held_out, spring  # noqa: E402
 
 from physai.interface.servo_firmware_panels import settings_panel  # noqa: E402
@@ -99,25 +98,9 @@ def main() -> None:
         args.values = 2
     preflight(CHROMIUM, ENGINE, NO_ENGINE)
     results = browser_latencies(args.values)
-    print(f'{"control":<16}{"first picture median":>22}{"p95":>8}{"whole median":>14}{"p95":>8}'
-          f'{"painted median":>16}{"p95":>8}   ms')
-    for name, columns in results.items():
-        print(f'{name:<16}' + ''.join(f'{statistics.median(c):>{w}.1f}{p95(c):>8.1f}'
-                                      for c, w in zip(columns, (22, 14, 16))))
     print(f'load average {os.getloadavg()[0]:.1f} after the browser runs')
     kernel = kernel_latencies(min(args.values, 12))
-    firsts = [x for first, _, _ in results.values() for x in first]
-    worst = max(results, key=lambda k: statistics.median(results[k][1]))
-    whole = statistics.median(results[worst][1])
-    painted = max(statistics.median(c[2]) for c in results.values())
-    z = statistics.median(kernel)
-    print(f'chapter 6: browser first picture {statistics.median(firsts):.1f} ms median, p95 {p95(firsts):.1f}; '
-          f'whole {whole:.1f} ms median (worst control {worst}), '
-          f'p95 {max(p95(c[1]) for c in results.values()):.1f}; painted {painted:.1f} ms median (worst control); '
-          f'goal 50 ms: {"met" if statistics.median(firsts) < 50 else "missed"} for the first picture, '
-          f'{"met" if whole < 50 else "missed"} for the whole run; kernel panel {z:.1f} ms; '
-          f'ratio kernel / whole {z / whole:.2f}')
-
+    print(staged_report('chapter 6', results, kernel))
 
 if __name__ == '__main__':
     main()

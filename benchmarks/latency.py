@@ -1,11 +1,12 @@
-"""What the browser benchmarks (bench_web.py, bench_web_arm.py) share: the check that the browser and the engine are
-there, the baseline they measure in the same run (a chapter's kernel panel answering kp moves) and the 95th
-percentile they print."""
+"""What the browser benchmarks (bench_web.py, bench_web_arm.py, bench_web_firmware.py) share: the check that the browser
+and the engine are there, the baseline they measure in the same run (a chapter's kernel panel answering kp moves), the
+95th percentile they print and the report of a panel timed to its first picture, its whole run and the frame after."""
 
 from __future__ import annotations
 
 import os
 import pathlib
+import statistics
 import time
 
 import numpy as np
@@ -36,3 +37,28 @@ def kernel_kp_latencies(panel, n: int, desc: str) -> list[float]:
 
 def p95(values: list[float]) -> float:
     return float(np.percentile(values, 95))
+
+
+def staged_report(label: str, results: dict[str, tuple[list[float], list[float], list[float]]],
+                  kernel: list[float], run: str = 'run') -> str:
+    """Print the table of a panel timed per control to its first picture, its whole ``run`` and the next frame after
+    it (ms, each a list of changes), and return the summary line: the first pictures over all controls, the worst
+    control's whole run, the 50 ms goal for each, and the kernel panel's kp moves (``kernel``) as the baseline."""
+    width = max(14, *(len(name) + 2 for name in results))
+    print(f'{"control":<{width}}{"first picture median":>22}{"p95":>8}{"whole median":>14}{"p95":>8}'
+          f'{"painted median":>16}{"p95":>8}   ms')
+    for name, columns in results.items():
+        print(f'{name:<{width}}' + ''.join(f'{statistics.median(c):>{w}.1f}{p95(c):>8.1f}'
+                                           for c, w in zip(columns, (22, 14, 16))))
+    firsts = [x for first, _, _ in results.values() for x in first]
+    first = statistics.median(firsts)
+    worst = max(results, key=lambda k: statistics.median(results[k][1]))
+    whole = statistics.median(results[worst][1])
+    painted = max(statistics.median(c[2]) for c in results.values())
+    z = statistics.median(kernel)
+    return (f'{label}: browser first picture {first:.1f} ms median, p95 {p95(firsts):.1f}; '
+            f'whole {whole:.1f} ms median (worst control {worst}), '
+            f'p95 {max(p95(c[1]) for c in results.values()):.1f}; painted {painted:.1f} ms median (worst control); '
+            f'goal 50 ms: {"met" if first < 50 else "missed"} for the first picture, '
+            f'{"met" if whole < 50 else "missed"} for the whole {run}; kernel panel {z:.1f} ms; '
+            f'ratio kernel / whole {z / whole:.2f}')
