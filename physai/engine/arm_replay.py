@@ -238,6 +238,14 @@ def _servo_arm(arm: mujoco.MjModel, servo: ArmServo, config: ReplayConfig, fps: 
     mj.set_position_servo(m, servo.kp, servo.kv, servo.forcerange)
     m.dof_damping[:] = servo.damping
     m.dof_frictionloss[:] = servo.frictionloss
+    set_replay_options(m, config, fps)
+    mj.set_armature(m, servo.armature)
+    return m
+
+
+def set_replay_options(m: mujoco.MjModel, config: ReplayConfig, fps: float) -> None:
+    """Set ``m`` (in place) up for a replay at ``fps`` frames per second as ``config`` says: its timestep (the
+    substeps per frame), its integrator, contacts and joint limits on or off (limits off also unclamps the controls)."""
     m.opt.timestep = 1.0 / (fps * config.substeps(fps))
     m.opt.integrator = mj.INTEGRATOR_ENUM[config.integrator]
     if not config.contacts:
@@ -245,8 +253,6 @@ def _servo_arm(arm: mujoco.MjModel, servo: ArmServo, config: ReplayConfig, fps: 
     if not config.limits:
         m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_LIMIT
         m.actuator_ctrllimited[:] = 0
-    mj.set_armature(m, servo.armature)
-    return m
 
 
 def arm_columns(joints: Sequence[str]) -> list[int]:
@@ -398,6 +404,15 @@ def replay(servos: Sequence[ArmServo], episodes: Sequence[Episode], *,
         offsets = np.repeat(offsets, len(episodes))
     runs = replay_runs([s for s in servos for _ in episodes], episodes * len(servos), config, nthread, offsets)
     return [runs[i * len(episodes):(i + 1) * len(episodes)] for i in range(len(servos))]
+
+
+def check_run_budget(models: Sequence, episodes: Sequence[Episode], config: ReplayConfig) -> None:
+    """Raise a ValueError when replaying every one of ``models`` on every one of ``episodes`` would take more than
+    :data:`mj.MAX_TOTAL_STEPS` physics steps in all (after :func:`replay_steps`' own checks)."""
+    steps = replay_steps(episodes, config)
+    if steps * len(models) * len(episodes) > mj.MAX_TOTAL_STEPS:
+        raise ValueError(f'models x episodes must take at most {mj.MAX_TOTAL_STEPS:,} physics steps in all, got '
+                         f'{len(models)} x {len(episodes)} runs of {steps:,} steps')
 
 
 def replay_steps(episodes: Sequence[Episode], config: ReplayConfig) -> int:

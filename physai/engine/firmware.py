@@ -152,13 +152,7 @@ def mj_model(model: FirmwareModel, config: ReplayConfig = ReplayConfig(), *, fps
         raise ValueError('a backlash needs config.limits on and config.contacts off (the play is a joint limit)')
     m = copy.copy(_compiled_arm(float(model.backlash), bool(config.contacts)))
     s = model.servo
-    m.opt.timestep = 1.0 / (fps * config.substeps(fps))
-    m.opt.integrator = mj.INTEGRATOR_ENUM[config.integrator]
-    if not config.contacts:
-        m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
-    if not config.limits:
-        m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_LIMIT
-        m.actuator_ctrllimited[:] = 0
+    arm_replay.set_replay_options(m, config, fps)
     for i, name in enumerate(JOINTS):
         a, dof = m.actuator(name).id, m.joint(name).dofadr[0]
         mj.set_position_servo(m, s.kp[i], s.kv[i], s.forcerange[i], actuators=a)
@@ -203,10 +197,7 @@ def replay(models: Sequence[FirmwareModel], episodes: Sequence[Episode], *,
     episodes = arm_replay.checked_items('episodes', episodes, Episode)
     if not models or not episodes:
         return [[] for _ in models]
-    steps = arm_replay.replay_steps(episodes, config)
-    if steps * len(models) * len(episodes) > mj.MAX_TOTAL_STEPS:
-        raise ValueError(f'models x episodes must take at most {mj.MAX_TOTAL_STEPS:,} physics steps in all, got '
-                         f'{len(models)} x {len(episodes)} runs of {steps:,} steps')
+    arm_replay.check_run_budget(models, episodes, config)
     runs = runs_of([m for m in models for _ in episodes], episodes * len(models), config)
     return [runs[i * len(episodes):(i + 1) * len(episodes)] for i in range(len(models))]
 

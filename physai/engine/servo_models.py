@@ -197,10 +197,7 @@ def replay(models: Sequence[JointModel], episodes: Sequence[Episode], *, config:
         raise TypeError(f'config must be a ReplayConfig, got {type(config).__name__}')
     if not models or not episodes:
         return [[] for _ in models]
-    steps = arm_replay.replay_steps(episodes, config)
-    if steps * len(models) * len(episodes) > mj.MAX_TOTAL_STEPS:
-        raise ValueError(f'models x episodes must take at most {mj.MAX_TOTAL_STEPS:,} physics steps in all, got '
-                         f'{len(models)} x {len(episodes)} runs of {steps:,} steps')
+    arm_replay.check_run_budget(models, episodes, config)
     runs = _runs([m for m in models for _ in episodes], episodes * len(models), config, nthread)
     return [runs[i * len(episodes):(i + 1) * len(episodes)] for i in range(len(models))]
 
