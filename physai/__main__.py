@@ -234,6 +234,7 @@ def fit_servo(argv: list[str]) -> int:
         return _fail(str(err) + (f' (wrote {" and ".join(map(str, written))} before that)' if written else ''))
     except KeyboardInterrupt:
         done = f'wrote {" and ".join(map(str, written))} only' if written else 'nothing written'
+        _close_progress_bars()
         print(f'fit-servo: interrupted (Ctrl-C); {_inert(done)}', file=sys.stderr)
         return 130
     try:
@@ -255,6 +256,18 @@ def _silence_stdout() -> None:
         os.close(descriptor)
     except (OSError, ValueError, AttributeError):  # no file behind sys.stdout (captured, say): nothing to flush
         pass
+
+
+def _close_progress_bars() -> None:
+    """Close every tqdm bar still open, so that a bar an interrupt left behind (one raised while tqdm was still drawing
+    it, before the fit's ``finally`` could close it) ends its line now rather than redrawing itself under the last line
+    at exit."""
+    tqdm = sys.modules.get('tqdm')
+    for bar in list(getattr(getattr(tqdm, 'tqdm', None), '_instances', ())):
+        try:
+            bar.close()
+        except Exception:  # a bar interrupted half-built: nothing of it to end
+            pass
 
 
 def _inert(text: str) -> str:

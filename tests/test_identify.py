@@ -613,6 +613,26 @@ def test_ctrl_c_ends_with_one_line_and_status_130_leaving_the_old_file_whole(cap
     assert err == ['fit-servo: interrupted (Ctrl-C); nothing written'] and out.read_text() == 'the old model'
 
 
+def test_an_interrupt_that_leaves_a_bar_open_still_ends_on_the_one_line(capsys, tmp_path, monkeypatch):
+    """CI once saw the fit's bar redrawn under the message: the interrupt came while tqdm was still drawing the bar, before
+    the fit's ``finally`` held it, and the bar closed itself at exit. Open bars are closed before the message."""
+    from tqdm import tqdm
+    held = []  # as the interrupt's traceback holds the half-made bar until the message is out
+
+    def interrupted_while_drawing(*args, **kwargs):
+        held.append(tqdm(total=50, desc='fitting', file=sys.stderr, leave=True, ncols=80))  # never closed by its maker
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(identify, 'identify', interrupted_while_drawing)
+    out = tmp_path / 'arm.xml'
+    assert main(['fit-servo', 'synthetic', '--out', str(out)]) == 130
+    held.clear()  # the bar's last chance to draw itself
+    err = capsys.readouterr().err
+    lines = [line for line in err.replace('\r', '\n').splitlines() if line.strip()]
+    assert lines[-1] == 'fit-servo: interrupted (Ctrl-C); nothing written', err
+    assert err.endswith('\nfit-servo: interrupted (Ctrl-C); nothing written\n'), err  # on a line of its own
+
+
 @pytest.mark.parametrize('after', [0.0, 1.0, 3.0, 8.0])
 def test_a_real_sigint_during_the_fit_stops_it_with_one_line(tmp_path, after):
     """The command in its own process, interrupted ``after`` seconds once its fit's progress bar shows: most of the
