@@ -71,6 +71,18 @@ def browser():
         yield b
 
 
+@pytest.fixture(scope='session')
+def jupyter_lab(tmp_path_factory):
+    """One local JupyterLab and one Chromium for every panel-widget test of the session (tests/jupyter.py): a
+    ``SimpleNamespace(root, base, token, browser)``. A test writes its notebook into ``root`` under a name of its own
+    and opens it with ``jupyter.run_notebook``. Not ``browser``: these tests run with the others, not the site's."""
+    import types
+    from jupyter import jupyterlab
+    root = tmp_path_factory.mktemp('lab')
+    with jupyterlab(root) as (base, token), chromium() as b:
+        yield types.SimpleNamespace(root=root, base=base, token=token, browser=b)
+
+
 @pytest.fixture(autouse=True)
 def _close_what_the_test_opened(request):
     """Close the browser contexts (and so the pages) a test opened and left open, a failed test's too: the session's

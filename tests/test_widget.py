@@ -114,18 +114,16 @@ def move(page, name: str, value) -> None:
 
 
 @pytest.mark.slow
-def test_widget_in_jupyterlab_redraws_at_a_control(tmp_path):
+def test_widget_in_jupyterlab_redraws_at_a_control(jupyter_lab):
     """In a local JupyterLab the panel cell draws the page's panel from the kernel's run; moving each control redraws
     the step response with the kernel's new run at exactly those values, and its verdict is physai's for them."""
-    from browser import chromium
-    from jupyter import jupyterlab, notebook, run_notebook
-    (tmp_path / 'panel.ipynb').write_text(json.dumps(notebook(
+    from jupyter import notebook, run_notebook
+    (jupyter_lab.root / 'servo.ipynb').write_text(json.dumps(notebook(
         ['from physai.interface.widget import servo_widget\nw = servo_widget()\nw'])))
     timings = {}
     t0 = time.perf_counter()
-    with jupyterlab(tmp_path) as (base, token), chromium() as browser:
-        timings['server'] = time.perf_counter() - t0
-        page, errors = run_notebook(browser, base, token, 'panel.ipynb')
+    page, errors = run_notebook(jupyter_lab.browser, jupyter_lab.base, jupyter_lab.token, 'servo.ipynb')
+    try:
         timings['lab'] = time.perf_counter() - t0
         page.wait_for_selector('#physai-panel-servo[data-drawn]', state='attached', timeout=120000)
         page.wait_for_function("() => window.physaiPanels.servo.asked && !window.physaiPanels.servo.asked.first"
@@ -152,6 +150,8 @@ def test_widget_in_jupyterlab_redraws_at_a_control(tmp_path):
         latencies = page.evaluate('() => window.physaiPanels.servo.latencies')
         timings['done'] = time.perf_counter() - t0
         assert not errors, errors
+    finally:
+        page.close()
     print('timings (s from start):', {k: round(v, 1) for k, v in timings.items()}, 'latencies ms:',
           [round(x) for x in latencies])
 
