@@ -353,24 +353,26 @@ CHAOS_NUDGE = 1e-9
 is stored as its verdict alone."""
 
 
+def run_record(values: dict, q0: float = 0.0) -> dict:
+    """One run of the panel (:func:`panel_run` at ``values``, from start angle ``q0``, rad) in the form the page
+    decodes: angle, torque and speed every physics step (packed at :data:`STORED_STEPS`, clipped to twice the plots'
+    ranges), the readout's words, whether it diverged and whether its verdict reads as a failure."""
+    run, metrics = panel_run(**values, q0=q0)
+    top = panel_torque_top(float(run.actuator.table[0][1]) if isinstance(run.actuator, RemotizedPD)
+                           else float(run.actuator.forcerange))
+    return {'q': web.trace(np.degrees(run.q), STORED_STEPS['q'], (-40.0, 180.0)),
+            'torque': web.pack(np.clip(run.torque, -2 * top, 2 * top).tolist(), STORED_STEPS['torque']),
+            'v': web.pack(np.clip(run.v, -2 * PANEL_SPEED_AXIS, 2 * PANEL_SPEED_AXIS).tolist(), STORED_STEPS['v']),
+            'diverged': bool(run.diverged), 'readout': panel_readout(run, metrics),
+            'bad': panel_verdict(run, metrics) in BAD_VERDICTS}
+
+
 def run_part(values: dict) -> dict:
-    """A run of the panel as the page stores it: angle, torque and speed every physics step (packed at
-    :data:`STORED_STEPS`, clipped to twice the plots' ranges), the readout's words and whether it diverged. A chaotic
+    """A run of the panel as the page's first view stores it: :func:`run_record` from the hanging start. A chaotic
     run (its stored form moves when the start moves by :data:`CHAOS_NUDGE`) is stored as ``chaotic`` with the verdict
     alone, which survives a last-bit change where its traces would not."""
-
-    def record(q0: float) -> dict:
-        run, metrics = panel_run(**values, q0=q0)
-        top = panel_torque_top(float(run.actuator.table[0][1]) if isinstance(run.actuator, RemotizedPD)
-                               else float(run.actuator.forcerange))
-        return {'q': web.trace(np.degrees(run.q), STORED_STEPS['q'], (-40.0, 180.0)),
-                'torque': web.pack(np.clip(run.torque, -2 * top, 2 * top).tolist(), STORED_STEPS['torque']),
-                'v': web.pack(np.clip(run.v, -2 * PANEL_SPEED_AXIS, 2 * PANEL_SPEED_AXIS).tolist(), STORED_STEPS['v']),
-                'diverged': bool(run.diverged), 'readout': panel_readout(run, metrics),
-                'bad': panel_verdict(run, metrics) in BAD_VERDICTS}
-
-    stored = record(0.0)
-    if any(record(q0) != stored for q0 in (CHAOS_NUDGE, -CHAOS_NUDGE)):
+    stored = run_record(values)
+    if any(run_record(values, q0) != stored for q0 in (CHAOS_NUDGE, -CHAOS_NUDGE)):
         words = 'diverges' if stored['diverged'] else stored['readout'].split(':')[0]
         return {'chaotic': True, 'diverged': stored['diverged'],
                 'readout': f'{words} (chaotic: no single trace is stored)'}
@@ -410,6 +412,25 @@ def forcerange_twin(*, forceranges: Sequence[float] = TWIN_FORCERANGES, models: 
                           parts=parts, constants=pendulum_constants(),
                           fallback='This panel draws on the book\'s page; in Jupyter or Colab use the live panel '
                                    'above.')
+
+
+def pendulum_widget(**defaults):
+    """Chapter 2's page panel (:func:`actuator_spec`, as :func:`forcerange_twin` opens it) as a Jupyter widget: the
+    page's ``actuator_models_panels.js`` drawing the run Python MuJoCo makes at the controls' exact values
+    (:func:`run_record`, one run of a few tens of milliseconds, answered at once). Unlike the first view it does not
+    check a run for chaos (the page's first view does, for a stored trace that must survive a last-bit change): it
+    shows the one run at that setting, as the page does once MuJoCo runs in it.
+
+    Args:
+      defaults: as :func:`forcerange_twin`'s (:func:`actuator_panel`'s keywords), changing :data:`TWIN_START`.
+
+    Returns:
+      A :class:`physai.interface.widget.PanelWidget` (needs ``anywidget``).
+    """
+    from physai.interface import widget  # anywidget only where the widget is asked for
+    spec = actuator_spec(**{**TWIN_START, **defaults})
+    return widget.PanelWidget(spec, 'actuator_models_panels.js', constants=pendulum_constants(),
+                              now={'run': run_record}, later={})
 
 
 def try_links() -> HTML:

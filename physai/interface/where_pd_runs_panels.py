@@ -24,7 +24,7 @@ from physai.interface import live, plots, web
 from physai.interface.panel import Choice, Entry, LogSlider, PanelSpec, Plot, Slider, common_controls
 from physai.engine.hold import (CHATTER_TURNS, DURATION, MOVE_TIME, PHYSICS_TIMESTEP, QUIET_P2P, SETTLE_WINDOW,
                                 SO101_ARMATURE, SO101_FORCERANGE, SO101_KP, SO101_KV, STANDBY, TURN_SIZE, HoldEnsemble,
-                                HoldParams, HoldResponse, hold_responses, so101_base, so101_joints)
+                                HoldParams, HoldResponse, hold_ensembles, hold_responses, so101_base, so101_joints)
 from physai.experiments.where_pd_runs import (RATES_HZ, growth_curve, rate_ensembles, standby_inertia,
                                               worst_growth)
 from physai.laws import robust
@@ -399,6 +399,51 @@ def pd_twin(**defaults):
                           parts=parts, constants=pd_constants(),
                           fallback='This panel draws on the book\'s page; in Jupyter or Colab use the live panel '
                                    'above.')
+
+
+def run_part(response: HoldResponse, growth: float) -> dict:
+    """One hold run in the form of :func:`hold_part` less the ensemble: the joint it shows
+    (:attr:`~physai.engine.hold.HoldResponse.worst`), that joint's command and angle every physics step (packed at
+    :data:`TRACE_STEP_DEG`), the run's note (:func:`pd_note`, with the growth per tick ``growth``) and state, and
+    ``bad`` (:func:`pd_bad`). What the kernel's widget answers at once, before the ensemble's verdict."""
+    j, p = response.worst, response.params
+    clip = (-PANEL_YLIM_WIDE_DEG - 5.0, PANEL_YLIM_WIDE_DEG + 5.0)
+    return {'joint': j, 'words': pd_note(response, growth, rate_hz=p.rate_hz, backend=p.backend),
+            'state': response.state, 'bad': pd_bad(response), 'h': p.timestep,
+            'target': web.trace(np.degrees(response.target[:, j]), TRACE_STEP_DEG, clip),
+            'sample': web.trace(np.degrees(response.q[:, j]), TRACE_STEP_DEG, clip)}
+
+
+def _one_hold(rate_hz, backend, kp, kv, armature, timestep, integrator) -> dict:
+    values = dict(rate_hz=rate_hz, backend=backend, kp=kp, kv=kv, armature=armature, timestep=timestep,
+                  integrator=integrator)
+    return run_part(hold_responses([HoldParams(**values)], nthread=1)[0], worst_growth(**values))
+
+
+def _ensemble_hold(rate_hz, backend, kp, kv, armature, timestep, integrator) -> dict:
+    params = HoldParams(rate_hz=rate_hz, backend=backend, kp=kp, kv=kv, armature=armature, timestep=timestep,
+                        integrator=integrator)
+    return hold_part(hold_ensembles([params])[0])
+
+
+def pd_widget(**defaults):
+    """Chapter 3's page panel (:func:`pd_spec`, as :func:`pd_twin` opens it) as a Jupyter widget: the page's
+    ``where_pd_runs_panels.js`` drawing what Python MuJoCo runs at the controls' exact values. It answers at once with
+    one hold (:func:`run_part`, as the page draws once MuJoCo runs in it), then with the hold's ensemble
+    (:func:`hold_part` of :func:`physai.engine.hold.hold_ensembles`, 8 or 64 runs, seconds) as the first view stores
+    it: the ensemble's verdict, and its run 0 as the trace. The growth per tick the page's module computes itself.
+
+    Args:
+      defaults: as :func:`pd_twin`'s (:func:`pd_panel`'s keywords).
+
+    Returns:
+      A :class:`physai.interface.widget.PanelWidget` (needs ``anywidget``).
+    """
+    from physai.interface import widget  # anywidget only where the widget is asked for
+    # the one run is kept (a thread-safe store): the second reply, with the ensemble, sends it again
+    one = live.Deferred(_one_hold, maxsize=16)
+    return widget.PanelWidget(pd_spec(**defaults), 'where_pd_runs_panels.js', constants=pd_constants(),
+                              now={'run': one.compute}, later={'hold': live.Deferred(_ensemble_hold, maxsize=16)})
 
 
 def ensemble_text(ensemble: HoldEnsemble) -> str:

@@ -43,12 +43,14 @@ export default class PdPanel extends Panel {
 
   // ---- the two sources of results
 
-  // a stored configuration: its ensemble's words and one draw of its worst joint (the growth is computed here)
+  // a stored configuration: its ensemble's words and one draw of its worst joint (the growth is computed here); or
+  // the kernel's reply, whose ensemble (hold) is null until Python has run it: its one run (run) and that run's note
   decode(frame, values) {
-    const s = frame.hold, k = this.constants;
+    const s = frame.hold ?? frame.run, k = this.constants;
     const target = unpack(s.target, k.traceStep), sample = unpack(s.sample, k.traceStep);
     return {joint: s.joint, h: s.h, steps: sample.length, targetDeg: target, qDeg: sample, diverged: s.state === 'diverged',
-            bad: s.bad, note: this.say('ensemble', {words: s.words, n: s.n}), growth: this.growth(values)};
+            bad: s.bad, note: frame.hold ? this.say('ensemble', {words: s.words, n: s.n}) : s.words,
+            growth: this.growth(values)};
   }
 
   async start(mujoco, live) {

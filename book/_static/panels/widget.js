@@ -7,9 +7,12 @@
 //
 // anywidget loads this module as one file (esbuild bundles it with what it imports: physai.book.widget_bundle),
 // from a blob: address, so nothing here may resolve a file next to itself.
+import PendulumPanel from './actuator_models_panels.js';
 import ServoPanel from './position_actuators_panels.js';
+import PdPanel from './where_pd_runs_panels.js';
 
-const CHAPTERS = {'position_actuators_panels.js': ServoPanel};
+const CHAPTERS = {'position_actuators_panels.js': ServoPanel, 'actuator_models_panels.js': PendulumPanel,
+                  'where_pd_runs_panels.js': PdPanel};
 
 function render({model, el}) {
   const data = model.get('data');
