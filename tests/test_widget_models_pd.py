@@ -1,0 +1,214 @@
+"""Chapters 2 and 3's panels as Jupyter widgets (physai.interface.widget, issue 42): the page's own modules
+(actuator_models_panels.js, where_pd_runs_panels.js) drawing the runs Python MuJoCo makes at the controls' exact values.
+
+The kernel half is tested without a front end (a request set on the widget as the front end sets it); both widgets
+together in the session's local JupyterLab (conftest's ``jupyter_lab``), in headless Chromium.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip('anywidget')
+
+from physai.engine.hold import HoldParams, hold_ensembles, hold_responses  # noqa: E402
+from physai.experiments.where_pd_runs import worst_growth  # noqa: E402
+from physai.interface import actuator_models_panels as ch2  # noqa: E402
+from physai.interface import where_pd_runs_panels as ch3  # noqa: E402
+from physai.interface import web  # noqa: E402
+
+
+@pytest.fixture(scope='module', autouse=True)
+def bundle():
+    """The widget's front end, built from the page's modules now (physai.book.widget_bundle: esbuild, 0.1 s)."""
+    from physai.book import widget_bundle
+    if not widget_bundle.ESBUILD.exists():
+        pytest.skip('node_modules/.bin/esbuild is missing: run npm ci')
+    assert widget_bundle.main([]) == 0
+    return widget_bundle
+
+
+def wait_reply(w, generation, complete=True, timeout=60.0) -> dict:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        r = w.reply
+        if r.get('generation') == generation and (r.get('complete') or not complete or 'error' in r):
+            return r
+        time.sleep(0.02)
+    raise AssertionError(f'no reply to request {generation} in {timeout} s: {w.reply}')
+
+
+PENDULUM_OFF_GRID = {'model': 'DC motor', 'kp': 123.4, 'armature': 0.0137, 'timestep': 0.0031, 'integrator': 'Euler',
+                     'kv': 7.7, 'forcerange': 9.5, 'velocity_limit': 11.0, 'delay': 7.0}
+"""A setting of chapter 2's panel on none of its first view's grid (an effort limit it does not store, and every
+other control moved from where the page's first view holds it)."""
+
+PD_OFF_GRID = {'kp': 1500.0, 'armature': 0.0137, 'timestep': 0.0031, 'integrator': 'Euler', 'rate_hz': 333.0,
+               'kv': 3.3, 'backend': 'in-loop'}
+"""A setting of chapter 3's panel off its first view's grid (a rate between the chapter's, a timestep it never
+stores) where the PD in the loop holds still: its ensemble is 8 runs (2 s here), not 64."""
+
+
+def test_pendulum_reply_is_mujocos_run_at_the_exact_values():
+    """A control change reruns the pendulum at exactly its values, answered in one reply: its trace is physai's run
+    there (physai.engine.pendulum.simulate, tested against mj_step in tests/test_pendulum.py) to the stored
+    resolution, its words that run's verdict, and the whole part what the page's first view would store there."""
+    w = ch2.pendulum_widget()
+    w.request = {'generation': 1, 'values': PENDULUM_OFF_GRID}
+    reply = wait_reply(w, 1)
+    assert reply['complete'] and reply['values'] == PENDULUM_OFF_GRID
+    run, metrics = ch2.panel_run(**PENDULUM_OFF_GRID)
+    q = np.array(web.unpack(reply['frame']['run']['q'], ch2.STORED_STEPS['q']), dtype=float)
+    assert len(q) == len(run.q)
+    assert np.max(np.abs(q - np.degrees(run.q))) <= ch2.STORED_STEPS['q'] / 2 + 1e-9
+    assert reply['frame']['run']['readout'] == ch2.panel_readout(run, metrics)
+    assert reply['frame']['run'] == ch2.run_part(PENDULUM_OFF_GRID)  # not chaotic here: the first view's form
+
+
+def test_pd_reply_is_one_hold_then_its_ensemble():
+    """Chapter 3's widget answers at once with one hold at exactly the controls' values (physai.engine.hold, the
+    trace to its stored 0.01°, its note pd_note's), then with the hold's ensemble as the page's first view stores it
+    (hold_part of hold_ensembles): the verdict over its runs, the trace its run 0, the same run."""
+    w = ch3.pd_widget()
+    w.request = {'generation': 3, 'values': PD_OFF_GRID}
+    first = wait_reply(w, 3, complete=False)
+    response = hold_responses([HoldParams(**PD_OFF_GRID)], nthread=1)[0]
+    run = first['frame']['run']
+    assert run['words'] == ch3.pd_note(response, worst_growth(**PD_OFF_GRID), rate_hz=333.0, backend='in-loop')
+    q = np.array(web.unpack(run['sample'], ch3.TRACE_STEP_DEG), dtype=float)
+    assert run['h'] == PD_OFF_GRID['timestep'] and len(q) == len(response.t)
+    assert np.max(np.abs(q - np.degrees(response.q[:, run['joint']]))) <= ch3.TRACE_STEP_DEG / 2 + 1e-9
+    reply = first if first['complete'] else wait_reply(w, 3)
+    assert reply['complete']
+    ensemble = hold_ensembles([HoldParams(**PD_OFF_GRID)])[0]
+    assert reply['frame']['hold'] == ch3.hold_part(ensemble)
+    assert reply['frame']['hold']['sample'] == run['sample']
+
+
+@pytest.mark.parametrize('make, control, value, allowed', [
+    (ch2.pendulum_widget, 'forcerange', 0.1, 'forcerange must be in [0.5, 100] N·m'),
+    (ch3.pd_widget, 'rate_hz', 5000.0, 'rate_hz must be in [10, 1000] Hz')])
+def test_a_value_out_of_range_is_an_error_reply_naming_it(make, control, value, allowed):
+    """A value no slider can give gets a reply naming the control, the value and its range, before any physics;
+    the widget answers the next request."""
+    w = make()
+    w.request = {'generation': 1, 'values': {**w.spec.defaults, control: value}}
+    reply = wait_reply(w, 1)
+    assert allowed in reply['error'] and repr(value) in reply['error'], reply
+    w.request = {'generation': 2, 'values': w.spec.defaults}
+    assert 'frame' in wait_reply(w, 2, complete=False)
+
+
+def test_the_cells_stored_text_is_stable():
+    """What nbval compares of a panel cell, its text/plain, is the same words for every widget made."""
+    for make, controls in ((ch2.pendulum_widget, 'model, kp, armature, timestep, integrator, kv, forcerange, '
+                                                 'velocity_limit, delay'),
+                           (ch3.pd_widget, 'kp, armature, timestep, integrator, rate_hz, kv, backend')):
+        a, b = make(), make()
+        texts = [w._repr_mimebundle_()[0]['text/plain'] for w in (a, b)]
+        assert texts[0] == texts[1] == repr(a)
+        assert controls in texts[0]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# In JupyterLab, in a browser
+
+
+PENDULUM_MOVES = (('kp', 1000.0), ('armature', 0.01), ('timestep', 0.002), ('kv', 10.0), ('forcerange', 8.0),
+                  ('model', 'implicit'), ('integrator', 'Euler'), ('model', 'remotized PD'), ('delay', 30),
+                  ('model', 'DC motor'), ('velocity_limit', 4.0))
+"""Each control of chapter 2's panel moved, in this order, to a value whose run and verdict differ from the one
+before (the integrator matters to the implicit model, the delay to the remotized PD, the velocity limit to the DC
+motor); ends on a DC motor that settles."""
+
+PD_MOVES = (('timestep', 0.004), ('kp', 300.0), ('armature', 0.01), ('backend', 'in-step'), ('integrator', 'Euler'),
+            ('kv', 5.0), ('rate_hz', 200.0))
+"""Each control of chapter 3's panel moved, in this order, to a value whose hold and note differ from the one before
+(the integrator matters to the servo in the step); the coarse timestep first keeps every later run short, and the
+last setting holds still (an ensemble of 8 runs)."""
+
+# every verdict a panel writes, in order (the test reads the one a move's first reply wrote, not a later one's)
+RECORD_VERDICTS = """(key) => {
+    const p = window.physaiPanels[key], set = p.setReadout.bind(p);
+    p.verdicts = [p.readout.textContent];
+    p.setReadout = (text, bad) => { p.verdicts.push(text); set(text, bad); }; }"""
+
+
+def move(page, key: str, name: str, value) -> None:
+    """Move control ``name`` of panel ``key`` as a reader does: a choice picked, a slider set to its position
+    nearest ``value`` (SI; a log slider's positions are not values), with the input and change events it sends."""
+    page.eval_on_selector(f'#physai-panel-{key}-{name}', """(input, [key, name, value]) => {
+        const c = window.physaiPanels[key].byName[name];
+        input.value = input.tagName === 'SELECT' ? String(value) : c.position(value);
+        input.dispatchEvent(new Event('input', {bubbles: true}));
+        input.dispatchEvent(new Event('change', {bubbles: true})); }""", [key, name, value])
+
+
+def move_each(page, key: str, moves, plot: str) -> None:
+    """Move each control of ``moves`` in turn; after each, the kernel's first reply to it redraws ``plot`` and writes
+    a verdict other than the one the move before it wrote."""
+    panel = f'window.physaiPanels[{key!r}]'
+    before = (page.inner_html(f'#physai-panel-{key} .pl-plots'), page.evaluate(f'{panel}.verdicts.at(-1)'))
+    for name, value in moves:
+        generation, written = page.evaluate(f'[{panel}.generation, {panel}.verdicts.length]')
+        move(page, key, name, value)
+        page.wait_for_function(f'() => {panel}.asked.generation > {generation} && !{panel}.asked.first',
+                               timeout=60000)
+        now = (page.inner_html(f'#physai-panel-{key} svg.pl-{plot}'), page.evaluate(f'{panel}.verdicts[{written}]'))
+        assert now[0] != before[0], f'{key}: the {plot} plot did not change when {name} moved'
+        assert now[1] != before[1], f'{key}: the verdict stayed {now[1]!r} when {name} moved'
+        before = (now[0], now[1])
+
+
+def settled(page, key: str) -> str:
+    """Panel ``key``'s verdict once the kernel has answered its latest request in full."""
+    panel = f'window.physaiPanels[{key!r}]'
+    page.wait_for_function(f'() => {panel}.asked.generation === {panel}.generation && !{panel}.asked.first && '
+                           f"document.querySelector('#physai-panel-{key}').dataset.state === 'idle'", timeout=60000)
+    return page.inner_text(f'#physai-panel-{key} .pl-readout')
+
+
+@pytest.mark.slow
+def test_widgets_in_jupyterlab_redraw_at_each_control(jupyter_lab):
+    """In a local JupyterLab one cell draws chapter 2's and chapter 3's page panels from the kernel's runs; moving each
+    control redraws the plot and the verdict, and the verdict the panel settles on is the one the page's first view
+    stores for that setting, computed here as pendulum's run_part and pd's hold_part of its ensemble."""
+    from jupyter import notebook, run_notebook
+    (jupyter_lab.root / 'models_pd.ipynb').write_text(json.dumps(notebook([
+        'from IPython.display import display\n'
+        'from physai.interface.actuator_models_panels import pendulum_widget\n'
+        'from physai.interface.where_pd_runs_panels import pd_widget\n'
+        'display(pendulum_widget())\npd_widget()'])))
+    t0 = time.perf_counter()
+    page, errors = run_notebook(jupyter_lab.browser, jupyter_lab.base, jupyter_lab.token, 'models_pd.ipynb')
+    try:
+        for key in ('pendulum', 'pd'):
+            page.wait_for_function(f'() => window.physaiPanels?.[{key!r}]?.asked && '
+                                   f'!window.physaiPanels[{key!r}].asked.first', timeout=120000)
+            page.evaluate(RECORD_VERDICTS, key)
+        shown = time.perf_counter() - t0
+        move_each(page, 'pendulum', PENDULUM_MOVES, 'step')
+        values = page.evaluate('() => window.physaiPanels.pendulum.values')
+        for name, value in dict(PENDULUM_MOVES).items():   # each control's last move: a slider near its value
+            assert values[name] == value if isinstance(value, str) else abs(values[name] / value - 1) < 0.05, name
+        part = ch2.run_part(values)
+        assert 'chaotic' not in part
+        assert settled(page, 'pendulum') == part['readout']
+
+        move_each(page, 'pd', PD_MOVES, 'hold')
+        values = page.evaluate('() => window.physaiPanels.pd.values')
+        for name, value in PD_MOVES:
+            assert values[name] == value if isinstance(value, str) else abs(values[name] / value - 1) < 0.05, name
+        hold = ch3.hold_part(hold_ensembles([HoldParams(**values)])[0])
+        # the words as the first view's decode writes them (the page's own formatting of a number like 1e-07)
+        expected = page.evaluate("([words, n]) => window.physaiPanels.pd.say('ensemble', {words, n})",
+                                 [hold['words'], hold['n']])
+        assert settled(page, 'pd') == expected
+        assert not errors, errors
+    finally:
+        page.close()
+    print(f'panels shown {shown:.1f} s, all done {time.perf_counter() - t0:.1f} s after the notebook opened')
