@@ -115,6 +115,73 @@ def test_the_cells_stored_text_is_stable():
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Chapter 3's 3D view: the arm's poses from Python, the view's files from the kernel
+
+
+def test_hold_poses_are_mujocos_bodies_at_the_magnified_angles():
+    """The 3D view's frames are every stride-th step of the hold (at most 750), each the bodies' pose MuJoCo's
+    forward pass gives at the command plus the magnified error from it (checked on mj_forward, a superset of
+    mj_kinematics, at a few frames)."""
+    import mujoco
+    from physai.engine.hold import so101_base
+    response = hold_responses([HoldParams(**PD_OFF_GRID)], nthread=1)[0]
+    time_, xpos, xquat = ch3.hold_poses(response, 30)
+    steps, m = len(response.q), so101_base()
+    stride = -(-steps // ch3.ARM3D_FRAMES)
+    assert len(time_) <= ch3.ARM3D_FRAMES and xpos.shape == (len(time_), m.nbody, 3) and xquat.shape[2] == 4
+    d = mujoco.MjData(m)
+    for i in (0, len(time_) // 2, len(time_) - 1):
+        k = i * stride
+        assert time_[i] == pytest.approx(response.t[k])
+        d.qpos[:] = response.target[k] + 30 * (response.q[k] - response.target[k])
+        mujoco.mj_forward(m, d)
+        np.testing.assert_allclose(xpos[i], d.xpos, atol=1e-12)
+        np.testing.assert_allclose(xquat[i], d.xquat, atol=1e-12)
+
+
+def sent(w, content) -> list:
+    """The messages ``w`` sends back to the custom message ``content`` (as the front end's model.send sends it)."""
+    out = []
+    w.send = lambda c, buffers=None: out.append((c, buffers))
+    w._handle_custom_msg(content, [])
+    return out
+
+
+@pytest.fixture(scope='module')
+def arm3d(bundle):
+    """The 3D view's files (physai.book.widget_bundle --arm3d: three.js bundled, the meshes built, about 15 s), built
+    when missing or stale."""
+    try:
+        stale = bundle.main(['--check', '--arm3d']) != 0
+    except FileNotFoundError as err:  # three.js not fetched
+        pytest.skip(str(err))
+    if stale and bundle.main(['--arm3d']) != 0:
+        pytest.skip('the arm\'s meshes could not be built (Node, meshoptimizer or Menagerie missing)')
+
+
+def test_the_3d_view_comes_from_the_kernel(arm3d):
+    """A widget's 3D view asks its kernel for the view's module and the meshes (one ES module with three.js in it,
+    which anywidget's blob: address can import; the meshes' bytes) and for each hold's poses (float64 buffers, the
+    bodies the meshes describe); a magnification the view does not offer is an error reply naming it."""
+    w = ch3.pd_widget()
+    [(content, buffers)] = sent(w, {'kind': 'arm3d-assets', 'id': 1})
+    description = content['description']
+    assert content['id'] == 1 and description['format'] == 'physai-arm3d/1'
+    module, meshes = (bytes(b) for b in buffers)
+    assert b'WebGL' in module and b'export' in module and b'import.meta' not in module
+    assert len(meshes) == description['bin_bytes']
+    [(content, buffers)] = sent(w, {'kind': 'arm3d-poses', 'id': 2, 'values': PD_OFF_GRID, 'magnify': 10})
+    assert content['nbody'] == description['nbody']
+    time_, xpos, xquat = (np.frombuffer(b, dtype=np.float64) for b in buffers)
+    expected = ch3.hold_poses(hold_responses([HoldParams(**PD_OFF_GRID)], nthread=1)[0], 10)
+    for got, want in zip((time_, xpos, xquat), expected):
+        np.testing.assert_array_equal(got, want.ravel())
+    assert content == {'kind': 'arm3d-poses', 'id': 2, 'frames': len(expected[0]), 'nbody': expected[1].shape[1]}
+    [(content, _)] = sent(w, {'kind': 'arm3d-poses', 'id': 3, 'values': PD_OFF_GRID, 'magnify': 7})
+    assert 'magnify must be one of (1, 10, 30, 100), got 7' in content['error']
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # In JupyterLab, in a browser
 
 
@@ -173,10 +240,11 @@ def settled(page, key: str) -> str:
 
 
 @pytest.mark.slow
-def test_widgets_in_jupyterlab_redraw_at_each_control(jupyter_lab):
+def test_widgets_in_jupyterlab_redraw_at_each_control(jupyter_lab, arm3d):
     """In a local JupyterLab one cell draws chapter 2's and chapter 3's page panels from the kernel's runs; moving each
     control redraws the plot and the verdict, and the verdict the panel settles on is the one the page's first view
-    stores for that setting, computed here as pendulum's run_part and pd's hold_part of its ensemble."""
+    stores for that setting, computed here as pendulum's run_part and pd's hold_part of its ensemble. Chapter 3's 3D
+    view then opens on the panel's last run, its files and poses sent by the kernel."""
     from jupyter import notebook, run_notebook
     (jupyter_lab.root / 'models_pd.ipynb').write_text(json.dumps(notebook([
         'from IPython.display import display\n'
@@ -208,6 +276,15 @@ def test_widgets_in_jupyterlab_redraw_at_each_control(jupyter_lab):
         expected = page.evaluate("([words, n]) => window.physaiPanels.pd.say('ensemble', {words, n})",
                                  [hold['words'], hold['n']])
         assert settled(page, 'pd') == expected
+
+        arm = "window.physaiPanels.pd.arm3d"
+        page.click('#physai-panel-pd .pl-arm3d-head button')
+        page.wait_for_function(f"() => {arm}.root.dataset.arm3d !== 'loading' && {arm}.shown === {arm}.record",
+                               timeout=60000)
+        assert page.evaluate(f'() => [{arm}.root.dataset.arm3d, {arm}.shown.generation, {arm}.view.nbody]') == [
+            'open', page.evaluate('() => window.physaiPanels.pd.generation'), 9], page.inner_text('.pl-arm3d-why')
+        label = page.inner_text('#physai-panel-pd .physai-arm3d-label')
+        assert label == f"in-step at {values['rate_hz']:.0f} Hz", label   # the run it plays: the last setting's
         assert not errors, errors
     finally:
         page.close()

@@ -121,6 +121,8 @@ export class Arm3D {
      * @param {HTMLElement} container
      * @param {object} options
      * @param {string|URL} options.assetsUrl the arm's description, `_static/arm3d/so101.json`
+     * @param {object} [options.arm] the arm already decoded (decodeArm), instead of assetsUrl (a Jupyter widget's,
+     *     sent by its kernel)
      * @param {boolean} [options.ghost=false] also draw a translucent ghost arm (setPose(..., {ghost: true}))
      * @param {string} [options.label] a short label drawn on the view (e.g. "PD in the step")
      * @param {number|(() => number|undefined)} [options.height] CSS px (or a function giving it, asked at every
@@ -138,7 +140,7 @@ export class Arm3D {
         const probe = probeWebGL();
         if (probe.reason) return view._unavailable(probe.reason);
         view.webgl = probe;
-        const arm = await loadArm(options.assetsUrl);
+        const arm = options.arm ?? await loadArm(options.assetsUrl);
         try {
             view._start(arm);
         } catch (error) {

@@ -9,15 +9,23 @@ bundle goes stale with every change to a page module): tests build them; a packa
 users, who have no Node, must be built after them (``pyproject.toml`` lists them as package data). ``import.meta.url`` is replaced by the notebook's address: the engine and
 worker addresses the modules compute at load time then parse, and the kernel source never fetches them.
 
-Run: ``python -m physai.book.widget_bundle`` (writes both files); ``--check`` fails if they are stale.
+The 3D view (chapter 3's arm) is not in ``panels.js``: with ``--arm3d`` :func:`build_arm3d` also writes
+``arm3d.js`` (``book/_static/physai-arm3d.js``, its two helpers and three.js, npm ``three``, bundled into one module,
+about 0.6 MB) and ``arm3d/`` (the arm's meshes with their licence, :func:`physai.book.arm_meshes.build`: Node,
+meshoptimizer and Menagerie, about 10 s), which the widget sends from the kernel only when a reader opens the view.
+
+Run: ``python -m physai.book.widget_bundle [--arm3d]`` (writes the files); ``--check`` fails if they are stale.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,16 +33,48 @@ ENTRY = ROOT / 'book' / '_static' / 'panels' / 'widget.js'
 CSS = ROOT / 'book' / '_static' / 'physai.css'
 ESBUILD = ROOT / 'node_modules' / '.bin' / 'esbuild'
 OUT = ROOT / 'physai' / 'interface' / 'static'
+ARM3D = ROOT / 'book' / '_static' / 'physai-arm3d.js'
+THREE = ROOT / 'node_modules' / 'three'
+THREE_FILES = {'three.module.js': 'build/three.module.js', 'OrbitControls.js': 'examples/jsm/controls/OrbitControls.js',
+               'BufferGeometryUtils.js': 'examples/jsm/utils/BufferGeometryUtils.js'}
+"""What the 3D view imports from ``./three/`` (the site's copy, book/_ext/physai_arm3d.py), in npm ``three``."""
 
 
-def bundle_js() -> str:
-    """``widget.js`` and its imports as one minified ES module (esbuild)."""
+def bundle_js(entry: Path = ENTRY) -> str:
+    """``widget.js`` (or ``entry``) and its imports as one minified ES module (esbuild)."""
     if not ESBUILD.exists():
         raise FileNotFoundError(f'{ESBUILD} is missing: run npm ci (package.json pins esbuild)')
-    done = subprocess.run([str(ESBUILD), str(ENTRY), '--bundle', '--format=esm', '--minify', '--legal-comments=none',
+    done = subprocess.run([str(ESBUILD), str(entry), '--bundle', '--format=esm', '--minify', '--legal-comments=none',
                            '--define:import.meta.url=document.baseURI', '--log-level=warning'],
                           capture_output=True, text=True, check=True)
     return done.stdout
+
+
+def bundle_arm3d() -> str:
+    """The 3D view's module, ``physai-arm3d.js`` with its helpers and three.js, as one minified ES module: its
+    ``./three/`` imports (the site's copy of three.js) point at npm ``three`` itself, whose add-ons import three.js
+    by its package name, so esbuild puts one three.js in."""
+    missing = [path for path in THREE_FILES.values() if not (THREE / path).is_file()]
+    if missing:
+        raise FileNotFoundError(f'{THREE / missing[0]} is missing: run npm ci (package.json pins three)')
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in ARM3D.parent.glob('physai-arm3d*.js'):
+            shutil.copy(path, tmp)
+        (Path(tmp) / 'three').mkdir()
+        for name, path in THREE_FILES.items():
+            (Path(tmp) / 'three' / name).write_text(f'export * from {json.dumps(str(THREE / path))};\n')
+        return bundle_js(Path(tmp) / ARM3D.name)
+
+
+def build_arm3d(out: Path = OUT) -> dict[str, int]:
+    """Write ``arm3d.js`` (:func:`bundle_arm3d`) and the arm's meshes (``arm3d/``, :func:`physai.book.arm_meshes.build`)
+    into ``out``; returns each file's size in bytes, by its path under ``out``."""
+    from physai.book import arm_meshes
+    out.mkdir(exist_ok=True)
+    (out / 'arm3d.js').write_text(bundle_arm3d())
+    arm_meshes.build(out / 'arm3d')
+    return {str(path.relative_to(out)): path.stat().st_size
+            for path in [out / 'arm3d.js', *sorted((out / 'arm3d').iterdir())]}
 
 
 def _blocks(text: str):
@@ -74,9 +114,14 @@ def build() -> dict[str, str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--check', action='store_true', help='fail if the stored files differ from a new build')
+    parser.add_argument('--arm3d', action='store_true', help='also write the 3D view: arm3d.js and arm3d/ (meshes)')
     args = parser.parse_args(argv)
     files = build()
+    if args.arm3d:  # the module compared; the meshes only there (arm_meshes' own tests check that a build repeats)
+        files['arm3d.js'] = bundle_arm3d()
     stale = [name for name, text in files.items() if not (OUT / name).exists() or (OUT / name).read_text() != text]
+    if args.arm3d and not (OUT / 'arm3d' / 'so101.bin').exists():
+        stale.append('arm3d/')
     if args.check:
         if stale:
             print(f'stale: {", ".join(stale)}; run python -m physai.book.widget_bundle', file=sys.stderr)
@@ -86,6 +131,10 @@ def main(argv=None) -> int:
     for name, text in files.items():
         (OUT / name).write_text(text)
         print(f'{OUT / name}: {len(text.encode())} bytes')
+    if args.arm3d:
+        for name, size in build_arm3d().items():
+            if name != 'arm3d.js':
+                print(f'{OUT / name}: {size} bytes')
     return 0
 
 

@@ -12,6 +12,7 @@ joint's hold against the command and the growth per tick against the controller 
 from __future__ import annotations
 
 import functools
+import json
 import math
 
 import matplotlib as mpl
@@ -414,10 +415,78 @@ def run_part(response: HoldResponse, growth: float) -> dict:
             'sample': web.trace(np.degrees(response.q[:, j]), TRACE_STEP_DEG, clip)}
 
 
-def _one_hold(rate_hz, backend, kp, kv, armature, timestep, integrator) -> dict:
-    values = dict(rate_hz=rate_hz, backend=backend, kp=kp, kv=kv, armature=armature, timestep=timestep,
-                  integrator=integrator)
-    return run_part(hold_responses([HoldParams(**values)], nthread=1)[0], worst_growth(**values))
+def _one_hold(rate_hz, backend, kp, kv, armature, timestep, integrator) -> HoldResponse:
+    params = HoldParams(rate_hz=rate_hz, backend=backend, kp=kp, kv=kv, armature=armature, timestep=timestep,
+                        integrator=integrator)
+    return hold_responses([params], nthread=1)[0]
+
+
+ARM3D_FRAMES = 750
+"""The most frames of a hold the 3D view plays (``arm3d_view.js``'s ``MAX_FRAMES``): every stride-th step."""
+
+ARM3D_MAGNIFY = (1, 10, 30, 100)
+"""The 3D view's magnifications of the error from the command (``arm3d_view.js``'s ``MAGNIFY``)."""
+
+
+def hold_poses(response: HoldResponse, magnify: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The bodies' poses the 3D view plays for a hold, as the page's view computes them (``arm3d_view.js``:
+    ``ArmView.show``): every stride-th physics step (at most :data:`ARM3D_FRAMES` frames), the joints at the command
+    plus ``magnify`` times the error from it (a non-finite angle at the command), posed by MuJoCo's
+    ``mj_kinematics`` on the SO-101.
+
+    Returns:
+      ``(time, xpos, xquat)``: s (nframe,), m (nframe, nbody, 3) and MuJoCo's (w, x, y, z) (nframe, nbody, 4).
+    """
+    import mujoco
+    q, target = response.q, response.target
+    steps = len(q)
+    stride = -(-steps // ARM3D_FRAMES)
+    frames = np.arange(0, steps, stride)
+    with np.errstate(invalid='ignore'):
+        qpos = np.where(np.isfinite(q[frames]), target[frames] + magnify * (q[frames] - target[frames]), target[frames])
+    m = so101_base()
+    d = mujoco.MjData(m)
+    xpos, xquat = np.empty((len(frames), m.nbody, 3)), np.empty((len(frames), m.nbody, 4))
+    for i, row in enumerate(qpos):
+        d.qpos[:] = row
+        mujoco.mj_kinematics(m, d)
+        xpos[i], xquat[i] = d.xpos, d.xquat
+    return response.params.timestep * (frames + 1), xpos, xquat
+
+
+def _arm3d_messages(widget, hold: live.Deferred):
+    """The kernel's half of the widget's 3D view: a custom message ``{kind, id}`` from the front end gets one back
+    with the same ``kind`` and ``id``. ``arm3d-assets``: the view's module and the arm's meshes (``arm3d.js`` and
+    ``arm3d/``, :func:`physai.book.widget_bundle.build_arm3d`) as two binary buffers and the meshes' description,
+    sent when a reader opens the view; ``arm3d-poses`` (with ``values`` and ``magnify``): :func:`hold_poses` of the
+    hold at those values (the widget's one run, kept) as three float64 buffers. A request it cannot answer gets
+    ``error``."""
+    from physai.interface.widget import STATIC
+
+    def answer(_, content, buffers):
+        kind, ident = content.get('kind'), content.get('id')
+        if kind not in ('arm3d-assets', 'arm3d-poses'):
+            return
+        try:
+            if kind == 'arm3d-assets':
+                files = [STATIC / 'arm3d.js', STATIC / 'arm3d' / 'so101.bin', STATIC / 'arm3d' / 'so101.json']
+                missing = [str(f) for f in files if not f.is_file()]
+                if missing:
+                    raise FileNotFoundError(f'the 3D view\'s files are missing ({", ".join(missing)}): run python -m '
+                                            f'physai.book.widget_bundle --arm3d')
+                widget.send({'kind': kind, 'id': ident, 'description': json.loads(files[2].read_text())},
+                            buffers=[files[0].read_bytes(), files[1].read_bytes()])
+                return
+            magnify = content.get('magnify')
+            if magnify not in ARM3D_MAGNIFY:
+                raise ValueError(f'magnify must be one of {ARM3D_MAGNIFY}, got {magnify!r}')
+            time, xpos, xquat = hold_poses(hold.compute(widget.spec.check(content.get('values', {}))), magnify)
+            widget.send({'kind': kind, 'id': ident, 'frames': len(time), 'nbody': xpos.shape[1]},
+                        buffers=[time.tobytes(), xpos.tobytes(), xquat.tobytes()])
+        except Exception as exc:  # the view says so; the panel stays alive
+            widget.send({'kind': kind, 'id': ident, 'error': f'{type(exc).__name__}: {exc}'})
+
+    widget.on_msg(answer)
 
 
 def _ensemble_hold(rate_hz, backend, kp, kv, armature, timestep, integrator) -> dict:
@@ -432,6 +501,8 @@ def pd_widget(**defaults):
     one hold (:func:`run_part`, as the page draws once MuJoCo runs in it), then with the hold's ensemble
     (:func:`hold_part` of :func:`physai.engine.hold.hold_ensembles`, 8 or 64 runs, seconds) as the first view stores
     it: the ensemble's verdict, and its run 0 as the trace. The growth per tick the page's module computes itself.
+    Its 3D view plays the one run, posed by Python MuJoCo (:func:`hold_poses`); the view's module and the arm's meshes
+    come from the kernel when a reader opens it (:func:`_arm3d_messages`).
 
     Args:
       defaults: as :func:`pd_twin`'s (:func:`pd_panel`'s keywords).
@@ -440,10 +511,13 @@ def pd_widget(**defaults):
       A :class:`physai.interface.widget.PanelWidget` (needs ``anywidget``).
     """
     from physai.interface import widget  # anywidget only where the widget is asked for
-    # the one run is kept (a thread-safe store): the second reply, with the ensemble, sends it again
+    # the one run is kept (a thread-safe store): the second reply, with the ensemble, and the 3D view use it again
     one = live.Deferred(_one_hold, maxsize=16)
-    return widget.PanelWidget(pd_spec(**defaults), 'where_pd_runs_panels.js', constants=pd_constants(),
-                              now={'run': one.compute}, later={'hold': live.Deferred(_ensemble_hold, maxsize=16)})
+    w = widget.PanelWidget(pd_spec(**defaults), 'where_pd_runs_panels.js', constants=pd_constants(),
+                           now={'run': lambda values: run_part(one.compute(values), worst_growth(**values))},
+                           later={'hold': live.Deferred(_ensemble_hold, maxsize=16)})
+    _arm3d_messages(w, one)
+    return w
 
 
 def ensemble_text(ensemble: HoldEnsemble) -> str:

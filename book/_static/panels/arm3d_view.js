@@ -13,6 +13,10 @@
 //   replay  chapter 4: the replay (solid) against the recording (a translucent ghost), scrubbable; the overlay's
 //           cursor and the view's time follow each other (drag on the trace to scrub). The ghost's gripper is the
 //           simulated one: the page carries the recording's five arm joints, which the traces compare.
+//
+// In a Jupyter widget (the panel's `kernel`, widget.js) there is no engine in the page: the kernel sends the view's
+// module (three.js and physai-arm3d.js, bundled: physai.book.widget_bundle) and the arm's meshes when the reader
+// opens the view, and the poses of each hold (Python MuJoCo's mj_kinematics), with its `call` (chapter 3's hold).
 
 import {el} from './figures.js';
 import {engineSize} from './ui.js';
@@ -88,6 +92,31 @@ export function bodyPoses(engine, nframe, qpos) {
 
 const cursors = new WeakMap();   // plot -> its cursor line (ArmView.cursor)
 
+// The view's module and the decoded arm, from a widget's kernel (once per kernel): the module's text imported from a
+// blob: address (anywidget's own way of loading a module), the meshes decoded from the buffer the kernel sent.
+const kernelArms = new WeakMap();
+function kernelArm(kernel) {
+  if (!kernelArms.has(kernel)) {
+    const load = (async () => {
+      const {content, buffers} = await kernel.call({kind: 'arm3d-assets'});
+      if (content.error) throw new Error(content.error);
+      const url = URL.createObjectURL(new Blob([buffers[0]], {type: 'text/javascript'}));
+      try {
+        const module = await import(url);
+        return {Arm3D: module.Arm3D, arm: module.decodeArm(content.description, arrayBuffer(buffers[1]))};
+      } finally {
+        URL.revokeObjectURL(url);
+      }
+    })();
+    load.catch(() => kernelArms.delete(kernel));   // a failed load may be tried again
+    kernelArms.set(kernel, load);
+  }
+  return kernelArms.get(kernel);
+}
+
+// a buffer of a kernel's message (a DataView) as an ArrayBuffer of its own: typed arrays over it start aligned
+const arrayBuffer = (view) => view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength);
+
 export class ArmView {
   // panel: the chapter's Panel (ui.js); container: where the view goes (the panel's plots); kind: 'hold' or 'replay';
   // plots: the plots whose time axis is the view's (a cursor is drawn on them)
@@ -156,7 +185,7 @@ export class ArmView {
   // why the view cannot open here, or null
   unavailable() {
     if (typeof WebGL2RenderingContext === 'undefined') return NO_WEBGL;
-    if (!this.panel.canGoLive()) return NO_ENGINE;
+    if (!this.panel.kernel && !this.panel.canGoLive()) return NO_ENGINE;
     return null;
   }
 
@@ -175,11 +204,12 @@ export class ArmView {
     this.settle();
   }
 
+  // (in a widget the physics runs in the kernel: the page's processor is the view's while it runs)
   settle() {
     clearTimeout(this.showing);
     if (!this.view) return;
     this.showing = setTimeout(() => {
-      if (!this.view || this.panel.root.dataset.state === 'running') return;
+      if (!this.view || (!this.panel.kernel && this.panel.root.dataset.state === 'running')) return;
       const resume = this.resumeAfterRun;
       this.resumeAfterRun = false;
       this.show(resume);
@@ -189,7 +219,7 @@ export class ArmView {
   // While the panel reruns MuJoCo (its data-state "running") the view holds still and draws nothing, so the run has
   // the processor (a browser that draws WebGL on the CPU spends tens of ms a frame); see setRun for when it goes on.
   followState() {
-    if (this.stateWatch) return;
+    if (this.stateWatch || this.panel.kernel) return;
     this.stateWatch = new MutationObserver(() => {
       const view = this.view;
       if (!view || this.panel.root.dataset.state !== 'running') return;
@@ -207,14 +237,19 @@ export class ArmView {
     this.root.dataset.arm3d = 'loading';
     this.why.textContent = 'loading three.js and the arm…';
     try {
-      const [{Arm3D}] = await Promise.all([import(VIEW_MODULE), this.live()]);
-      if (this.panel.mode !== 'live') throw new Error(this.panel.status.textContent);
+      let Arm3D, arm;
+      if (this.panel.kernel) {
+        ({Arm3D, arm} = await kernelArm(this.panel.kernel));
+      } else {
+        [{Arm3D}] = await Promise.all([import(VIEW_MODULE), this.live()]);
+        if (this.panel.mode !== 'live') throw new Error(this.panel.status.textContent);
+      }
       const label = this.kind === 'replay' ? 'simulated (solid) and recorded (ghost)' : '';
-      const view = await Arm3D.create(this.stage, {assetsUrl: ASSETS, ghost: this.kind === 'replay', label,
+      const view = await Arm3D.create(this.stage, {assetsUrl: ASSETS, arm, ghost: this.kind === 'replay', label,
                                                    height: () => this.height(),
                                                    onTime: (t) => this.cursor(t)});
       if (!view.available) { this.say(view.reason); return; }
-      if (view.nbody !== this.panel.model.model.nbody) {
+      if (!this.panel.kernel && view.nbody !== this.panel.model.model.nbody) {
         throw new Error(`the arm's meshes have ${view.nbody} bodies, the page's model ${this.panel.model.model.nbody}`);
       }
       this.view = view;
@@ -279,6 +314,7 @@ export class ArmView {
 
   // the run's clip, posed by MuJoCo, into the view (playing on if it was)
   show(resume = false) {
+    if (this.panel.kernel) { this.showKernel(resume); return; }
     const r = this.record, view = this.view, engine = this.panel.model;
     const playing = !this.started || view.playing || resume, t = view.time;
     let clip;
@@ -294,11 +330,7 @@ export class ArmView {
         return q;
       };
       clip = {time: Float64Array.from({length: n}, (_, i) => r.h * (i * stride + 1)), ...bodyPoses(engine, n, qpos)};
-      const where = this.panel.say('where', {backend: r.params.backend, rate: r.params.rateHz});
-      const other = this.panel.inputs.backend && [...this.panel.inputs.backend.input.options]
-        .find((o) => o.value !== r.params.backend);
-      if (this.switchButton && other) this.switchButton.textContent = `switch to ${other.textContent}`;
-      view.setLabel(`${where}${f === 1 ? '' : ` · error from the command ×${f}`}${r.warned ? ' · diverged' : ''}`);
+      this.holdLabel(r);
     } else {
       const k = this.panel.constants, e = k.episode, nq = engine.model.nq, na = k.armJoints.length, n = r.frames;
       const q = new Float64Array(nq);
@@ -312,6 +344,21 @@ export class ArmView {
       const solid = bodyPoses(engine, n, sim), ghost = bodyPoses(engine, n, real);
       clip = {time, xpos: solid.xpos, xquat: solid.xquat, ghost: {xpos: ghost.xpos, xquat: ghost.xquat}};
     }
+    this.play(clip, r, playing, t);
+  }
+
+  // the hold's label on the view and the switch button's, for run `r` (its params: backend, rateHz; warned)
+  holdLabel(r) {
+    const f = this.magnify, where = this.panel.say('where', {backend: r.params.backend, rate: r.params.rateHz});
+    const other = this.panel.inputs.backend && [...this.panel.inputs.backend.input.options]
+      .find((o) => o.value !== r.params.backend);
+    if (this.switchButton && other) this.switchButton.textContent = `switch to ${other.textContent}`;
+    this.view.setLabel(`${where}${f === 1 ? '' : ` · error from the command ×${f}`}${r.warned ? ' · diverged' : ''}`);
+  }
+
+  // a clip into the view, at time t, playing if asked
+  play(clip, r, playing, t) {
+    const view = this.view;
     this.why.textContent = '';
     view.setClip(clip, {rate: this.speed});
     this.shown = r;   // the run the view shows (a test waits until it is the panel's last, this.record)
@@ -319,6 +366,23 @@ export class ArmView {
     if (Number.isFinite(t)) view.seek(t);
     this.cursor(view.time);
     if (playing) view.play();
+  }
+
+  // In a widget: the hold's poses from the kernel (the run at the record's values, magnified there); a newer run, a
+  // closed view or another magnification by the time they come drops them
+  async showKernel(resume) {
+    const r = this.record, view = this.view, f = this.magnify;
+    const playing = !this.started || view.playing || resume, t = view.time;
+    const {content, buffers} = await this.panel.kernel.call({kind: 'arm3d-poses', values: r.values, magnify: f});
+    if (this.record !== r || this.view !== view || this.magnify !== f) return;
+    if (content.error) { this.why.textContent = `3D view: ${content.error}`; return; }
+    if (content.nbody !== view.nbody) {
+      this.why.textContent = `3D view: the arm's meshes have ${view.nbody} bodies, the kernel's model ${content.nbody}`;
+      return;
+    }
+    const [time, xpos, xquat] = buffers.map((b) => new Float64Array(arrayBuffer(b)));
+    this.holdLabel(r);
+    this.play({time, xpos, xquat}, r, playing, t);
   }
 
   // the view's time on the plots: a thin vertical line, made once per plot and then only moved (its transform), so

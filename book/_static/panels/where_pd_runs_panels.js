@@ -53,6 +53,16 @@ export default class PdPanel extends Panel {
             growth: this.growth(values)};
   }
 
+  // a widget's reply, drawn as a stored frame; its run (at the reply's values, posed by the kernel) to the 3D view
+  fromKernel(reply) {
+    super.fromKernel(reply);
+    if (!reply.frame || reply.generation !== this.asked?.generation) return;
+    if (this.arm3d.record?.generation === reply.generation) return;   // the second reply: the same run
+    const v = reply.values;
+    this.arm3d.setRun({generation: reply.generation, values: v, params: {backend: v.backend, rateHz: v.rate_hz},
+                       warned: reply.frame.run.state === 'diverged'});
+  }
+
   async start(mujoco, live) {
     this.model = new Model(mujoco, live.xml, live.engine);
   }

@@ -30,7 +30,21 @@ function render({model, el}) {
     model.set('request', request);
     model.save_changes();
   };
-  const kernel = {ask: (request) => { if (inFlight === null) send(request); else waiting = request; }};
+  // call: a custom message to the kernel ({kind, ...}), answered by one with the same id (the 3D view's files and
+  // poses: where_pd_runs_panels.py, _arm3d_messages), resolved as {content, buffers}
+  const calls = new Map();
+  let called = 0;
+  const onMessage = (content, buffers) => {
+    const resolve = calls.get(content?.id);
+    if (resolve) { calls.delete(content.id); resolve({content, buffers}); }
+  };
+  model.on('msg:custom', onMessage);
+  const kernel = {ask: (request) => { if (inFlight === null) send(request); else waiting = request; },
+                  call: (content) => new Promise((resolve) => {
+                    const id = ++called;
+                    calls.set(id, resolve);
+                    model.send({...content, id});
+                  })};
   const panel = new Chapter(root, data, null, kernel);
   // the kernel's part and the drawing's of the last first reply, ms (benchmarks/bench_widget.py reads them)
   const onReply = () => {
@@ -45,7 +59,7 @@ function render({model, el}) {
   model.on('change:reply', onReply);
   panel.build();
   (window.physaiPanels = window.physaiPanels || {})[data.spec.key] = panel;
-  return () => model.off('change:reply', onReply);
+  return () => { model.off('change:reply', onReply); model.off('msg:custom', onMessage); };
 }
 
 export default {render};
