@@ -16,6 +16,7 @@ import json
 import math
 
 import matplotlib as mpl
+import mujoco
 import numpy as np
 from matplotlib import font_manager
 from matplotlib.text import Text
@@ -437,7 +438,6 @@ def hold_poses(response: HoldResponse, magnify: float = 1.0) -> tuple[np.ndarray
     Returns:
       ``(time, xpos, xquat)``: s (nframe,), m (nframe, nbody, 3) and MuJoCo's (w, x, y, z) (nframe, nbody, 4).
     """
-    import mujoco
     q, target = response.q, response.target
     steps = len(q)
     stride = -(-steps // ARM3D_FRAMES)

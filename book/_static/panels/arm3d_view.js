@@ -29,6 +29,8 @@ const MAGNIFY = [1, 10, 30, 100];
 const SPEEDS = [[1, 'real time'], [0.25, '¼ speed'], [0.1, '1/10 speed']];
 export const NO_WEBGL = '3D view unavailable: this browser has no WebGL 2; the plots above are the whole panel.';
 export const NO_ENGINE = '3D view unavailable: it is posed by MuJoCo in this page, which needs WebAssembly.';
+// a widget's kernel poses a hold (chapter 3) so far, not a replay (chapter 4)
+export const NO_KERNEL = '3D view unavailable in a notebook for this panel: the book\'s page has it.';
 
 const STYLE = `
 .physai-panel .pl-arm3d{flex:1 1 100%;min-width:0;font-size:13px}
@@ -185,7 +187,8 @@ export class ArmView {
   // why the view cannot open here, or null
   unavailable() {
     if (typeof WebGL2RenderingContext === 'undefined') return NO_WEBGL;
-    if (!this.panel.kernel && !this.panel.canGoLive()) return NO_ENGINE;
+    if (this.panel.kernel) return this.kind === 'hold' ? null : NO_KERNEL;
+    if (!this.panel.canGoLive()) return NO_ENGINE;
     return null;
   }
 
