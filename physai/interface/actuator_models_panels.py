@@ -417,9 +417,9 @@ def forcerange_twin(*, forceranges: Sequence[float] = TWIN_FORCERANGES, models: 
 def pendulum_widget(**defaults):
     """Chapter 2's page panel (:func:`actuator_spec`, as :func:`forcerange_twin` opens it) as a Jupyter widget: the
     page's ``actuator_models_panels.js`` drawing the run Python MuJoCo makes at the controls' exact values
-    (:func:`run_record`, one run of a few tens of milliseconds, answered at once). Unlike the first view it does not
-    check a run for chaos (the page's first view does, for a stored trace that must survive a last-bit change): it
-    shows the one run at that setting, as the page does once MuJoCo runs in it.
+    (:func:`run_record`, one run, answered at once: its time per control in benchmarks/bench_widget_models_pd.py).
+    Unlike the first view it does not check a run for chaos (the page's first view does, for a stored trace that must
+    survive a last-bit change): it shows the one run at that setting, as the page does once MuJoCo runs in it.
 
     Args:
       defaults: as :func:`forcerange_twin`'s (:func:`actuator_panel`'s keywords), changing :data:`TWIN_START`.

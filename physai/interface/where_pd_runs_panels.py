@@ -499,8 +499,8 @@ def pd_widget(**defaults):
     """Chapter 3's page panel (:func:`pd_spec`, as :func:`pd_twin` opens it) as a Jupyter widget: the page's
     ``where_pd_runs_panels.js`` drawing what Python MuJoCo runs at the controls' exact values. It answers at once with
     one hold (:func:`run_part`, as the page draws once MuJoCo runs in it), then with the hold's ensemble
-    (:func:`hold_part` of :func:`physai.engine.hold.hold_ensembles`, 8 or 64 runs, seconds) as the first view stores
-    it: the ensemble's verdict, and its run 0 as the trace. The growth per tick the page's module computes itself.
+    (:func:`hold_part` of :func:`physai.engine.hold.hold_ensembles`, 8 or 64 runs) as the first view stores it: the
+    ensemble's verdict, and its run 0 as the trace (the times of both: benchmarks/bench_widget_models_pd.py). The growth per tick the page's module computes itself.
     Its 3D view plays the one run, posed by Python MuJoCo (:func:`hold_poses`); the view's module and the arm's meshes
     come from the kernel when a reader opens it (:func:`_arm3d_messages`).
 
