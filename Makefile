@@ -10,7 +10,7 @@ ifneq ($(wildcard ../shared/menagerie),)
 export MENAGERIE_ROOT ?= $(abspath ../shared/menagerie)
 endif
 
-.PHONY: book pdf pdf-debs test test-newest clean
+.PHONY: book pdf pdf-debs wheel test test-newest clean
 
 # The site's JavaScript dependency (MuJoCo's WebAssembly build for the live panels), pinned in package-lock.json.
 NPM := $(shell command -v npm 2>/dev/null)
@@ -50,6 +50,11 @@ pdf: $(STAMP) node_modules/.package-lock.json pdf-debs
 	$(BIN)/python -m physai.book.pdf panels
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build --all -W -n --keep-going --builder pdflatex .
 	$(BIN)/python -m physai.book.pdf check-log _build/latex/simulated-actuators.log
+
+# physai's wheel with the panel widget's bundled front end (generated, not committed) inside: what a release attaches
+# for pip and Colab users, who have no Node (physai.book.wheel; CHANGELOG.md's "Making a release").
+wheel: $(STAMP) node_modules/.package-lock.json
+	$(BIN)/python -m physai.book.wheel dist
 
 # The notebooks run twice: as stored, and with every simulation's start nudged by 1e-12 rad (physai.engine.perturb), which
 # moves the last bits the way another processor would; the stored outputs must survive both.
@@ -147,4 +152,4 @@ test-newest: node_modules/.package-lock.json
 	PHYSAI_PERTURB=1e-12 $(subst $(BIN)/,$(NEWEST_BIN)/,$(NBVAL))
 
 clean:
-	rm -rf _build $(VENV) $(NEWEST) node_modules
+	rm -rf _build $(VENV) $(NEWEST) node_modules dist
