@@ -21,8 +21,11 @@ else
 	$(NPM) ci --no-audit --no-fund
 endif
 
+# The environment sits inside the repository, whose package.json says "type": "module": the package.json written into
+# it keeps Node from reading JupyterLab's CommonJS scripts in it as ES modules (they failed at every server start).
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	echo '{"type": "commonjs"}' > $(VENV)/package.json
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
@@ -129,6 +132,7 @@ NEWEST_BIN := $(NEWEST)/bin
 $(NEWEST)/.installed: requirements.txt pyproject.toml
 	rm -rf $(NEWEST)
 	$(PYTHON) -m venv $(NEWEST)
+	echo '{"type": "commonjs"}' > $(NEWEST)/package.json
 	grep -v '^mujoco==' requirements.txt > $(NEWEST)/requirements.txt
 	$(NEWEST_BIN)/python -m pip install --quiet --disable-pip-version-check -r $(NEWEST)/requirements.txt '$(MUJOCO_NEWEST)'
 	$(NEWEST_BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
