@@ -65,7 +65,7 @@ def gripper_spec() -> PanelSpec:
             f'{100 * grasp.JITTER_FRACTION:g} % swing of the jaw force, crushed past '
             f'{1e3 * grasp.CRUSH_DEPTH:g} mm of overlap.')
     return PanelSpec(key='gripper', title='Squeeze and slip', controls=controls, plots=(force, slide),
-                     words={**WORDS, 'running': 'running… {t:.1f} s'}, note=note)
+                     words={**WORDS, 'running': 'running… {t:.1f} s', 'pending': 'running…'}, note=note)
 
 
 def panel_setup(values: dict) -> gripper.GripSetup:
@@ -195,3 +195,14 @@ def gripper_twin(*, limits=TWIN_LIMITS, masses=TWIN_MASSES):
                           constants=gripper_constants(),
                           fallback='This panel draws on the book\'s page; in Jupyter or Colab use the live panel '
                                    'above.')
+
+
+def gripper_widget():
+    """Chapter 5's page panel (:func:`gripper_spec`) as a Jupyter widget (:class:`physai.interface.widget.PanelWidget`):
+    the page's ``gripper_panels.js`` drawing the grasp Python MuJoCo runs at the controls' exact values
+    (:func:`grasp_part`, as the first view stores one). The grasp (0.15 s on a quiet core at the defaults, more at a
+    fine timestep) comes in the widget's second reply; the first says it is running."""
+    from physai.interface import widget
+    spec = gripper_spec()
+    return widget.PanelWidget(spec, 'gripper_panels.js', constants=gripper_constants(), now={},
+                              later={'grasp': widget.whole_part(spec, grasp_part)})

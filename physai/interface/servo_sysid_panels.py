@@ -146,7 +146,7 @@ def sysid_spec(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PANE
     sags = Plot(key='sags', title='sag in held poses', xlabel='joint', ylabel='command − joint (deg)',
                 xlim=(-0.6, len(ARM_JOINTS) - 0.4), ylim=(-4.0, 4.0), xticks=x, width=280, height=290, corner='below',
                 legend=(Entry('real', plots.COLORS['real'], 'box'), Entry('sim', SAG_COLOR, 'box')))
-    words = {**STATUS_WORDS, 'running': 'running… {t:.1f} s',
+    words = {**STATUS_WORDS, 'running': 'running… {t:.1f} s', 'pending': 'running…',
              'chaotic': 'chaotic: no single replay is stored · MAE ≈ {mae:.2g}°'}
     note = ('Episode {index} ({nframe} frames at {fps:g} fps) replayed open loop: every frame\'s recorded command '
             'held until the next frame, a whole number of physics steps per frame; joint damping {damping:.4g} '
@@ -322,6 +322,33 @@ def slim_arm_joints() -> tuple[str, ...]:
     import mujoco
     m = slim_arm()
     return tuple(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(m.njnt))
+
+
+def panel_draws(episode: Episode, base: ArmServo, values: dict) -> list[Replay]:
+    """:func:`panel_replay` from the recorded start and the :data:`TWIN_NUDGES` starts, in one batch: the draws
+    :func:`replay_part` stores one setting from."""
+    servo = dataclasses.replace(base, **{k: v for k, v in values.items() if k in SERVO_FIELDS})
+    runs = replay([servo] * len(TWIN_NUDGES), [episode], config=ReplayConfig(**{k: values[k] for k in CONFIG_FIELDS}),
+                  offsets=np.asarray(TWIN_NUDGES))
+    return [run[0] for run in runs]
+
+
+def sysid_widget(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PANEL_JOINTS):
+    """Chapter 4's page panel (:func:`sysid_spec`) as a Jupyter widget (:class:`physai.interface.widget.PanelWidget`):
+    the page's ``servo_sysid_panels.js`` drawing the replay Python MuJoCo runs at the controls' exact values, stored
+    as the first view stores one (:func:`panel_draws`, :func:`replay_part`: a chaotic setting shows its verdict
+    alone). The replay (four of them, 0.2 s each on a quiet core) comes in the widget's second reply; the first says
+    it is running. The page's 3D arm is not in the widget yet. Arguments as :func:`sysid_panel`.
+
+    Raises:
+      TypeError, ValueError: as :func:`sysid_spec`.
+    """
+    from physai.interface import widget
+    spec = sysid_spec(episode, base, joints=joints)
+    joints = tuple(joints)
+    return widget.PanelWidget(spec, 'servo_sysid_panels.js', constants=sysid_constants(episode, base, joints), now={},
+                              later={'replay': widget.whole_part(
+                                  spec, lambda values: replay_part(panel_draws(episode, base, values), joints))})
 
 
 def sysid_twin(episode: Episode, base: ArmServo, *, kps: Sequence[float] = TWIN_KPS,
