@@ -149,8 +149,8 @@ def test_the_cells_stored_text_is_stable():
 
 
 MOVES = {
-    'sysid': {'kp': 20.0, 'armature': 0.01, 'timestep': 0.002, 'integrator': 'Euler', 'kv': 2.0, 'forcerange': 1.0},
-    'gripper': {'torque_limit': 0.5, 'kp': 100.0, 'armature': 0.01, 'timestep': 0.002, 'integrator': 'RK4',
+    'sysid': {'kp': 20.0, 'armature': 0.01, 'timestep': 0.01, 'integrator': 'Euler', 'kv': 2.0, 'forcerange': 1.0},
+    'gripper': {'torque_limit': 0.5, 'kp': 100.0, 'armature': 0.01, 'timestep': 0.004, 'integrator': 'RK4',
                 'command': 'just inside the cube', 'mass': 0.3, 'mu': 0.3, 'condim': 3},
     'firmware': {'p_register': 32.0, 'supply_voltage': 12.0, 'torque_limit': 500.0, 'goal_speed': 1000.0,
                  'backlash_deg': 1.0, 'timestep': 0.01, 'integrator': 'RK4'},
