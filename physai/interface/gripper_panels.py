@@ -200,8 +200,8 @@ def gripper_twin(*, limits=TWIN_LIMITS, masses=TWIN_MASSES):
 def gripper_widget():
     """Chapter 5's page panel (:func:`gripper_spec`) as a Jupyter widget (:class:`physai.interface.widget.PanelWidget`):
     the page's ``gripper_panels.js`` drawing the grasp Python MuJoCo runs at the controls' exact values
-    (:func:`grasp_part`, as the first view stores one). The grasp (0.15 s on a quiet core at the defaults, more at a
-    fine timestep) comes in the widget's second reply; the first says it is running."""
+    (:func:`grasp_part`, as the first view stores one). The grasp (a few hundred ms, more at a fine timestep:
+    ``benchmarks/bench_widget_arm.py``) comes in the widget's second reply; the first says it is running."""
     from physai.interface import widget
     spec = gripper_spec()
     return widget.PanelWidget(spec, 'gripper_panels.js', constants=gripper_constants(), now={},

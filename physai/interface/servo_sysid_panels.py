@@ -337,8 +337,8 @@ def sysid_widget(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PA
     """Chapter 4's page panel (:func:`sysid_spec`) as a Jupyter widget (:class:`physai.interface.widget.PanelWidget`):
     the page's ``servo_sysid_panels.js`` drawing the replay Python MuJoCo runs at the controls' exact values, stored
     as the first view stores one (:func:`panel_draws`, :func:`replay_part`: a chaotic setting shows its verdict
-    alone). The replay (four of them, 0.2 s each on a quiet core) comes in the widget's second reply; the first says
-    it is running. The page's 3D arm is not in the widget yet. Arguments as :func:`sysid_panel`.
+    alone). The four replays (a few hundred ms together: ``benchmarks/bench_widget_arm.py``) come in the widget's second
+    reply; the first says they are running. The page's 3D arm is not in the widget yet. Arguments as :func:`sysid_panel`.
 
     Raises:
       TypeError, ValueError: as :func:`sysid_spec`.
