@@ -207,7 +207,7 @@ def test_widgets_in_jupyterlab_redraw_at_every_control(jupyter_lab):
     (jupyter_lab.root / 'arm_widgets.ipynb').write_text(json.dumps(notebook([CELL])))
     t0 = time.perf_counter()
     page, errors = run_notebook(jupyter_lab.browser, jupyter_lab.base, jupyter_lab.token, 'arm_widgets.ipynb')
-    timings = {}
+    timings, latencies = {}, {}
     try:
         for key in MOVES:
             settled(page, key, 0)
@@ -231,7 +231,9 @@ def test_widgets_in_jupyterlab_redraw_at_every_control(jupyter_lab):
             expected = page_verdict(key, values)
             assert verdicts[-1].replace('\u2212', '-') == expected.replace('\u2212', '-'), (key, verdicts[-1], expected)
             timings[key] = time.perf_counter() - t0
+            latencies[key] = page.evaluate(f'() => window.physaiPanels.{key}.completeLatencies')
         assert not errors, errors
     finally:
         page.close()
-    print('timings (s from start):', {k: round(v, 1) for k, v in timings.items()})
+    print('timings (s from start):', {k: round(v, 1) for k, v in timings.items()},
+          'move to whole picture, ms:', {k: [round(x) for x in v] for k, v in latencies.items()})
