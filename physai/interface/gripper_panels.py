@@ -11,6 +11,7 @@ view precomputed) and :func:`physai.interface.web_arm.gripper_live` (MuJoCo in t
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -65,7 +66,7 @@ def gripper_spec() -> PanelSpec:
             f'{100 * grasp.JITTER_FRACTION:g} % swing of the jaw force, crushed past '
             f'{1e3 * grasp.CRUSH_DEPTH:g} mm of overlap.')
     return PanelSpec(key='gripper', title='Squeeze and slip', controls=controls, plots=(force, slide),
-                     words={**WORDS, 'running': 'running… {t:.1f} s', 'pending': 'running…'}, note=note)
+                     words={**WORDS, 'running': 'running… {t:.1f} s'}, note=note)
 
 
 def panel_setup(values: dict) -> gripper.GripSetup:
@@ -197,6 +198,11 @@ def gripper_twin(*, limits=TWIN_LIMITS, masses=TWIN_MASSES):
                                    'above.')
 
 
+WIDGET_WORDS = {'pending': 'running MuJoCo…'}
+"""The widget's words besides the page's: while the kernel runs a setting (kept out of :func:`gripper_spec`, whose
+words the page's stored first view carries)."""
+
+
 def gripper_widget():
     """Chapter 5's page panel (:func:`gripper_spec`) as a Jupyter widget (:class:`physai.interface.widget.PanelWidget`):
     the page's ``gripper_panels.js`` drawing the grasp Python MuJoCo runs at the controls' exact values
@@ -204,5 +210,6 @@ def gripper_widget():
     ``benchmarks/bench_widget_arm.py``) comes in the widget's second reply; the first says it is running."""
     from physai.interface import widget
     spec = gripper_spec()
+    spec = dataclasses.replace(spec, words={**spec.words, **WIDGET_WORDS})
     return widget.PanelWidget(spec, 'gripper_panels.js', constants=gripper_constants(), now={},
                               later={'grasp': widget.whole_part(spec, grasp_part)})

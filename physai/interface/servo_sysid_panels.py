@@ -146,7 +146,7 @@ def sysid_spec(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PANE
     sags = Plot(key='sags', title='sag in held poses', xlabel='joint', ylabel='command − joint (deg)',
                 xlim=(-0.6, len(ARM_JOINTS) - 0.4), ylim=(-4.0, 4.0), xticks=x, width=280, height=290, corner='below',
                 legend=(Entry('real', plots.COLORS['real'], 'box'), Entry('sim', SAG_COLOR, 'box')))
-    words = {**STATUS_WORDS, 'running': 'running… {t:.1f} s', 'pending': 'running…',
+    words = {**STATUS_WORDS, 'running': 'running… {t:.1f} s',
              'chaotic': 'chaotic: no single replay is stored · MAE ≈ {mae:.2g}°'}
     note = ('Episode {index} ({nframe} frames at {fps:g} fps) replayed open loop: every frame\'s recorded command '
             'held until the next frame, a whole number of physics steps per frame; joint damping {damping:.4g} '
@@ -324,6 +324,11 @@ def slim_arm_joints() -> tuple[str, ...]:
     return tuple(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(m.njnt))
 
 
+WIDGET_WORDS = {'pending': 'running MuJoCo…'}
+"""The widget's words besides the page's: while the kernel runs a setting (kept out of :func:`sysid_spec`, whose
+words the page's stored first view carries)."""
+
+
 def panel_draws(episode: Episode, base: ArmServo, values: dict) -> list[Replay]:
     """:func:`panel_replay` from the recorded start and the :data:`TWIN_NUDGES` starts, in one batch: the draws
     :func:`replay_part` stores one setting from."""
@@ -345,6 +350,7 @@ def sysid_widget(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PA
     """
     from physai.interface import widget
     spec = sysid_spec(episode, base, joints=joints)
+    spec = dataclasses.replace(spec, words={**spec.words, **WIDGET_WORDS})
     joints = tuple(joints)
     return widget.PanelWidget(spec, 'servo_sysid_panels.js', constants=sysid_constants(episode, base, joints), now={},
                               later={'replay': widget.whole_part(
