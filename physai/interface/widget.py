@@ -17,6 +17,7 @@ after the first reply and sent in a second one (``complete``), as the matplotlib
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -135,6 +136,16 @@ class PanelWidget(anywidget.AnyWidget):
                     self._reply({'generation': generation, 'error': f'{type(exc).__name__}: {exc}'})
                     continue
                 self._reply({'generation': generation, 'values': values, 'frame': frame, 'complete': complete})
+
+
+def whole_part(spec: PanelSpec, part: Callable[[dict], object], *, maxsize: int = 32) -> Deferred:
+    """A slow part that depends on every control of ``spec`` (a replay, a grasp): ``part(values)`` as a
+    :class:`Deferred` keyed by all the controls' values, so that a control added to the description keys it too."""
+    def run(**values):
+        return part(values)
+    run.__signature__ = inspect.Signature([inspect.Parameter(c.name, inspect.Parameter.KEYWORD_ONLY)
+                                           for c in spec.controls])
+    return Deferred(run, maxsize=maxsize)
 
 
 def _curve(armature, timestep, integrator, dampratio, *, q0, duration):

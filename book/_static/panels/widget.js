@@ -8,8 +8,12 @@
 // anywidget loads this module as one file (esbuild bundles it with what it imports: physai.book.widget_bundle),
 // from a blob: address, so nothing here may resolve a file next to itself.
 import ServoPanel from './position_actuators_panels.js';
+import SysidPanel from './servo_sysid_panels.js';
+import GripperPanel from './gripper_panels.js';
+import FirmwarePanel from './servo_firmware_panels.js';
 
-const CHAPTERS = {'position_actuators_panels.js': ServoPanel};
+const CHAPTERS = {'position_actuators_panels.js': ServoPanel, 'servo_sysid_panels.js': SysidPanel,
+                  'gripper_panels.js': GripperPanel, 'servo_firmware_panels.js': FirmwarePanel};
 
 function render({model, el}) {
   const data = model.get('data');
