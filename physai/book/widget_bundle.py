@@ -3,11 +3,12 @@
 anywidget loads a widget's front end as a single ES module (from a ``blob:`` address), while the page's panel code
 is several modules that import each other by relative paths (``book/_static/panels/``). :func:`build` bundles
 ``widget.js`` and all it imports with esbuild (npm ``esbuild``, pinned in ``package.json``) into
-``physai/interface/static/panels.js``, and copies the panel's rules of ``book/_static/physai.css`` (every rule
-whose selector names ``physai-panel``) into ``panels.css``. The two files are generated, not committed (a committed
-bundle goes stale with every change to a page module): tests build them; a package for Colab or ``pip install``
-users, who have no Node, must be built after them (``pyproject.toml`` lists them as package data). ``import.meta.url`` is replaced by the notebook's address: the engine and
-worker addresses the modules compute at load time then parse, and the kernel source never fetches them.
+``physai/interface/static/panels.js``, and copies the panel's rules of ``book/_static/physai.css`` (every rule whose
+selector names ``physai-panel``) into ``panels.css``. The two files are generated, not committed (a committed bundle
+goes stale with every change to a page module): tests build them; a package for Colab or ``pip install`` users, who
+have no Node, must be built after them (``pyproject.toml`` lists them as package data). The bundle keeps
+``import.meta.url`` as it is: the page modules resolve their files (engine, worker, meshes) against it only when
+they load them, which the widget, whose results come from the kernel, never does.
 
 Run: ``python -m physai.book.widget_bundle`` (writes both files); ``--check`` fails if they are stale.
 """
@@ -32,7 +33,7 @@ def bundle_js() -> str:
     if not ESBUILD.exists():
         raise FileNotFoundError(f'{ESBUILD} is missing: run npm ci (package.json pins esbuild)')
     done = subprocess.run([str(ESBUILD), str(ENTRY), '--bundle', '--format=esm', '--minify', '--legal-comments=none',
-                           '--define:import.meta.url=document.baseURI', '--log-level=warning'],
+                           '--log-level=warning'],
                           capture_output=True, text=True, check=True)
     return done.stdout
 
