@@ -176,3 +176,57 @@ def test_the_cells_stored_text_is_stable():
     texts = [w._repr_mimebundle_()[0]['text/plain'] for w in (a, b)]
     assert texts[0] == texts[1] == repr(a)
     assert 'kp, armature, timestep, integrator, dampratio' in texts[0]
+
+
+def open_servo_widget(jupyter_lab, name: str):
+    """Chapter 1's widget in a notebook ``name`` of its own in the session's JupyterLab, its first reply drawn:
+    (page, errors) as jupyter.run_notebook gives them."""
+    from jupyter import notebook, run_notebook
+    (jupyter_lab.root / name).write_text(json.dumps(notebook(
+        ['from physai.interface.widget import servo_widget\nservo_widget()'])))
+    page, errors = run_notebook(jupyter_lab.browser, jupyter_lab.base, jupyter_lab.token, name)
+    page.wait_for_selector('#physai-panel-servo[data-drawn]', state='attached', timeout=120000)
+    page.wait_for_function("() => document.querySelector('#physai-panel-servo').dataset.state === 'idle'",
+                           timeout=120000)
+    return page, errors
+
+
+PRESENT_BOX = """() => {
+    const root = document.querySelector('#physai-panel-servo'), box = root.getBoundingClientRect();
+    const plots = [...root.querySelectorAll('.pl-plots svg')].filter((svg) => svg.getBoundingClientRect().height > 0);
+    return {box: [box.left, box.top, box.width, box.height], window: [innerWidth, innerHeight],
+            present: root.classList.contains('physai-panel-present'), inBody: root.parentElement === document.body,
+            inOutput: Boolean(root.closest('.jp-OutputArea-output')),
+            scale: Number(root.style.getPropertyValue('--pl-scale')),
+            plotsBottom: Math.max(...plots.map((svg) => svg.getBoundingClientRect().bottom)), plots: plots.length,
+            placeholders: document.querySelectorAll('.pl-present-placeholder').length,
+            focusInside: root.contains(document.activeElement)};
+}"""
+
+
+@pytest.mark.slow
+def test_present_view_in_jupyterlab_fills_the_window_and_escape_returns_to_the_notebook(jupyter_lab):
+    """The widget's present button shows the panel over the whole browser window, not only the notebook's area
+    (JupyterLab's panels contain fixed boxes), at the page's scale for that window (ui.js presentScale: 0.8 times the
+    window's ratio to 853x480 CSS px, at least 1) with every plot on the screen; Escape puts it back in its cell."""
+    page, errors = open_servo_widget(jupyter_lab, 'servo_present.ipynb')
+    try:
+        before = page.evaluate(PRESENT_BOX)
+        assert not before['present'] and before['inOutput'] and before['box'][2] < before['window'][0], before
+        page.click('#physai-panel-servo .pl-controls button:text-is("present")')
+        page.wait_for_selector('#physai-panel-servo.physai-panel-present')
+        page.wait_for_function("() => document.querySelector('#physai-panel-servo').dataset.state === 'idle'")
+        shown = page.evaluate(PRESENT_BOX)
+        width, height = shown['window']
+        assert shown['inBody'] and shown['placeholders'] == 1 and shown['focusInside'], shown
+        assert all(abs(a - b) <= 1 for a, b in zip(shown['box'], [0, 0, width, height])), shown
+        assert shown['scale'] == pytest.approx(max(1.0, 0.8 * min(width / 853, height / 480)), abs=1e-9), shown
+        assert shown['plots'] == before['plots'] and shown['plotsBottom'] <= height + 1, shown
+        page.keyboard.press('Escape')
+        page.wait_for_selector('#physai-panel-servo:not(.physai-panel-present)')
+        after = page.evaluate(PRESENT_BOX)
+        assert after['inOutput'] and not after['inBody'] and after['placeholders'] == 0, after
+        assert after['box'][2] == pytest.approx(before['box'][2], abs=1) and after['scale'] == 1, after
+        assert not errors, errors
+    finally:
+        page.close()
