@@ -95,6 +95,21 @@ def test_bundle_is_one_small_module_with_the_panel_styles(bundle):
     assert css == page_rules and css.count('physai-panel') >= 60
 
 
+def test_every_dark_rule_of_the_page_applies_in_jupyterlabs_dark_theme(bundle):
+    """The page's dark rules key on the book theme's html[data-theme=dark]; in the widget's style sheet each of their
+    selectors is given again for JupyterLab's dark themes (body[data-jp-theme-light=false]), with the same body."""
+    css = (widget.STATIC / 'panels.css').read_text()
+    rules = [line for line in css.splitlines() if bundle.PAGE_DARK in line]
+    assert len(rules) >= 15
+    for rule in rules:
+        selectors = rule[:rule.index('{')].split(',')
+        page = [s for s in selectors if s.startswith(bundle.PAGE_DARK)]
+        assert [s.replace(bundle.PAGE_DARK, bundle.LAB_DARK, 1) for s in page] == \
+            [s for s in selectors if s.startswith(bundle.LAB_DARK)], rule
+    assert bundle.dark_in_jupyterlab('html[data-theme=dark] .physai-panel .a,.physai-panel .b') == \
+        'html[data-theme=dark] .physai-panel .a,.physai-panel .b,body[data-jp-theme-light=false] .physai-panel .a'
+
+
 def test_bundle_loads_from_an_address_nothing_resolves_against(bundle):
     """anywidget imports the front end from a blob: address, against which no relative address resolves: the page
     modules in the bundle resolve their files (engine, worker, meshes) only when they load them, so the module loads
@@ -229,4 +244,57 @@ def test_present_view_in_jupyterlab_fills_the_window_and_escape_returns_to_the_n
         assert after['box'][2] == pytest.approx(before['box'][2], abs=1) and after['scale'] == 1, after
         assert not errors, errors
     finally:
+        page.close()
+
+
+THEME_COLOURS = """() => {
+    const rgb = (c) => c.match(/[\\d.]+/g).slice(0, 3).map(Number);
+    const lum = (c) => {
+        const linear = (v) => (v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);   // WCAG 2's
+        const [r, g, b] = rgb(c).map((v) => linear(v / 255));
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    const contrast = (a, b) => {
+        const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+        return (x + 0.05) / (y + 0.05);
+    };
+    const root = document.querySelector('#physai-panel-servo'), style = getComputedStyle(root);
+    const svg = root.querySelector('svg.pl-step'), plot = getComputedStyle(svg).backgroundColor;
+    const label = getComputedStyle([...svg.querySelectorAll('text')].find((t) => t.textContent.trim())).fill;
+    const readout = getComputedStyle(root.querySelector('.pl-readout')).color;
+    return {background: style.backgroundColor, color: style.color, plot, label, readout,
+            backgroundLuminance: lum(style.backgroundColor), text: contrast(style.color, style.backgroundColor),
+            readoutContrast: contrast(readout, style.backgroundColor), labelContrast: contrast(label, plot)};
+}"""
+
+
+def lab_theme(page, name: str) -> None:
+    """Pick JupyterLab's theme ``name`` from its Settings menu, as a reader does, and wait until the body says it."""
+    page.click('.lm-MenuBar-itemLabel:text-is("Settings")')
+    page.hover('.lm-Menu-itemLabel:text-is("Theme")')
+    page.click(f'.lm-Menu-itemLabel:text-is("{name}")')
+    light = 'false' if 'Dark' in name else 'true'
+    page.wait_for_selector(f'body[data-jp-theme-light="{light}"]', state='attached', timeout=60000)
+
+
+@pytest.mark.slow
+def test_widget_takes_the_pages_dark_colours_in_jupyterlabs_dark_theme(jupyter_lab):
+    """In JupyterLab's dark theme the panel is drawn in the page's dark colours (physai.css's dark rules, keyed on
+    JupyterLab's body attribute in the widget's style sheet): a dark panel whose text, verdict and plot labels read
+    at 4.5:1 or more (WCAG AA); back in the light theme, the page's light colours."""
+    page, errors = open_servo_widget(jupyter_lab, 'servo_dark.ipynb')
+    try:
+        light = page.evaluate(THEME_COLOURS)
+        assert light['background'] == 'rgb(255, 255, 255)' and light['color'] == 'rgb(34, 34, 34)', light
+        lab_theme(page, 'JupyterLab Dark')
+        page.wait_for_function("() => getComputedStyle(document.querySelector('#physai-panel-servo')).backgroundColor"
+                               " !== 'rgb(255, 255, 255)'", timeout=30000)
+        dark = page.evaluate(THEME_COLOURS)
+        assert dark['background'] == 'rgb(28, 31, 35)' and dark['color'] == 'rgb(226, 226, 226)', dark   # physai.css
+        assert dark['plot'] == 'rgb(21, 24, 27)' and dark['backgroundLuminance'] < 0.05, dark
+        assert min(dark['text'], dark['readoutContrast'], dark['labelContrast']) >= 4.5, dark
+        assert not errors, errors
+    finally:
+        if page.evaluate("() => document.body.dataset.jpThemeLight") == 'false':
+            lab_theme(page, 'JupyterLab Light')   # the theme is a setting of the session's server: later tests' too
         page.close()
