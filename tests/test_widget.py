@@ -18,7 +18,8 @@ import pytest
 pytest.importorskip('anywidget')
 
 from physai.engine import link  # noqa: E402
-from physai.experiments.servo_panel import servo_kp_curve, servo_stability  # noqa: E402
+from physai.experiments.servo_panel import (  # noqa: E402
+    PANEL_FIRST_PART, servo_kp_curve, servo_stability, servo_step_start)
 from physai.interface import position_actuators_panels as ch1  # noqa: E402
 from physai.interface import web, widget  # noqa: E402
 
@@ -73,6 +74,39 @@ def test_slow_parts_follow_in_a_second_reply():
     args = (values['timestep'], values['integrator'], values['dampratio'])
     assert reply['frame']['curve'] == ch1.curve_part(servo_kp_curve(values['armature'], *args, -0.5, 3.0))
     assert reply['frame']['map'] == ch1.map_part(servo_stability(*args, -0.5))
+
+
+def test_a_long_run_answers_first_with_its_first_second_marked_partial_then_whole():
+    """RK4 at 0.5 ms (four dynamics evaluations a step, 6000 steps) is past the panel's step budget: as the matplotlib
+    panel, the first reply is the run's first second (servo_step_start, the same samples), its readout saying the
+    rest is coming and no sag or rise claimed; the next reply is the whole run, with physai's verdict for it."""
+    w = widget.servo_widget()
+    replies = []
+    w.observe(lambda change: replies.append(change['new']), names='reply')
+    values = {**OFF_GRID, 'kp': 131.7, 'timestep': 0.0005, 'integrator': 'RK4'}
+    w.request = {'generation': 3, 'values': values}
+    wait_reply(w, 3)
+    first, whole = replies[0]['frame']['step'], replies[-1]['frame']['step']
+    assert not replies[0]['complete'] and replies[-1]['complete']
+    start = servo_step_start(**values, q0=-0.5, duration=3.0)
+    assert first == {**ch1.step_part(start, ylim=w.spec.plot('step').ylim), 'settled': False, 'bad': False,
+                     'readout': w.spec.say('partial', t=PANEL_FIRST_PART, duration=3.0)}
+    assert first['tEnd'] == PANEL_FIRST_PART and 'the rest is on its way' in first['readout']
+    response = link.step_response(**values, q0=-0.5, duration=3.0)
+    assert whole['tEnd'] == 3.0 and whole['readout'] == ch1.plots.readout(response)
+    assert replies[1]['frame']['step'] == whole   # the worker's first reply is the whole run (then curve, map)
+    q = np.array(web.unpack(whole['q'], ch1.TRACE_STEP_DEG), dtype=float)
+    assert np.nanmax(np.abs(q - np.clip(np.degrees(response.q), -50.0, 20.0))) <= ch1.TRACE_STEP_DEG / 2 + 1e-9
+
+
+def test_a_run_that_fits_the_budget_is_answered_whole_at_once():
+    """At 1 ms RK4 (the budget's edge) the first reply already is the whole run: nothing partial to replace."""
+    w = widget.servo_widget()
+    values = {**OFF_GRID, 'kp': 97.3, 'timestep': 0.001, 'integrator': 'RK4'}
+    w.request = {'generation': 1, 'values': values}
+    first = wait_reply(w, 1, complete=False)['frame']['step']
+    assert first['tEnd'] == 3.0
+    assert first['readout'] == ch1.plots.readout(link.step_response(**values, q0=-0.5, duration=3.0))
 
 
 def test_a_value_out_of_range_is_an_error_reply_naming_it():
@@ -297,4 +331,36 @@ def test_widget_takes_the_pages_dark_colours_in_jupyterlabs_dark_theme(jupyter_l
     finally:
         if page.evaluate("() => document.body.dataset.jpThemeLight") == 'false':
             lab_theme(page, 'JupyterLab Light')   # the theme is a setting of the session's server: later tests' too
+        page.close()
+
+
+@pytest.mark.slow
+def test_widget_in_jupyterlab_draws_a_long_runs_first_second_then_the_whole(jupyter_lab):
+    """At 0.5 ms RK4 a control's first answer in JupyterLab is the run's first second, its readout saying the rest is
+    coming, then the whole run with physai's verdict for it; every change reached the panel's readout in turn."""
+    from jupyter import notebook, run_notebook
+    (jupyter_lab.root / 'servo_rk4.ipynb').write_text(json.dumps(notebook(
+        ["from physai.interface.widget import servo_widget\nservo_widget(integrator='RK4', timestep=0.0005)"])))
+    page, errors = run_notebook(jupyter_lab.browser, jupyter_lab.base, jupyter_lab.token, 'servo_rk4.ipynb')
+    try:
+        page.wait_for_selector('#physai-panel-servo[data-drawn]', state='attached', timeout=120000)
+        page.wait_for_function("() => window.physaiPanels.servo.asked && !window.physaiPanels.servo.asked.first"
+                               " && document.querySelector('#physai-panel-servo').dataset.state === 'idle'",
+                               timeout=120000)
+        page.evaluate("""() => { const readout = document.querySelector('#physai-panel-servo .pl-readout');
+            window.readouts = [];
+            new MutationObserver(() => window.readouts.push(readout.textContent))
+                .observe(readout, {childList: true, characterData: true, subtree: true}); }""")
+        move(page, 'kp', 150.0)
+        page.wait_for_function("() => document.querySelector('#physai-panel-servo').dataset.state === 'idle'"
+                               " && !window.physaiPanels.servo.asked.first", timeout=120000)
+        values = page.evaluate('() => window.physaiPanels.servo.values')
+        readouts = [text.replace('\u2212', '-') for text in page.evaluate('() => window.readouts')]
+        expected = ch1.plots.readout(link.step_response(**values, q0=-0.5, duration=3.0)).replace('\u2212', '-')
+        partial = ch1.servo_spec().say('partial', t=PANEL_FIRST_PART, duration=3.0)
+        assert values['integrator'] == 'RK4' and values['timestep'] == 0.0005, values
+        assert partial in readouts and readouts[-1] == expected, (readouts, expected)
+        assert readouts.index(partial) < len(readouts) - 1
+        assert not errors, errors
+    finally:
         page.close()
