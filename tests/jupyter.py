@@ -69,7 +69,9 @@ def run_notebook(browser, base: str, token: str, name: str, *, viewport=(1400, 9
     page = browser.new_page(viewport={'width': viewport[0], 'height': viewport[1]})
     errors = []
     page.on('pageerror', lambda e: errors.append(str(e)))
-    page.goto(f'{base}/lab/tree/{name}?token={token}')
+    # reset: a clean workspace, so that the notebooks an earlier test opened on the same server are not reopened
+    # beside this one (their cells and panels would match this test's selectors)
+    page.goto(f'{base}/lab/tree/{name}?reset&token={token}')
     page.wait_for_selector('.jp-Notebook .jp-Cell .cm-content', timeout=LAB_TIMEOUT_MS)
     # the kernel's status in the status bar: the notebook's own indicator is idle before the kernel runs
     page.wait_for_function("() => document.body.innerText.includes('| Idle')", timeout=LAB_TIMEOUT_MS)

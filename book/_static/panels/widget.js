@@ -46,7 +46,10 @@ function render({model, el}) {
   model.on('change:reply', onReply);
   panel.build();
   (window.physaiPanels = window.physaiPanels || {})[data.spec.key] = panel;
-  return () => model.off('change:reply', onReply);
+  return () => {
+    model.off('change:reply', onReply);
+    if (panel.present) panel.togglePresent();   // a view removed while it presents takes its panel off the window
+  };
 }
 
 export default {render};
