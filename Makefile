@@ -10,7 +10,7 @@ ifneq ($(wildcard ../shared/menagerie),)
 export MENAGERIE_ROOT ?= $(abspath ../shared/menagerie)
 endif
 
-.PHONY: book pdf pdf-debs test test-newest clean
+.PHONY: book pdf pdf-debs wheel test test-newest clean
 
 # The site's JavaScript dependency (MuJoCo's WebAssembly build for the live panels), pinned in package-lock.json.
 NPM := $(shell command -v npm 2>/dev/null)
@@ -21,8 +21,11 @@ else
 	$(NPM) ci --no-audit --no-fund
 endif
 
+# The environment sits inside the repository, whose package.json says "type": "module": the package.json written into
+# it keeps Node from reading JupyterLab's CommonJS scripts in it as ES modules (they failed at every server start).
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	echo '{"type": "commonjs"}' > $(VENV)/package.json
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
@@ -50,6 +53,11 @@ pdf: $(STAMP) node_modules/.package-lock.json pdf-debs
 	$(BIN)/python -m physai.book.pdf panels
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter-book build --all -W -n --keep-going --builder pdflatex .
 	$(BIN)/python -m physai.book.pdf check-log _build/latex/simulated-actuators.log
+
+# physai's wheel with the panel widget's bundled front end (generated, not committed) inside: what a release attaches
+# for pip and Colab users, who have no Node (physai.book.wheel; CHANGELOG.md's "Making a release").
+wheel: $(STAMP) node_modules/.package-lock.json
+	$(BIN)/python -m physai.book.wheel dist
 
 # The notebooks run twice: as stored, and with every simulation's start nudged by 1e-12 rad (physai.engine.perturb), which
 # moves the last bits the way another processor would; the stored outputs must survive both.
@@ -124,6 +132,7 @@ NEWEST_BIN := $(NEWEST)/bin
 $(NEWEST)/.installed: requirements.txt pyproject.toml
 	rm -rf $(NEWEST)
 	$(PYTHON) -m venv $(NEWEST)
+	echo '{"type": "commonjs"}' > $(NEWEST)/package.json
 	grep -v '^mujoco==' requirements.txt > $(NEWEST)/requirements.txt
 	$(NEWEST_BIN)/python -m pip install --quiet --disable-pip-version-check -r $(NEWEST)/requirements.txt '$(MUJOCO_NEWEST)'
 	$(NEWEST_BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
@@ -147,4 +156,4 @@ test-newest: node_modules/.package-lock.json
 	PHYSAI_PERTURB=1e-12 $(subst $(BIN)/,$(NEWEST_BIN)/,$(NBVAL))
 
 clean:
-	rm -rf _build $(VENV) $(NEWEST) node_modules
+	rm -rf _build $(VENV) $(NEWEST) node_modules dist

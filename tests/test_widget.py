@@ -18,7 +18,8 @@ import pytest
 pytest.importorskip('anywidget')
 
 from physai.engine import link  # noqa: E402
-from physai.experiments.servo_panel import servo_kp_curve, servo_stability  # noqa: E402
+from physai.experiments.servo_panel import (  # noqa: E402
+    PANEL_FIRST_PART, servo_kp_curve, servo_stability, servo_step_start)
 from physai.interface import position_actuators_panels as ch1  # noqa: E402
 from physai.interface import web, widget  # noqa: E402
 
@@ -75,6 +76,39 @@ def test_slow_parts_follow_in_a_second_reply():
     assert reply['frame']['map'] == ch1.map_part(servo_stability(*args, -0.5))
 
 
+def test_a_long_run_answers_first_with_its_first_second_marked_partial_then_whole():
+    """RK4 at 0.5 ms (four dynamics evaluations a step, 6000 steps) is past the panel's step budget: as the matplotlib
+    panel, the first reply is the run's first second (servo_step_start, the same samples), its readout saying the
+    rest is coming and no sag or rise claimed; the next reply is the whole run, with physai's verdict for it."""
+    w = widget.servo_widget()
+    replies = []
+    w.observe(lambda change: replies.append(change['new']), names='reply')
+    values = {**OFF_GRID, 'kp': 131.7, 'timestep': 0.0005, 'integrator': 'RK4'}
+    w.request = {'generation': 3, 'values': values}
+    wait_reply(w, 3)
+    first, whole = replies[0]['frame']['step'], replies[-1]['frame']['step']
+    assert not replies[0]['complete'] and replies[-1]['complete']
+    start = servo_step_start(**values, q0=-0.5, duration=3.0)
+    assert first == {**ch1.step_part(start, ylim=w.spec.plot('step').ylim), 'settled': False, 'bad': False,
+                     'readout': w.spec.say('partial', t=PANEL_FIRST_PART, duration=3.0)}
+    assert first['tEnd'] == PANEL_FIRST_PART and 'the rest is on its way' in first['readout']
+    response = link.step_response(**values, q0=-0.5, duration=3.0)
+    assert whole['tEnd'] == 3.0 and whole['readout'] == ch1.plots.readout(response)
+    assert replies[1]['frame']['step'] == whole   # the worker's first reply is the whole run (then curve, map)
+    q = np.array(web.unpack(whole['q'], ch1.TRACE_STEP_DEG), dtype=float)
+    assert np.nanmax(np.abs(q - np.clip(np.degrees(response.q), -50.0, 20.0))) <= ch1.TRACE_STEP_DEG / 2 + 1e-9
+
+
+def test_a_run_that_fits_the_budget_is_answered_whole_at_once():
+    """At 1 ms RK4 (the budget's edge) the first reply already is the whole run: nothing partial to replace."""
+    w = widget.servo_widget()
+    values = {**OFF_GRID, 'kp': 97.3, 'timestep': 0.001, 'integrator': 'RK4'}
+    w.request = {'generation': 1, 'values': values}
+    first = wait_reply(w, 1, complete=False)['frame']['step']
+    assert first['tEnd'] == 3.0
+    assert first['readout'] == ch1.plots.readout(link.step_response(**values, q0=-0.5, duration=3.0))
+
+
 def test_a_value_out_of_range_is_an_error_reply_naming_it():
     """A value no slider can give gets a reply naming the control and its range; the widget answers the next one."""
     w = widget.servo_widget()
@@ -89,10 +123,39 @@ def test_bundle_is_one_small_module_with_the_panel_styles(bundle):
     """The front end anywidget loads is one ES module (no import left to resolve from its blob: address) that stays
     small (the engine is not in it: the kernel runs the physics), with every panel rule of the page's style sheet."""
     js, css = (widget.STATIC / 'panels.js').read_text(), (widget.STATIC / 'panels.css').read_text()
-    assert 'import.meta' not in js and not re.search(r'''from\s*["']\.''', js)  # no relative import left
+    assert not re.search(r'''from\s*["']\.''', js)  # no relative import left
     assert 'export' in js and len(js.encode()) < 100_000
     page_rules = bundle.panel_css(bundle.CSS.read_text())
     assert css == page_rules and css.count('physai-panel') >= 60
+
+
+def test_every_dark_rule_of_the_page_applies_in_jupyterlabs_dark_theme(bundle):
+    """The page's dark rules key on the book theme's html[data-theme=dark]; in the widget's style sheet each of their
+    selectors is given again for JupyterLab's dark themes (body[data-jp-theme-light=false]), with the same body."""
+    css = (widget.STATIC / 'panels.css').read_text()
+    rules = [line for line in css.splitlines() if bundle.PAGE_DARK in line]
+    assert len(rules) >= 15
+    for rule in rules:
+        selectors = rule[:rule.index('{')].split(',')
+        page = [s for s in selectors if s.startswith(bundle.PAGE_DARK)]
+        assert [s.replace(bundle.PAGE_DARK, bundle.LAB_DARK, 1) for s in page] == \
+            [s for s in selectors if s.startswith(bundle.LAB_DARK)], rule
+    assert bundle.dark_in_jupyterlab('html[data-theme=dark] .physai-panel .a,.physai-panel .b') == \
+        'html[data-theme=dark] .physai-panel .a,.physai-panel .b,body[data-jp-theme-light=false] .physai-panel .a'
+
+
+def test_bundle_loads_from_an_address_nothing_resolves_against(bundle):
+    """anywidget imports the front end from a blob: address, against which no relative address resolves: the page
+    modules in the bundle resolve their files (engine, worker, meshes) only when they load them, so the module loads
+    (here in Node from a data: address, which has no base either) and offers its render."""
+    from browser import node
+    path = widget.STATIC / 'panels.js'
+    loaded = node(f"""import {{readFileSync}} from 'node:fs';
+        const js = readFileSync({json.dumps(str(path))}, 'utf8');
+        const m = await import('data:text/javascript;base64,' + Buffer.from(js).toString('base64'));
+        console.log(JSON.stringify(typeof m.default.render));""")
+    assert loaded == 'function'
+    assert 'import.meta.url' in path.read_text()   # kept as it is (no esbuild define), read only when a file loads
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -162,3 +225,142 @@ def test_the_cells_stored_text_is_stable():
     texts = [w._repr_mimebundle_()[0]['text/plain'] for w in (a, b)]
     assert texts[0] == texts[1] == repr(a)
     assert 'kp, armature, timestep, integrator, dampratio' in texts[0]
+
+
+def open_servo_widget(jupyter_lab, name: str):
+    """Chapter 1's widget in a notebook ``name`` of its own in the session's JupyterLab, its first reply drawn:
+    (page, errors) as jupyter.run_notebook gives them."""
+    from jupyter import notebook, run_notebook
+    (jupyter_lab.root / name).write_text(json.dumps(notebook(
+        ['from physai.interface.widget import servo_widget\nservo_widget()'])))
+    page, errors = run_notebook(jupyter_lab.browser, jupyter_lab.base, jupyter_lab.token, name)
+    page.wait_for_selector('#physai-panel-servo[data-drawn]', state='attached', timeout=120000)
+    page.wait_for_function("() => document.querySelector('#physai-panel-servo').dataset.state === 'idle'",
+                           timeout=120000)
+    return page, errors
+
+
+PRESENT_BOX = """() => {
+    const root = document.querySelector('#physai-panel-servo'), box = root.getBoundingClientRect();
+    const plots = [...root.querySelectorAll('.pl-plots svg')].filter((svg) => svg.getBoundingClientRect().height > 0);
+    return {box: [box.left, box.top, box.width, box.height], window: [innerWidth, innerHeight],
+            present: root.classList.contains('physai-panel-present'), inBody: root.parentElement === document.body,
+            inOutput: Boolean(root.closest('.jp-OutputArea-output')),
+            scale: Number(root.style.getPropertyValue('--pl-scale')),
+            plotsBottom: Math.max(...plots.map((svg) => svg.getBoundingClientRect().bottom)), plots: plots.length,
+            placeholders: document.querySelectorAll('.pl-present-placeholder').length,
+            focusInside: root.contains(document.activeElement)};
+}"""
+
+
+@pytest.mark.slow
+def test_present_view_in_jupyterlab_fills_the_window_and_escape_returns_to_the_notebook(jupyter_lab):
+    """The widget's present button shows the panel over the whole browser window, not only the notebook's area
+    (JupyterLab's panels contain fixed boxes), at the page's scale for that window (ui.js presentScale: 0.8 times the
+    window's ratio to 853x480 CSS px, at least 1) with every plot on the screen; Escape puts it back in its cell."""
+    page, errors = open_servo_widget(jupyter_lab, 'servo_present.ipynb')
+    try:
+        before = page.evaluate(PRESENT_BOX)
+        assert not before['present'] and before['inOutput'] and before['box'][2] < before['window'][0], before
+        page.click('#physai-panel-servo .pl-controls button:text-is("present")')
+        page.wait_for_selector('#physai-panel-servo.physai-panel-present')
+        page.wait_for_function("() => document.querySelector('#physai-panel-servo').dataset.state === 'idle'")
+        shown = page.evaluate(PRESENT_BOX)
+        width, height = shown['window']
+        assert shown['inBody'] and shown['placeholders'] == 1 and shown['focusInside'], shown
+        assert all(abs(a - b) <= 1 for a, b in zip(shown['box'], [0, 0, width, height])), shown
+        assert shown['scale'] == pytest.approx(max(1.0, 0.8 * min(width / 853, height / 480)), abs=1e-9), shown
+        assert shown['plots'] == before['plots'] and shown['plotsBottom'] <= height + 1, shown
+        page.keyboard.press('Escape')
+        page.wait_for_selector('#physai-panel-servo:not(.physai-panel-present)')
+        after = page.evaluate(PRESENT_BOX)
+        assert after['inOutput'] and not after['inBody'] and after['placeholders'] == 0, after
+        assert after['box'][2] == pytest.approx(before['box'][2], abs=1) and after['scale'] == 1, after
+        assert not errors, errors
+    finally:
+        page.close()
+
+
+THEME_COLOURS = """() => {
+    const rgb = (c) => c.match(/[\\d.]+/g).slice(0, 3).map(Number);
+    const lum = (c) => {
+        const linear = (v) => (v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);   // WCAG 2's
+        const [r, g, b] = rgb(c).map((v) => linear(v / 255));
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    const contrast = (a, b) => {
+        const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+        return (x + 0.05) / (y + 0.05);
+    };
+    const root = document.querySelector('#physai-panel-servo'), style = getComputedStyle(root);
+    const svg = root.querySelector('svg.pl-step'), plot = getComputedStyle(svg).backgroundColor;
+    const label = getComputedStyle([...svg.querySelectorAll('text')].find((t) => t.textContent.trim())).fill;
+    const readout = getComputedStyle(root.querySelector('.pl-readout')).color;
+    return {background: style.backgroundColor, color: style.color, plot, label, readout,
+            backgroundLuminance: lum(style.backgroundColor), text: contrast(style.color, style.backgroundColor),
+            readoutContrast: contrast(readout, style.backgroundColor), labelContrast: contrast(label, plot)};
+}"""
+
+
+def lab_theme(page, name: str) -> None:
+    """Pick JupyterLab's theme ``name`` from its Settings menu, as a reader does, and wait until the body says it."""
+    page.click('.lm-MenuBar-itemLabel:text-is("Settings")')
+    page.hover('.lm-Menu-itemLabel:text-is("Theme")')
+    page.click(f'.lm-Menu-itemLabel:text-is("{name}")')
+    light = 'false' if 'Dark' in name else 'true'
+    page.wait_for_selector(f'body[data-jp-theme-light="{light}"]', state='attached', timeout=60000)
+
+
+@pytest.mark.slow
+def test_widget_takes_the_pages_dark_colours_in_jupyterlabs_dark_theme(jupyter_lab):
+    """In JupyterLab's dark theme the panel is drawn in the page's dark colours (physai.css's dark rules, keyed on
+    JupyterLab's body attribute in the widget's style sheet): a dark panel whose text, verdict and plot labels read
+    at 4.5:1 or more (WCAG AA); back in the light theme, the page's light colours."""
+    page, errors = open_servo_widget(jupyter_lab, 'servo_dark.ipynb')
+    try:
+        light = page.evaluate(THEME_COLOURS)
+        assert light['background'] == 'rgb(255, 255, 255)' and light['color'] == 'rgb(34, 34, 34)', light
+        lab_theme(page, 'JupyterLab Dark')
+        page.wait_for_function("() => getComputedStyle(document.querySelector('#physai-panel-servo')).backgroundColor"
+                               " !== 'rgb(255, 255, 255)'", timeout=30000)
+        dark = page.evaluate(THEME_COLOURS)
+        assert dark['background'] == 'rgb(28, 31, 35)' and dark['color'] == 'rgb(226, 226, 226)', dark   # physai.css
+        assert dark['plot'] == 'rgb(21, 24, 27)' and dark['backgroundLuminance'] < 0.05, dark
+        assert min(dark['text'], dark['readoutContrast'], dark['labelContrast']) >= 4.5, dark
+        assert not errors, errors
+    finally:
+        if page.evaluate("() => document.body.dataset.jpThemeLight") == 'false':
+            lab_theme(page, 'JupyterLab Light')   # the theme is a setting of the session's server: later tests' too
+        page.close()
+
+
+@pytest.mark.slow
+def test_widget_in_jupyterlab_draws_a_long_runs_first_second_then_the_whole(jupyter_lab):
+    """At 0.5 ms RK4 a control's first answer in JupyterLab is the run's first second, its readout saying the rest is
+    coming, then the whole run with physai's verdict for it; every change reached the panel's readout in turn."""
+    from jupyter import notebook, run_notebook
+    (jupyter_lab.root / 'servo_rk4.ipynb').write_text(json.dumps(notebook(
+        ["from physai.interface.widget import servo_widget\nservo_widget(integrator='RK4', timestep=0.0005)"])))
+    page, errors = run_notebook(jupyter_lab.browser, jupyter_lab.base, jupyter_lab.token, 'servo_rk4.ipynb')
+    try:
+        page.wait_for_selector('#physai-panel-servo[data-drawn]', state='attached', timeout=120000)
+        page.wait_for_function("() => window.physaiPanels.servo.asked && !window.physaiPanels.servo.asked.first"
+                               " && document.querySelector('#physai-panel-servo').dataset.state === 'idle'",
+                               timeout=120000)
+        page.evaluate("""() => { const readout = document.querySelector('#physai-panel-servo .pl-readout');
+            window.readouts = [];
+            new MutationObserver(() => window.readouts.push(readout.textContent))
+                .observe(readout, {childList: true, characterData: true, subtree: true}); }""")
+        move(page, 'kp', 150.0)
+        page.wait_for_function("() => document.querySelector('#physai-panel-servo').dataset.state === 'idle'"
+                               " && !window.physaiPanels.servo.asked.first", timeout=120000)
+        values = page.evaluate('() => window.physaiPanels.servo.values')
+        readouts = [text.replace('\u2212', '-') for text in page.evaluate('() => window.readouts')]
+        expected = ch1.plots.readout(link.step_response(**values, q0=-0.5, duration=3.0)).replace('\u2212', '-')
+        partial = ch1.servo_spec().say('partial', t=PANEL_FIRST_PART, duration=3.0)
+        assert values['integrator'] == 'RK4' and values['timestep'] == 0.0005, values
+        assert partial in readouts and readouts[-1] == expected, (readouts, expected)
+        assert readouts.index(partial) < len(readouts) - 1
+        assert not errors, errors
+    finally:
+        page.close()

@@ -3,11 +3,13 @@
 anywidget loads a widget's front end as a single ES module (from a ``blob:`` address), while the page's panel code
 is several modules that import each other by relative paths (``book/_static/panels/``). :func:`build` bundles
 ``widget.js`` and all it imports with esbuild (npm ``esbuild``, pinned in ``package.json``) into
-``physai/interface/static/panels.js``, and copies the panel's rules of ``book/_static/physai.css`` (every rule
-whose selector names ``physai-panel``) into ``panels.css``. The two files are generated, not committed (a committed
-bundle goes stale with every change to a page module): tests build them; a package for Colab or ``pip install``
-users, who have no Node, must be built after them (``pyproject.toml`` lists them as package data). ``import.meta.url`` is replaced by the notebook's address: the engine and
-worker addresses the modules compute at load time then parse, and the kernel source never fetches them.
+``physai/interface/static/panels.js``, and copies the panel's rules of ``book/_static/physai.css`` (every rule whose
+selector names ``physai-panel``; its dark rules keyed on JupyterLab's dark theme too) into ``panels.css``. The two
+files are generated, not committed (a committed bundle goes stale with every change to a page module): tests build
+them; a package for Colab or ``pip install`` users, who have no Node, must be built after them (``pyproject.toml``
+lists them as package data). The bundle keeps ``import.meta.url`` as it is: the page modules resolve their files
+(engine, worker, meshes) against it only when they load them, which the widget, whose results come from the kernel,
+never does.
 
 The 3D view (chapter 3's arm) is not in ``panels.js``: with ``--arm3d`` :func:`build_arm3d` also writes
 ``arm3d.js`` (``book/_static/physai-arm3d.js``, its two helpers and three.js, npm ``three``, bundled into one module,
@@ -45,7 +47,7 @@ def bundle_js(entry: Path = ENTRY) -> str:
     if not ESBUILD.exists():
         raise FileNotFoundError(f'{ESBUILD} is missing: run npm ci (package.json pins esbuild)')
     done = subprocess.run([str(ESBUILD), str(entry), '--bundle', '--format=esm', '--minify', '--legal-comments=none',
-                           '--define:import.meta.url=document.baseURI', '--log-level=warning'],
+                           '--log-level=warning'],
                           capture_output=True, text=True, check=True)
     return done.stdout
 
@@ -93,8 +95,22 @@ def _blocks(text: str):
         i = j
 
 
+PAGE_DARK = 'html[data-theme=dark]'
+"""What the book's dark rules key on: the page theme's attribute on ``<html>`` (pydata-sphinx-theme)."""
+LAB_DARK = 'body[data-jp-theme-light=false]'
+"""What JupyterLab's dark themes set: ``data-jp-theme-light="false"`` on ``<body>``."""
+
+
+def dark_in_jupyterlab(prelude: str) -> str:
+    """A rule's selector list with each selector of the page's dark theme given again for JupyterLab's (the same
+    specificity: an attribute on a root element, then the same classes)."""
+    selectors = [s.strip() for s in prelude.split(',')]
+    return ','.join(selectors + [LAB_DARK + s[len(PAGE_DARK):] for s in selectors if s.startswith(PAGE_DARK)])
+
+
 def panel_css(text: str) -> str:
-    """The rules of a style sheet whose selector names ``physai-panel`` (inside @media blocks too), nothing else."""
+    """The rules of a style sheet whose selector names ``physai-panel`` (inside @media blocks too), nothing else; its
+    dark rules also apply in JupyterLab's dark theme (:func:`dark_in_jupyterlab`)."""
     out = []
     for prelude, body in _blocks(text):
         if prelude.startswith('@media'):
@@ -102,7 +118,7 @@ def panel_css(text: str) -> str:
             if inner:
                 out.append(f'{prelude}{{\n{inner}}}\n')
         elif 'physai-panel' in prelude:
-            out.append(f'{prelude}{{{body.strip()}}}\n')
+            out.append(f'{dark_in_jupyterlab(prelude)}{{{body.strip()}}}\n')
     return ''.join(out)
 
 

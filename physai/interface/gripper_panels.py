@@ -11,6 +11,7 @@ view precomputed) and :func:`physai.interface.web_arm.gripper_live` (MuJoCo in t
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -195,3 +196,20 @@ def gripper_twin(*, limits=TWIN_LIMITS, masses=TWIN_MASSES):
                           constants=gripper_constants(),
                           fallback='This panel draws on the book\'s page; in Jupyter or Colab use the live panel '
                                    'above.')
+
+
+WIDGET_WORDS = {'pending': 'running MuJoCo…'}
+"""The widget's words besides the page's: while the kernel runs a setting (kept out of :func:`gripper_spec`, whose
+words the page's stored first view carries)."""
+
+
+def gripper_widget():
+    """Chapter 5's page panel (:func:`gripper_spec`) as a Jupyter widget (:class:`physai.interface.widget.PanelWidget`):
+    the page's ``gripper_panels.js`` drawing the grasp Python MuJoCo runs at the controls' exact values
+    (:func:`grasp_part`, as the first view stores one). The grasp (a few hundred ms, more at a fine timestep:
+    ``benchmarks/bench_widget_arm.py``) comes in the widget's second reply; the first says it is running."""
+    from physai.interface import widget
+    spec = gripper_spec()
+    spec = dataclasses.replace(spec, words={**spec.words, **WIDGET_WORDS})
+    return widget.PanelWidget(spec, 'gripper_panels.js', constants=gripper_constants(), now={},
+                              later={'grasp': widget.whole_part(spec, grasp_part)})

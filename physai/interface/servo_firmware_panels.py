@@ -283,3 +283,30 @@ def settings_panel(spring: JointModel, episode: Episode, load: float, *,
         state['texts'][-2].set_color('#222222' if r['verdict'] in ('quiet', 'still') else plots.COLORS['diverged'])
 
     return live.Panel(spec.controls, compute=compute, setup=setup, draw=draw, figsize=(14.0, 3.6), dpi=80)
+
+
+def settings_widget(spring: JointModel, episode: Episode, load: float, *,
+                    settings: sts3215.Settings = sts3215.Settings()):
+    """Chapter 6's panel as a Jupyter widget (:class:`physai.interface.widget.PanelWidget`): the page's
+    ``servo_firmware_panels.js`` drawing the step and the segment Python MuJoCo runs at the controls' exact values,
+    as the page's first view stores them (:func:`physai.interface.web_firmware.runs_part`). It has every control of
+    :func:`settings_spec`, the backlash too (the kernel runs the play's second hinge, which the page cannot). The two
+    runs (0.1 to 0.5 s: ``benchmarks/bench_widget_arm.py``) come in the widget's second reply; the first says they are
+    running. Arguments as :func:`settings_panel`.
+
+    Raises:
+      TypeError, ValueError: as :func:`settings_panel`.
+    """
+    from physai.interface import web_firmware, widget
+    if not isinstance(spring, JointModel):
+        raise TypeError(f'spring must be a physai.engine.servo_models.JointModel, got {type(spring).__name__}')
+    load = checks.nonnegative('load', load, 'N*m')
+    if not isinstance(episode, Episode):
+        raise TypeError(f'episode must be a physai.engine.datasets.Episode, got {type(episode).__name__}')
+    segment = segment_of(episode)
+    spec = settings_spec(segment, settings=settings)
+    spec = dataclasses.replace(spec, words={**spec.words, **web_firmware.PAGE_WORDS})
+    return widget.PanelWidget(spec, 'servo_firmware_panels.js',
+                              constants=web_firmware.settings_constants(spring, segment, load), now={},
+                              later={'runs': widget.whole_part(
+                                  spec, lambda values: web_firmware.runs_part(spring, segment, load, values))})

@@ -324,6 +324,39 @@ def slim_arm_joints() -> tuple[str, ...]:
     return tuple(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(m.njnt))
 
 
+WIDGET_WORDS = {'pending': 'running MuJoCo…'}
+"""The widget's words besides the page's: while the kernel runs a setting (kept out of :func:`sysid_spec`, whose
+words the page's stored first view carries)."""
+
+
+def panel_draws(episode: Episode, base: ArmServo, values: dict) -> list[Replay]:
+    """:func:`panel_replay` from the recorded start and the :data:`TWIN_NUDGES` starts, in one batch: the draws
+    :func:`replay_part` stores one setting from."""
+    servo = dataclasses.replace(base, **{k: v for k, v in values.items() if k in SERVO_FIELDS})
+    runs = replay([servo] * len(TWIN_NUDGES), [episode], config=ReplayConfig(**{k: values[k] for k in CONFIG_FIELDS}),
+                  offsets=np.asarray(TWIN_NUDGES))
+    return [run[0] for run in runs]
+
+
+def sysid_widget(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PANEL_JOINTS):
+    """Chapter 4's page panel (:func:`sysid_spec`) as a Jupyter widget (:class:`physai.interface.widget.PanelWidget`):
+    the page's ``servo_sysid_panels.js`` drawing the replay Python MuJoCo runs at the controls' exact values, stored
+    as the first view stores one (:func:`panel_draws`, :func:`replay_part`: a chaotic setting shows its verdict
+    alone). The four replays (a few hundred ms together: ``benchmarks/bench_widget_arm.py``) come in the widget's second
+    reply; the first says they are running. The page's 3D arm is not in the widget yet. Arguments as :func:`sysid_panel`.
+
+    Raises:
+      TypeError, ValueError: as :func:`sysid_spec`.
+    """
+    from physai.interface import widget
+    spec = sysid_spec(episode, base, joints=joints)
+    spec = dataclasses.replace(spec, words={**spec.words, **WIDGET_WORDS})
+    joints = tuple(joints)
+    return widget.PanelWidget(spec, 'servo_sysid_panels.js', constants=sysid_constants(episode, base, joints), now={},
+                              later={'replay': widget.whole_part(
+                                  spec, lambda values: replay_part(panel_draws(episode, base, values), joints))})
+
+
 def sysid_twin(episode: Episode, base: ArmServo, *, kps: Sequence[float] = TWIN_KPS,
                joints: Sequence[str] = PANEL_JOINTS):
     """Chapter 4's page panel (:func:`sysid_spec`) with its first view precomputed: ``episode`` replayed with ``base``

@@ -116,9 +116,12 @@ def settings_constants(spring: JointModel, segment: Episode, load: float) -> dic
 
 def runs_part(spring: JointModel, segment: Episode, load: float, values: dict) -> dict:
     """One setting as the first view stores it: the step's and the segment's traces of the step joint (packed in
-    :data:`STORED_STEP_DEG`), the readouts' lines and whether the verdict is a bad one."""
-    step, seg = sfp.settings_runs(spring, segment, {**values, 'backlash_deg': 0.0})
-    r = sfp.readouts(spring, sfp.settings_of({**values, 'backlash_deg': 0.0}), load, step, seg, segment.fps)
+    :data:`STORED_STEP_DEG`), the readouts' lines and whether the verdict is a bad one. ``values`` without
+    ``backlash_deg`` (the page's controls) run without play; the kernel's widget passes it
+    (:func:`physai.interface.servo_firmware_panels.settings_widget`)."""
+    values = {'backlash_deg': 0.0, **values}
+    step, seg = sfp.settings_runs(spring, segment, values)
+    r = sfp.readouts(spring, sfp.settings_of(values), load, step, seg, segment.fps)
     j = ARM_JOINTS.index(sfp.STEP_JOINT)
     clip = (-360.0, 360.0)
     return {'step': web.trace(step.sim_deg[:, j], STORED_STEP_DEG, clip),

@@ -9,7 +9,9 @@ sends them back (``reply``), which the chapter's ``decode`` and ``draw`` draw as
 
 The parts that are cheap answer at once (``now``); the slow ones (``later``, each a
 :class:`physai.interface.live.Deferred`) answer from their cache when they can, else are run on a worker thread
-after the first reply and sent in a second one (``complete``), as the matplotlib panel does.
+after the first reply, in their order, each sent in a further reply as it is ready (the last one ``complete``), as
+the matplotlib panel does. A ``later`` part may share a ``now`` part's name: the ``now`` one is a cheap first answer
+(chapter 1: the step response's first second where the whole run is long), replaced when the ``later`` one is ready.
 
 :func:`servo_widget` is chapter 1's.
 """
@@ -17,6 +19,7 @@ after the first reply and sent in a second one (``complete``), as the matplotlib
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -26,7 +29,7 @@ import anywidget
 import mujoco
 import traitlets
 
-from physai.experiments.servo_panel import servo_kp_curve, servo_stability, servo_step
+from physai.experiments.servo_panel import servo_kp_curve, servo_stability, servo_step, servo_step_start
 from physai.interface import position_actuators_panels as ch1
 from physai.interface.live import Deferred
 from physai.interface.panel import PanelSpec
@@ -46,7 +49,8 @@ class PanelWidget(anywidget.AnyWidget):
       module: the chapter's page module (``position_actuators_panels.js``), as the page block names it.
       constants: the chapter's numbers the page draws with (the page block's ``constants``).
       now: part name -> ``f(values) -> JSON``, run for every request before the reply.
-      later: part name -> :class:`Deferred` returning JSON, run after the first reply unless cached.
+      later: part name -> :class:`Deferred` returning JSON, run after the first reply unless cached; one named as a
+        ``now`` part replaces it once computed.
 
     Attributes:
       compute_ms: Python's time for each request's first reply, ms (latest 500; the reply carries it as ``ms``).
@@ -86,12 +90,17 @@ class PanelWidget(anywidget.AnyWidget):
                 f'run by this kernel')
 
     def frame(self, values: Mapping) -> tuple[dict, bool]:
-        """The parts at ``values`` (each control's, checked against its range): the ``now`` parts run, the ``later``
-        ones from their cache or None. Returns (frame, complete)."""
+        """The parts at ``values`` (each control's, checked against its range): the ``later`` ones from their cache,
+        the ``now`` ones run where no cached ``later`` part takes their name, the rest None. Returns (frame,
+        complete)."""
         values = self.spec.check(values)
-        out = {name: f(values) for name, f in self.now.items()}
-        out.update({name: part.get(values) for name, part in self.later.items()})
-        return out, all(out[name] is not None for name in self.later)
+        out = {name: f(values) for name, f in self.now.items()
+               if name not in self.later or not self.later[name].ready(values)}
+        for name, part in self.later.items():
+            result = part.get(values)   # after the now parts: one of them may have computed it
+            if result is not None or name not in out:
+                out[name] = result
+        return out, all(part.ready(values) for part in self.later.values())
 
     def _on_request(self, change) -> None:
         request = change['new']
@@ -124,17 +133,40 @@ class PanelWidget(anywidget.AnyWidget):
                     self._wake.wait()
                 generation, values = self._job
                 self._job = None
-            for part in self.later.values():
+            parts, checked = list(self.later.values()), self.spec.check(values)
+            for i, part in enumerate(parts):
                 if generation != self._latest:
                     break  # a newer request: its own job follows
-                part.compute(self.spec.check(values))
-            if generation == self._latest:
-                try:
-                    frame, complete = self.frame(values)
-                except Exception as exc:
-                    self._reply({'generation': generation, 'error': f'{type(exc).__name__}: {exc}'})
-                    continue
-                self._reply({'generation': generation, 'values': values, 'frame': frame, 'complete': complete})
+                ran = not part.ready(checked)
+                if ran:
+                    try:
+                        part.compute(checked)
+                    except Exception:  # stored by the part: frame() raises it again, into an error reply
+                        pass
+                # a reply for each part run, and a last one in any case (another job may have run them)
+                last = i == len(parts) - 1
+                if (ran or last) and generation == self._latest and not self._reply_frame(generation, values):
+                    break
+
+    def _reply_frame(self, generation: int, values: dict) -> bool:
+        """Reply with the frame at ``values`` as far as it is computed; False if it is an error."""
+        try:
+            frame, complete = self.frame(values)
+        except Exception as exc:
+            self._reply({'generation': generation, 'error': f'{type(exc).__name__}: {exc}'})
+            return False
+        self._reply({'generation': generation, 'values': values, 'frame': frame, 'complete': complete})
+        return True
+
+
+def whole_part(spec: PanelSpec, part: Callable[[dict], object], *, maxsize: int = 32) -> Deferred:
+    """A slow part that depends on every control of ``spec`` (a replay, a grasp): ``part(values)`` as a
+    :class:`Deferred` keyed by all the controls' values, so that a control added to the description keys it too."""
+    def run(**values):
+        return part(values)
+    run.__signature__ = inspect.Signature([inspect.Parameter(c.name, inspect.Parameter.KEYWORD_ONLY)
+                                           for c in spec.controls])
+    return Deferred(run, maxsize=maxsize)
 
 
 def _curve(armature, timestep, integrator, dampratio, *, q0, duration):
@@ -145,22 +177,37 @@ def _map(timestep, integrator, dampratio, *, q0):
     return ch1.map_part(servo_stability(timestep, integrator, dampratio, q0))
 
 
+def _step(kp, armature, timestep, integrator, dampratio, *, q0, duration, ylim):
+    return ch1.step_part(servo_step(kp, armature, timestep, integrator, dampratio, q0, duration), ylim=ylim)
+
+
 def servo_widget(*, kp: float = 100.0, armature: float = 0.028, timestep: float = 0.005,
                  integrator: str = 'implicitfast', dampratio: float = 1.0, q0: float = -0.5,
                  duration: float = 3.0) -> PanelWidget:
     """Chapter 1's panel (:func:`~physai.interface.position_actuators_panels.servo_spec`) as a widget: the page's
     ``position_actuators_panels.js`` drawing the step response (:func:`~physai.experiments.servo_panel.servo_step`),
     the kp curve and the stability map that Python MuJoCo runs at the controls' exact values. Arguments as
-    :func:`~physai.interface.position_actuators_panels.servo_panel`."""
+    :func:`~physai.interface.position_actuators_panels.servo_panel`.
+
+    As the matplotlib panel, where the whole step response would not fit the panel's budget (RK4 below a 1 ms step,
+    :data:`~physai.experiments.servo_panel.PANEL_STEP_BUDGET`) the first reply draws its first second
+    (:func:`~physai.experiments.servo_panel.servo_step_start`, the same samples), the readout saying the rest is
+    coming and no sag or rise marked (they would describe that second only), and the worker's first reply the whole
+    run; a run that diverged within that second is the whole story and reads as such."""
     spec = ch1.servo_spec(kp=kp, armature=armature, timestep=timestep, integrator=integrator, dampratio=dampratio,
                           q0=q0, duration=duration)
-    ylim = spec.plot('step').ylim
+    whole = Deferred(functools.partial(_step, q0=q0, duration=duration, ylim=spec.plot('step').ylim))
 
     def step(values: dict) -> dict:
-        return ch1.step_part(servo_step(values['kp'], values['armature'], values['timestep'], values['integrator'],
-                                        values['dampratio'], q0, duration), ylim=ylim)
+        first = servo_step_start(**values, q0=q0, duration=duration)
+        if first is None:  # the whole run fits the budget: answer with it
+            return whole.compute(values)
+        part = ch1.step_part(first, ylim=spec.plot('step').ylim)
+        if not first.diverged:
+            part.update(settled=False, bad=False, readout=spec.say('partial', t=float(first.t[-1]), duration=duration))
+        return part
 
     return PanelWidget(spec, 'position_actuators_panels.js', constants=ch1.servo_constants(q0, duration),
                        now={'step': step},
-                       later={'curve': Deferred(functools.partial(_curve, q0=q0, duration=duration)),
+                       later={'step': whole, 'curve': Deferred(functools.partial(_curve, q0=q0, duration=duration)),
                               'map': Deferred(functools.partial(_map, q0=q0))})

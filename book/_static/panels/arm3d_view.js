@@ -21,8 +21,9 @@
 import {el} from './figures.js';
 import {engineSize} from './ui.js';
 
-const VIEW_MODULE = new URL('../physai-arm3d.js', import.meta.url).href;
-const ASSETS = new URL('../arm3d/so101.json', import.meta.url).href;
+// the view's module and the arm's meshes, next to this module: computed when the view opens (not at load, when a module
+// loaded from a blob: address, the notebook widget's bundle, has no base to resolve them against)
+const siteFile = (path) => new URL(path, import.meta.url).href;
 const QUIET_MS = 250;   // the panel quiet this long after a run: the view takes it (setRun)
 const MAX_FRAMES = 750;   // a hold is 3 s at 1 ms or finer: the clip keeps every stride-th step (4 ms at 1 ms)
 const MAGNIFY = [1, 10, 30, 100];
@@ -244,11 +245,12 @@ export class ArmView {
       if (this.panel.kernel) {
         ({Arm3D, arm} = await kernelArm(this.panel.kernel));
       } else {
-        [{Arm3D}] = await Promise.all([import(VIEW_MODULE), this.live()]);
+        [{Arm3D}] = await Promise.all([import(siteFile('../physai-arm3d.js')), this.live()]);
         if (this.panel.mode !== 'live') throw new Error(this.panel.status.textContent);
       }
       const label = this.kind === 'replay' ? 'simulated (solid) and recorded (ghost)' : '';
-      const view = await Arm3D.create(this.stage, {assetsUrl: ASSETS, arm, ghost: this.kind === 'replay', label,
+      const view = await Arm3D.create(this.stage, {assetsUrl: arm ? null : siteFile('../arm3d/so101.json'), arm,
+                                                   ghost: this.kind === 'replay', label,
                                                    height: () => this.height(),
                                                    onTime: (t) => this.cursor(t)});
       if (!view.available) { this.say(view.reason); return; }

@@ -7,8 +7,10 @@
 // (physai.interface.web.engine_block) carries the MuJoCo warnings that count (physai.engine.mj.BLOWUP_WARNINGS,
 // by name), the angle bound and the speed bound. No DOM here: the page, its worker and Node (the tests) share it.
 
-const ENGINE_URL = new URL('../mujoco/mujoco.js', import.meta.url).href;
-const WASM_URL = new URL('../mujoco/mujoco.wasm', import.meta.url).href;
+// The site's engine files, next to this module. Computed when first needed, not at load: a module loaded from a blob:
+// address (the notebook widget's bundle, widget.js) has no base a relative address resolves against; the widget
+// never loads the engine.
+const siteFile = (name) => new URL(`../mujoco/${name}`, import.meta.url).href;
 
 let loading = null;
 let parts = null;   // {wasm: the compiled WebAssembly.Module, glue: a blob URL of mujoco.js}, once loaded from the site
@@ -22,10 +24,11 @@ let parts = null;   // {wasm: the compiled WebAssembly.Module, glue: a blob URL 
 // Each file is fetched once per page: the glue's text goes into a blob URL, and a worker of the page (chapter 1's
 // background runs) gets the compiled module and that URL (engineParts) instead of fetching both again (a browser
 // without a disk cache would: 10.6 MB twice).
-export function load(url = ENGINE_URL, given = null) {
+export function load(url = null, given = null) {
   if (!loading) {
-    const inSteps = url === ENGINE_URL && typeof fetch === 'function' && typeof WebAssembly.compile === 'function';
-    loading = inSteps ? loadInSteps(url, given) : import(url).then((module) => module.default());
+    const inSteps = url === null && typeof fetch === 'function' && typeof WebAssembly.compile === 'function';
+    loading = inSteps ? loadInSteps(siteFile('mujoco.js'), given) : import(url ?? siteFile('mujoco.js'))
+      .then((module) => module.default());
   }
   return loading;
 }
@@ -46,15 +49,16 @@ async function fetchGlue(url) {
 const pause = () => new Promise((resolve) => setTimeout(resolve, 0));
 
 async function compileEngine() {
+  const url = siteFile('mujoco.wasm');
   if (typeof WebAssembly.compileStreaming === 'function') {
     try {
-      return await WebAssembly.compileStreaming(fetch(WASM_URL));
+      return await WebAssembly.compileStreaming(fetch(url));
     } catch (error) {
       // a server that does not send application/wasm: compile the bytes instead
     }
   }
-  const response = await fetch(WASM_URL);
-  if (!response.ok) throw new Error(`${WASM_URL}: HTTP ${response.status}`);
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
   return WebAssembly.compile(await response.arrayBuffer());
 }
 

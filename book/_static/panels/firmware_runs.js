@@ -7,8 +7,8 @@
 //   timeToTarget    servo_firmware_panels.time_to_target
 //   firmwareReadouts servo_firmware_panels.readouts (the page's: no backlash)
 // No DOM, no words.
-import {WARNING_EVERY} from './engine.js';
 import {degrees, round} from './laws.js';
+import {framesRun} from './runs.js';
 
 // physai.laws.sts3215.Settings on the fitted spring (k: the constants of web_firmware.settings_constants):
 // kp from the table of every P register and supply position, forcerange from the supply and the torque limit,
@@ -44,44 +44,24 @@ function configure(model, servo, k, fps) {
 // is the command of the `sub` steps that lead to frame t + 1, each step's clipped to within slewmax*dt of the step
 // before (the first as it is). Yields after about sliceMs; returns the record {q (nframe*nq rad), frames, warned}.
 // episode: {fps, nframe, u, start}.
-export function* firmwareRun(model, servo, k, episode, {sliceMs = 30, now = () => performance.now()} = {}) {
-  const sub = configure(model, servo, k, episode.fps);
-  const n = episode.nframe, nq = model.model.nq, nu = model.model.nu;
-  const dt = model.model.opt.timestep, step = servo.slewmax * dt, limited = Number.isFinite(servo.slewmax);
-  const run = {q: new Float64Array(n * nq), frames: 1, warned: false, sub};
-  model.reset(episode.start);
-  for (let j = 0; j < nq; j++) run.q[j] = episode.start[j];
-  model.forward();
+export function* firmwareRun(model, servo, k, episode, options = {}) {
+  const sub = configure(model, servo, k, episode.fps), nu = model.model.nu;
+  const step = servo.slewmax * model.model.opt.timestep, limited = Number.isFinite(servo.slewmax);
   const last = new Float64Array(nu);
-  let t = 0, sinceCheck = 0, first = true;
-  while (t < n - 1) {
-    const started = now();
-    do {
-      for (let s = 0; s < sub; s++) {
-        const ctrl = model.d.ctrl;
-        for (let a = 0; a < nu; a++) {
-          let u = episode.u[t * nu + a];
-          if (limited && !first) u = Math.min(Math.max(u, last[a] - step), last[a] + step);
-          last[a] = u;
-          ctrl[a] = u;
-        }
-        first = false;
-        model.step();
+  let first = true;
+  return yield* framesRun(model, sub, episode, (t) => {
+    for (let s = 0; s < sub; s++) {
+      const ctrl = model.d.ctrl;
+      for (let a = 0; a < nu; a++) {
+        let u = episode.u[t * nu + a];
+        if (limited && !first) u = Math.min(Math.max(u, last[a] - step), last[a] + step);
+        last[a] = u;
+        ctrl[a] = u;
       }
-      t += 1;
-      const qpos = model.d.qpos;
-      for (let j = 0; j < nq; j++) run.q[t * nq + j] = qpos[j];
-      sinceCheck += sub;
-      if (sinceCheck >= WARNING_EVERY || t === n - 1) {
-        sinceCheck = 0;
-        if (model.warned()) { run.warned = true; run.frames = t + 1; return run; }
-      }
-    } while (t < n - 1 && now() - started < sliceMs);
-    run.frames = t + 1;
-    if (t < n - 1) yield {done: t, nframe: n, run};
-  }
-  run.frames = n;
-  return run;
+      first = false;
+      model.step();
+    }
+  }, options);
 }
 
 // physai.interface.servo_firmware_panels.time_to_target: s from the step's command to `rise` of the step on the

@@ -34,8 +34,11 @@ export default class GripperPanel extends Panel {
 
   // ---- the two sources of results
 
+  // a stored grasp; the kernel's first reply has none yet (null: the grasp follows in its second), the picture then
+  // keeps its traces
   decode(frame) {
     const s = frame.grasp, k = this.constants;
+    if (!s) return {pending: true};
     const jaw = unpack(s.gripJaw, k.forceStep), law = unpack(s.gripLaw, k.forceStep);
     const slide = unpack(s.gripSlide, k.slideStep);
     const time = jaw.map((_, i) => s.h * (i + 1));
@@ -76,6 +79,12 @@ export default class GripperPanel extends Panel {
 
   draw(r, values) {
     const c = this.colors, f = this.plots.force, s = this.plots.slide, k = this.constants;
+    if (r.pending) {
+      const pending = this.say('pending', {});
+      s.say(s.layer('top-marks'), pending, s.m.l + 6, s.m.t + 14 * s.fs, {class: 'pl-muted pl-halo', 'font-size': 11});
+      this.setReadout(pending, false);   // not the verdict of the setting before
+      return;
+    }
     const legend = f.spec.legend;
     const fl = f.layer('traces');
     f.path(fl, r.time, r.law, {stroke: legend[1][1], 'stroke-width': 1.2, 'stroke-dasharray': '5 3'});

@@ -8,7 +8,6 @@ import {degrees, unpack} from './laws.js';
 import {kpCurve, stabilityRows, stepResponse} from './runs.js';
 import {Panel, nextTask} from './ui.js';
 
-const WORKER_URL = new URL('worker.js', import.meta.url).href;
 const fix = (x) => (x === null ? NaN : x);
 
 // the rise plot's time spans, ms: the shortest that holds 2.5 times the 90 % time (or the first 0.5 s without one)
@@ -78,7 +77,8 @@ export default class ServoPanel extends Panel {
     this.model = new Model(mujoco, live.xml, live.engine);
     this.background = {curveKey: null, mapKey: null, curve: null, map: null, mapDone: false};
     try {
-      this.worker = new Worker(WORKER_URL, {type: 'module'});
+      // the worker's address computed here, not at load: the notebook widget's bundle is loaded from a blob: address
+      this.worker = new Worker(new URL('worker.js', import.meta.url), {type: 'module'});
       this.worker.onmessage = (event) => this.onWorker(event.data);
       this.worker.onerror = () => { this.worker = null; };
       this.worker.postMessage({kind: 'start', live, constants: this.constants, parts: await engineParts()});

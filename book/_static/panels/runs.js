@@ -206,9 +206,23 @@ function configureReplay(model, {kp, kv, forcerange, damping, frictionloss, arma
 // One replay (physai.engine.arm_replay.replay for one servo and episode) as a generator, sliced like holdRun: frame t's
 // command u[t] (rad, every joint) is held for the `sub` steps that lead to frame t + 1; the record run.q
 // ((nframe * nq) rad, frame 0 the start) holds run.frames frames. episode: {fps, nframe, u, start}.
-export function* replayRun(model, servo, episode, {sliceMs = 30, firstSliceMs = sliceMs, now = () => performance.now()} = {}) {
-  const sub = configureReplay(model, servo, episode.fps);
-  const n = episode.nframe, nq = model.model.nq, nu = model.model.nu;
+export function* replayRun(model, servo, episode, options = {}) {
+  const sub = configureReplay(model, servo, episode.fps), nu = model.model.nu;
+  return yield* framesRun(model, sub, episode, (t) => {
+    const ctrl = model.d.ctrl;
+    for (let a = 0; a < nu; a++) ctrl[a] = episode.u[t * nu + a];
+    for (let s = 0; s < sub; s++) model.step();
+  }, options);
+}
+
+// The frame loop of a replay (replayRun's, and firmware_runs.js's firmwareRun with its slew limit) on a model set up
+// for `sub` steps a frame: from episode.start, advanceFrame(t) takes the model from frame t to frame t + 1; each frame's
+// qpos is recorded, MuJoCo's warnings are read every WARNING_EVERY steps (a warned run ends there, run.warned), and the
+// generator yields about every sliceMs (firstSliceMs for the first slice) with {done, nframe, run}. Returns the record
+// {q ((nframe * nq) rad), frames, warned, sub}.
+export function* framesRun(model, sub, episode, advanceFrame,
+                           {sliceMs = 30, firstSliceMs = sliceMs, now = () => performance.now()} = {}) {
+  const n = episode.nframe, nq = model.model.nq;
   const run = {q: new Float64Array(n * nq), frames: 1, warned: false, sub};
   model.reset(episode.start);
   for (let j = 0; j < nq; j++) run.q[j] = episode.start[j];
@@ -217,9 +231,7 @@ export function* replayRun(model, servo, episode, {sliceMs = 30, firstSliceMs = 
   while (t < n - 1) {
     const started = now();
     do {
-      const ctrl = model.d.ctrl;
-      for (let a = 0; a < nu; a++) ctrl[a] = episode.u[t * nu + a];
-      for (let s = 0; s < sub; s++) model.step();
+      advanceFrame(t);
       t += 1;
       const qpos = model.d.qpos;
       for (let j = 0; j < nq; j++) run.q[t * nq + j] = qpos[j];

@@ -36,9 +36,11 @@ export default class FirmwarePanel extends Panel {
            {stroke: c.real, 'stroke-width': 2.4, 'stroke-opacity': 0.7});
   }
 
-  // a stored setting: the two traces of the step joint and the readouts' lines
+  // a stored setting: the two traces of the step joint and the readouts' lines; the kernel's first reply has none
+  // yet (null: the runs follow in its second), the picture then keeps its traces
   decode(frame) {
     const r = frame.runs, k = this.constants;
+    if (!r) return {pending: true};
     return {step: unpack(r.step, k.steps), segment: unpack(r.segment, k.steps), lines: r.lines, bad: r.bad};
   }
 
@@ -84,6 +86,11 @@ export default class FirmwarePanel extends Panel {
 
   draw(r) {
     const k = this.constants, s = this.plots.step, g = this.plots.segment;
+    if (r.pending) {
+      g.layer('top-marks');   // not the verdict of the setting before
+      this.setReadout(this.say('running', {}), false);
+      return;
+    }
     const simStep = s.spec.legend[1][1], simSeg = g.spec.legend[1][1];
     s.path(s.layer('sim'), r.step.map((_, i) => i / k.step.fps), r.step, {stroke: simStep, 'stroke-width': 1.6});
     g.path(g.layer('sim'), r.segment.map((_, i) => i / k.segment.fps), r.segment,

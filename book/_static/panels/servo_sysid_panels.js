@@ -26,7 +26,9 @@ export default class SysidPanel extends Panel {
     }
     const s = this.plots.sags;
     s.path(s.layer('zero'), s.spec.xlim, [0, 0], {stroke: '#555555', 'stroke-width': 0.8});
-    // the SO-101 in 3D, on demand (kept, open or not, when the plots are drawn again)
+    // the SO-101 in 3D, on demand (kept, open or not, when the plots are drawn again); not in the kernel's widget
+    // (physai.interface.servo_sysid_panels.sysid_widget) yet
+    if (this.kernel) return;
     this.arm3d = this.arm3d ? this.arm3d.attach(container, [o]) : new ArmView(this, container, 'replay', [o]);
   }
 
@@ -36,9 +38,11 @@ export default class SysidPanel extends Panel {
 
   // ---- the two sources of results
 
-  // a stored replay: the plotted joints' traces, the bars, the words (a chaotic one: its verdict alone)
+  // a stored replay: the plotted joints' traces, the bars, the words (a chaotic one: its verdict alone); the
+  // kernel's first reply has none yet (null: the replay follows in its second), the picture then keeps its traces
   decode(frame) {
     const s = frame.replay, k = this.constants;
+    if (!s) return {pending: true};
     if (s.chaotic) {
       return {chaotic: true, status: this.say('chaotic', {mae: s.mae}), bad: true, sagReal: k.sagReal};
     }
@@ -93,13 +97,19 @@ export default class SysidPanel extends Panel {
 
   draw(r) {
     const k = this.constants, c = this.colors, e = k.episode, p = this.plots.overlay, na = k.armJoints.length;
-    const g = p.layer('sim'), marks = p.layer('top-marks');
+    const marks = p.layer('top-marks'), x = p.w - p.m.r - 6, y = p.m.t + 14 * p.fs;
+    if (r.pending) {
+      const pending = this.say('pending', {});
+      p.say(marks, pending, x, y, {'text-anchor': 'end', class: 'pl-muted pl-halo', 'font-size': 11});
+      this.setReadout(pending, false);   // not the verdict of the setting before
+      return;
+    }
+    const g = p.layer('sim');
     const eb = this.plots.errors.layer('bars'), sb = this.plots.sags.layer('bars');
     const legend = p.spec.legend;   // real, then each simulated joint in its colour
     (r.traces || []).forEach((trace, i) => {
       p.path(g, trace.map((_, t) => t / e.fps), trace, {stroke: legend[i + 1][1], 'stroke-width': 1.3});
     });
-    const x = p.w - p.m.r - 6, y = p.m.t + 14 * p.fs;
     if (r.running !== undefined) {
       const running = this.say('running', {t: r.running});
       p.say(marks, running, x, y, {'text-anchor': 'end', class: 'pl-muted pl-halo', 'font-size': 11});

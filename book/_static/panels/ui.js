@@ -12,7 +12,7 @@
 //   setting; after that every control reruns the physics in the page.
 //
 // The present view (for a projector) draws the plots again at the size they are shown, in rows that fit the screen
-// (one column on a phone), with every text at least 13 CSS px.
+// (one column on a phone), with every text at least 13 CSS px; in a notebook too (liftForPresent).
 //
 // A third source serves the panel as a Jupyter widget (physai.interface.widget, through anywidget): the kernel. The
 // widget's front end (widget.js) hands the panel a `kernel` ({ask(request)}); every control then asks Python for
@@ -437,6 +437,7 @@ export class Panel {
 
   togglePresent() {
     this.present = !this.present;
+    if (this.kernel) this.liftForPresent();
     this.root.classList.toggle('physai-panel-present', this.present);
     this.root.setAttribute('role', this.present ? 'dialog' : 'group');
     if (this.present) this.root.setAttribute('aria-modal', 'true'); else this.root.removeAttribute('aria-modal');
@@ -452,6 +453,22 @@ export class Panel {
       this.root.focus({preventScroll: true});
     } else if (!this.present) {
       this.presentButton.focus({preventScroll: false});
+    }
+  }
+
+  // In a notebook the present view fills the browser window as on the page: JupyterLab's panels contain their fixed
+  // boxes (CSS containment), so the panel moves to the document's body while it presents, a placeholder of its height
+  // keeping its place in the notebook, and goes back there when it closes.
+  liftForPresent() {
+    if (this.present) {
+      this.placeholder = document.createElement('div');
+      this.placeholder.className = 'pl-present-placeholder';
+      this.placeholder.style.height = `${this.root.offsetHeight}px`;
+      this.root.replaceWith(this.placeholder);
+      document.body.appendChild(this.root);
+    } else if (this.placeholder) {
+      this.placeholder.replaceWith(this.root);
+      this.placeholder = null;
     }
   }
 

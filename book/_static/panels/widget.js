@@ -10,9 +10,13 @@
 import PendulumPanel from './actuator_models_panels.js';
 import ServoPanel from './position_actuators_panels.js';
 import PdPanel from './where_pd_runs_panels.js';
+import SysidPanel from './servo_sysid_panels.js';
+import GripperPanel from './gripper_panels.js';
+import FirmwarePanel from './servo_firmware_panels.js';
 
 const CHAPTERS = {'position_actuators_panels.js': ServoPanel, 'actuator_models_panels.js': PendulumPanel,
-                  'where_pd_runs_panels.js': PdPanel};
+                  'where_pd_runs_panels.js': PdPanel, 'servo_sysid_panels.js': SysidPanel,
+                  'gripper_panels.js': GripperPanel, 'servo_firmware_panels.js': FirmwarePanel};
 
 function render({model, el}) {
   const data = model.get('data');
@@ -59,7 +63,11 @@ function render({model, el}) {
   model.on('change:reply', onReply);
   panel.build();
   (window.physaiPanels = window.physaiPanels || {})[data.spec.key] = panel;
-  return () => { model.off('change:reply', onReply); model.off('msg:custom', onMessage); };
+  return () => {
+    model.off('change:reply', onReply);
+    model.off('msg:custom', onMessage);
+    if (panel.present) panel.togglePresent();   // a view removed while it presents takes its panel off the window
+  };
 }
 
 export default {render};
