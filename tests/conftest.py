@@ -72,15 +72,17 @@ def browser():
 
 
 @pytest.fixture(scope='session')
-def jupyter_lab(tmp_path_factory):
-    """One local JupyterLab and one Chromium for every panel-widget test of the session (tests/jupyter.py): a
-    ``SimpleNamespace(root, base, token, browser)``. A test writes its notebook into ``root`` under a name of its own
-    and opens it with ``jupyter.run_notebook``. Not ``browser``: these tests run with the others, not the site's."""
+def jupyter_lab(tmp_path_factory, request):
+    """One local JupyterLab for every panel-widget test of the session (tests/jupyter.py), opened in the session's
+    Chromium (``browser``): a ``SimpleNamespace(root, base, token, browser)``. A test writes its notebook into ``root``
+    under a name of its own, opens it with ``jupyter.run_notebook`` and closes its page. The browser is asked for
+    here, not named as a fixture, so these tests stay with the others rather than the site's (``SITE_FIXTURES``); one
+    Chromium serves both kinds in a process (a second playwright in one process fails)."""
     import types
     from jupyter import jupyterlab
     root = tmp_path_factory.mktemp('lab')
-    with jupyterlab(root) as (base, token), chromium() as b:
-        yield types.SimpleNamespace(root=root, base=base, token=token, browser=b)
+    with jupyterlab(root) as (base, token):
+        yield types.SimpleNamespace(root=root, base=base, token=token, browser=request.getfixturevalue('browser'))
 
 
 @pytest.fixture(autouse=True)

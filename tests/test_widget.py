@@ -124,7 +124,8 @@ def test_bundle_is_one_small_module_with_the_panel_styles(bundle):
     small (the engine is not in it: the kernel runs the physics), with every panel rule of the page's style sheet."""
     js, css = (widget.STATIC / 'panels.js').read_text(), (widget.STATIC / 'panels.css').read_text()
     assert not re.search(r'''from\s*["']\.''', js)  # no relative import left
-    assert 'export' in js and len(js.encode()) < 100_000
+    # six chapters' modules are about 93 kB minified; three.js alone would add about 500 kB, MuJoCo's loader 290 kB
+    assert 'export' in js and len(js.encode()) < 150_000
     page_rules = bundle.panel_css(bundle.CSS.read_text())
     assert css == page_rules and css.count('physai-panel') >= 60
 

@@ -1,6 +1,7 @@
 """physai as a wheel with the panel widget's front end inside: what a release ships to pip and Colab users.
 
-The widget's front end (``physai/interface/static/panels.js`` and ``panels.css``) is generated from the page's modules
+The widget's front end (``physai/interface/static/``: ``panels.js``, ``panels.css``, and the 3D view's ``arm3d.js``
+with the arm's meshes in ``arm3d/``) is generated from the page's modules
 by esbuild (:mod:`physai.book.widget_bundle`) and is not committed, so a ``pip install`` from the repository's source
 would come without it, and a Colab or pip user has no Node to make it. :func:`build` makes it, then builds the wheel
 from a copy of the files git tracks plus the bundle (the checkout stays clean: setuptools writes ``build/`` and
@@ -24,8 +25,10 @@ from physai.book import widget_bundle
 ROOT = widget_bundle.ROOT
 
 MUST_HOLD = ('physai/interface/static/panels.js', 'physai/interface/static/panels.css',
-             'physai/data/so101_record_test/meta/info.json')
-"""Files every wheel must hold: the widget's front end and the shipped recording's description."""
+             'physai/interface/static/arm3d.js', 'physai/interface/static/arm3d/so101.bin',
+             'physai/interface/static/arm3d/so101.json', 'physai/data/so101_record_test/meta/info.json')
+"""Files every wheel must hold: the widget's front end, its 3D view with the arm's meshes, and the shipped
+recording's description."""
 
 
 def tracked_files(root: Path = ROOT) -> list[str]:
@@ -39,12 +42,12 @@ def build(out_dir: Path) -> Path:
     Returns the wheel's path. Raises RuntimeError naming what a wheel lacks."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    if widget_bundle.main([]) != 0:
-        raise RuntimeError('the widget bundle was not built (physai.book.widget_bundle)')
+    if widget_bundle.main(['--arm3d']) != 0:
+        raise RuntimeError('the widget bundle was not built (physai.book.widget_bundle --arm3d)')
     with tempfile.TemporaryDirectory(prefix='physai-wheel-') as tmp:
         source = Path(tmp) / 'source'
         names = [n for n in tracked_files() if n in ('pyproject.toml', 'README.md') or n.startswith('physai/')]
-        names += [str(p.relative_to(ROOT)) for p in sorted(widget_bundle.OUT.glob('panels.*'))]
+        names += [str(p.relative_to(ROOT)) for p in sorted(widget_bundle.OUT.rglob('*')) if p.is_file()]
         for name in names:
             (source / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, source / name)
