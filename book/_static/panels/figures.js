@@ -300,8 +300,8 @@ export class Plot {
     return lines;
   }
 
-  // a line of text in the phrases wrap keeps whole where it can: split after ':', ',' and ';', around '·', before a
-  // parenthesis and at runs of spaces
+  // the phrases of a line of text, which wrap keeps whole where it can: split after ':', ',' and ';', around '·',
+  // before a parenthesis and at runs of spaces
   phrases(text) {
     return text.split(/(?<=[:,;]) +|(?<=·) +| +(?=·)| +(?=\()| {2,}/).filter((p) => p.length);
   }
@@ -338,8 +338,8 @@ export class Plot {
   // 'cr', 'c'; in order of preference) with the text wrapped to the plot box's width and to about half of it, then
   // every corner and edge midpoint (the `places` first) at those widths and narrower ones (TEXT_SPOTS, TEXT_SHARES);
   // a spot where the wrap keeps every phrase whole before one where it breaks one; boxes in `avoid` ([x0, y0, x1, y1])
-  // count as drawn. With `strict` (the present view, where the readout line above
-  // the plots says the same), a text that would cover anything is left out. Returns {nodes, box}, or null when left out.
+  // count as drawn. With `strict` (the present view, where the readout line above the plots says the same), a text
+  // that would cover anything is left out. Returns {nodes, box}, or null when left out.
   placeText(g, text, attrs = {}, {places = ['ur', 'ul', 'lr', 'll'], strict = false, avoid = []} = {}) {
     const size = attrs['font-size'] ?? 12, weight = attrs['font-weight'] ?? 'normal', fs = this.fs;
     const x0 = this.m.l + 6 * fs, x1 = this.w - this.m.r - 6 * fs, y0 = this.m.t + 3 * fs, y1 = this.h - this.m.b - 3 * fs;
