@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from physai.engine import hold, mj, perturb, so101
-from physai.laws import loop
+from physai.laws import loop, robust
 from physai.engine.hold import HoldParams
 from physai.engine.pd_controller import PDController
 from physai.laws.loop import BACKENDS, JointCommand
@@ -124,6 +124,15 @@ def test_ensemble_runs_start_a_nanoradian_apart():
     assert [m.start_offset for m in members] == [k * hold.ENSEMBLE_SPACING for k in range(4)]
     base, run = hold.hold_responses([members[0], members[3]], duration=0.002)
     assert 0 < np.max(np.abs(run.q - base.q)) < 1e-8  # 3e-9 rad at the start, a few steps later
+
+
+def test_a_table_peak_to_peak_is_the_radian_series_figure_in_degrees_to_two_digits():
+    """The tables round in radians (the 1-2-5 series the ensembles support) and print degrees: 0.2 rad is 11.46°, shown
+    11; a still ensemble's bound of 1e-09 rad (5.7e-08°) goes up the series to < 1e-07; no figure stays none."""
+    assert [hold.p2p_deg(x) for x in (0.2, 0.1, 0.05, 0.02, 0.01, 0.005)] == [11, 5.7, 2.9, 1.1, 0.57, 0.29]
+    bound = hold.p2p_deg(robust.Below(hold.STILL_P2P))
+    assert isinstance(bound, robust.Below) and f'{bound:g}' == '< 1e-07' and bound > math.degrees(hold.STILL_P2P)
+    assert hold.p2p_deg(None) is None
 
 
 def test_a_still_configuration_stops_at_the_probe_and_a_moving_one_gets_the_full_ensemble():

@@ -323,21 +323,36 @@ WIDE_RESULT_TABLES_JS = """cls => Array.from(document.querySelectorAll('article 
     `${box.scrollWidth} px in ${box.clientWidth}: ` + Array.from(box.querySelectorAll('thead th')).map((th) =>
         th.textContent.replace(/\\s+/g, ' ').trim()).join(' | ').slice(0, 80))"""
 
-PHONE_WIDE_RESULT_TABLES = {'notebooks/01_position_actuators': 5, 'notebooks/04_servo_sysid': 3,
-                            'notebooks/05_gripper': 3, 'notebooks/06_servo_firmware': 1}
+# The headers of a page's drawn result tables whose text is wider than their cell (and so runs into the next header).
+SPILLING_HEADERS_JS = """cls => Array.from(document.querySelectorAll('article .' + cls + ' thead th')).filter((th) =>
+    th.getClientRects().length && th.scrollWidth > th.clientWidth + 1).map((th) =>
+    `${th.textContent.replace(/\\s+/g, ' ').trim()}: ${th.scrollWidth} px in ${th.clientWidth}`)"""
+
+PHONE_WIDE_RESULT_TABLES = {'notebooks/01_position_actuators': 3, 'notebooks/04_servo_sysid': 3,
+                            'notebooks/05_gripper': 1}
 """How many result tables of each chapter still scroll sideways in their box at 390 px (physai.css sets them smaller
-and tighter on a phone; the widest, mostly 8 to 14 columns of figures, do not fit even at 10 CSS px): 12 of the book's 92, where
-43 did at the tables' desktop size (chapter 4's `saturation_deg`, which its prose names, now fits)."""
+and tighter on a phone, and lets those of 7 columns or more use the page's side margins; the widest, 8 to 14 columns
+of figures, do not fit even at 10 CSS px): 7 of the book's 92, where 43 did at the tables' desktop size (chapter 4's
+`saturation_deg`, which its prose names, fits)."""
 
 
 @pytest.mark.parametrize('page', CHAPTERS)
 def test_on_a_phone_the_result_tables_fit_the_column_but_the_widest(site, browser, page):
     """At 390x844 a result table fits the text column (no sideways scroll in its box) but for the few counted in
-    PHONE_WIDE_RESULT_TABLES."""
+    PHONE_WIDE_RESULT_TABLES, no header's text runs into the next (a header as wide as its longest word), and the
+    page itself does not scroll sideways (a table let into the margins stays inside the screen)."""
     with PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=390, height=844) as visit:
         wide = visit.page.evaluate(WIDE_RESULT_TABLES_JS, tables.CSS_CLASS)
         assert len(wide) <= PHONE_WIDE_RESULT_TABLES.get(page, 0), \
             f'{page} at 390 px: {len(wide)} result tables scroll sideways:\n' + '\n'.join(wide)
+        spilling = visit.page.evaluate(SPILLING_HEADERS_JS, tables.CSS_CLASS)
+        assert not spilling, f'{page} at 390 px: headers wider than their cells: {spilling[:5]}'
+        outside = visit.page.evaluate("""cls => Array.from(document.querySelectorAll('article .' + cls)).filter((box) =>
+            box.getClientRects().length && (box.getBoundingClientRect().left < -0.5
+                                             || box.getBoundingClientRect().right > innerWidth + 0.5)).length""",
+                                      tables.CSS_CLASS)
+        assert not outside, f'{page} at 390 px: {outside} result tables reach past the screen'
+        assert visit.page.evaluate('() => document.documentElement.scrollWidth') <= 390
 
 
 def stored_figures(page: str) -> list[dict]:
@@ -900,6 +915,56 @@ def test_the_lecture_links_and_their_switches_hold_in_the_present_view_at_150_pe
                       for p in _present_problems(visit, key, width=853, height=480, smallest=13)]
             assert not visit.our_errors(), '\n'.join(visit.our_errors())
     assert not found, '\n'.join(found)
+
+
+# What a text over a plot crosses in the page's column, on every frame from a control's change until the panel is idle
+# again (chapter 3's "running…" beside the trace drawn so far, then the verdicts): PRESENT_PROBLEMS_JS's sampled paths.
+# Started before the change (window.physaiCrossings), read after it.
+WATCH_CROSSINGS_JS = f"""key => {{ const check = {PRESENT_PROBLEMS_JS}, root = document.getElementById('physai-panel-' + key);
+    window.physaiCrossings = new Promise((resolve) => {{
+        const found = new Set(), texts = new Set();
+        let frames = 0, ran = false;
+        const tick = () => {{
+            frames += 1;
+            for (const p of check(root)) if (p.includes(' crosses ')) found.add(p);
+            for (const t of root.querySelectorAll('svg text.pl-verdict, svg text.pl-muted.pl-halo')) texts.add(t.textContent);
+            ran ||= root.dataset.state !== 'idle';
+            if ((ran && root.dataset.state === 'idle') || frames > 5000) resolve({{found: [...found], texts: [...texts], frames}});
+            else requestAnimationFrame(tick);
+        }};
+        requestAnimationFrame(tick);
+    }}); }}"""
+
+PAGE_COLUMN_SETTINGS = {'gripper': [('condim', 1)], 'pd': [('kv', 2.0), ('timestep', 0.0005)]}
+"""Settings beyond the lecture switches (LECTURE_SWITCHES) whose texts over the plots the page's column is checked at:
+chapter 5 at condim 1 (the cube slides past the plot's top, over the dotted slip line), chapter 3's runs (its
+"running…" while the trace grows, a slow run at 0.5 ms)."""
+
+
+@pytest.mark.parametrize('page', list(CHAPTER_PANELS))
+def test_texts_over_the_plots_cross_nothing_drawn_in_the_page_column(site, browser, page):
+    """In the page's column (where a verdict is never left out, as the present view may): live, after the lecture
+    switch and PAGE_COLUMN_SETTINGS, on every frame of each run, no verdict and no note over a plot (chapter 3's
+    "running…") crosses a drawn path or mark: each finds a spot that crosses nothing (Plot.placeText)."""
+    key = CHAPTER_PANELS[page]
+    found = []
+    with PageVisit(browser, urllib.parse.urljoin(site, f'{page}.html#physai-panel-{key}'), width=1280,
+                   height=900) as visit:
+        visit.page.wait_for_selector(f'#physai-panel-{key}[data-drawn]', state='attached', timeout=PANEL_TIMEOUT_MS)
+        visit.page.click(f'#physai-panel-{key} .pl-run')
+        visit.page.wait_for_selector(f'#physai-panel-{key}[data-mode=live][data-state=idle]', state='attached',
+                                     timeout=PANEL_TIMEOUT_MS)
+        for control, value in [LECTURE_SWITCHES[key], *PAGE_COLUMN_SETTINGS.get(key, [])]:
+            visit.page.evaluate(WATCH_CROSSINGS_JS, key)
+            visit.page.evaluate(SWITCH_JS, [key, control, value])
+            seen = visit.page.evaluate('() => window.physaiCrossings')
+            assert seen['texts'], f'{page}: no verdict after {control}={value}'
+            found += [f'{control}={value}: {p}' for p in seen['found']]
+            next_frames(visit.page)
+            screenshot(visit.page.locator(f'#physai-panel-{key}'),
+                       path=SCREENSHOTS / f'{page.replace("/", "__")}-column-{control}-{value}.png')
+        assert not visit.our_errors(), '\n'.join(visit.our_errors())
+    assert not found, f'{page}:\n' + '\n'.join(found)
 
 
 # A pause long enough for what a touch could start to show (the address follows 250 ms after a move, ui.js): the test

@@ -139,7 +139,7 @@ def test_mujoco_arm_with_implicit_kv_still_chatters_where_the_hold_alone_grows(i
     """MuJoCo's check of the verdict: the in-loop PD with kv in the joints' damping (implicit) and its spring still
     held chatters in every run at 50 and 100 Hz, exactly where hold_only exceeds 1, and holds still in every run
     above; its swing is smaller than with kv explicit (median 0.02 against 0.2 rad at 50 Hz, 0.01 against 0.05 at
-    100 Hz), so implicit damping shrinks the chatter but does not stop it."""
+    100 Hz; the table's 1.1° and 0.57°), so implicit damping shrinks the chatter but does not stop it."""
     for rate, e in implicit_kv_at.items():
         if cause_at[rate]['hold_only'] > 1:
             assert e.state == 'chatters' and e.n == hold.ENSEMBLE_SIZE and not e.diverged.any()
@@ -148,7 +148,7 @@ def test_mujoco_arm_with_implicit_kv_still_chatters_where_the_hold_alone_grows(i
         else:
             assert e.state == 'still'
     rows = {row['rate_hz']: row for row in registry.run('pd-implicit-kv')}
-    assert (rows[50]['p2p_rad'], rows[100]['p2p_rad']) == (0.02, 0.01)
+    assert (rows[50]['p2p_deg'], rows[100]['p2p_deg']) == (1.1, 0.57)
     assert [r for r, row in rows.items() if row['chattering'] == row['runs']] == [50, 100]
 
 
@@ -182,12 +182,12 @@ def test_mujoco_arm_with_only_explicit_kv_holds_still_at_every_rate(cause_at):
 @pytest.mark.slow
 def test_in_loop_chatter_is_sustained_for_thirty_seconds():
     """The chapter's "limit cycle": held ten times longer than its table's runs, every in-loop run at 50 and 100 Hz
-    still chatters at 30 s, and as wide as at 3 s (0.2 and 0.05 rad on the 1-2-5 series)."""
+    still chatters at 30 s, and as wide as at 3 s (0.2 and 0.05 rad on the 1-2-5 series: 11° and 2.9°)."""
     rows = {row['rate_hz']: row for row in registry.run('pd-rate-long')}
-    for rate, p2p in ((50, 0.2), (100, 0.05)):
+    for rate, p2p in ((50, 11), (100, 2.9)):
         row = rows[rate]
         assert row['chattering_3s'] == row['chattering_30s'] == row['runs'] == where_pd_runs.LONG_RUNS, row
-        assert row['p2p_3s_rad'] == row['p2p_30s_rad'] == p2p, row
+        assert row['p2p_3s_deg'] == row['p2p_30s_deg'] == p2p, row
 
 
 def test_chattering_joints_sit_at_the_clamp_at_most_ticks():
@@ -323,13 +323,13 @@ def table():
 
 def chatters(row) -> bool:
     """A row chatters when its worst joint still moves in the last second, with a clear tone or not."""
-    return row['p2p_rad'] is not None and row['p2p_rad'] >= hold.QUIET_P2P
+    return row['p2p_deg'] is not None and row['p2p_deg'] >= math.degrees(hold.QUIET_P2P)
 
 
 @pytest.mark.slow
 def test_pd_rate_rows_have_the_documented_keys(table):
     for row in table.values():
-        assert set(row) == {'rate_hz', 'backend', 'runs', 'chattering', 'p2p_rad', 'p2p_low', 'p2p_high',
+        assert set(row) == {'rate_hz', 'backend', 'runs', 'chattering', 'p2p_deg', 'p2p_low', 'p2p_high',
                             'chatter_hz'}
     assert sorted(table) == sorted((r, b) for r in where_pd_runs.RATES_HZ for b in BACKENDS)
 
@@ -352,16 +352,16 @@ def test_in_loop_chatters_in_every_run_below_the_critical_rate_and_in_step_never
 @pytest.mark.slow
 def test_main_table_prints_what_the_ensemble_supports(table, ensembles):
     """Median and the middle 95% on the 1-2-5 series, the tone as the band of the middle half of the runs' tones: the
-    50 Hz chatter is about 0.2 rad at 5-10 Hz, the 100 Hz one about 0.05 rad at 10-20 Hz (the figures the chapter's
-    prose glues from this table)."""
-    assert (table[50, 'in-loop']['p2p_rad'], table[50, 'in-loop']['p2p_low'], table[50, 'in-loop']['p2p_high'],
-            table[50, 'in-loop']['chatter_hz']) == (0.2, 0.1, 0.2, '5-10')
-    assert (table[100, 'in-loop']['p2p_rad'], table[100, 'in-loop']['p2p_low'],
-            table[100, 'in-loop']['p2p_high'], table[100, 'in-loop']['chatter_hz']) == (0.05, 0.02, 0.1, '10-20')
+    50 Hz chatter is about 0.2 rad at 5-10 Hz, the 100 Hz one about 0.05 rad at 10-20 Hz, printed in degrees to two
+    digits (the figures the chapter's prose glues from this table)."""
+    assert (table[50, 'in-loop']['p2p_deg'], table[50, 'in-loop']['p2p_low'], table[50, 'in-loop']['p2p_high'],
+            table[50, 'in-loop']['chatter_hz']) == (11, 5.7, 11, '5-10')
+    assert (table[100, 'in-loop']['p2p_deg'], table[100, 'in-loop']['p2p_low'],
+            table[100, 'in-loop']['p2p_high'], table[100, 'in-loop']['chatter_hz']) == (2.9, 1.1, 5.7, '10-20')
     a50, a100 = ensembles[50, 'in-loop'], ensembles[100, 'in-loop']
     assert robust.series_125(a50.p2p.median) == 0.2 and robust.series_125(a100.p2p.median) == 0.05
     for rate in (200, 400, 1000):
-        assert f"{table[rate, 'in-loop']['p2p_rad']:.2e}" == '< 1e-09'
+        assert f"{table[rate, 'in-loop']['p2p_deg']:.2e}" == '< 1e-07'  # STILL_P2P, 1e-09 rad, up the series
 
 
 @pytest.mark.slow
@@ -421,9 +421,9 @@ def test_in_loop_chatters_at_low_rates_and_in_step_is_quiet_wherever_it_does(tab
     assert loud == [50, 100]
     for rate in where_pd_runs.RATES_HZ:
         quiet = table[rate, 'in-step']
-        assert not chatters(quiet) and quiet['p2p_rad'] < 1e-6
+        assert not chatters(quiet) and quiet['p2p_deg'] < 1e-6
         if rate in loud:
-            assert table[rate, 'in-loop']['p2p_rad'] > 0.01
+            assert table[rate, 'in-loop']['p2p_deg'] > math.degrees(0.01)
 
 
 @pytest.mark.slow

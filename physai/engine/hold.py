@@ -652,7 +652,8 @@ class HoldEnsemble:
         return int(loud[0]) if loud.size else self.sample.worst
 
     def row(self) -> dict:
-        """The ensemble as one table row (see :func:`pd_rate`)."""
+        """The ensemble's figures in radians, as the runs measure them: ``p2p_rad``, ``p2p_low`` and ``p2p_high`` on
+        the 1-2-5 series (a still ensemble: the bound ``< 1e-09``), the other keys as :meth:`row_deg`'s."""
         row = {'rate_hz': self.params.rate_hz, 'backend': self.params.backend, 'runs': self.n,
                'chattering': self.chattering, 'p2p_rad': None, 'p2p_low': None, 'p2p_high': None,
                'chatter_hz': self.tone}
@@ -663,6 +664,35 @@ class HoldEnsemble:
             row.update(p2p_rad=robust.series_125(self.p2p.median), p2p_low=robust.series_125(low, 'down'),
                        p2p_high=robust.series_125(high, 'up'))
         return row
+
+    def row_deg(self) -> dict:
+        """The ensemble as one row of the chapter's tables (see :func:`physai.experiments.where_pd_runs.rate_rows`),
+        in degrees as the rest of the book: :meth:`row`'s peak-to-peak figures converted by :func:`p2p_deg`, under
+        ``p2p_deg``, ``p2p_low`` and ``p2p_high``."""
+        row = self.row()
+        return {('p2p_deg' if key == 'p2p_rad' else key): (p2p_deg(value) if key in P2P_KEYS else value)
+                for key, value in row.items()}
+
+
+P2P_KEYS = ('p2p_rad', 'p2p_low', 'p2p_high')
+"""The keys of :meth:`HoldEnsemble.row` that hold a peak-to-peak, rad."""
+
+P2P_DEG_DIGITS = 2
+"""Significant digits of a table's peak-to-peak in degrees (:func:`p2p_deg`)."""
+
+
+def p2p_deg(p2p_rad: float | None) -> float | None:
+    """A table's peak-to-peak figure, rad on the 1-2-5 series (:func:`physai.laws.robust.series_125`), in degrees.
+
+    The figure is rounded in radians, where the ensembles make it robust, and converted to ``P2P_DEG_DIGITS``
+    significant digits (0.2 rad: 11°, 0.05 rad: 2.9°); a bound (:class:`physai.laws.robust.Below`, a still
+    ensemble's ``< 1e-09`` rad) becomes the bound up the series in degrees (``< 1e-07``); None (no figure) stays None.
+    """
+    if p2p_rad is None:
+        return None
+    if isinstance(p2p_rad, robust.Below):
+        return robust.Below(robust.series_125(math.degrees(p2p_rad), 'up'))
+    return robust.round_sig(math.degrees(p2p_rad), P2P_DEG_DIGITS)
 
 
 def ensemble_members(params: HoldParams, n: int = ENSEMBLE_SIZE) -> list[HoldParams]:

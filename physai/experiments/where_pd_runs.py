@@ -75,7 +75,7 @@ def _rate_ensembles(rates_hz: tuple, overrides: tuple) -> tuple[HoldEnsemble, ..
     return tuple(hold_ensembles(params))
 
 
-RATE_COLUMNS = (('rate_hz', '.0f'), ('backend', 's'), ('runs', 'd'), ('chattering', 'd'), ('p2p_rad', 'g'),
+RATE_COLUMNS = (('rate_hz', '.0f'), ('backend', 's'), ('runs', 'd'), ('chattering', 'd'), ('p2p_deg', 'g'),
                 ('p2p_low', 'g'), ('p2p_high', 'g'), ('chatter_hz', 's'))
 """The pd-rate table's columns (also the chapter's Break-it table)."""
 
@@ -83,13 +83,14 @@ RATE_COLUMNS = (('rate_hz', '.0f'), ('backend', 's'), ('runs', 'd'), ('chatterin
 def rate_rows(ensembles: Sequence[HoldEnsemble]) -> list[dict]:
     """The pd-rate table's rows from hold ensembles.
 
-    Each row: ``runs`` and how many of them chatter; the worst joint's peak-to-peak ``p2p_rad`` as the
-    ensemble's median on the 1-2-5 series, the range of its middle 95% (:attr:`HoldEnsemble.p2p_range`) widened
-    to that series (``p2p_low`` ... ``p2p_high``),
-    or the bound ``< 1e-09`` when every run is still; ``chatter_hz`` as :attr:`HoldEnsemble.tone` (text: a
-    band such as ``'5-10'``, ``'broadband'``, or None when still).
+    Each row: ``runs`` and how many of them chatter; the worst joint's peak-to-peak ``p2p_deg`` as the
+    ensemble's median on the 1-2-5 series in radians, the range of its middle 95% (:attr:`HoldEnsemble.p2p_range`)
+    widened to that series (``p2p_low`` ... ``p2p_high``), each in degrees to two digits
+    (:func:`physai.engine.hold.p2p_deg`: 0.2 rad is 11), or the bound ``< 1e-07`` (degrees) when every run is
+    still; ``chatter_hz`` as :attr:`HoldEnsemble.tone` (text: a band such as ``'5-10'``, ``'broadband'``, or None
+    when still).
     """
-    return [e.row() for e in ensembles]
+    return [e.row_deg() for e in ensembles]
 
 
 @experiment('pd-rate', summary=f'SO-101 hold, {ENSEMBLE_SIZE} runs per row: worst joint p2p and chatter vs '
@@ -401,7 +402,7 @@ one placement of the PD)."""
                                       'the joint damping (implicit), its torque still held: p2p and chatter vs rate',
             columns=IMPLICIT_KV_COLUMNS)
 def pd_implicit_kv() -> list[dict]:
-    return [{key: value for key, value in e.row().items() if key != 'backend'} for e in implicit_kv_ensembles()]
+    return [{key: value for key, value in e.row_deg().items() if key != 'backend'} for e in implicit_kv_ensembles()]
 
 
 def explicit_kv_ensembles(rates_hz: Sequence[float] = RATES_HZ, **overrides) -> list[HoldEnsemble]:
@@ -427,7 +428,7 @@ def _explicit_kv_ensembles(rates_hz: tuple, overrides: tuple) -> tuple[HoldEnsem
                                       'explicit (in-step under Euler), its setpoint at the rate: p2p and chatter vs rate',
             columns=IMPLICIT_KV_COLUMNS)
 def pd_explicit_kv() -> list[dict]:
-    return [{key: value for key, value in e.row().items() if key != 'backend'} for e in explicit_kv_ensembles()]
+    return [{key: value for key, value in e.row_deg().items() if key != 'backend'} for e in explicit_kv_ensembles()]
 
 
 LONG_RATES_HZ = (50, 100)
@@ -443,7 +444,7 @@ LONG_DURATION = 30.0
 @experiment('pd-rate-long', summary=f'SO-101 PD in-loop at {LONG_RATES_HZ[0]} and {LONG_RATES_HZ[1]} Hz held '
                                     f'{LONG_DURATION:g} s: is the chatter still there, and as wide, as at 3 s?',
             columns=(('rate_hz', '.0f'), ('runs', 'd'), ('chattering_3s', 'd'), ('chattering_30s', 'd'),
-                     ('p2p_3s_rad', 'g'), ('p2p_30s_rad', 'g')))
+                     ('p2p_3s_deg', 'g'), ('p2p_30s_deg', 'g')))
 def pd_rate_long(rates_hz: Sequence[float] = LONG_RATES_HZ, *, n: int = LONG_RUNS,
                  duration: float = LONG_DURATION) -> list[dict]:
     """The in-loop chatter of the chapter's table, run on: each rate's first ``n`` runs held for ``duration`` s, and
@@ -452,7 +453,8 @@ def pd_rate_long(rates_hz: Sequence[float] = LONG_RATES_HZ, *, n: int = LONG_RUN
     Returns:
       One row per rate: how many runs chatter (:attr:`physai.engine.hold.HoldResponse.chatters`, read over the last
       second before each of the two lengths, :func:`physai.engine.hold.read_at`), and the median of the worst
-      peak-to-peak there, rad, on the 1-2-5 series.
+      peak-to-peak there, on the 1-2-5 series in radians and in degrees to two digits, as the chapter's tables
+      (:func:`physai.engine.hold.p2p_deg`).
     """
     rates = checked_rates('rates_hz', rates_hz)
     params = [m for r in rates for m in hold.ensemble_members(HoldParams(rate_hz=r, backend='in-loop'), n)]
@@ -464,7 +466,8 @@ def pd_rate_long(rates_hz: Sequence[float] = LONG_RATES_HZ, *, n: int = LONG_RUN
         for length, key in ((hold.DURATION, '3s'), (duration, '30s')):
             row[f'chattering_{key}'] = sum(r.chatters for r in read[length])
         for length, key in ((hold.DURATION, '3s'), (duration, '30s')):
-            row[f'p2p_{key}_rad'] = robust.series_125(float(np.median([r.worst_p2p_rad for r in read[length]])))
+            median = float(np.median([r.worst_p2p_rad for r in read[length]]))
+            row[f'p2p_{key}_deg'] = hold.p2p_deg(robust.series_125(median))
         rows.append(row)
     return rows
 

@@ -24,6 +24,10 @@ export const tickText = (v) => {
 
 const ROW = 15;   // px per line of a legend or a note, at font scale 1
 const FONT = 'sans-serif';   // the panel's font (physai.css), which the plots' text inherits
+// where Plot.placeText tries a text after its caller's places: the corners, the edges' midpoints, the middle; and the
+// widths it wraps to there, as shares of the plot box's width
+const TEXT_SPOTS = ['ur', 'ul', 'lr', 'll', 'uc', 'lc', 'cl', 'cr', 'c'];
+const TEXT_SHARES = [1, 0.75, 0.55, 0.4];
 
 let measure = null;
 // the width in px of a text at a size in the panel's font: measured by the browser (a canvas), not guessed
@@ -279,7 +283,7 @@ export class Plot {
   wrap(text, size = 12, room = this.w - this.m.l - this.m.r - 12, weight = 'normal') {
     if (text.includes('\n')) return text.split('\n').flatMap((part) => this.wrap(part, size, room, weight));
     const fits = (line) => textWidth(line, size * this.fs, weight) <= room;
-    const phrases = text.split(/(?<=[:,;]) +|(?<=·) +| +(?=·)| {2,}/).filter((p) => p.length);
+    const phrases = this.phrases(text);
     const lines = [];
     for (const phrase of phrases) {
       const last = lines.length ? `${lines[lines.length - 1]} ${phrase}` : null;
@@ -294,6 +298,12 @@ export class Plot {
       }
     }
     return lines;
+  }
+
+  // the phrases of a line of text, which wrap keeps whole where it can: split after ':', ',' and ';', around '·',
+  // before a parenthesis and at runs of spaces
+  phrases(text) {
+    return text.split(/(?<=[:,;]) +|(?<=·) +| +(?=·)| +(?=\()| {2,}/).filter((p) => p.length);
   }
 
   // What the plot draws, as points every `step` px along its paths (traces, lines, marks; not the legend, not text)
@@ -323,31 +333,37 @@ export class Plot {
     return points;
   }
 
-  // A text over the data (a verdict), in lines, where it covers the least of what the plot draws: each of `places`
-  // ('ur' upper right, 'ul', 'lr', 'll', 'uc', 'lc', 'c'; the first is preferred on a tie) tried with the text
-  // wrapped to the plot box's width and to half of it, boxes in `avoid` ([x0, y0, x1, y1]) counted as drawn. With
-  // `strict` (the present view, where the readout line above the plots says the same), a text that would cover
-  // anything is left out. Returns {nodes, box}, or null when left out.
+  // A text over the data (a verdict), in lines, at the first spot where it crosses nothing the plot draws, else where
+  // it covers the least: first each of `places` ('ur' upper right, 'ul', 'lr', 'll', 'uc', 'lc', 'cl' middle left,
+  // 'cr', 'c'; in order of preference) with the text wrapped to the plot box's width and to about half of it, then
+  // every corner and edge midpoint (the `places` first) at those widths and narrower ones (TEXT_SPOTS, TEXT_SHARES);
+  // a spot where the wrap keeps every phrase whole before one where it breaks one; boxes in `avoid` ([x0, y0, x1, y1])
+  // count as drawn. With `strict` (the present view, where the readout line above the plots says the same), a text
+  // that would cover anything is left out. Returns {nodes, box}, or null when left out.
   placeText(g, text, attrs = {}, {places = ['ur', 'ul', 'lr', 'll'], strict = false, avoid = []} = {}) {
     const size = attrs['font-size'] ?? 12, weight = attrs['font-weight'] ?? 'normal', fs = this.fs;
     const x0 = this.m.l + 6 * fs, x1 = this.w - this.m.r - 6 * fs, y0 = this.m.t + 3 * fs, y1 = this.h - this.m.b - 3 * fs;
     const points = this.drawnPoints(), step = this.line(size), pad = 2 * fs;
+    const spots = [...places, ...TEXT_SPOTS.filter((place) => !places.includes(place))];
+    const tries = [...places.flatMap((place) => [[place, 1], [place, 0.55]]),
+                   ...spots.flatMap((place) => TEXT_SHARES.map((share) => [place, share]))];
+    const phrases = text.split('\n').flatMap((part) => this.phrases(part));
     let best = null;
-    for (const place of places) {
-      for (const share of [1, 0.55]) {
-        const lines = this.wrap(text, size, share * (x1 - x0), weight);
-        const width = Math.max(...lines.map((line) => textWidth(line, size * fs, weight))), height = step * lines.length;
-        if (width > x1 - x0 || height > y1 - y0) continue;
-        const left = place.endsWith('l') ? x0 : place.endsWith('r') ? x1 - width : (x0 + x1 - width) / 2;
-        const top = place.startsWith('u') ? y0 : place.startsWith('l') ? y1 - height : (y0 + y1 - height) / 2;
-        const box = [left - pad, top - pad, left + width + pad, top + height + pad];
-        const inside = ([x, y]) => x >= box[0] && x <= box[2] && y >= box[1] && y <= box[3];
-        const overlaps = (b) => b[0] < box[2] && b[2] > box[0] && b[1] < box[3] && b[3] > box[1];
-        const covered = points.filter(inside).length + 1000 * avoid.filter(overlaps).length;
-        if (!best || covered < best.covered) {
-          best = {covered, lines, left, top, box};
-        }
+    for (const [place, share] of tries) {
+      const lines = this.wrap(text, size, share * (x1 - x0), weight);
+      const broken = phrases.some((phrase) => !lines.some((line) => line.includes(phrase)));
+      const width = Math.max(...lines.map((line) => textWidth(line, size * fs, weight))), height = step * lines.length;
+      if (width > x1 - x0 || height > y1 - y0) continue;
+      const left = place.endsWith('l') ? x0 : place.endsWith('r') ? x1 - width : (x0 + x1 - width) / 2;
+      const top = place.startsWith('u') ? y0 : place.startsWith('l') ? y1 - height : (y0 + y1 - height) / 2;
+      const box = [left - pad, top - pad, left + width + pad, top + height + pad];
+      const inside = ([x, y]) => x >= box[0] && x <= box[2] && y >= box[1] && y <= box[3];
+      const overlaps = (b) => b[0] < box[2] && b[2] > box[0] && b[1] < box[3] && b[3] > box[1];
+      const covered = points.filter(inside).length + 1000 * avoid.filter(overlaps).length;
+      if (!best || covered < best.covered || (covered === best.covered && best.broken && !broken)) {
+        best = {covered, broken, lines, left, top, box};
       }
+      if (covered === 0 && !broken) break;
     }
     if (!best || (strict && best.covered > 0)) return null;
     const nodes = best.lines.map((line, i) => this.say(g, line, best.left, best.top + step * i + 0.95 * size * fs,

@@ -164,8 +164,8 @@ export default class PdPanel extends Panel {
     p.title(this.say('title', {joint: k.joints[r.joint]}));
     if (!r.note) {
       const running = this.say('running', {done: (done ?? 0) * values.timestep, total: k.hold.duration});
-      p.say(marks, running, p.x(k.hold.duration / 2), p.m.t + 14 * p.fs,
-            {'text-anchor': 'middle', class: 'pl-muted pl-halo', 'font-size': 11});
+      // placed as the verdicts are, clear of the trace drawn so far (the top middle while the move leaves it free)
+      p.placeText(marks, running, {class: 'pl-muted pl-halo', 'font-size': 11}, {places: ['uc', 'ur', 'ul']});
       this.setReadout(running, false);   // not the verdict of the setting before
       return;
     }
