@@ -522,9 +522,10 @@ def pd_widget(**defaults):
 
 def ensemble_text(ensemble: HoldEnsemble) -> str:
     """One line for a reader, in degrees as the panel's trace:
-    ``'chatters in 64 of 64 runs: p2p 11° (5.7-11), 5-10 Hz'`` or ``'still in 8 of 8 runs: p2p < 1e-07°'``: the table's
-    figures (:func:`rate_rows`, radians on the 1-2-5 series, so that they do not move from one processor to another)
-    converted to degrees, to two digits (a bound up the series)."""
+    ``'chatters in 64 of 64 runs: p2p 11° (5.7-11), 5-10 Hz'`` or ``'still in 8 of 8 runs: p2p < 1e-07°'``: the
+    ensemble's figures in radians on the 1-2-5 series (:meth:`HoldEnsemble.row`, so that they do not move from one
+    processor to another) converted to degrees, to two digits (a bound up the series), the figures the chapter's
+    tables print (:meth:`HoldEnsemble.row_deg`)."""
     row = ensemble.row()
     if ensemble.state == 'still':
         bound = robust.Below(robust.series_125(math.degrees(row['p2p_rad']), 'up'))
