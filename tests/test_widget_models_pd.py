@@ -21,26 +21,7 @@ from physai.experiments.where_pd_runs import worst_growth  # noqa: E402
 from physai.interface import actuator_models_panels as ch2  # noqa: E402
 from physai.interface import where_pd_runs_panels as ch3  # noqa: E402
 from physai.interface import web  # noqa: E402
-
-
-@pytest.fixture(scope='module', autouse=True)
-def bundle():
-    """The widget's front end, built from the page's modules now (physai.book.widget_bundle: esbuild, 0.1 s)."""
-    from physai.book import widget_bundle
-    if not widget_bundle.ESBUILD.exists():
-        pytest.skip('node_modules/.bin/esbuild is missing: run npm ci')
-    assert widget_bundle.main([]) == 0
-    return widget_bundle
-
-
-def wait_reply(w, generation, complete=True, timeout=60.0) -> dict:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        r = w.reply
-        if r.get('generation') == generation and (r.get('complete') or not complete or 'error' in r):
-            return r
-        time.sleep(0.02)
-    raise AssertionError(f'no reply to request {generation} in {timeout} s: {w.reply}')
+from test_widget import bundle, wait_reply  # noqa: E402,F401  (bundle: the module's front end, built once)
 
 
 PENDULUM_OFF_GRID = {'model': 'DC motor', 'kp': 123.4, 'armature': 0.0137, 'timestep': 0.0031, 'integrator': 'Euler',
