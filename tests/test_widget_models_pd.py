@@ -53,14 +53,17 @@ def test_pendulum_reply_is_mujocos_run_at_the_exact_values():
 
 def test_pd_reply_is_one_hold_then_its_ensemble():
     """Chapter 3's widget answers at once with one hold at exactly the controls' values (physai.engine.hold, the
-    trace to its stored 0.01°, its note pd_note's), then with the hold's ensemble as the page's first view stores it
-    (hold_part of hold_ensembles): the verdict over its runs, the trace its run 0, the same run."""
+    trace to its stored 0.01°, its note pd_note's with a last line saying that the ensemble's verdict is coming),
+    then with the hold's ensemble as the page's first view stores it (hold_part of hold_ensembles): the verdict over
+    its runs, the trace its run 0, the same run. The pending words are the widget's: the page's description has none."""
     w = ch3.pd_widget()
     w.request = {'generation': 3, 'values': PD_OFF_GRID}
     first = wait_reply(w, 3, complete=False)
     response = hold_responses([HoldParams(**PD_OFF_GRID)], nthread=1)[0]
     run = first['frame']['run']
-    assert run['words'] == ch3.pd_note(response, worst_growth(**PD_OFF_GRID), rate_hz=333.0, backend='in-loop')
+    note = ch3.pd_note(response, worst_growth(**PD_OFF_GRID), rate_hz=333.0, backend='in-loop')
+    assert run['words'] == f'{note}\nthe verdict of the ensemble (8 runs from nearby starts, 64 if they move) is coming…'
+    assert 'pending' in w.spec.words and 'pending' not in ch3.pd_spec().words
     q = np.array(web.unpack(run['sample'], ch3.TRACE_STEP_DEG), dtype=float)
     assert run['h'] == PD_OFF_GRID['timestep'] and len(q) == len(response.t)
     assert np.max(np.abs(q - np.degrees(response.q[:, run['joint']]))) <= ch3.TRACE_STEP_DEG / 2 + 1e-9

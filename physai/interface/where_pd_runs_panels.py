@@ -11,8 +11,8 @@ joint's hold against the command and the growth per tick against the controller 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import json
 import math
 
 import matplotlib as mpl
@@ -25,7 +25,7 @@ from physai.experiments import registry
 from physai.interface import live, plots, web
 from physai.interface.panel import Choice, Entry, LogSlider, PanelSpec, Plot, Slider, common_controls
 from physai.engine.hold import (CHATTER_TURNS, DURATION, MOVE_TIME, PHYSICS_TIMESTEP, QUIET_P2P, SETTLE_WINDOW,
-                                SO101_ARMATURE, SO101_FORCERANGE, SO101_KP, SO101_KV, STANDBY, TURN_SIZE, HoldEnsemble,
+                                ENSEMBLE_PROBE, ENSEMBLE_SIZE, SO101_ARMATURE, SO101_FORCERANGE, SO101_KP, SO101_KV, STANDBY, TURN_SIZE, HoldEnsemble,
                                 HoldParams, HoldResponse, hold_ensembles, hold_responses, so101_base, so101_joints)
 from physai.experiments.where_pd_runs import (RATES_HZ, growth_curve, rate_ensembles, standby_inertia,
                                               worst_growth)
@@ -454,55 +454,27 @@ def hold_poses(response: HoldResponse, magnify: float = 1.0) -> tuple[np.ndarray
     return response.params.timestep * (frames + 1), xpos, xquat
 
 
-def _arm3d_messages(widget, hold: live.Deferred):
-    """The kernel's half of the widget's 3D view: a custom message ``{kind, id}`` from the front end gets one back
-    with the same ``kind`` and ``id``. ``arm3d-assets``: the view's module and the arm's meshes (``arm3d.js`` and
-    ``arm3d/``, :func:`physai.book.widget_bundle.build_arm3d`) as two binary buffers and the meshes' description,
-    sent when a reader opens the view; ``arm3d-poses`` (with ``values`` and ``magnify``): :func:`hold_poses` of the
-    hold at those values (the widget's one run, kept) as three float64 buffers. A request it cannot answer gets
-    ``error``."""
-    from physai.interface.widget import STATIC
-
-    def answer(_, content, buffers):
-        kind, ident = content.get('kind'), content.get('id')
-        if kind not in ('arm3d-assets', 'arm3d-poses'):
-            return
-        try:
-            if kind == 'arm3d-assets':
-                files = [STATIC / 'arm3d.js', STATIC / 'arm3d' / 'so101.bin', STATIC / 'arm3d' / 'so101.json']
-                missing = [str(f) for f in files if not f.is_file()]
-                if missing:
-                    raise FileNotFoundError(f'the 3D view\'s files are missing ({", ".join(missing)}): run python -m '
-                                            f'physai.book.widget_bundle --arm3d')
-                widget.send({'kind': kind, 'id': ident, 'description': json.loads(files[2].read_text())},
-                            buffers=[files[0].read_bytes(), files[1].read_bytes()])
-                return
-            magnify = content.get('magnify')
-            if magnify not in ARM3D_MAGNIFY:
-                raise ValueError(f'magnify must be one of {ARM3D_MAGNIFY}, got {magnify!r}')
-            time, xpos, xquat = hold_poses(hold.compute(widget.spec.check(content.get('values', {}))), magnify)
-            widget.send({'kind': kind, 'id': ident, 'frames': len(time), 'nbody': xpos.shape[1]},
-                        buffers=[time.tobytes(), xpos.tobytes(), xquat.tobytes()])
-        except Exception as exc:  # the view says so; the panel stays alive
-            widget.send({'kind': kind, 'id': ident, 'error': f'{type(exc).__name__}: {exc}'})
-
-    widget.on_msg(answer)
-
-
 def _ensemble_hold(rate_hz, backend, kp, kv, armature, timestep, integrator) -> dict:
     params = HoldParams(rate_hz=rate_hz, backend=backend, kp=kp, kv=kv, armature=armature, timestep=timestep,
                         integrator=integrator)
     return hold_part(hold_ensembles([params])[0])
 
 
+WIDGET_WORDS = {'pending': '{words}\nthe verdict of the ensemble ({probe} runs from nearby starts, {n} if they '
+                           'move) is coming…'}
+"""The widget's words besides the page's: its first reply's note, one run's, until the ensemble's verdict comes (kept
+out of :func:`pd_spec`, whose words the page's stored first view carries)."""
+
+
 def pd_widget(**defaults):
     """Chapter 3's page panel (:func:`pd_spec`, as :func:`pd_twin` opens it) as a Jupyter widget: the page's
     ``where_pd_runs_panels.js`` drawing what Python MuJoCo runs at the controls' exact values. It answers at once with
-    one hold (:func:`run_part`, as the page draws once MuJoCo runs in it), then with the hold's ensemble
+    one hold (:func:`run_part`, as the page draws once MuJoCo runs in it, its note saying that the ensemble's verdict
+    is coming: :data:`WIDGET_WORDS`), then with the hold's ensemble
     (:func:`hold_part` of :func:`physai.engine.hold.hold_ensembles`, 8 or 64 runs) as the first view stores it: the
     ensemble's verdict, and its run 0 as the trace (the times of both: benchmarks/bench_widget_models_pd.py). The growth per tick the page's module computes itself.
     Its 3D view plays the one run, posed by Python MuJoCo (:func:`hold_poses`); the view's module and the arm's meshes
-    come from the kernel when a reader opens it (:func:`_arm3d_messages`).
+    come from the kernel when a reader opens it (:func:`physai.interface.widget.arm3d_messages`).
 
     Args:
       defaults: as :func:`pd_twin`'s (:func:`pd_panel`'s keywords).
@@ -513,10 +485,24 @@ def pd_widget(**defaults):
     from physai.interface import widget  # anywidget only where the widget is asked for
     # the one run is kept (a thread-safe store): the second reply, with the ensemble, and the 3D view use it again
     one = live.Deferred(_one_hold, maxsize=16)
-    w = widget.PanelWidget(pd_spec(**defaults), 'where_pd_runs_panels.js', constants=pd_constants(),
-                           now={'run': lambda values: run_part(one.compute(values), worst_growth(**values))},
+    spec = pd_spec(**defaults)
+    spec = dataclasses.replace(spec, words={**spec.words, **WIDGET_WORDS})
+
+    def run(values: dict) -> dict:
+        part = run_part(one.compute(values), worst_growth(**values))
+        part['words'] = spec.say('pending', words=part['words'], probe=ENSEMBLE_PROBE, n=ENSEMBLE_SIZE)
+        return part
+
+    w = widget.PanelWidget(spec, 'where_pd_runs_panels.js', constants=pd_constants(), now={'run': run},
                            later={'hold': live.Deferred(_ensemble_hold, maxsize=16)})
-    _arm3d_messages(w, one)
+    def poses(values, content):
+        magnify = content.get('magnify')
+        if magnify not in ARM3D_MAGNIFY:
+            raise ValueError(f'magnify must be one of {ARM3D_MAGNIFY}, got {magnify!r}')
+        time, xpos, xquat = hold_poses(one.compute(values), magnify)
+        return {'frames': len(time), 'nbody': xpos.shape[1]}, [time, xpos, xquat]
+
+    widget.arm3d_messages(w, poses)
     return w
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import anywidget
 import mujoco
+import numpy as np
 import traitlets
 
 from physai.experiments.servo_panel import servo_kp_curve, servo_stability, servo_step, servo_step_start
@@ -167,6 +169,37 @@ def whole_part(spec: PanelSpec, part: Callable[[dict], object], *, maxsize: int 
     run.__signature__ = inspect.Signature([inspect.Parameter(c.name, inspect.Parameter.KEYWORD_ONLY)
                                            for c in spec.controls])
     return Deferred(run, maxsize=maxsize)
+
+
+def arm3d_messages(widget: PanelWidget, poses: Callable[[dict, dict], tuple[dict, list]]) -> None:
+    """The kernel's half of a widget's 3D view (``arm3d_view.js``'s kernel branch): a custom message ``{kind, id}``
+    from the front end gets one back with the same ``kind`` and ``id``. ``arm3d-assets``: the view's module and the
+    arm's meshes (``arm3d.js`` and ``arm3d/``, :func:`physai.book.widget_bundle.build_arm3d`) as two binary buffers
+    and the meshes' description, sent when a reader opens the view; ``arm3d-poses`` (with ``values``, the controls'
+    values of the run the view shows): ``poses(values, content)`` (the values checked against the controls' ranges),
+    which returns the reply's fields and its float64 arrays, sent as buffers. A request it cannot answer gets
+    ``error``."""
+    def answer(_, content, buffers):
+        kind, ident = content.get('kind'), content.get('id')
+        if kind not in ('arm3d-assets', 'arm3d-poses'):
+            return
+        try:
+            if kind == 'arm3d-assets':
+                files = [STATIC / 'arm3d.js', STATIC / 'arm3d' / 'so101.bin', STATIC / 'arm3d' / 'so101.json']
+                missing = [str(f) for f in files if not f.is_file()]
+                if missing:
+                    raise FileNotFoundError(f'the 3D view\'s files are missing ({", ".join(missing)}): run python -m '
+                                            f'physai.book.widget_bundle --arm3d')
+                widget.send({'kind': kind, 'id': ident, 'description': json.loads(files[2].read_text())},
+                            buffers=[files[0].read_bytes(), files[1].read_bytes()])
+                return
+            fields, arrays = poses(widget.spec.check(content.get('values', {})), content)
+            widget.send({'kind': kind, 'id': ident, **fields},
+                        buffers=[np.ascontiguousarray(a, dtype=np.float64).tobytes() for a in arrays])
+        except Exception as exc:  # the view says so; the panel stays alive
+            widget.send({'kind': kind, 'id': ident, 'error': f'{type(exc).__name__}: {exc}'})
+
+    widget.on_msg(answer)
 
 
 def _curve(armature, timestep, integrator, dampratio, *, q0, duration):

@@ -177,6 +177,6 @@ export default class PdPanel extends Panel {
       if (flag) avoid.push(flag.box);
     }
     this.verdictText(p, marks, r.note, r.bad, {places: down ? ['ul', 'ur', 'll', 'lr'] : ['ll', 'lr', 'ul', 'ur'], avoid});
-    this.setReadout(r.note.replace('\n', ' · '), r.bad);
+    this.setReadout(r.note.replaceAll('\n', ' · '), r.bad);
   }
 }
