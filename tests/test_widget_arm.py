@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip('anywidget')
 
-from physai.engine.arm_replay import PUBLISHED_FIT  # noqa: E402
+from physai.engine.arm_replay import PUBLISHED_FIT, arm_columns  # noqa: E402
 from physai.interface import gripper_panels as ch5  # noqa: E402
 from physai.interface import servo_firmware_panels as sfp  # noqa: E402
 from physai.interface import servo_sysid_panels as ch4  # noqa: E402
@@ -27,6 +27,7 @@ from physai.engine.servo_models import JointModel  # noqa: E402
 from physai.engine.so101 import ARM_JOINTS  # noqa: E402
 from test_web_firmware import LOAD, held_out, spring  # noqa: E402
 from test_widget import bundle, wait_reply  # noqa: E402,F401  (bundle: the module's front end, built once)
+from test_widget_models_pd import arm3d, sent  # noqa: E402,F401  (arm3d: the 3D view's files, built once)
 
 
 def sysid_widget():
@@ -77,6 +78,49 @@ def test_sysid_reply_is_mujocos_replay_at_the_exact_values():
         sim = np.array(web.unpack(packed, ch4.STORED_STEP_DEG), dtype=float)
         assert np.max(np.abs(sim - rep.sim_deg[:, ARM_JOINTS.index(joint)])) <= ch4.STORED_STEP_DEG / 2 + 1e-9
     assert part == ch4.replay_part(ch4.panel_draws(held_out(), PUBLISHED_FIT, values), ch4.PANEL_JOINTS)
+
+
+def test_replay_poses_are_mujocos_bodies_at_the_replay_and_the_recording():
+    """Chapter 4's 3D view plays the replay the overlay draws (its arm joints those of panel_draws' first draw, bit for
+    bit) and the recording as a ghost: at every frame, the bodies' poses MuJoCo's forward pass gives on the SO-101
+    (Menagerie's, meshes and all: the bodies the view's meshes hang on) at the replay's qpos, and at the recording's
+    five arm joints (observation.state in radians) with the replay's gripper; checked at a few frames."""
+    import mujoco
+    from physai.engine.so101 import JOINTS, load_so101
+    values, episode = OFF_GRID['sysid'], held_out()
+    qpos, warned = ch4.replay_qpos(episode, PUBLISHED_FIT, values)
+    arm = [JOINTS.index(j) for j in ARM_JOINTS]
+    draw = ch4.panel_draws(episode, PUBLISHED_FIT, values)[0]
+    assert not warned and np.array_equal(np.rad2deg(qpos[:, arm]), draw.sim_deg)
+    poses = ch4.replay_poses(episode, PUBLISHED_FIT, values)
+    m = load_so101()
+    n = episode.nframe
+    assert poses['xpos'].shape == poses['ghost_xpos'].shape == (n, m.nbody, 3)
+    np.testing.assert_array_equal(poses['time'], np.arange(n) / episode.fps)
+    d = mujoco.MjData(m)
+    for i in (0, n // 2, n - 1):
+        real = qpos[i].copy()
+        real[arm] = np.deg2rad(episode.state[i, arm_columns(episode.joints)])
+        for prefix, pose in (('', qpos[i]), ('ghost_', real)):
+            d.qpos[:] = pose
+            mujoco.mj_forward(m, d)
+            np.testing.assert_allclose(poses[f'{prefix}xpos'][i], d.xpos, atol=1e-12)
+            np.testing.assert_allclose(poses[f'{prefix}xquat'][i], d.xquat, atol=1e-12)
+
+
+def test_the_sysid_3d_view_comes_from_the_kernel():
+    """Chapter 4's widget answers its 3D view's request with the replay's and the recording's poses at the values it
+    names (five float64 buffers: time, then the solid arm's and the ghost's xpos and xquat); a value out of range is
+    an error reply naming it."""
+    w = sysid_widget()
+    values = OFF_GRID['sysid']
+    [(content, buffers)] = sent(w, {'kind': 'arm3d-poses', 'id': 4, 'values': values})
+    expected = ch4.replay_poses(held_out(), PUBLISHED_FIT, values)
+    assert content == {'kind': 'arm3d-poses', 'id': 4, 'frames': held_out().nframe, 'nbody': 9}
+    for buffer, name in zip(buffers, ('time', 'xpos', 'xquat', 'ghost_xpos', 'ghost_xquat'), strict=True):
+        np.testing.assert_array_equal(np.frombuffer(buffer, dtype=np.float64), expected[name].ravel())
+    [(content, _)] = sent(w, {'kind': 'arm3d-poses', 'id': 5, 'values': {**values, 'kv': 100.0}})
+    assert 'kv must be in [0.001, 30]' in content['error']
 
 
 def test_gripper_reply_is_mujocos_grasp_at_the_exact_values():
@@ -204,11 +248,29 @@ def settled(page, key: str, drawn: int) -> None:
         return r && Number(r.dataset.drawn || 0) > {drawn} && r.dataset.state === 'idle'; }}""", timeout=120000)
 
 
+def open_replay_view(page, values: dict) -> None:
+    """Open chapter 4's 3D view and check that it plays the panel's latest replay at ``values``: every frame, a ghost,
+    its last frame's bodies where replay_poses puts them (the kernel's float64, unchanged on the way)."""
+    arm = 'window.physaiPanels.sysid.arm3d'
+    page.click('#physai-panel-sysid .pl-arm3d-head button')
+    page.wait_for_function(f"() => {arm}.root.dataset.arm3d !== 'loading' && {arm}.shown === {arm}.record",
+                           timeout=60000)
+    state, generation, nbody, nframe, ghost, last = page.evaluate(f"""() => {{ const a = {arm}, c = a.view._clip;
+        return [a.root.dataset.arm3d, a.shown.generation, a.view.nbody, c.time.length, !!c.ghost,
+                Array.from(c.xpos.slice(-a.view.nbody * 3))]; }}""")
+    assert state == 'open', page.inner_text('#physai-panel-sysid .pl-arm3d-why')
+    assert generation == page.evaluate('() => window.physaiPanels.sysid.generation')
+    expected = ch4.replay_poses(held_out(), PUBLISHED_FIT, values)
+    assert (nbody, nframe, ghost) == (9, held_out().nframe, True)
+    np.testing.assert_array_equal(last, expected['xpos'][-1].ravel())
+
+
 @pytest.mark.slow
-def test_widgets_in_jupyterlab_redraw_at_every_control(jupyter_lab):
-    """In a local JupyterLab one cell draws chapters 4, 5 and 6's page panels from the kernel's runs (chapter 4's
-    without its 3D arm); moving each control redraws the plot with the kernel's run at the new values and the verdict
-    changes, and the last verdict is the page panel's for that setting, computed in Python as its first view is."""
+def test_widgets_in_jupyterlab_redraw_at_every_control(jupyter_lab, arm3d):
+    """In a local JupyterLab one cell draws chapters 4, 5 and 6's page panels from the kernel's runs; moving each
+    control redraws the plot with the kernel's run at the new values and the verdict changes, and the last verdict is
+    the page panel's for that setting, computed in Python as its first view is. Chapter 4's 3D view then opens on the
+    panel's last replay and its recording, their poses sent by the kernel."""
     from jupyter import notebook, run_notebook
     (jupyter_lab.root / 'arm_widgets.ipynb').write_text(json.dumps(notebook([CELL])))
     t0 = time.perf_counter()
@@ -218,7 +280,6 @@ def test_widgets_in_jupyterlab_redraw_at_every_control(jupyter_lab):
         for key in MOVES:
             settled(page, key, 0)
         timings['three panels'] = time.perf_counter() - t0
-        assert page.query_selector('#physai-panel-sysid .pl-arm3d') is None  # the 3D arm: not in the widget yet
         for key, moves in MOVES.items():
             root = f'#physai-panel-{key}'
             picture, verdicts = page.inner_html(f'{root} {PICTURE[key]}'), [page.inner_text(f'{root} .pl-readout')]
@@ -238,6 +299,9 @@ def test_widgets_in_jupyterlab_redraw_at_every_control(jupyter_lab):
             assert verdicts[-1].replace('\u2212', '-') == expected.replace('\u2212', '-'), (key, verdicts[-1], expected)
             timings[key] = time.perf_counter() - t0
             latencies[key] = page.evaluate(f'() => window.physaiPanels.{key}.completeLatencies')
+            if key == 'sysid':
+                open_replay_view(page, values)
+                timings['sysid 3D'] = time.perf_counter() - t0
         assert not errors, errors
     finally:
         page.close()

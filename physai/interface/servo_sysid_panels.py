@@ -21,8 +21,9 @@ from physai.interface import live, plots, web
 from physai.interface.panel import Entry, LogSlider, PanelSpec, Plot, Slider, common_controls
 from physai.interface.where_pd_runs_panels import add_bitmap_text
 from physai.engine.datasets import Episode
-from physai.engine.arm_replay import CHATTER_DEG, ArmServo, Replay, ReplayConfig, arm_columns, replay, slim_arm
-from physai.engine.so101 import ARM_JOINTS
+from physai.engine.arm_replay import (CHATTER_DEG, ArmServo, Replay, ReplayConfig, arm_columns, arm_model, replay,
+                                      replay_steps, rollout, slim_arm)
+from physai.engine.so101 import ARM_JOINTS, JOINTS
 from physai.experiments.servo_sysid import hold_sag_deg
 from physai.laws import checks, robust
 
@@ -338,12 +339,63 @@ def panel_draws(episode: Episode, base: ArmServo, values: dict) -> list[Replay]:
     return [run[0] for run in runs]
 
 
+def replay_qpos(episode: Episode, base: ArmServo, values: dict) -> tuple[np.ndarray, bool]:
+    """The replay the panel draws (:func:`panel_replay`, from the recorded start: the first of :func:`panel_draws`)
+    with every joint kept, the gripper's too, as the page's replay record keeps them for its 3D view.
+
+    Returns:
+      ``(qpos, warned)``: (nframe, nq) rad at frame 0 (the start) and at the end of every frame, in the model's joint
+      order (:data:`physai.engine.so101.JOINTS`), and whether MuJoCo warned (the run stopped there, its last frames
+      repeating the one before).
+    """
+    servo = dataclasses.replace(base, **{k: v for k, v in values.items() if k in SERVO_FIELDS})
+    config = ReplayConfig(**{k: values[k] for k in CONFIG_FIELDS})
+    replay_steps([episode], config)  # the checks replay() makes
+    qpos, warned = rollout([arm_model(servo, config, fps=episode.fps)], [episode], config.substeps(episode.fps),
+                           nthread=1)
+    return qpos[0], bool(warned[0])
+
+
+def replay_poses(episode: Episode, base: ArmServo, values: dict) -> dict[str, np.ndarray]:
+    """The bodies' poses the 3D view plays for a replay, as the page's view computes them (``arm3d_view.js``:
+    ``ArmView.show``, kind ``replay``): at every frame of :func:`replay_qpos`, the simulated arm (solid) and the
+    recorded one (the ghost: the recording's five arm joints, ``observation.state`` in radians, with the simulated
+    gripper, which the recording's arm joints do not include), each posed by MuJoCo's ``mj_kinematics`` on the
+    replayed arm (:func:`physai.engine.arm_replay.slim_arm`). A run whose angles stop being finite ends before the
+    first such frame.
+
+    Returns:
+      ``time`` (nframe,) s; ``xpos``, ``ghost_xpos`` (nframe, nbody, 3) m; ``xquat``, ``ghost_xquat``
+      (nframe, nbody, 4) MuJoCo's (w, x, y, z).
+    """
+    import mujoco
+    qpos, _ = replay_qpos(episode, base, values)
+    finite = np.all(np.isfinite(qpos), axis=1)
+    n = len(qpos) if finite.all() else int(np.argmin(finite))
+    sim = qpos[:n]
+    real = sim.copy()
+    real[:, [JOINTS.index(j) for j in ARM_JOINTS]] = np.deg2rad(episode.state[:n, arm_columns(episode.joints)])
+    m = slim_arm()
+    d = mujoco.MjData(m)
+    out = {}
+    for prefix, frames in (('', sim), ('ghost_', real)):
+        xpos, xquat = np.empty((n, m.nbody, 3)), np.empty((n, m.nbody, 4))
+        for i, row in enumerate(frames):
+            d.qpos[:] = row
+            mujoco.mj_kinematics(m, d)
+            xpos[i], xquat[i] = d.xpos, d.xquat
+        out[f'{prefix}xpos'], out[f'{prefix}xquat'] = xpos, xquat
+    return {'time': np.arange(n) / episode.fps, **out}
+
+
 def sysid_widget(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PANEL_JOINTS):
     """Chapter 4's page panel (:func:`sysid_spec`) as a Jupyter widget (:class:`physai.interface.widget.PanelWidget`):
     the page's ``servo_sysid_panels.js`` drawing the replay Python MuJoCo runs at the controls' exact values, stored
     as the first view stores one (:func:`panel_draws`, :func:`replay_part`: a chaotic setting shows its verdict
     alone). The four replays (a few hundred ms together: ``benchmarks/bench_widget_arm.py``) come in the widget's second
-    reply; the first says they are running. The page's 3D arm is not in the widget yet. Arguments as :func:`sysid_panel`.
+    reply; the first says they are running. Its 3D view plays the replay from the recorded start against the
+    recording (:func:`replay_poses`, posed by Python MuJoCo, sent when the view asks: :func:`widget.arm3d_messages
+    <physai.interface.widget.arm3d_messages>`, as chapter 3's). Arguments as :func:`sysid_panel`.
 
     Raises:
       TypeError, ValueError: as :func:`sysid_spec`.
@@ -352,9 +404,18 @@ def sysid_widget(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PA
     spec = sysid_spec(episode, base, joints=joints)
     spec = dataclasses.replace(spec, words={**spec.words, **WIDGET_WORDS})
     joints = tuple(joints)
-    return widget.PanelWidget(spec, 'servo_sysid_panels.js', constants=sysid_constants(episode, base, joints), now={},
-                              later={'replay': widget.whole_part(
-                                  spec, lambda values: replay_part(panel_draws(episode, base, values), joints))})
+    w = widget.PanelWidget(spec, 'servo_sysid_panels.js', constants=sysid_constants(episode, base, joints), now={},
+                           later={'replay': widget.whole_part(
+                               spec, lambda values: replay_part(panel_draws(episode, base, values), joints))})
+    kept = widget.whole_part(spec, lambda values: replay_poses(episode, base, values), maxsize=4)
+
+    def poses(values, _):
+        p = kept.compute(values)
+        return ({'frames': len(p['time']), 'nbody': p['xpos'].shape[1]},
+                [p['time'], p['xpos'], p['xquat'], p['ghost_xpos'], p['ghost_xquat']])
+
+    widget.arm3d_messages(w, poses)
+    return w
 
 
 def sysid_twin(episode: Episode, base: ArmServo, *, kps: Sequence[float] = TWIN_KPS,

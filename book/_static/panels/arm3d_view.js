@@ -16,7 +16,8 @@
 //
 // In a Jupyter widget (the panel's `kernel`, widget.js) there is no engine in the page: the kernel sends the view's
 // module (three.js and physai-arm3d.js, bundled: physai.book.widget_bundle) and the arm's meshes when the reader
-// opens the view, and the poses of each hold (Python MuJoCo's mj_kinematics), with its `call` (chapter 3's hold).
+// opens the view, and the poses of each run (Python MuJoCo's mj_kinematics), with its `call`: chapter 3's hold
+// (where_pd_runs_panels.hold_poses), chapter 4's replay and its recording (servo_sysid_panels.replay_poses).
 
 import {el} from './figures.js';
 import {engineSize} from './ui.js';
@@ -30,8 +31,6 @@ const MAGNIFY = [1, 10, 30, 100];
 const SPEEDS = [[1, 'real time'], [0.25, '¼ speed'], [0.1, '1/10 speed']];
 export const NO_WEBGL = '3D view unavailable: this browser has no WebGL 2; the plots above are the whole panel.';
 export const NO_ENGINE = '3D view unavailable: it is posed by MuJoCo in this page, which needs WebAssembly.';
-// a widget's kernel poses a hold (chapter 3) so far, not a replay (chapter 4)
-export const NO_KERNEL = '3D view unavailable in a notebook for this panel: the book\'s page has it.';
 
 const STYLE = `
 .physai-panel .pl-arm3d{flex:1 1 100%;min-width:0;font-size:13px}
@@ -188,7 +187,7 @@ export class ArmView {
   // why the view cannot open here, or null
   unavailable() {
     if (typeof WebGL2RenderingContext === 'undefined') return NO_WEBGL;
-    if (this.panel.kernel) return this.kind === 'hold' ? null : NO_KERNEL;
+    if (this.panel.kernel) return null;
     if (!this.panel.canGoLive()) return NO_ENGINE;
     return null;
   }
@@ -373,8 +372,9 @@ export class ArmView {
     if (playing) view.play();
   }
 
-  // In a widget: the hold's poses from the kernel (the run at the record's values, magnified there); a newer run, a
-  // closed view or another magnification by the time they come drops them
+  // In a widget: the run's poses from the kernel (the run at the record's values): a hold's magnified there, a
+  // replay's with the recording's (the ghost's) after them; a newer run, a closed view or another magnification by
+  // the time they come drops them
   async showKernel(resume) {
     const r = this.record, view = this.view, f = this.magnify;
     const playing = !this.started || view.playing || resume, t = view.time;
@@ -385,9 +385,13 @@ export class ArmView {
       this.why.textContent = `3D view: the arm's meshes have ${view.nbody} bodies, the kernel's model ${content.nbody}`;
       return;
     }
-    const [time, xpos, xquat] = buffers.map((b) => new Float64Array(arrayBuffer(b)));
-    this.holdLabel(r);
-    this.play({time, xpos, xquat}, r, playing, t);
+    const [time, xpos, xquat, ghostXpos, ghostXquat] = buffers.map((b) => new Float64Array(arrayBuffer(b)));
+    if (this.kind === 'hold') {
+      this.holdLabel(r);
+      this.play({time, xpos, xquat}, r, playing, t);
+    } else {
+      this.play({time, xpos, xquat, ghost: {xpos: ghostXpos, xquat: ghostXquat}}, r, playing, t);
+    }
   }
 
   // the view's time on the plots: a thin vertical line, made once per plot and then only moved (its transform), so

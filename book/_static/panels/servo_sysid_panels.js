@@ -26,9 +26,7 @@ export default class SysidPanel extends Panel {
     }
     const s = this.plots.sags;
     s.path(s.layer('zero'), s.spec.xlim, [0, 0], {stroke: '#555555', 'stroke-width': 0.8});
-    // the SO-101 in 3D, on demand (kept, open or not, when the plots are drawn again); not in the kernel's widget
-    // (physai.interface.servo_sysid_panels.sysid_widget) yet
-    if (this.kernel) return;
+    // the SO-101 in 3D, on demand (kept, open or not, when the plots are drawn again)
     this.arm3d = this.arm3d ? this.arm3d.attach(container, [o]) : new ArmView(this, container, 'replay', [o]);
   }
 
@@ -49,6 +47,15 @@ export default class SysidPanel extends Panel {
     const fix = (x) => (x === null ? NaN : x);
     return {traces: s.sim.map((x) => unpack(x, k.steps)), jointMae: s.jointMae.map(fix), sag: s.sag.map(fix),
             sagReal: k.sagReal.map(fix), status: s.status, bad: s.diverged || s.chatters || s.farOff};
+  }
+
+  // a widget's complete reply, drawn as a stored frame; its replay (at the reply's values, posed with the recording by
+  // the kernel: servo_sysid_panels.replay_poses) to the 3D view
+  fromKernel(reply) {
+    super.fromKernel(reply);
+    if (!reply.frame?.replay || reply.generation !== this.asked?.generation) return;
+    if (this.arm3d.record?.generation === reply.generation) return;
+    this.arm3d.setRun({generation: reply.generation, values: reply.values});
   }
 
   async start(mujoco, live) {
