@@ -62,7 +62,7 @@ def test_pd_reply_is_one_hold_then_its_ensemble():
     response = hold_responses([HoldParams(**PD_OFF_GRID)], nthread=1)[0]
     run = first['frame']['run']
     note = ch3.pd_note(response, worst_growth(**PD_OFF_GRID), rate_hz=333.0, backend='in-loop')
-    assert run['words'] == f'{note}\nthe verdict of the ensemble (8 runs from nearby starts, 64 if they move) is coming…'
+    assert run['words'] == f"{note}\none run so far: the ensemble's verdict (8 or 64 runs) is coming…"
     assert 'pending' in w.spec.words and 'pending' not in ch3.pd_spec().words
     q = np.array(web.unpack(run['sample'], ch3.TRACE_STEP_DEG), dtype=float)
     assert run['h'] == PD_OFF_GRID['timestep'] and len(q) == len(response.t)

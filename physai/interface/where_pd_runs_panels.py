@@ -460,10 +460,11 @@ def _ensemble_hold(rate_hz, backend, kp, kv, armature, timestep, integrator) -> 
     return hold_part(hold_ensembles([params])[0])
 
 
-WIDGET_WORDS = {'pending': '{words}\nthe verdict of the ensemble ({probe} runs from nearby starts, {n} if they '
-                           'move) is coming…'}
-"""The widget's words besides the page's: its first reply's note, one run's, until the ensemble's verdict comes (kept
-out of :func:`pd_spec`, whose words the page's stored first view carries)."""
+WIDGET_WORDS = {'pending': '{words}\none run so far: the ensemble\'s verdict ({probe} or {n} runs) is coming…'}
+"""The widget's words besides the page's: its first reply's note, one run's, until the verdict of the hold's ensemble
+(:func:`physai.engine.hold.hold_ensembles`: :data:`~physai.engine.hold.ENSEMBLE_PROBE` runs from nearby starts,
+:data:`~physai.engine.hold.ENSEMBLE_SIZE` if one of them moves) comes; kept out of :func:`pd_spec`, whose words the page's
+stored first view carries."""
 
 
 def pd_widget(**defaults):
