@@ -108,6 +108,18 @@ def test_replay_poses_are_mujocos_bodies_at_the_replay_and_the_recording():
             np.testing.assert_allclose(poses[f'{prefix}xquat'][i], d.xquat, atol=1e-12)
 
 
+def test_a_diverged_replay_is_posed_to_its_end_without_a_warning_printed(capfd):
+    """A replay that blows up (kp 30000 with no armature at 20 ms) stops where MuJoCo warned and its last frame
+    repeats: the 3D view still gets a finite pose for every frame, and MuJoCo's warning is not printed (the panel's
+    verdict says diverged)."""
+    values = {'kp': 30000.0, 'armature': 0.0, 'timestep': 0.02, 'integrator': 'RK4', 'kv': 30.0, 'forcerange': 5.0}
+    qpos, warned = ch4.replay_qpos(held_out(), PUBLISHED_FIT, values)
+    poses = ch4.replay_poses(held_out(), PUBLISHED_FIT, values)
+    assert warned and len(poses['time']) == held_out().nframe
+    assert all(np.all(np.isfinite(a)) for a in poses.values())
+    assert 'WARNING' not in capfd.readouterr().err
+
+
 def test_the_sysid_3d_view_comes_from_the_kernel():
     """Chapter 4's widget answers its 3D view's request with the replay's and the recording's poses at the values it
     names (five float64 buffers: time, then the solid arm's and the ghost's xpos and xquat); a value out of range is

@@ -20,6 +20,7 @@ from matplotlib.collections import PolyCollection
 from physai.interface import live, plots, web
 from physai.interface.panel import Entry, LogSlider, PanelSpec, Plot, Slider, common_controls
 from physai.interface.where_pd_runs_panels import add_bitmap_text
+from physai.engine import mj
 from physai.engine.datasets import Episode
 from physai.engine.arm_replay import (CHATTER_DEG, ArmServo, Replay, ReplayConfig, arm_columns, arm_model, replay,
                                       replay_steps, rollout, slim_arm)
@@ -339,6 +340,7 @@ def panel_draws(episode: Episode, base: ArmServo, values: dict) -> list[Replay]:
     return [run[0] for run in runs]
 
 
+@mj.captured_warnings()  # a replay that blows up is its verdict's to say, not a line on the notebook's stderr
 def replay_qpos(episode: Episode, base: ArmServo, values: dict) -> tuple[np.ndarray, bool]:
     """The replay the panel draws (:func:`panel_replay`, from the recorded start: the first of :func:`panel_draws`)
     with every joint kept, the gripper's too, as the page's replay record keeps them for its 3D view.

@@ -13,7 +13,8 @@ after the first reply, in their order, each sent in a further reply as it is rea
 the matplotlib panel does. A ``later`` part may share a ``now`` part's name: the ``now`` one is a cheap first answer
 (chapter 1: the step response's first second where the whole run is long), replaced when the ``later`` one is ready.
 
-:func:`servo_widget` is chapter 1's.
+:func:`arm3d_messages` answers a widget's 3D view (chapters 3 and 4): the view's files and each run's poses, as
+binary buffers. :func:`servo_widget` is chapter 1's.
 """
 
 from __future__ import annotations
