@@ -35,20 +35,44 @@ PD_OFF_GRID = {'kp': 1500.0, 'armature': 0.0137, 'timestep': 0.0031, 'integrator
 stores) where the PD in the loop holds still: its ensemble is 8 runs (2 s here), not 64."""
 
 
+PENDULUM_CHAOTIC = {**ch2.PANEL_DEFAULTS, 'kv': 100.0}
+"""A setting where the page's first view says chaotic (:func:`ch2.run_part`: the runs from starts 1e-9 rad apart
+disagree): the chapter's Try-it 'ideal PD, kv 100, E 6', a run still creeping at the end."""
+
+
 def test_pendulum_reply_is_mujocos_run_at_the_exact_values():
-    """A control change reruns the pendulum at exactly its values, answered in one reply: its trace is physai's run
-    there (physai.engine.pendulum.simulate, tested against mj_step in tests/test_pendulum.py) to the stored
-    resolution, its words that run's verdict, and the whole part what the page's first view would store there."""
+    """A control change reruns the pendulum at exactly its values, answered at once: its trace is physai's run there
+    (physai.engine.pendulum.simulate, tested against mj_step in tests/test_pendulum.py) to the stored resolution, its
+    words that run's verdict; the complete reply is what the page's first view would store there (run_part: the same
+    run where it is not chaotic), its chaos check starting from the run already made."""
     w = ch2.pendulum_widget()
     w.request = {'generation': 1, 'values': PENDULUM_OFF_GRID}
-    reply = wait_reply(w, 1)
-    assert reply['complete'] and reply['values'] == PENDULUM_OFF_GRID
+    first = wait_reply(w, 1, complete=False)
+    assert first['values'] == PENDULUM_OFF_GRID
     run, metrics = ch2.panel_run(**PENDULUM_OFF_GRID)
-    q = np.array(web.unpack(reply['frame']['run']['q'], ch2.STORED_STEPS['q']), dtype=float)
+    q = np.array(web.unpack(first['frame']['run']['q'], ch2.STORED_STEPS['q']), dtype=float)
     assert len(q) == len(run.q)
     assert np.max(np.abs(q - np.degrees(run.q))) <= ch2.STORED_STEPS['q'] / 2 + 1e-9
-    assert reply['frame']['run']['readout'] == ch2.panel_readout(run, metrics)
-    assert reply['frame']['run'] == ch2.run_part(PENDULUM_OFF_GRID)  # not chaotic here: the first view's form
+    assert first['frame']['run']['readout'] == ch2.panel_readout(run, metrics)
+    reply = wait_reply(w, 1)
+    part = ch2.run_part(PENDULUM_OFF_GRID)
+    assert 'chaotic' not in part and reply['frame']['run'] == part == first['frame']['run']
+    assert w.now['run'].__self__.calls == 1   # the one run, made once for both replies
+
+
+def test_pendulum_settles_on_the_first_views_chaos_verdict():
+    """Where the first view says chaotic, the widget first draws its one run (its own verdict), then says what the
+    first view says there: the verdict alone, '(chaotic: …)'."""
+    part = ch2.run_part(PENDULUM_CHAOTIC)
+    assert part['chaotic'] and part['readout'].endswith('(chaotic: no single trace is stored)'), part
+    w = ch2.pendulum_widget()
+    w.request = {'generation': 2, 'values': PENDULUM_CHAOTIC}
+    first = wait_reply(w, 2, complete=False)
+    if not first['complete']:   # the check may have finished before this looked
+        assert first['frame']['run'] == ch2.run_record(PENDULUM_CHAOTIC)
+    reply = wait_reply(w, 2)
+    assert reply['frame']['run'] == part
+    assert reply['frame']['run']['readout'] == part['readout']
 
 
 def test_pd_reply_is_one_hold_then_its_ensemble():
