@@ -201,17 +201,24 @@ PENDULUM_MOVES = (('kp', 1000.0), ('armature', 0.01), ('timestep', 0.002), ('kv'
 before (the integrator matters to the implicit model, the delay to the remotized PD, the velocity limit to the DC
 motor); ends on a DC motor that settles."""
 
+PENDULUM_TO_CHAOS = ('timestep', 0.02)
+"""A move after PENDULUM_MOVES to where the page's first view says chaotic (run_part): the DC motor at a 20 ms step,
+still swinging."""
+
 PD_MOVES = (('timestep', 0.004), ('kp', 300.0), ('armature', 0.01), ('backend', 'in-step'), ('integrator', 'Euler'),
             ('kv', 5.0), ('rate_hz', 200.0))
 """Each control of chapter 3's panel moved, in this order, to a value whose hold and note differ from the one before
 (the integrator matters to the servo in the step); the coarse timestep first keeps every later run short, and the
 last setting holds still (an ensemble of 8 runs)."""
 
-# every verdict a panel writes, in order (the test reads the one a move's first reply wrote, not a later one's)
+# every verdict a panel writes, in order, with the generation of the request it answers (the test reads the one a
+# move's first reply wrote, not a later one's, nor one the move before's further reply wrote after the move)
 RECORD_VERDICTS = """(key) => {
     const p = window.physaiPanels[key], set = p.setReadout.bind(p);
     p.verdicts = [p.readout.textContent];
-    p.setReadout = (text, bad) => { p.verdicts.push(text); set(text, bad); }; }"""
+    p.verdictsFor = [p.asked?.generation ?? 0];
+    p.setReadout = (text, bad) => { p.verdicts.push(text); p.verdictsFor.push(p.asked?.generation ?? 0); set(text, bad); };
+}"""
 
 
 def move(page, key: str, name: str, value) -> None:
@@ -230,11 +237,12 @@ def move_each(page, key: str, moves, plot: str) -> None:
     panel = f'window.physaiPanels[{key!r}]'
     before = (page.inner_html(f'#physai-panel-{key} .pl-plots'), page.evaluate(f'{panel}.verdicts.at(-1)'))
     for name, value in moves:
-        generation, written = page.evaluate(f'[{panel}.generation, {panel}.verdicts.length]')
+        generation = page.evaluate(f'{panel}.generation')
         move(page, key, name, value)
         page.wait_for_function(f'() => {panel}.asked.generation > {generation} && !{panel}.asked.first',
                                timeout=60000)
-        now = (page.inner_html(f'#physai-panel-{key} svg.pl-{plot}'), page.evaluate(f'{panel}.verdicts[{written}]'))
+        now = (page.inner_html(f'#physai-panel-{key} svg.pl-{plot}'),
+               page.evaluate(f'{panel}.verdicts[{panel}.verdictsFor.findIndex((g) => g > {generation})]'))
         assert now[0] != before[0], f'{key}: the {plot} plot did not change when {name} moved'
         assert now[1] != before[1], f'{key}: the verdict stayed {now[1]!r} when {name} moved'
         before = (now[0], now[1])
@@ -252,8 +260,8 @@ def settled(page, key: str) -> str:
 def test_widgets_in_jupyterlab_redraw_at_each_control(jupyter_lab, arm3d):
     """In a local JupyterLab one cell draws chapter 2's and chapter 3's page panels from the kernel's runs; moving each
     control redraws the plot and the verdict, and the verdict the panel settles on is the one the page's first view
-    stores for that setting, computed here as pendulum's run_part and pd's hold_part of its ensemble. Chapter 3's 3D
-    view then opens on the panel's last run, its files and poses sent by the kernel."""
+    stores for that setting, computed here as pendulum's run_part (at a chaotic setting too) and pd's hold_part of its
+    ensemble. Chapter 3's 3D view then opens on the panel's last run, its files and poses sent by the kernel."""
     from jupyter import notebook, run_notebook
     (jupyter_lab.root / 'models_pd.ipynb').write_text(json.dumps(notebook([
         'from IPython.display import display\n'
@@ -275,6 +283,14 @@ def test_widgets_in_jupyterlab_redraw_at_each_control(jupyter_lab, arm3d):
         part = ch2.run_part(values)
         assert 'chaotic' not in part
         assert settled(page, 'pendulum') == part['readout']
+        # then to where the first view says chaotic: the one run's verdict first, then the first view's
+        move_each(page, 'pendulum', [PENDULUM_TO_CHAOS], 'step')
+        values = page.evaluate('() => window.physaiPanels.pendulum.values')
+        part = ch2.run_part(values)
+        assert part.get('chaotic'), (values, part)
+        assert settled(page, 'pendulum') == part['readout']
+        step = page.text_content('#physai-panel-pendulum svg.pl-step')
+        assert ch2.actuator_spec().words['chaotic'] in step, step
 
         move_each(page, 'pd', PD_MOVES, 'hold')
         values = page.evaluate('() => window.physaiPanels.pd.values')
