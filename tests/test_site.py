@@ -935,17 +935,21 @@ WATCH_CROSSINGS_JS = f"""key => {{ const check = {PRESENT_PROBLEMS_JS}, root = d
         requestAnimationFrame(tick);
     }}); }}"""
 
-PAGE_COLUMN_SETTINGS = {'gripper': [('condim', 1)], 'pd': [('kv', 2.0), ('timestep', 0.0005)]}
+PAGE_COLUMN_SETTINGS = {'gripper': [('condim', 1), ('timestep', 0.0005)], 'pd': [('kv', 2.0), ('timestep', 0.0005)]}
 """Settings beyond the lecture switches (LECTURE_SWITCHES) whose texts over the plots the page's column is checked at:
-chapter 5 at condim 1 (the cube slides past the plot's top, over the dotted slip line), chapter 3's runs (its
-"running…" while the trace grows, a slow run at 0.5 ms)."""
+chapter 5 at condim 1 (the cube slides past the plot's top, over the dotted slip line), chapters 3 and 5's runs (their
+"running…" while the traces grow, a slow run at 0.5 ms: RUNNING_SEEN)."""
+
+RUNNING_SEEN = {'gripper': ('timestep', 0.0005), 'pd': ('timestep', 0.0005)}
+"""The setting of PAGE_COLUMN_SETTINGS after which a panel's "running…" must have been seen over its plot on some
+frame (so that its place was checked, not only its verdict's)."""
 
 
 @pytest.mark.parametrize('page', list(CHAPTER_PANELS))
 def test_texts_over_the_plots_cross_nothing_drawn_in_the_page_column(site, browser, page):
     """In the page's column (where a verdict is never left out, as the present view may): live, after the lecture
-    switch and PAGE_COLUMN_SETTINGS, on every frame of each run, no verdict and no note over a plot (chapter 3's
-    "running…") crosses a drawn path or mark: each finds a spot that crosses nothing (Plot.placeText)."""
+    switch and PAGE_COLUMN_SETTINGS, on every frame of each run, no verdict and no note over a plot (chapters 3 and
+    5's "running…") crosses a drawn path or mark: each finds a spot that crosses nothing (Plot.placeText)."""
     key = CHAPTER_PANELS[page]
     found = []
     with PageVisit(browser, urllib.parse.urljoin(site, f'{page}.html#physai-panel-{key}'), width=1280,
@@ -959,6 +963,8 @@ def test_texts_over_the_plots_cross_nothing_drawn_in_the_page_column(site, brows
             visit.page.evaluate(SWITCH_JS, [key, control, value])
             seen = visit.page.evaluate('() => window.physaiCrossings')
             assert seen['texts'], f'{page}: no verdict after {control}={value}'
+            if RUNNING_SEEN.get(key) == (control, value):
+                assert any(t.startswith('running…') for t in seen['texts']), f'{page}: no "running…" seen: {seen}'
             found += [f'{control}={value}: {p}' for p in seen['found']]
             next_frames(visit.page)
             screenshot(visit.page.locator(f'#physai-panel-{key}'),

@@ -35,20 +35,44 @@ PD_OFF_GRID = {'kp': 1500.0, 'armature': 0.0137, 'timestep': 0.0031, 'integrator
 stores) where the PD in the loop holds still: its ensemble is 8 runs (2 s here), not 64."""
 
 
+PENDULUM_CHAOTIC = {**ch2.PANEL_DEFAULTS, 'kv': 100.0}
+"""A setting where the page's first view says chaotic (:func:`ch2.run_part`: the runs from starts 1e-9 rad apart
+disagree): the chapter's Try-it 'ideal PD, kv 100, E 6', a run still creeping at the end."""
+
+
 def test_pendulum_reply_is_mujocos_run_at_the_exact_values():
-    """A control change reruns the pendulum at exactly its values, answered in one reply: its trace is physai's run
-    there (physai.engine.pendulum.simulate, tested against mj_step in tests/test_pendulum.py) to the stored
-    resolution, its words that run's verdict, and the whole part what the page's first view would store there."""
+    """A control change reruns the pendulum at exactly its values, answered at once: its trace is physai's run there
+    (physai.engine.pendulum.simulate, tested against mj_step in tests/test_pendulum.py) to the stored resolution, its
+    words that run's verdict; the complete reply is what the page's first view would store there (run_part: the same
+    run where it is not chaotic), its chaos check starting from the run already made."""
     w = ch2.pendulum_widget()
     w.request = {'generation': 1, 'values': PENDULUM_OFF_GRID}
-    reply = wait_reply(w, 1)
-    assert reply['complete'] and reply['values'] == PENDULUM_OFF_GRID
+    first = wait_reply(w, 1, complete=False)
+    assert first['values'] == PENDULUM_OFF_GRID
     run, metrics = ch2.panel_run(**PENDULUM_OFF_GRID)
-    q = np.array(web.unpack(reply['frame']['run']['q'], ch2.STORED_STEPS['q']), dtype=float)
+    q = np.array(web.unpack(first['frame']['run']['q'], ch2.STORED_STEPS['q']), dtype=float)
     assert len(q) == len(run.q)
     assert np.max(np.abs(q - np.degrees(run.q))) <= ch2.STORED_STEPS['q'] / 2 + 1e-9
-    assert reply['frame']['run']['readout'] == ch2.panel_readout(run, metrics)
-    assert reply['frame']['run'] == ch2.run_part(PENDULUM_OFF_GRID)  # not chaotic here: the first view's form
+    assert first['frame']['run']['readout'] == ch2.panel_readout(run, metrics)
+    reply = wait_reply(w, 1)
+    part = ch2.run_part(PENDULUM_OFF_GRID)
+    assert 'chaotic' not in part and reply['frame']['run'] == part == first['frame']['run']
+    assert w.now['run'].__self__.calls == 1   # the one run, made once for both replies
+
+
+def test_pendulum_settles_on_the_first_views_chaos_verdict():
+    """Where the first view says chaotic, the widget first draws its one run (its own verdict), then says what the
+    first view says there: the verdict alone, '(chaotic: …)'."""
+    part = ch2.run_part(PENDULUM_CHAOTIC)
+    assert part['chaotic'] and part['readout'].endswith('(chaotic: no single trace is stored)'), part
+    w = ch2.pendulum_widget()
+    w.request = {'generation': 2, 'values': PENDULUM_CHAOTIC}
+    first = wait_reply(w, 2, complete=False)
+    if not first['complete']:   # the check may have finished before this looked
+        assert first['frame']['run'] == ch2.run_record(PENDULUM_CHAOTIC)
+    reply = wait_reply(w, 2)
+    assert reply['frame']['run'] == part
+    assert reply['frame']['run']['readout'] == part['readout']
 
 
 def test_pd_reply_is_one_hold_then_its_ensemble():
@@ -180,17 +204,24 @@ PENDULUM_MOVES = (('kp', 1000.0), ('armature', 0.01), ('timestep', 0.002), ('kv'
 before (the integrator matters to the implicit model, the delay to the remotized PD, the velocity limit to the DC
 motor); ends on a DC motor that settles."""
 
+PENDULUM_TO_CHAOS = ('timestep', 0.02)
+"""A move after PENDULUM_MOVES to where the page's first view says chaotic (run_part): the DC motor at a 20 ms step,
+still swinging."""
+
 PD_MOVES = (('timestep', 0.004), ('kp', 300.0), ('armature', 0.01), ('backend', 'in-step'), ('integrator', 'Euler'),
             ('kv', 5.0), ('rate_hz', 200.0))
 """Each control of chapter 3's panel moved, in this order, to a value whose hold and note differ from the one before
 (the integrator matters to the servo in the step); the coarse timestep first keeps every later run short, and the
 last setting holds still (an ensemble of 8 runs)."""
 
-# every verdict a panel writes, in order (the test reads the one a move's first reply wrote, not a later one's)
+# every verdict a panel writes, in order, with the generation of the request it answers (the test reads the one a
+# move's first reply wrote, not a later one's, nor one the move before's further reply wrote after the move)
 RECORD_VERDICTS = """(key) => {
     const p = window.physaiPanels[key], set = p.setReadout.bind(p);
     p.verdicts = [p.readout.textContent];
-    p.setReadout = (text, bad) => { p.verdicts.push(text); set(text, bad); }; }"""
+    p.verdictsFor = [p.asked?.generation ?? 0];
+    p.setReadout = (text, bad) => { p.verdicts.push(text); p.verdictsFor.push(p.asked?.generation ?? 0); set(text, bad); };
+}"""
 
 
 def move(page, key: str, name: str, value) -> None:
@@ -209,11 +240,12 @@ def move_each(page, key: str, moves, plot: str) -> None:
     panel = f'window.physaiPanels[{key!r}]'
     before = (page.inner_html(f'#physai-panel-{key} .pl-plots'), page.evaluate(f'{panel}.verdicts.at(-1)'))
     for name, value in moves:
-        generation, written = page.evaluate(f'[{panel}.generation, {panel}.verdicts.length]')
+        generation = page.evaluate(f'{panel}.generation')
         move(page, key, name, value)
         page.wait_for_function(f'() => {panel}.asked.generation > {generation} && !{panel}.asked.first',
                                timeout=60000)
-        now = (page.inner_html(f'#physai-panel-{key} svg.pl-{plot}'), page.evaluate(f'{panel}.verdicts[{written}]'))
+        now = (page.inner_html(f'#physai-panel-{key} svg.pl-{plot}'),
+               page.evaluate(f'{panel}.verdicts[{panel}.verdictsFor.findIndex((g) => g > {generation})]'))
         assert now[0] != before[0], f'{key}: the {plot} plot did not change when {name} moved'
         assert now[1] != before[1], f'{key}: the verdict stayed {now[1]!r} when {name} moved'
         before = (now[0], now[1])
@@ -231,8 +263,8 @@ def settled(page, key: str) -> str:
 def test_widgets_in_jupyterlab_redraw_at_each_control(jupyter_lab, arm3d):
     """In a local JupyterLab one cell draws chapter 2's and chapter 3's page panels from the kernel's runs; moving each
     control redraws the plot and the verdict, and the verdict the panel settles on is the one the page's first view
-    stores for that setting, computed here as pendulum's run_part and pd's hold_part of its ensemble. Chapter 3's 3D
-    view then opens on the panel's last run, its files and poses sent by the kernel."""
+    stores for that setting, computed here as pendulum's run_part (at a chaotic setting too) and pd's hold_part of its
+    ensemble. Chapter 3's 3D view then opens on the panel's last run, its files and poses sent by the kernel."""
     from jupyter import notebook, run_notebook
     (jupyter_lab.root / 'models_pd.ipynb').write_text(json.dumps(notebook([
         'from IPython.display import display\n'
@@ -254,6 +286,14 @@ def test_widgets_in_jupyterlab_redraw_at_each_control(jupyter_lab, arm3d):
         part = ch2.run_part(values)
         assert 'chaotic' not in part
         assert settled(page, 'pendulum') == part['readout']
+        # then to where the first view says chaotic: the one run's verdict first, then the first view's
+        move_each(page, 'pendulum', [PENDULUM_TO_CHAOS], 'step')
+        values = page.evaluate('() => window.physaiPanels.pendulum.values')
+        part = ch2.run_part(values)
+        assert part.get('chaotic'), (values, part)
+        assert settled(page, 'pendulum') == part['readout']
+        step = page.text_content('#physai-panel-pendulum svg.pl-step')
+        assert ch2.actuator_spec().words['chaotic'] in step, step
 
         move_each(page, 'pd', PD_MOVES, 'hold')
         values = page.evaluate('() => window.physaiPanels.pd.values')

@@ -367,11 +367,12 @@ def run_record(values: dict, q0: float = 0.0) -> dict:
             'bad': panel_verdict(run, metrics) in BAD_VERDICTS}
 
 
-def run_part(values: dict) -> dict:
-    """A run of the panel as the page's first view stores it: :func:`run_record` from the hanging start. A chaotic
-    run (its stored form moves when the start moves by :data:`CHAOS_NUDGE`) is stored as ``chaotic`` with the verdict
-    alone, which survives a last-bit change where its traces would not."""
-    stored = run_record(values)
+def run_part(values: dict, stored: dict | None = None) -> dict:
+    """A run of the panel as the page's first view stores it: :func:`run_record` from the hanging start (``stored``,
+    when it is already made), checked for chaos by two more runs. A chaotic run (its stored form moves when the start
+    moves by :data:`CHAOS_NUDGE`) is stored as ``chaotic`` with the verdict alone, which survives a last-bit change
+    where its traces would not."""
+    stored = run_record(values) if stored is None else stored
     if any(run_record(values, q0) != stored for q0 in (CHAOS_NUDGE, -CHAOS_NUDGE)):
         words = 'diverges' if stored['diverged'] else stored['readout'].split(':')[0]
         return {'chaotic': True, 'diverged': stored['diverged'],
@@ -416,10 +417,11 @@ def forcerange_twin(*, forceranges: Sequence[float] = TWIN_FORCERANGES, models: 
 
 def pendulum_widget(**defaults):
     """Chapter 2's page panel (:func:`actuator_spec`, as :func:`forcerange_twin` opens it) as a Jupyter widget: the
-    page's ``actuator_models_panels.js`` drawing the run Python MuJoCo makes at the controls' exact values
-    (:func:`run_record`, one run, answered at once: its time per control in benchmarks/bench_widget_models_pd.py).
-    Unlike the first view it does not check a run for chaos (the page's first view does, for a stored trace that must
-    survive a last-bit change): it shows the one run at that setting, as the page does once MuJoCo runs in it.
+    page's ``actuator_models_panels.js`` drawing the run Python MuJoCo makes at the controls' exact values. It answers
+    at once with that one run (:func:`run_record`), as the page draws once MuJoCo runs in it, then with the first
+    view's form of it (:func:`run_part`: the same run, checked for chaos by two runs from nudged starts), so that the
+    verdict it settles on is the first view's at that setting: a chaotic setting's verdict alone, ``(chaotic: …)``.
+    The first reply's time per control: benchmarks/bench_widget_models_pd.py; the check costs two runs more.
 
     Args:
       defaults: as :func:`forcerange_twin`'s (:func:`actuator_panel`'s keywords), changing :data:`TWIN_START`.
@@ -429,8 +431,11 @@ def pendulum_widget(**defaults):
     """
     from physai.interface import widget  # anywidget only where the widget is asked for
     spec = actuator_spec(**{**TWIN_START, **defaults})
+    # the one run is kept: the second reply's chaos check starts from it and runs only the nudged starts
+    one = widget.whole_part(spec, run_record, maxsize=16)
+    checked = widget.whole_part(spec, lambda values: run_part(values, one.compute(values)), maxsize=16)
     return widget.PanelWidget(spec, 'actuator_models_panels.js', constants=pendulum_constants(),
-                              now={'run': run_record}, later={})
+                              now={'run': one.compute}, later={'run': checked})
 
 
 def try_links() -> HTML:

@@ -79,10 +79,17 @@ export default class GripperPanel extends Panel {
 
   draw(r, values) {
     const c = this.colors, f = this.plots.force, s = this.plots.slide, k = this.constants;
+    // every text over the slide plot keeps clear of the weight's label, a text and not a drawn point
+    const label = [s.x(k.close), s.m.t, s.x(k.close) + 4 + 60 * s.fs, s.m.t + 16 * s.fs];
+    // a transient text ('pending', 'running…') placed as the verdict is, clear of the traces drawn (the last
+    // setting's while the kernel's grasp is pending, this one's so far while it runs), at its corners first
+    const transient = (text) => {
+      s.placeText(s.layer('top-marks'), text, {class: 'pl-muted pl-halo', 'font-size': 11},
+                  {places: ['ul', 'ur', 'll', 'lr'], avoid: [label]});
+      this.setReadout(text, false);   // not the verdict of the setting before
+    };
     if (r.pending) {
-      const pending = this.say('pending', {});
-      s.say(s.layer('top-marks'), pending, s.m.l + 6, s.m.t + 14 * s.fs, {class: 'pl-muted pl-halo', 'font-size': 11});
-      this.setReadout(pending, false);   // not the verdict of the setting before
+      transient(this.say('pending', {}));
       return;
     }
     const legend = f.spec.legend;
@@ -96,17 +103,12 @@ export default class GripperPanel extends Panel {
     const asked = values.kp * Math.abs(k.open - k.commands[values.command]);
     f.title(`limit ±${formatValue(values.torque_limit, '.2f')} N·m = ${formatValue(percent, '.0f')} % of ` +
             `${formatValue(k.rated, '.2f')} · kp asks ${formatValue(asked, '.3g')} N·m`);
-    const marks = s.layer('top-marks'), x = s.m.l + 6, y = s.m.t + 14 * s.fs;
     if (r.running !== undefined) {
-      const running = this.say('running', {t: r.running});
-      s.say(marks, running, x, y, {class: 'pl-muted pl-halo', 'font-size': 11});
-      this.setReadout(running, false);
+      transient(this.say('running', {t: r.running}));
       return;
     }
-    // where the words cross the least of the data (in the present view, nowhere or not at all); the weight's label,
-    // a text and not a drawn point, is kept clear too
-    const label = [s.x(k.close), s.m.t, s.x(k.close) + 4 + 60 * s.fs, s.m.t + 16 * s.fs];
-    this.verdictText(s, marks, r.words, r.bad, {places: ['ul', 'ur', 'll', 'lr'], avoid: [label]});
+    // where the words cross the least of the data (in the present view, nowhere or not at all)
+    this.verdictText(s, s.layer('top-marks'), r.words, r.bad, {places: ['ul', 'ur', 'll', 'lr'], avoid: [label]});
     this.setReadout(r.words, r.bad);
   }
 }
