@@ -24,9 +24,10 @@ from matplotlib.text import Text
 from physai.experiments import registry
 from physai.interface import live, plots, web
 from physai.interface.panel import Choice, Entry, LogSlider, PanelSpec, Plot, Slider, common_controls
-from physai.engine.hold import (CHATTER_TURNS, DURATION, MOVE_TIME, PHYSICS_TIMESTEP, QUIET_P2P, SETTLE_WINDOW,
-                                ENSEMBLE_PROBE, ENSEMBLE_SIZE, SO101_ARMATURE, SO101_FORCERANGE, SO101_KP, SO101_KV, STANDBY, TURN_SIZE, HoldEnsemble,
-                                HoldParams, HoldResponse, hold_ensembles, hold_responses, so101_base, so101_joints)
+from physai.engine.hold import (CHATTER_TURNS, DURATION, ENSEMBLE_PROBE, ENSEMBLE_SIZE, MOVE_TIME, PHYSICS_TIMESTEP,
+                                QUIET_P2P, SETTLE_WINDOW, SO101_ARMATURE, SO101_FORCERANGE, SO101_KP, SO101_KV, STANDBY,
+                                TURN_SIZE, HoldEnsemble, HoldParams, HoldResponse, hold_ensembles, hold_responses,
+                                so101_base, so101_joints)
 from physai.experiments.where_pd_runs import (RATES_HZ, growth_curve, rate_ensembles, standby_inertia,
                                               worst_growth)
 from physai.laws import robust
@@ -417,9 +418,7 @@ def run_part(response: HoldResponse, growth: float) -> dict:
 
 
 def _one_hold(rate_hz, backend, kp, kv, armature, timestep, integrator) -> HoldResponse:
-    params = HoldParams(rate_hz=rate_hz, backend=backend, kp=kp, kv=kv, armature=armature, timestep=timestep,
-                        integrator=integrator)
-    return hold_responses([params], nthread=1)[0]
+    return hold_responses([HoldParams(**locals())], nthread=1)[0]
 
 
 ARM3D_FRAMES = 750
@@ -455,9 +454,7 @@ def hold_poses(response: HoldResponse, magnify: float = 1.0) -> tuple[np.ndarray
 
 
 def _ensemble_hold(rate_hz, backend, kp, kv, armature, timestep, integrator) -> dict:
-    params = HoldParams(rate_hz=rate_hz, backend=backend, kp=kp, kv=kv, armature=armature, timestep=timestep,
-                        integrator=integrator)
-    return hold_part(hold_ensembles([params])[0])
+    return hold_part(hold_ensembles([HoldParams(**locals())])[0])
 
 
 WIDGET_WORDS = {'pending': '{words}\none run so far: the ensemble\'s verdict ({probe} or {n} runs) is coming…'}
@@ -496,6 +493,7 @@ def pd_widget(**defaults):
 
     w = widget.PanelWidget(spec, 'where_pd_runs_panels.js', constants=pd_constants(), now={'run': run},
                            later={'hold': live.Deferred(_ensemble_hold, maxsize=16)})
+
     def poses(values, content):
         magnify = content.get('magnify')
         if magnify not in ARM3D_MAGNIFY:
@@ -513,13 +511,12 @@ def ensemble_text(ensemble: HoldEnsemble) -> str:
     ensemble's figures in radians on the 1-2-5 series (:meth:`HoldEnsemble.row`, so that they do not move from one
     processor to another) converted to degrees, to two digits (a bound up the series), the figures the chapter's
     tables print (:meth:`HoldEnsemble.row_deg`)."""
-    row = ensemble.row()
+    row = ensemble.row_deg()
     if ensemble.state == 'still':
-        bound = robust.Below(robust.series_125(math.degrees(row['p2p_rad']), 'up'))
-        return f'still in {ensemble.still} of {ensemble.n} runs: p2p {bound}°'
+        return f'still in {ensemble.still} of {ensemble.n} runs: p2p {row["p2p_deg"]}°'
     if ensemble.state != 'chatters':
         return (f'{ensemble.state}: {ensemble.chattering} of {ensemble.n} runs chatter, '
                 f'{ensemble.still} hold still')
     tone = row['chatter_hz'] if row['chatter_hz'] == 'broadband' else f'{row["chatter_hz"]} Hz'
-    p2p, low, high = (f'{math.degrees(row[key]):.2g}' for key in ('p2p_rad', 'p2p_low', 'p2p_high'))
+    p2p, low, high = (f'{row[key]:.2g}' for key in ('p2p_deg', 'p2p_low', 'p2p_high'))
     return f'chatters in {ensemble.chattering} of {ensemble.n} runs: p2p {p2p}° ({low}-{high}), {tone}'
