@@ -212,6 +212,8 @@ def main() -> None:
     parser.add_argument('--rounds', type=int, default=3, help='passes over each choice in JupyterLab')
     parser.add_argument('--ping', type=int, default=0,
                         help='also time this many bare widget round trips (and kernel-only ones), then stop')
+    parser.add_argument('--nodelay', action='store_true',
+                        help='JupyterLab with physai.interface.nodelay.NoDelayConnection (no Nagle stall)')
     parser.add_argument('--quick', action='store_true',
                         help='2 changes per control, one pass per choice, the default setting only: a check that it runs')
     args = parser.parse_args()
@@ -224,7 +226,7 @@ def main() -> None:
         root = pathlib.Path(tmp)
         if args.ping:
             (root / 'ping.ipynb').write_text(json.dumps(notebook([PING_CELL])))
-            with jupyterlab(root) as (base, token), chromium() as browser:
+            with jupyterlab(root, nodelay=args.nodelay) as (base, token), chromium() as browser:
                 page, errors = run_notebook(browser, base, token, 'ping.ipynb')
                 page.wait_for_selector('#pingready', state='attached', timeout=300000)
                 for kind in ('trait', 'msg'):
@@ -238,7 +240,7 @@ def main() -> None:
             ['from physai.interface.widget import servo_widget\nw = servo_widget()\nw',
              'from physai.interface.position_actuators_panels import servo_panel\np = servo_panel()\np'])))
         t0 = time.perf_counter()
-        with jupyterlab(root) as (base, token), chromium() as browser:
+        with jupyterlab(root, nodelay=args.nodelay) as (base, token), chromium() as browser:
             page, errors = run_notebook(browser, base, token, 'panel.ipynb')
             page.wait_for_selector('#physai-panel-servo[data-drawn]', state='attached', timeout=300000)
             print(f'JupyterLab up and the panel drawn in {time.perf_counter() - t0:.1f} s')

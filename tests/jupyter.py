@@ -20,8 +20,9 @@ LAB_TIMEOUT_MS = 120000
 
 
 @contextlib.contextmanager
-def jupyterlab(root):
-    """A JupyterLab server on 127.0.0.1 serving ``root``; yields its base URL and token; stopped on exit."""
+def jupyterlab(root, *, nodelay: bool = False):
+    """A JupyterLab server on 127.0.0.1 serving ``root``; yields its base URL and token; stopped on exit. ``nodelay``:
+    with :class:`physai.interface.nodelay.NoDelayConnection` as its kernel connection (no Nagle stall)."""
     pytest.importorskip('jupyterlab')
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0))
@@ -33,7 +34,8 @@ def jupyterlab(root):
     server = subprocess.Popen(
         [sys.executable, '-m', 'jupyterlab', '--no-browser', '--ServerApp.ip=127.0.0.1', f'--ServerApp.port={port}',
          f'--IdentityProvider.token={token}', f'--ServerApp.root_dir={root}',
-         '--allow-root', '--LabApp.news_url=', '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate'],
+         '--allow-root', '--LabApp.news_url=', '--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate']
+        + (['--ServerApp.kernel_websocket_connection_class=physai.interface.nodelay.NoDelayConnection'] if nodelay else []),
         stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f'http://127.0.0.1:{port}'
     try:
