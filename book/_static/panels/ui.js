@@ -129,6 +129,11 @@ export class Panel {
     document.addEventListener('focusin', (event) => {
       if (this.present && !this.root.contains(event.target)) this.root.focus({preventScroll: true});
     });
+    // the screen left by the browser's own key (Esc in full screen never reaches the page): the present view ends too
+    document.addEventListener('fullscreenchange', () => {
+      if (this.present && this.screenFilled && document.fullscreenElement !== this.root) this.togglePresent();
+      this.screenFilled = document.fullscreenElement === this.root;
+    });
     window.addEventListener('resize', () => {
       if (!this.present) return;
       clearTimeout(this.resizeTimer);
@@ -438,6 +443,7 @@ export class Panel {
   togglePresent() {
     this.present = !this.present;
     if (this.kernel) this.liftForPresent();
+    this.fillScreen();
     this.root.classList.toggle('physai-panel-present', this.present);
     this.root.setAttribute('role', this.present ? 'dialog' : 'group');
     if (this.present) this.root.setAttribute('aria-modal', 'true'); else this.root.removeAttribute('aria-modal');
@@ -469,6 +475,18 @@ export class Panel {
     } else if (this.placeholder) {
       this.placeholder.replaceWith(this.root);
       this.placeholder = null;
+    }
+  }
+
+  // In a frame (Colab shows a widget's output in an iframe; a host page may embed a chapter) the present view fills
+  // only the frame, so it asks for the whole screen too (the Fullscreen API; a host that does not allow it in the
+  // frame refuses, and the view fills the frame); leaving the view leaves the screen
+  fillScreen() {
+    if (this.present && window.self !== window.top && document.fullscreenEnabled && !document.fullscreenElement) {
+      this.root.requestFullscreen().catch(() => {});
+    } else if (!this.present && document.fullscreenElement === this.root) {
+      this.screenFilled = false;
+      document.exitFullscreen().catch(() => {});
     }
   }
 
