@@ -73,6 +73,7 @@ NBVAL := $(BIN)/python -m pytest --nbval notebooks --nbval-sanitize-with noteboo
 TIMED := $(PYTHON) .ci/timed.py
 test: $(STAMP) node_modules/.package-lock.json
 	$(TIMED) lint-imports $(BIN)/lint-imports --no-cache
+	$(BIN)/python -m physai.book.widget_bundle
 	$(MAKE) --no-print-directory -j2 -O test-others test-site-then-pdf test-chapters test-benchmarks
 
 test-site-then-pdf: $(STAMP) node_modules/.package-lock.json
@@ -87,6 +88,7 @@ test-physai: $(STAMP) node_modules/.package-lock.json
 # The tests marked site (tests/conftest.py: those that open pages or read the built book, and the Colab edition's,
 # whose fake-Colab runs execute the chapters), and all the others.
 test-site: $(STAMP) node_modules/.package-lock.json
+	@$(WIDGET_BUNDLE)
 	$(TIMED) 'pytest -m site' $(BIN)/python -m pytest tests -m site
 
 test-others: $(STAMP) node_modules/.package-lock.json
@@ -117,7 +119,11 @@ quick-benchmarks:
 	done; rm -f $$log; \
 	if [ -n "$$failed" ]; then echo "benchmarks that failed in quick mode:$$failed"; exit 1; fi
 
-test-chapters: $(STAMP)
+# Chapters 4 to 6 show their panel as a widget (physai.interface.widget), whose front end is generated: built when
+# missing (make test builds it once, before its parallel jobs, which all read it).
+WIDGET_BUNDLE := test -f physai/interface/static/panels.js || $(BIN)/python -m physai.book.widget_bundle
+test-chapters: $(STAMP) node_modules/.package-lock.json
+	@$(WIDGET_BUNDLE)
 	$(TIMED) 'nbval plain' $(NBVAL)
 	PHYSAI_PERTURB=1e-12 $(TIMED) 'nbval nudged' $(NBVAL)
 

@@ -157,7 +157,7 @@ def _episode():
 def _panel(episode='ok', base='ok', joints=servo_sysid_panels.PANEL_JOINTS):
     episode = _episode() if episode == 'ok' else episode
     base = arm_replay.MENAGERIE if base == 'ok' else base
-    servo_sysid_panels.sysid_panel(episode, base, joints=joints)
+    servo_sysid_panels.sysid_widget(episode, base, joints=joints)
     return 'correct'
 
 
@@ -227,11 +227,11 @@ def api_cases() -> dict:
         'PDController.write(data of a twin model)': functools.partial(_controller, data='twin'),
         'PDController.write(data of another model)': functools.partial(_controller, data='empty'),
         'PDController.write(data=None)': functools.partial(_controller, data=None),
-        'sysid_panel(base=x)': functools.partial(_panel, base='x'),
-        'sysid_panel(episode=x)': functools.partial(_panel, episode='x'),
-        'sysid_panel(base=None)': functools.partial(_panel, base=None),
-        'sysid_panel(joints=(gripper,))': functools.partial(_panel, joints=('gripper',)),
-        'sysid_panel(joints=(elbow_flex, elbow_flex))': functools.partial(_panel, joints=('elbow_flex',) * 2),
+        'sysid_widget(base=x)': functools.partial(_panel, base='x'),
+        'sysid_widget(episode=x)': functools.partial(_panel, episode='x'),
+        'sysid_widget(base=None)': functools.partial(_panel, base=None),
+        'sysid_widget(joints=(gripper,))': functools.partial(_panel, joints=('gripper',)),
+        'sysid_widget(joints=(elbow_flex, elbow_flex))': functools.partial(_panel, joints=('elbow_flex',) * 2),
         'load_lerobot(joints=[elbow_flex, elbow_flex])': lambda: datasets.load_lerobot(
             datasets.shipped_recording(), joints=['elbow_flex', 'elbow_flex']),
         'load_lerobot(episodes=[0, 0])': lambda: datasets.load_lerobot(datasets.shipped_recording(), episodes=[0, 0]),

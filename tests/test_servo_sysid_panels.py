@@ -1,5 +1,6 @@
-"""physai.interface.servo_sysid_panels: chapter 4's live panel at extreme sliders and its page's precomputed first
-view (byte-stable, robust to a nudge, redrawn in headless Chromium)."""
+"""physai.interface.servo_sysid_panels: chapter 4's page panel's precomputed first view (byte-stable, robust to a
+nudge, redrawn in headless Chromium) and the words on a replay. The widget (the panel in Jupyter and Colab) is
+tests/test_widget_arm.py's."""
 
 import dataclasses
 import os
@@ -13,14 +14,11 @@ from physai.experiments import servo_sysid
 from physai.interface import servo_sysid_panels, web, web_arm
 
 
-def test_panel_survives_extreme_sliders_and_the_first_view_is_stable(synthetic_episode, soft):
-    """Every slider at its ends redraws without an error; the first view's HTML is byte-identical twice."""
+def test_the_first_view_is_stable(synthetic_episode, soft):
+    """The first view's HTML is byte-identical twice; the servo's own kp joins its grid and the panel starts on it.
+    (The controls at their ends, which the matplotlib panel was tested at, are tests/test_widget_arm.py's, on the
+    widget.)"""
     ep = synthetic_episode(30)
-    panel = servo_sysid_panels.sysid_panel(ep, soft)
-    for change in (dict(kp=30000.0), dict(kp=1.0), dict(armature=0.0), dict(timestep=0.02),
-                   dict(integrator='Euler'), dict(kv=0.001), dict(forcerange=0.2), dict(timestep=0.0005)):
-        assert panel.update(**change)
-        assert panel.error is None, (change, panel.error)
     kps = (1.0, 10.0, 100.0)
     first = servo_sysid_panels.sysid_twin(ep, soft, kps=kps).data
     assert first == servo_sysid_panels.sysid_twin(ep, soft, kps=kps).data
@@ -49,48 +47,6 @@ def test_first_view_redraws_in_a_browser_without_a_kernel(panel_page, synthetic_
     assert errors == []
 
 
-def test_the_panel_calls_a_rattling_replay_chattering(real):
-    """At kp 30000, armature 0, 20 ms and Euler the panel once said 'stable' while the joints chattered ±20°."""
-    _, heldout = servo_sysid.split(real)
-    panel = servo_sysid_panels.sysid_panel(heldout[0], arm_replay.MENAGERIE)
-    panel.update(kp=30000.0, armature=0.0, timestep=0.02, integrator='Euler')
-    assert panel.error is None
-    assert panel.state['status'].get_text().startswith('chatters')
-
-
-def test_bars_are_the_rectangles_ax_bar_draws():
-    """Each set of bars is one collection (one artist to blit, not five); its polygons are ax.bar's rectangles,
-    negative heights hanging below zero."""
-    from physai.interface import plots
-    fig = plots.detached_figure((4.0, 3.0))
-    ax = fig.add_subplot()
-    x, heights = np.arange(5) + 0.2, np.array([1.5, -2.0, 0.0, 3.25, -0.5])
-    bars = servo_sysid_panels._Bars(ax, x, 0.4, color='#d08b00')
-    bars.set_heights(heights)
-    for polygon, rect in zip(bars.collection.get_paths(), ax.bar(x, heights, width=0.4)):
-        corners = np.array([rect.get_xy(), (rect.get_x(), rect.get_y() + rect.get_height()),
-                            (rect.get_x() + rect.get_width(), rect.get_y() + rect.get_height()),
-                            (rect.get_x() + rect.get_width(), rect.get_y())])
-        np.testing.assert_allclose(polygon.vertices[:4], corners, atol=1e-12)
-
-
-def test_panel_legends_sit_off_the_data_and_only_animated_artists_move(synthetic_episode, soft):
-    """The legends are outside the axes (the animated traces and bars are drawn over everything inside them), and
-    slider moves redraw only the animated artists."""
-    panel = servo_sysid_panels.sysid_panel(synthetic_episode(30), soft)
-    fig = panel.figure
-    renderer = fig.canvas.get_renderer()
-    ax1, _, ax3 = fig.axes
-    assert ax1.get_legend().get_window_extent(renderer).y0 >= ax1.get_window_extent(renderer).y1 - 1
-    assert ax3.get_legend().get_window_extent(renderer).y1 <= ax3.get_window_extent(renderer).y0
-    before = panel.full_redraws
-    for change in (dict(kp=300.0), dict(kv=0.5), dict(forcerange=1.0), dict(armature=0.01)):
-        panel.update(**change)
-        assert panel.error is None
-    assert panel.full_redraws == before
-    assert panel.state['status'].get_text().startswith(('stable', 'chatters', 'far off', 'diverged'))
-
-
 CHAPTER_LIKE_FIT = arm_replay.ArmServo(kp=7.96, kv=0.733, forcerange=1.16, damping=0.135, frictionloss=0.156,
                                   armature=0.0341)
 """A servo like chapter 4's fit of the shipped recording (its fit when the recording was read as degrees): with its
@@ -114,21 +70,18 @@ def test_a_chaotic_first_view_frame_stores_its_verdict_and_survives_a_nudge(real
     assert all(re.fullmatch(words, spec.say('chaotic', mae=r['mae'])) for r in chaotic)
 
 
-def test_the_panel_refuses_a_wrong_servo_or_episode_by_name():
-    """Each once ended in an AttributeError when the panel first drew."""
+def test_the_spec_refuses_a_wrong_servo_or_episode_by_name():
+    """The panel's description (which the page's first view and the widget are made from) names what it refuses."""
     episode = arm_replay.synthetic_dataset(nepisode=1, seconds=1.0)[0]
-    with pytest.raises(TypeError, match="base must be an ArmServo .*got 'x'"):
-        servo_sysid_panels.sysid_panel(episode, 'x')
-    with pytest.raises(TypeError, match="episode must be an Episode .*got 'x'"):
-        servo_sysid_panels.sysid_panel('x', arm_replay.MENAGERIE)
-    with pytest.raises(ValueError, match="joints must be arm joints"):
-        servo_sysid_panels.sysid_panel(episode, arm_replay.MENAGERIE, joints=('gripper',))
+    with pytest.raises(TypeError, match="base must be a physai.engine.arm_replay.ArmServo .*got 'x'"):
+        servo_sysid_panels.sysid_spec(episode, 'x')
+    with pytest.raises(TypeError, match="episode must be a physai.engine.datasets.Episode .*got 'x'"):
+        servo_sysid_panels.sysid_twin('x', arm_replay.MENAGERIE)
     with pytest.raises(ValueError, match="joints must hold each item once"):
-        servo_sysid_panels.sysid_panel(episode, arm_replay.MENAGERIE, joints=('elbow_flex', 'elbow_flex'))
-    one = dataclasses.replace(episode, action=episode.action[:1], state=episode.state[:1],
-                              timestamp=episode.timestamp[:1])
-    with pytest.raises(ValueError, match='episode must hold at least 2 frames'):
-        servo_sysid_panels.sysid_panel(one, arm_replay.MENAGERIE)
+        servo_sysid_panels.sysid_spec(episode, arm_replay.MENAGERIE, joints=('elbow_flex', 'elbow_flex'))
+    no_arm = dataclasses.replace(episode, joints=tuple(f'j{i}' for i in range(len(episode.joints))))
+    with pytest.raises(ValueError, match='episode must hold at least 2 frames of the arm joints'):
+        servo_sysid_panels.sysid_spec(no_arm, arm_replay.MENAGERIE)
 
 
 # --- the words on a replay: each follows from the run it labels --------------------------------------------------
@@ -165,19 +118,14 @@ def test_each_verdict_follows_from_the_run_it_labels(rep, words):
 
 def test_a_replay_far_off_the_recording_is_not_called_stable_nor_drawn_black(real):
     """The held-out episode at kp 1, the rest as fitted: a smooth, bounded replay 11 deg off, six times the teleport's
-    error. The panel once wrote 'stable' over it in plain black; the page's first view now stores it as far off."""
+    error. The matplotlib panel once wrote 'stable' over it in plain black; the page's first view stores it as far off
+    (and the widget replies so: tests/test_widget_arm.py)."""
     _, heldout = servo_sysid.split(real)
     fitted = arm_replay.ArmServo(kp=8.31, kv=0.713, forcerange=1.29, damping=0.181, frictionloss=0.178,
                                  armature=0.0375)
     soft = arm_replay.replay([dataclasses.replace(fitted, kp=1.0)], heldout)[0][0]
     assert not soft.diverged and not soft.chatters and 10 < soft.mae_deg < 15
     assert servo_sysid_panels.replay_status(soft).startswith('far off')
-    panel = servo_sysid_panels.sysid_panel(heldout[0], fitted)
-    assert panel.state['status'].get_text().startswith('stable')
-    assert panel.state['status'].get_color() == '#222222'
-    panel.update(kp=1.0)
-    assert panel.error is None and panel.state['status'].get_text().startswith('far off')
-    assert panel.state['status'].get_color() != '#222222'
     data = web.block_data(servo_sysid_panels.sysid_twin(heldout[0], fitted, kps=(1.0,)).data)
     stored = dict(zip(data['firstView']['grid']['kp'], data['firstView']['parts']['replay']['data']))
     assert stored[1.0]['farOff'] and stored[1.0]['status'].startswith('far off')

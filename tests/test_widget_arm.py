@@ -10,6 +10,7 @@ opened in headless Chromium (tests/conftest.py's ``jupyter_lab``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 
@@ -108,16 +109,56 @@ def test_replay_poses_are_mujocos_bodies_at_the_replay_and_the_recording():
             np.testing.assert_allclose(poses[f'{prefix}xquat'][i], d.xquat, atol=1e-12)
 
 
-def test_a_diverged_replay_is_posed_to_its_end_without_a_warning_printed(capfd):
-    """A replay that blows up (kp 30000 with no armature at 20 ms) stops where MuJoCo warned and its last frame
-    repeats: the 3D view still gets a finite pose for every frame, and MuJoCo's warning is not printed (the panel's
-    verdict says diverged)."""
+def test_a_diverged_replay_is_posed_to_where_it_stopped_without_a_warning_printed(capfd):
+    """A replay that blows up (kp 30000 with no armature at 20 ms) stops where MuJoCo warned, its later frames
+    repeating that one: the 3D view's poses end on the frame it stopped on, every one finite, and MuJoCo's warning is
+    not printed (the panel's verdict says diverged). The widget's 3D view gets those poses and a note saying where the
+    replay ends."""
     values = {'kp': 30000.0, 'armature': 0.0, 'timestep': 0.02, 'integrator': 'RK4', 'kv': 30.0, 'forcerange': 5.0}
     qpos, warned = ch4.replay_qpos(held_out(), PUBLISHED_FIT, values)
+    n = ch4.replay_end(qpos, warned)
+    assert warned and 1 <= n < held_out().nframe
+    assert n == 1 or not np.array_equal(qpos[n - 1], qpos[n - 2])   # its last frame moved
+    assert all(np.array_equal(row, qpos[n - 1]) for row in qpos[n:])   # stopped: the rest repeats it
     poses = ch4.replay_poses(held_out(), PUBLISHED_FIT, values)
-    assert warned and len(poses['time']) == held_out().nframe
-    assert all(np.all(np.isfinite(a)) for a in poses.values())
+    assert len(poses['time']) == n and all(np.all(np.isfinite(a)) for a in poses.values())
     assert 'WARNING' not in capfd.readouterr().err
+    w = sysid_widget()
+    [(content, buffers)] = sent(w, {'kind': 'arm3d-poses', 'id': 1, 'values': values})
+    assert content['frames'] == n and len(buffers) == 5
+    assert content['note'] == w.spec.say('arm3d_stopped', t=(n - 1) / held_out().fps)
+    assert ch4.replay_part(ch4.panel_draws(held_out(), PUBLISHED_FIT, values), ch4.PANEL_JOINTS)['diverged']
+
+
+def test_replay_end_cuts_a_stopped_or_non_finite_run_and_keeps_a_whole_one():
+    """Frames played: all of a run that was not stopped (frames repeating by chance or not); a stopped run up to the
+    last frame that moved; a run with non-finite angles before the first such frame."""
+    q = np.arange(12.0).reshape(6, 2)
+    assert ch4.replay_end(q, False) == 6
+    stopped = q.copy()
+    stopped[3:] = stopped[2]
+    assert ch4.replay_end(stopped, True) == 3 and ch4.replay_end(stopped, False) == 6
+    broken = q.copy()
+    broken[4, 1] = np.nan
+    assert ch4.replay_end(broken, False) == 4 and ch4.replay_end(broken, True) == 4
+    assert ch4.replay_end(np.repeat(q[:1], 6, axis=0), True) == 1
+
+
+def test_a_chaotic_setting_gives_the_3d_view_no_replay(real):
+    """Where the overlay draws no replay (a chaotic setting: its nudged starts part by degrees, the verdict alone),
+    the 3D view gets none to play either, but a note saying why; at the next setting it plays again."""
+    from physai.engine import arm_replay
+    from physai.experiments import servo_sysid
+    held = servo_sysid.split(real)[1][0]
+    w = ch4.sysid_widget(held, arm_replay.MENAGERIE)
+    values = {**w.spec.defaults, 'kp': 30000.0, 'armature': 0.0, 'timestep': 0.02, 'integrator': 'Euler'}
+    assert complete(w, values)['frame']['replay']['chaotic']
+    [(content, buffers)] = sent(w, {'kind': 'arm3d-poses', 'id': 1, 'values': values})
+    assert content == {'kind': 'arm3d-poses', 'id': 1, 'frames': 0, 'nbody': 9,
+                       'note': 'chaotic: no single replay to play, as the plot draws none'}
+    assert not buffers
+    [(content, buffers)] = sent(w, {'kind': 'arm3d-poses', 'id': 2, 'values': w.spec.defaults})
+    assert content['frames'] == held.nframe and content['note'] == '' and len(buffers) == 5
 
 
 def test_the_sysid_3d_view_comes_from_the_kernel():
@@ -128,7 +169,7 @@ def test_the_sysid_3d_view_comes_from_the_kernel():
     values = OFF_GRID['sysid']
     [(content, buffers)] = sent(w, {'kind': 'arm3d-poses', 'id': 4, 'values': values})
     expected = ch4.replay_poses(held_out(), PUBLISHED_FIT, values)
-    assert content == {'kind': 'arm3d-poses', 'id': 4, 'frames': held_out().nframe, 'nbody': 9}
+    assert content == {'kind': 'arm3d-poses', 'id': 4, 'frames': held_out().nframe, 'nbody': 9, 'note': ''}
     for buffer, name in zip(buffers, ('time', 'xpos', 'xquat', 'ghost_xpos', 'ghost_xquat'), strict=True):
         np.testing.assert_array_equal(np.frombuffer(buffer, dtype=np.float64), expected[name].ravel())
     [(content, _)] = sent(w, {'kind': 'arm3d-poses', 'id': 5, 'values': {**values, 'kv': 100.0}})
@@ -207,6 +248,165 @@ def test_the_cells_stored_text_is_stable():
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# What the retired matplotlib panels (sysid_panel, gripper_panel, settings_panel) were tested for, on the widgets
+
+
+def complete(w, values, generation=1) -> dict:
+    """The widget's complete reply to ``values`` (an error reply fails the test, naming the values)."""
+    w.request = {'generation': generation, 'values': values}
+    reply = wait_reply(w, generation, timeout=120.0)
+    assert 'error' not in reply, (values, reply.get('error'))
+    return reply
+
+
+def test_sysid_widget_survives_extreme_controls(synthetic_episode, soft):
+    """Every control at its ends (alone, from the start) replays without an error and the words are one of the four
+    verdicts or the chaotic one; the start is the spec's defaults (the servo's own kp)."""
+    w = ch4.sysid_widget(synthetic_episode(30), soft)
+    start = w.spec.defaults
+    assert start['kp'] == soft.kp and start == ch4.sysid_spec(synthetic_episode(30), soft).defaults
+    changes = (dict(kp=30000.0), dict(kp=1.0), dict(armature=0.0), dict(timestep=0.02), dict(integrator='Euler'),
+               dict(kv=0.001), dict(forcerange=0.2), dict(timestep=0.0005))
+    for generation, change in enumerate(changes, 1):
+        part = complete(w, {**start, **change}, generation)['frame']['replay']
+        words = (w.spec.say('chaotic', mae=part['mae']) if part.get('chaotic') else part['status'])
+        assert words.startswith(('stable', 'chatters', 'far off', 'diverged', 'chaotic')), (change, words)
+
+
+def test_sysid_widget_calls_a_rattling_replay_bad(real):
+    """At kp 30000, armature 0, 20 ms and Euler the matplotlib panel once said 'stable' while the joints chattered
+    ±20°. The replay from the recorded start chatters; its nudged starts part by degrees, so the widget stores no
+    single replay and says so (chaotic, drawn as a bad run), never 'stable'."""
+    from physai.engine import arm_replay
+    from physai.experiments import servo_sysid
+    held = servo_sysid.split(real)[1][0]
+    w = ch4.sysid_widget(held, arm_replay.MENAGERIE)
+    values = {**w.spec.defaults, 'kp': 30000.0, 'armature': 0.0, 'timestep': 0.02, 'integrator': 'Euler'}
+    assert ch4.replay_status(ch4.panel_replay(held, arm_replay.MENAGERIE, values)).startswith('chatters')
+    part = complete(w, values)['frame']['replay']
+    assert part == {'chaotic': True, 'mae': part['mae'], 'diverged': False}
+    assert w.spec.say('chaotic', mae=part['mae']).startswith('chaotic: no single replay')
+
+
+def test_sysid_widget_calls_a_replay_far_off_the_recording_so(real):
+    """The held-out episode at kp 1, the rest as fitted: a smooth, bounded replay 11° off, six times the teleport's
+    error. The matplotlib panel once wrote 'stable' over it in plain black; the widget's reply says far off and marks
+    it (farOff: the page module draws it as a bad run), while the fitted kp is stable and not marked."""
+    from physai.engine import arm_replay
+    from physai.experiments import servo_sysid
+    held = servo_sysid.split(real)[1][0]
+    fitted = arm_replay.ArmServo(kp=8.31, kv=0.713, forcerange=1.29, damping=0.181, frictionloss=0.178,
+                                 armature=0.0375)
+    w = ch4.sysid_widget(held, fitted)
+    start = complete(w, w.spec.defaults, 1)['frame']['replay']
+    assert start['status'].startswith('stable') and not (start['farOff'] or start['chatters'] or start['diverged'])
+    soft = complete(w, {**w.spec.defaults, 'kp': 1.0}, 2)['frame']['replay']
+    assert soft['status'].startswith('far off') and soft['farOff']
+    rep = ch4.panel_replay(held, fitted, {**w.spec.defaults, 'kp': 1.0})
+    assert soft['status'] == ch4.replay_status(rep) and 10 < rep.mae_deg < 15
+
+
+def test_sysid_widget_refuses_a_wrong_servo_or_episode_by_name():
+    """Each once ended in an AttributeError when the matplotlib panel first drew; the widget refuses them before it
+    is made."""
+    import dataclasses
+    from physai.engine import arm_replay
+    episode = arm_replay.synthetic_dataset(nepisode=1, seconds=1.0)[0]
+    with pytest.raises(TypeError, match="base must be a physai.engine.arm_replay.ArmServo .*got 'x'"):
+        ch4.sysid_widget(episode, 'x')
+    with pytest.raises(TypeError, match="episode must be a physai.engine.datasets.Episode .*got 'x'"):
+        ch4.sysid_widget('x', arm_replay.MENAGERIE)
+    with pytest.raises(ValueError, match="joints must be two of"):
+        ch4.sysid_widget(episode, arm_replay.MENAGERIE, joints=('gripper', 'elbow_flex'))
+    with pytest.raises(ValueError, match="joints must hold each item once"):
+        ch4.sysid_widget(episode, arm_replay.MENAGERIE, joints=('elbow_flex', 'elbow_flex'))
+    one = dataclasses.replace(episode, action=episode.action[:1], state=episode.state[:1],
+                              timestamp=episode.timestamp[:1])
+    with pytest.raises(ValueError, match='episode must hold at least 2 frames'):
+        ch4.sysid_widget(one, arm_replay.MENAGERIE)
+
+
+@pytest.fixture(scope='module')
+def gripper():
+    return ch5.gripper_widget()
+
+
+GENERATIONS = itertools.count(1)
+"""Request numbers for the module's one gripper widget (each request a new one, as the front end numbers them)."""
+
+
+@pytest.mark.parametrize('change, verdict', [
+    ({}, 'held'),
+    ({'torque_limit': 2.94}, 'crushed'),
+    ({'mu': 0.01}, 'slips'),
+    ({'condim': 1}, 'slips'),
+    ({'command': 'just inside the cube', 'torque_limit': 2.94, 'kp': 20000.0}, 'jitters'),
+])
+def test_gripper_widget_verdict_is_the_grasp_tables_on_the_same_run(gripper, change, verdict):
+    """The chapter's four suggestions and its start: the widget starts at the spec's defaults, and its words are the
+    verdict of chapter 5's table, computed from the run it draws."""
+    from physai.experiments import gripper as grasp
+    assert gripper.spec.defaults == ch5.gripper_spec().defaults
+    values = {**gripper.spec.defaults, **change}
+    part = complete(gripper, values, next(GENERATIONS))['frame']['grasp']
+    run, result = ch5.panel_run(values)
+    assert part['verdict'] == result['verdict'] == verdict == grasp.verdict(run)['verdict']
+    assert part['gripWords'] == ch5.status(result) and part['gripWords'].startswith(verdict)
+
+
+def test_gripper_widget_survives_the_ends_of_every_control(gripper):
+    """Every control at either end of its range, one at a time: the widget replies with the grasp physai runs there,
+    its verdict and words."""
+    for control in gripper.spec.controls:
+        ends = control.options if hasattr(control, 'options') else (control.min * control.scale,
+                                                                    control.max * control.scale)
+        for value in ends:
+            values = {**gripper.spec.defaults, control.name: value}
+            part = complete(gripper, values, next(GENERATIONS))['frame']['grasp']
+            _, result = ch5.panel_run(values)
+            assert (part['verdict'], part['gripWords']) == (result['verdict'], ch5.status(result)), (control.name,
+                                                                                                     value)
+
+
+def test_settings_widget_survives_extreme_controls(synthetic_episode):
+    """Every control of chapter 6's widget at its ends replays the step and the segment without an error, the
+    readouts' six lines written; the backlash too (the kernel's alone)."""
+    from physai.engine.arm_replay import ArmServo
+    spring_ = JointModel.uniform(ArmServo(kp=8.9, kv=0.2, forcerange=3.0, damping=0.2, frictionloss=0.15,
+                                          armature=0.03))
+    w = sfp.settings_widget(spring_, synthetic_episode(200), 0.5)
+    changes = (dict(p_register=64.0), dict(p_register=1.0), dict(supply_voltage=12.6), dict(supply_voltage=5.0),
+               dict(torque_limit=100.0), dict(goal_speed=50.0), dict(goal_speed=4000.0), dict(backlash_deg=3.0),
+               dict(timestep=0.02), dict(integrator='Euler'), dict(timestep=0.0005))
+    segment = sfp.segment_of(synthetic_episode(200))
+    for generation, change in enumerate(changes, 1):
+        values = {**w.spec.defaults, **change}
+        part = complete(w, values, generation)['frame']['runs']
+        step, seg = sfp.settings_runs(spring_, segment, values)
+        assert part['lines'] == sfp.readout_lines(sfp.readouts(spring_, sfp.settings_of(values), 0.5, step, seg,
+                                                               segment.fps)), change
+
+
+def test_settings_widget_refuses_bad_input_by_name(synthetic_episode):
+    from physai.engine.arm_replay import ArmServo
+    spring_ = JointModel.uniform(ArmServo(kp=8.9, kv=0.2, forcerange=3.0, damping=0.2, frictionloss=0.15,
+                                          armature=0.03))
+    with pytest.raises(ValueError, match='load'):
+        sfp.settings_widget(spring_, synthetic_episode(200), -1.0)
+    with pytest.raises(TypeError, match='spring must be'):
+        sfp.settings_widget('spring', synthetic_episode(200), 0.5)
+    with pytest.raises(TypeError, match='episode must be'):
+        sfp.settings_widget(spring_, 'episode', 0.5)
+    with pytest.raises(ValueError, match='seconds must be at most'):
+        sfp.settings_widget(spring_, synthetic_episode(30), 0.5)
+    import dataclasses
+    ep = synthetic_episode(200)
+    no_arm = dataclasses.replace(ep, joints=('a', 'b', 'c', 'd', 'e', 'f'))
+    with pytest.raises(ValueError, match='episode must hold the arm joints'):
+        sfp.settings_widget(spring_, no_arm, 0.5)
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # In JupyterLab, in a browser
 
 
@@ -277,12 +477,42 @@ def open_replay_view(page, values: dict) -> None:
     np.testing.assert_array_equal(last, expected['xpos'][-1].ravel())
 
 
+CHAOTIC = {'kp': 30000.0, 'armature': 0.0, 'timestep': 0.02}
+"""Chapter 4's moves after MOVES to a chaotic setting (with MOVES' Euler, kv 2 and forcerange 1: the nudged replays
+part by degrees on the held-out episode, and the overlay draws no replay)."""
+
+
+def chaotic_then_back(page, values: dict) -> None:
+    """With chapter 4's 3D view open, move to :data:`CHAOTIC`: the view plays nothing (its stage hidden) and says why,
+    as the overlay draws no replay; back to ``values`` it plays that replay again."""
+    arm, root = 'window.physaiPanels.sysid.arm3d', '#physai-panel-sysid'
+    shown = f"() => {arm}.shown === {arm}.record && {arm}.shown.generation === window.physaiPanels.sysid.generation"
+    for name, value in CHAOTIC.items():
+        drawn = int(page.get_attribute(root, 'data-drawn'))
+        move(page, 'sysid', name, value)
+        settled(page, 'sysid', drawn)
+    at = page.evaluate('() => window.physaiPanels.sysid.values')
+    assert ch4.replay_part(ch4.panel_draws(held_out(), PUBLISHED_FIT, at), ch4.PANEL_JOINTS).get('chaotic'), at
+    page.wait_for_function(shown, timeout=60000)
+    why, hidden = page.evaluate(f"() => [{arm}.why.textContent, {arm}.stage.style.visibility]")
+    assert (why, hidden) == ('chaotic: no single replay to play, as the plot draws none', 'hidden')
+    for name in CHAOTIC:
+        drawn = int(page.get_attribute(root, 'data-drawn'))
+        move(page, 'sysid', name, values[name])
+        settled(page, 'sysid', drawn)
+    page.wait_for_function(shown, timeout=60000)
+    why, hidden, nframe = page.evaluate(f"() => [{arm}.why.textContent, {arm}.stage.style.visibility, "
+                                        f"{arm}.view._clip.time.length]")
+    assert (why, hidden, nframe) == ('', '', held_out().nframe)
+
+
 @pytest.mark.slow
 def test_widgets_in_jupyterlab_redraw_at_every_control(jupyter_lab, arm3d):
     """In a local JupyterLab one cell draws chapters 4, 5 and 6's page panels from the kernel's runs; moving each
     control redraws the plot with the kernel's run at the new values and the verdict changes, and the last verdict is
     the page panel's for that setting, computed in Python as its first view is. Chapter 4's 3D view then opens on the
-    panel's last replay and its recording, their poses sent by the kernel."""
+    panel's last replay and its recording, their poses sent by the kernel; at a chaotic setting it plays nothing and
+    says why, as the overlay draws no replay, and plays again when the setting is back."""
     from jupyter import notebook, run_notebook
     (jupyter_lab.root / 'arm_widgets.ipynb').write_text(json.dumps(notebook([CELL])))
     t0 = time.perf_counter()
@@ -314,6 +544,8 @@ def test_widgets_in_jupyterlab_redraw_at_every_control(jupyter_lab, arm3d):
             if key == 'sysid':
                 open_replay_view(page, values)
                 timings['sysid 3D'] = time.perf_counter() - t0
+                chaotic_then_back(page, values)
+                timings['sysid 3D chaotic and back'] = time.perf_counter() - t0
         assert not errors, errors
     finally:
         page.close()

@@ -1,26 +1,24 @@
 """Chapter 5's live panel: the SO-101's gripper closing on a cube, its squeeze and the cube's slide.
 
-The panel is described once, :func:`gripper_spec` (controls, plots, words), and rendered in the kernel by
-:func:`gripper_panel` (ipywidgets and matplotlib). Every change reruns one grasp (:func:`panel_run`:
+The panel is described once, :func:`gripper_spec` (controls, plots, words), and drawn everywhere by the page's
+``book/_static/panels/gripper_panels.js``: on the book's page as :func:`gripper_twin` (its first view precomputed) and
+:func:`physai.interface.web_arm.gripper_live` (MuJoCo in the reader's browser, ``gripper_runs.js``), and in Jupyter and
+Colab as :func:`gripper_widget` (the kernel's Python MuJoCo). Every change reruns one grasp (:func:`panel_run`:
 :func:`physai.engine.gripper.grip`, the cube's weight on after :data:`physai.engine.gripper.CLOSE` s) and redraws the
 moving jaw's force and the cube's slide along the jaws, with the verdict of chapter 5's grasp table
-(:func:`physai.experiments.gripper.verdict`). On the book's page the same panel is :func:`gripper_twin` (its first
-view precomputed) and :func:`physai.interface.web_arm.gripper_live` (MuJoCo in the reader's browser,
-``book/_static/panels/gripper_panels.js`` and ``gripper_runs.js``).
+(:func:`physai.experiments.gripper.verdict`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import numpy as np
 
 from physai.engine import gripper, so101
 from physai.experiments import gripper as grasp
-from physai.interface import live, plots, web
+from physai.interface import plots, web
 from physai.interface.panel import Choice, Entry, LogSlider, PanelSpec, Plot, Slider, common_controls
-from physai.interface.where_pd_runs_panels import add_bitmap_text
 from physai.laws import grip
 
 HOLD = 1.0
@@ -90,54 +88,10 @@ def panel_run(values: dict) -> tuple[gripper.GripRun, dict]:
 
 
 def status(result: dict) -> str:
-    """The words :func:`gripper_panel` writes on a grasp (:data:`WORDS`)."""
+    """The words the panel writes on a grasp (:data:`WORDS`)."""
     return WORDS[result['verdict']].format(squeeze=result['squeeze_n'], margin=result['margin'],
                                            slide=result['slide_mm'], depth=result['penetration_mm'],
                                            jitter=result['jitter_n'])
-
-
-def gripper_panel():
-    """Chapter 5's live panel in the kernel: :func:`gripper_spec` rendered with ipywidgets and matplotlib.
-
-    Every change reruns the grasp (:func:`panel_run`) and redraws the moving jaw's normal force (``mj_contactForce``)
-    beside the law |τ|/lever, the cube's slide along the jaws, and the verdict.
-    """
-    spec = gripper_spec()
-
-    @functools.lru_cache(maxsize=16)
-    def run(setting: tuple):
-        return panel_run(dict(setting))
-
-    def compute(values):
-        grasp_run, result = run(tuple(sorted(values.items())))
-        return {'run': grasp_run, 'result': result}
-
-    def setup(fig):
-        force, slide = spec.plots
-        ax1, ax2 = fig.subplots(1, 2)
-        fig.subplots_adjust(left=0.07, right=0.98, bottom=0.16, top=0.88, wspace=0.25)
-        jaw = ax1.plot([], [], color=plots.PALETTE['blue'], lw=1.4, animated=True)[0]
-        law = ax1.plot([], [], color=plots.PALETTE['orange'], lw=1.2, ls='--', animated=True)[0]
-        plots.apply_plot(ax1, force)
-        plots.legend(ax1, force)
-        cube = ax2.plot([], [], color=plots.PALETTE['green'], lw=1.4, animated=True)[0]
-        ax2.axhline(1e3 * grasp.SLIP_DISTANCE, color='#999999', lw=0.8, ls=':')
-        plots.apply_plot(ax2, slide)
-        words = add_bitmap_text(ax2, 0.98, 0.96, transform=ax2.transAxes, ha='right', va='top', fontsize=10)
-        return {'jaw': jaw, 'law': law, 'cube': cube, 'words': words}
-
-    def draw(state, results, values):
-        grasp_run, result = results['run'], results['result']
-        t = grasp_run.time
-        state['jaw'].set_data(t, np.clip(grasp_run.jaw_force, 0.0, FORCE_TOP))
-        law = np.where(np.isfinite(grasp_run.lever), np.abs(grasp_run.torque) / grasp_run.lever, np.nan)
-        state['law'].set_data(t, np.clip(law, 0.0, FORCE_TOP))
-        state['cube'].set_data(t, np.clip(1e3 * grasp_run.slide, -1.0, SLIDE_TOP_MM))
-        words = status(result)
-        state['words'].set_text(words)
-        state['words'].set_color('#222222' if result['verdict'] == 'held' else plots.COLORS['diverged'])
-
-    return live.Panel(spec.controls, compute=compute, setup=setup, draw=draw, figsize=(11.0, 3.6), dpi=80)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -194,8 +148,8 @@ def gripper_twin(*, limits=TWIN_LIMITS, masses=TWIN_MASSES):
         {**at, 'torque_limit': torque_limit, 'mass': mass}))}
     return web.first_view(spec, 'gripper_panels.js', grid={'torque_limit': limits, 'mass': masses}, parts=parts,
                           constants=gripper_constants(),
-                          fallback='This panel draws on the book\'s page; in Jupyter or Colab use the live panel '
-                                   'above.')
+                          fallback='This panel draws on the book\'s page; in Jupyter or Colab the cell above shows '
+                                   'the same panel, its runs made by the kernel\'s Python MuJoCo.')
 
 
 WIDGET_WORDS = {'pending': 'running MuJoCo…'}

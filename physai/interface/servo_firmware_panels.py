@@ -1,32 +1,31 @@
 """Chapter 6's settings panel: the STS3215's registers set on the fitted arm, a step and a teleoperation segment.
 
-The panel is described once, :func:`settings_spec` (controls, plots, words), and rendered in the kernel by
-:func:`settings_panel`. The controls are the owner's settings (P register, supply voltage, torque limit, Goal_Speed,
-backlash) plus the replay's timestep and integrator; each becomes a :class:`physai.engine.firmware.FirmwareModel` on
-the chapter's fitted spring (:func:`settings_model`) and replays two things on ``mj_step``
-(:func:`physai.engine.firmware.replay`): a step of the shoulder lift from a held pose, and a segment of the
-held-out teleoperation episode at its 30 Hz. The readouts (:func:`readouts`) are computed from those two runs and the
-settings alone: kp, the sag under the arm's heaviest load, the dead band, the time to 90 % of the step, and the
-verdict on the segment: whether it chatters at the policy's rate, and by what margin it does not.
+The panel is described once, :func:`settings_spec` (controls, plots, words), and drawn everywhere by the page's
+``book/_static/panels/servo_firmware_panels.js``: in Jupyter and Colab as :func:`settings_widget` (the kernel's Python
+MuJoCo), on the book's page by :mod:`physai.interface.web_firmware`. The controls are the owner's settings (P
+register, supply voltage, torque limit, Goal_Speed, backlash) plus the replay's timestep and integrator; each becomes a
+:class:`physai.engine.firmware.FirmwareModel` on the chapter's fitted spring (:func:`settings_model`) and replays two
+things on ``mj_step`` (:func:`physai.engine.firmware.replay`): a step of the shoulder lift from a held pose, and a
+segment of the held-out teleoperation episode at its 30 Hz. The readouts (:func:`readouts`) are computed from those
+two runs and the settings alone: kp, the sag under the arm's heaviest load, the dead band, the time to 90 % of the
+step, and the verdict on the segment: whether it chatters at the policy's rate, and by what margin it does not.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 
 import numpy as np
 
 from physai.engine import firmware
-from physai.engine.arm_replay import CHATTER_DEG, Replay, ReplayConfig, arm_columns
+from physai.engine.arm_replay import CHATTER_DEG, Replay, ReplayConfig
 from physai.engine.datasets import Episode
 from physai.engine.servo_models import JointModel
 from physai.engine.so101 import ARM_JOINTS
 from physai.experiments import servo_firmware
-from physai.interface import live, plots
+from physai.interface import plots
 from physai.interface.panel import Choice, Entry, PanelSpec, Plot, Slider
-from physai.interface.where_pd_runs_panels import add_bitmap_text
 from physai.laws import checks, sts3215
 
 STEP_JOINT = 'shoulder_lift'
@@ -213,78 +212,6 @@ def settings_spec(segment: Episode, *, settings: sts3215.Settings = sts3215.Sett
                      note=note)
 
 
-def settings_panel(spring: JointModel, episode: Episode, load: float, *,
-                   settings: sts3215.Settings = sts3215.Settings()):
-    """Chapter 6's live panel in the kernel: :func:`settings_spec` rendered with ipywidgets and matplotlib.
-
-    Every change replays the step and a :data:`SEGMENT_S` s segment of ``episode`` (:func:`segment_of`) with
-    ``spring`` under the settings (:func:`settings_runs`), and writes the readouts (:func:`readouts`).
-
-    Args:
-      spring: the fitted per-joint servo (chapter 4's spring, no delay, no offsets).
-      episode: the held-out recording the segment is cut from.
-      load: N·m, the arm's heaviest gravity load (``servo_firmware.heaviest_load``), for the sag.
-      settings: where the controls start (LeRobot's follower by default).
-
-    Raises:
-      TypeError: ``spring``, ``episode`` or ``settings`` of the wrong type.
-      ValueError: ``load`` not a number >= 0, or an episode shorter than the segment or without the arm joints.
-    """
-    if not isinstance(spring, JointModel):
-        raise TypeError(f'spring must be a physai.engine.servo_models.JointModel, got {type(spring).__name__}')
-    load = checks.nonnegative('load', load, 'N*m')
-    if isinstance(episode, Episode) and any(j not in episode.joints for j in ARM_JOINTS):
-        raise ValueError(f'episode must hold the arm joints {", ".join(ARM_JOINTS)}, got {", ".join(episode.joints)}')
-    segment = segment_of(episode)
-    spec = settings_spec(segment, settings=settings)
-    j = ARM_JOINTS.index(STEP_JOINT)
-    step_ep = step_episode(segment)
-    t_step = np.arange(STEP_FRAMES) / segment.fps
-    t_seg = np.arange(segment.nframe) / segment.fps
-    command = step_ep.action[:, arm_columns(step_ep.joints)][:, j]
-    real = segment.state[:, arm_columns(segment.joints)][:, j]
-
-    @functools.lru_cache(maxsize=16)
-    def run(setting: tuple):
-        values = dict(setting)
-        step, seg = settings_runs(spring, segment, values)
-        return step, seg, readouts(spring, settings_of(values), load, step, seg, segment.fps)
-
-    def compute(values):
-        step, seg, r = run(tuple(sorted(values.items())))
-        return {'step': step, 'segment': seg, 'readouts': r}
-
-    def setup(fig):
-        step_plot, seg_plot = spec.plots
-        grid = fig.add_gridspec(1, 3, width_ratios=[step_plot.width, seg_plot.width, 300], wspace=0.3, left=0.05,
-                                right=0.99, bottom=0.16, top=0.9)
-        ax1, ax2, ax3 = (fig.add_subplot(grid[0, i]) for i in range(3))
-        ax1.step(t_step, command, where='post', color=plots.COLORS['real'], lw=1.5, ls='--')
-        step_line = ax1.plot(t_step, command, color=plots.PALETTE['blue'], lw=1.6, animated=True)[0]
-        plots.apply_plot(ax1, step_plot, title=False)
-        ax1.set_title(step_plot.title, loc='left', fontsize=10)
-        plots.legend(ax1, step_plot)
-        ax2.plot(t_seg, real, color=plots.COLORS['real'], lw=2.4, alpha=0.7)
-        seg_line = ax2.plot(t_seg, real, color=plots.PALETTE['green'], lw=1.3, animated=True)[0]
-        plots.apply_plot(ax2, seg_plot, title=False)
-        ax2.set_title(seg_plot.title, loc='left', fontsize=10)
-        plots.legend(ax2, seg_plot)
-        ax3.set_axis_off()
-        texts = [add_bitmap_text(ax3, 0.0, 0.95 - 0.15 * k, transform=ax3.transAxes, ha='left', va='top',
-                                 fontsize=10) for k in range(6)]
-        return {'step': step_line, 'segment': seg_line, 'texts': texts}
-
-    def draw(state, results, values):
-        state['step'].set_data(results['step'].t, results['step'].sim_deg[:, j])
-        state['segment'].set_data(results['segment'].t, results['segment'].sim_deg[:, j])
-        r = results['readouts']
-        for text, line in zip(state['texts'], readout_lines(r)):
-            text.set_text(line)
-        state['texts'][-2].set_color('#222222' if r['verdict'] in ('quiet', 'still') else plots.COLORS['diverged'])
-
-    return live.Panel(spec.controls, compute=compute, setup=setup, draw=draw, figsize=(14.0, 3.6), dpi=80)
-
-
 def settings_widget(spring: JointModel, episode: Episode, load: float, *,
                     settings: sts3215.Settings = sts3215.Settings()):
     """Chapter 6's panel as a Jupyter widget (:class:`physai.interface.widget.PanelWidget`): the page's
@@ -292,10 +219,17 @@ def settings_widget(spring: JointModel, episode: Episode, load: float, *,
     as the page's first view stores them (:func:`physai.interface.web_firmware.runs_part`). It has every control of
     :func:`settings_spec`, the backlash too (the kernel runs the play's second hinge, which the page cannot). The two
     runs (0.1 to 0.5 s: ``benchmarks/bench_widget_arm.py``) come in the widget's second reply; the first says they are
-    running. Arguments as :func:`settings_panel`.
+    running.
+
+    Args:
+      spring: the fitted per-joint servo (chapter 4's spring, no delay, no offsets).
+      episode: the held-out recording the segment is cut from (:func:`segment_of`).
+      load: N·m, the arm's heaviest gravity load (``servo_firmware.heaviest_load``), for the sag.
+      settings: where the controls start (LeRobot's follower by default).
 
     Raises:
-      TypeError, ValueError: as :func:`settings_panel`.
+      TypeError: ``spring``, ``episode`` or ``settings`` of the wrong type.
+      ValueError: ``load`` not a number >= 0, or an episode shorter than the segment or without the arm joints.
     """
     from physai.interface import web_firmware, widget
     if not isinstance(spring, JointModel):
@@ -303,6 +237,8 @@ def settings_widget(spring: JointModel, episode: Episode, load: float, *,
     load = checks.nonnegative('load', load, 'N*m')
     if not isinstance(episode, Episode):
         raise TypeError(f'episode must be a physai.engine.datasets.Episode, got {type(episode).__name__}')
+    if any(j not in episode.joints for j in ARM_JOINTS):
+        raise ValueError(f'episode must hold the arm joints {", ".join(ARM_JOINTS)}, got {", ".join(episode.joints)}')
     segment = segment_of(episode)
     spec = settings_spec(segment, settings=settings)
     spec = dataclasses.replace(spec, words={**spec.words, **web_firmware.PAGE_WORDS})

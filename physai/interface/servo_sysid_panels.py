@@ -1,25 +1,23 @@
 """Chapter 4's live panel: an SO-101 episode replayed open loop under a servo you set.
 
-The panel is described once, :func:`sysid_spec` (controls, plots, words), and rendered twice: :func:`sysid_panel` in
-the kernel, :func:`sysid_twin` with :func:`physai.interface.web_arm.sysid_live` on the published page
-(``book/_static/panels/servo_sysid_panels.js``: the first view precomputed here over kp, then MuJoCo in the reader's
-browser). It replays one recorded episode (:func:`physai.engine.arm_replay.replay`) with the servo's kp, kv, forcerange,
-armature, timestep and integrator on the controls, and draws the simulated joints against the recording, the error
-per joint, the sag in held poses and whether the replay stayed stable, chatters or diverged.
+The panel is described once, :func:`sysid_spec` (controls, plots, words), and drawn everywhere by the page's
+``book/_static/panels/servo_sysid_panels.js``: on the published page as :func:`sysid_twin` with
+:func:`physai.interface.web_arm.sysid_live` (the first view precomputed here over kp, then MuJoCo in the reader's
+browser), and in Jupyter and Colab as :func:`sysid_widget` (every setting replayed by the kernel's Python MuJoCo). It
+replays one recorded episode (:func:`physai.engine.arm_replay.replay`) with the servo's kp, kv, forcerange, armature,
+timestep and integrator on the controls, and draws the simulated joints against the recording, the error per joint,
+the sag in held poses and whether the replay stayed stable, chatters or diverged.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Sequence
 
 import numpy as np
-from matplotlib.collections import PolyCollection
 
-from physai.interface import live, plots, web
+from physai.interface import plots, web
 from physai.interface.panel import Entry, LogSlider, PanelSpec, Plot, Slider, common_controls
-from physai.interface.where_pd_runs_panels import add_bitmap_text
 from physai.engine import mj
 from physai.engine.datasets import Episode
 from physai.engine.arm_replay import (CHATTER_DEG, ArmServo, Replay, ReplayConfig, arm_columns, arm_model, replay,
@@ -93,7 +91,7 @@ def replay_far_off(rep: Replay) -> bool:
 
 
 def replay_status(rep: Replay) -> str:
-    """The words :func:`sysid_panel` writes on a replay (:data:`STATUS_WORDS`), the first that applies:
+    """The words the panel writes on a replay (:data:`STATUS_WORDS`), the first that applies:
     ``diverged``; ``chatters (N° per frame) · MAE x°`` when it stays bounded but rattles frame to frame;
     ``far off · MAE x°, r× the teleport's`` when it is smooth but more than :data:`FAR_OFF_RATIO` times as far from the
     recording as the teleport (:func:`replay_far_off`); else ``stable · MAE x°``. Only the last is drawn as a good
@@ -107,11 +105,6 @@ def replay_status(rep: Replay) -> str:
     return STATUS_WORDS['stable'].format(mae=rep.mae_deg)
 
 
-def _check_servo(base: ArmServo) -> None:
-    if not isinstance(base, ArmServo):
-        raise TypeError(f'base must be a physai.engine.arm_replay.ArmServo, got {type(base).__name__}')
-
-
 def sysid_spec(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PANEL_JOINTS, timestep: float = 0.005,
                integrator: str = 'implicitfast') -> PanelSpec:
     """Chapter 4's panel, described once: the common four, kv and forcerange starting at ``base`` (clipped to the
@@ -123,12 +116,24 @@ def sysid_spec(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PANE
       base: the servo the controls start from (damping and friction loss stay at base's).
       joints: the two arm joints the overlay shows.
       timestep, integrator: the replay's start values.
+
+    Raises:
+      TypeError: ``episode`` not an :class:`Episode` or ``base`` not an :class:`ArmServo`.
+      ValueError: an episode of fewer than 2 frames or without the five arm joints, or ``joints`` not two arm joints
+        named once each.
     """
     if not isinstance(episode, Episode):
-        raise TypeError(f'episode must be a physai.engine.datasets.Episode, got {type(episode).__name__}')
-    _check_servo(base)
+        raise TypeError(f'episode must be a physai.engine.datasets.Episode (a recording, e.g. load_lerobot(...)[0]), '
+                        f'got {episode!r:.80}')
+    if not isinstance(base, ArmServo):
+        raise TypeError(f'base must be a physai.engine.arm_replay.ArmServo (e.g. arm_replay.MENAGERIE), '
+                        f'got {base!r:.80}')
+    if episode.nframe < 2 or any(j not in episode.joints for j in ARM_JOINTS):
+        raise ValueError(f'episode must hold at least 2 frames of the arm joints {", ".join(ARM_JOINTS)}, got '
+                         f'{episode.nframe} frames of {", ".join(episode.joints)}')
     if isinstance(joints, str) or len(joints) != 2 or any(j not in ARM_JOINTS for j in joints):
         raise ValueError(f'joints must be two of {", ".join(ARM_JOINTS)}, got {joints!r}')
+    checks.distinct('joints', joints)
     clip = lambda lo, v, hi: min(max(v, lo), hi)  # noqa: E731
     controls = [*common_controls(kp=clip(1.0, base.kp, 30000.0), armature=min(base.armature, 0.1), timestep=timestep,
                                  integrator=integrator),
@@ -156,112 +161,6 @@ def sysid_spec(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PANE
             f'{FAR_OFF_RATIO:g} times as far from the recording as a teleport to each command is far off.')
     return PanelSpec(key='sysid', title='Replay against the recording', controls=controls,
                      plots=(overlay, errors, sags), words=words, note=note)
-
-
-def sysid_panel(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PANEL_JOINTS):
-    """Chapter 4's live panel in the kernel: :func:`sysid_spec` rendered with ipywidgets and matplotlib, ``episode``
-    replayed with ``base`` changed by the controls.
-
-    Controls: the book's common four (kp, armature, timestep, integrator) plus kv and forcerange; joint
-    damping and frictionloss stay at ``base``'s. Every change replays the episode (:func:`panel_replay`) and redraws
-    the overlay of real and simulated ``joints``, the error per joint, the sag in held poses and whether
-    the replay stayed stable, chatters (:attr:`Replay.chatters`) or diverged.
-
-    Raises:
-      TypeError: ``episode`` not an :class:`Episode` or ``base`` not an :class:`ArmServo`.
-      ValueError: an episode of fewer than 2 frames or without the five arm joints, or ``joints`` not arm joints
-        named once each.
-    """
-    if not isinstance(episode, Episode):
-        raise TypeError(f'episode must be an Episode (a recording, e.g. load_lerobot(...)[0]), got {episode!r:.80}')
-    if not isinstance(base, ArmServo):
-        raise TypeError(f'base must be an ArmServo (e.g. arm_replay.MENAGERIE), got {base!r:.80}')
-    if episode.nframe < 2 or any(j not in episode.joints for j in ARM_JOINTS):
-        raise ValueError(f'episode must hold at least 2 frames of the arm joints {", ".join(ARM_JOINTS)}, got '
-                         f'{episode.nframe} frames of {", ".join(episode.joints)}')
-    if isinstance(joints, str) or not joints or any(j not in ARM_JOINTS for j in joints):
-        raise ValueError(f'joints must be arm joints ({", ".join(ARM_JOINTS)}), got {joints!r}')
-    checks.distinct('joints', joints)
-
-    spec = sysid_spec(episode, base, joints=joints)
-    idx = [ARM_JOINTS.index(j) for j in joints]
-    real_deg = episode.state[:, arm_columns(episode.joints)]
-    t = np.arange(episode.nframe) / episode.fps
-
-    @functools.lru_cache(maxsize=16)
-    def run(setting: tuple):
-        rep = panel_replay(episode, base, dict(setting))
-        return rep, hold_sag_deg(rep)
-
-    def compute(values):
-        rep, (sag, real_sag) = run(tuple(sorted(values.items())))
-        return {'replay': rep, 'sag': sag, 'real_sag': real_sag}
-
-    def setup(fig):
-        overlay, errors, sags = spec.plots
-        grid = fig.add_gridspec(1, 3, width_ratios=[p.width for p in spec.plots], wspace=0.35, left=0.06,
-                                right=0.98, bottom=0.16, top=0.9)
-        ax1, ax2, ax3 = (fig.add_subplot(grid[0, i]) for i in range(3))
-        sim_lines = []
-        for j, c in zip(idx, SIM_COLORS):
-            ax1.plot(t, real_deg[:, j], color=plots.COLORS['real'], lw=2.4, alpha=0.7)
-            sim_lines.append(ax1.plot(t, real_deg[:, j], color=c, lw=1.3, animated=True)[0])
-        plots.apply_plot(ax1, overlay, title=False)
-        ax1.set_title(overlay.title, loc='left', fontsize=10)
-        # legends sit outside the axes, clear of every trace and bar, so they never have to move
-        plots.legend(ax1, overlay)
-        status = add_bitmap_text(ax1, 0.98, 0.96, transform=ax1.transAxes, ha='right', va='top', fontsize=10)
-        x = np.arange(len(ARM_JOINTS))
-        # each set of bars is one collection: one artist to blit per set rather than one per bar
-        error_bars = _Bars(ax2, x, 0.8, color=SIM_COLORS[0])
-        plots.apply_plot(ax2, errors)
-        real_bars = _Bars(ax3, x - 0.2, 0.4, color=plots.COLORS['real'])
-        sag_bars = _Bars(ax3, x + 0.2, 0.4, color=SAG_COLOR)
-        ax3.axhline(0, color='#333333', lw=0.8)
-        plots.apply_plot(ax3, sags)
-        plots.legend(ax3, sags)
-        return {'lines': sim_lines, 'status': status, 'errors': error_bars, 'sags': sag_bars,
-                'real_sags': real_bars}
-
-    def draw(state, results, values):
-        rep = results['replay']
-        for line, j in zip(state['lines'], idx):
-            line.set_data(rep.t, rep.sim_deg[:, j])
-        errors = rep.joint_mae_deg
-        state['errors'].set_heights(np.where(np.isfinite(errors), errors, 0.0))
-        for bars, sags in ((state['sags'], results['sag']), (state['real_sags'], results['real_sag'])):
-            bars.set_heights(np.where(np.isfinite(sags), np.clip(sags, -4, 4), 0.0))
-        status = replay_status(rep)
-        state['status'].set_text(status)
-        state['status'].set_color('#222222' if status.startswith('stable') else plots.COLORS['diverged'])
-
-    return live.Panel(spec.controls, compute=compute, setup=setup, draw=draw, figsize=(13.0, 3.6), dpi=80)
-
-
-class _Bars:
-    """Bars of a bar chart as one animated ``PolyCollection`` (what ``ax.bar`` draws, as one artist).
-
-    Args:
-      ax: the axes.
-      x: (nbar,) bar centres; width: bar width (data units); color: face colour; label: legend entry.
-    """
-
-    def __init__(self, ax, x, width: float, *, color: str, label: str | None = None):
-        self.left = np.asarray(x, dtype=float) - width / 2
-        self.width = width
-        self.collection = PolyCollection(self._verts(np.zeros(len(self.left))), facecolors=color, edgecolors='none',
-                                         label=label, animated=True)
-        ax.add_collection(self.collection, autolim=False)
-
-    def _verts(self, heights: np.ndarray) -> np.ndarray:
-        left, right = self.left, self.left + self.width
-        zero = np.zeros_like(left)
-        return np.stack([np.stack([left, zero], 1), np.stack([left, heights], 1), np.stack([right, heights], 1),
-                         np.stack([right, zero], 1)], axis=1)
-
-    def set_heights(self, heights) -> None:
-        """(nbar,) heights, data units (negative bars hang below 0)."""
-        self.collection.set_verts(self._verts(np.asarray(heights, dtype=float)))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -326,9 +225,11 @@ def slim_arm_joints() -> tuple[str, ...]:
     return tuple(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(m.njnt))
 
 
-WIDGET_WORDS = {'pending': 'running MuJoCo…'}
-"""The widget's words besides the page's: while the kernel runs a setting (kept out of :func:`sysid_spec`, whose
-words the page's stored first view carries)."""
+WIDGET_WORDS = {'pending': 'running MuJoCo…',
+                'arm3d_chaotic': 'chaotic: no single replay to play, as the plot draws none',
+                'arm3d_stopped': 'diverged: MuJoCo stopped the replay at {t:.2f} s, where the view ends'}
+"""The widget's words besides the page's: while the kernel runs a setting; the 3D view's note on a chaotic setting
+and on a replay that diverged (kept out of :func:`sysid_spec`, whose words the page's stored first view carries)."""
 
 
 def panel_draws(episode: Episode, base: ArmServo, values: dict) -> list[Replay]:
@@ -358,22 +259,34 @@ def replay_qpos(episode: Episode, base: ArmServo, values: dict) -> tuple[np.ndar
     return qpos[0], bool(warned[0])
 
 
+def replay_end(qpos: np.ndarray, warned: bool) -> int:
+    """How many frames of a replay (:func:`replay_qpos`'s ``qpos`` and ``warned``) the 3D view plays: all of them,
+    but a run whose angles stop being finite ends before the first such frame, and a run MuJoCo stopped (``warned``)
+    ends at the frame it stopped on, the last that differs from the one before it (every later frame repeats it bit
+    for bit; an arm the servos move never holds every joint still to the last bit for a whole frame)."""
+    finite = np.all(np.isfinite(qpos), axis=1)
+    n = len(qpos) if finite.all() else int(np.argmin(finite))
+    if warned and n > 1:
+        moved = np.flatnonzero(np.any(qpos[1:n] != qpos[:n - 1], axis=1))
+        n = int(moved[-1]) + 2 if len(moved) else 1
+    return max(n, 1)
+
+
 def replay_poses(episode: Episode, base: ArmServo, values: dict) -> dict[str, np.ndarray]:
     """The bodies' poses the 3D view plays for a replay, as the page's view computes them (``arm3d_view.js``:
     ``ArmView.show``, kind ``replay``): at every frame of :func:`replay_qpos`, the simulated arm (solid) and the
     recorded one (the ghost: the recording's five arm joints, ``observation.state`` in radians, with the simulated
     gripper, which the recording's arm joints do not include), each posed by MuJoCo's ``mj_kinematics`` on the
-    replayed arm (:func:`physai.engine.arm_replay.slim_arm`). A run whose angles stop being finite ends before the
-    first such frame.
+    replayed arm (:func:`physai.engine.arm_replay.slim_arm`), up to :func:`replay_end`: a run that diverged ends
+    where it did.
 
     Returns:
       ``time`` (nframe,) s; ``xpos``, ``ghost_xpos`` (nframe, nbody, 3) m; ``xquat``, ``ghost_xquat``
       (nframe, nbody, 4) MuJoCo's (w, x, y, z).
     """
     import mujoco
-    qpos, _ = replay_qpos(episode, base, values)
-    finite = np.all(np.isfinite(qpos), axis=1)
-    n = len(qpos) if finite.all() else int(np.argmin(finite))
+    qpos, warned = replay_qpos(episode, base, values)
+    n = replay_end(qpos, warned)
     sim = qpos[:n]
     real = sim.copy()
     real[:, [JOINTS.index(j) for j in ARM_JOINTS]] = np.deg2rad(episode.state[:n, arm_columns(episode.joints)])
@@ -395,9 +308,15 @@ def sysid_widget(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PA
     the page's ``servo_sysid_panels.js`` drawing the replay Python MuJoCo runs at the controls' exact values, stored
     as the first view stores one (:func:`panel_draws`, :func:`replay_part`: a chaotic setting shows its verdict
     alone). The four replays (a few hundred ms together: ``benchmarks/bench_widget_arm.py``) come in the widget's second
-    reply; the first says they are running. Its 3D view plays the replay from the recorded start against the
-    recording (:func:`replay_poses`, posed by Python MuJoCo, sent when the view asks: :func:`widget.arm3d_messages
-    <physai.interface.widget.arm3d_messages>`, as chapter 3's). Arguments as :func:`sysid_panel`.
+    reply; the first says they are running. Its 3D view plays what the overlay draws: the replay from the recorded
+    start against the recording (:func:`replay_poses`, posed by Python MuJoCo, sent when the view asks:
+    :func:`widget.arm3d_messages <physai.interface.widget.arm3d_messages>`, as chapter 3's), ending where a replay
+    that diverged was stopped, and nothing but a note where the setting is chaotic (the overlay draws no replay).
+
+    Args:
+      episode: the recording replayed (chapter 4: the held-out episode).
+      base: the servo the controls start from (damping and friction loss stay at base's).
+      joints: the two arm joints the overlay shows.
 
     Raises:
       TypeError, ValueError: as :func:`sysid_spec`.
@@ -412,8 +331,13 @@ def sysid_widget(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PA
     kept = widget.whole_part(spec, lambda values: replay_poses(episode, base, values), maxsize=4)
 
     def poses(values, _):
+        # what the plot draws at these values: no replay where it is chaotic, the replay where MuJoCo stopped it
+        part = w.later['replay'].compute(values)
+        if part.get('chaotic'):
+            return {'frames': 0, 'nbody': slim_arm().nbody, 'note': spec.say('arm3d_chaotic')}, []
         p = kept.compute(values)
-        return ({'frames': len(p['time']), 'nbody': p['xpos'].shape[1]},
+        note = spec.say('arm3d_stopped', t=float(p['time'][-1])) if part['diverged'] else ''
+        return ({'frames': len(p['time']), 'nbody': p['xpos'].shape[1], 'note': note},
                 [p['time'], p['xpos'], p['xquat'], p['ghost_xpos'], p['ghost_xquat']])
 
     widget.arm3d_messages(w, poses)
@@ -443,5 +367,5 @@ def sysid_twin(episode: Episode, base: ArmServo, *, kps: Sequence[float] = TWIN_
     parts = {'replay': web.Part(('kp',), lambda kp: replay_part(draws[kp], joints))}
     return web.first_view(spec, 'servo_sysid_panels.js', grid={'kp': kps}, parts=parts,
                           constants=sysid_constants(episode, base, joints),
-                          fallback='This panel draws on the book\'s page; in Jupyter or Colab use the live panel '
-                                   'above.')
+                          fallback='This panel draws on the book\'s page; in Jupyter or Colab the cell above shows '
+                                   'the same panel, its runs made by the kernel\'s Python MuJoCo.')

@@ -199,7 +199,7 @@ def sysid_live(episode: Episode) -> HTML:
     """Chapter 4's panel runs MuJoCo in the reader's browser: :func:`arm_xml` and ``episode``'s commands as the
     model's ctrl (rad, every joint, :func:`physai.engine.arm_replay.to_radians`) and its start. Show it in the cell after
     :func:`~physai.interface.servo_sysid_panels.sysid_twin`, with the same episode. In Jupyter it shows nothing (the
-    kernel's own panel is :func:`~physai.interface.servo_sysid_panels.sysid_panel`)."""
+    kernel's own panel is :func:`~physai.interface.servo_sysid_panels.sysid_widget`)."""
     if not isinstance(episode, Episode):
         raise TypeError(f'episode must be a physai.engine.datasets.Episode, got {type(episode).__name__}')
     u = to_radians(episode.action, episode.joints)
@@ -218,7 +218,7 @@ def gripper_live() -> HTML:
     """Chapter 5's panel runs MuJoCo in the reader's browser: :func:`gripper_xml` and what a grasp needs of it (the
     pose, the open gripper, the bodies and joints by index). Show it in the cell after
     :func:`~physai.interface.gripper_panels.gripper_twin`. In Jupyter it shows nothing (the kernel's own panel is
-    :func:`~physai.interface.gripper_panels.gripper_panel`)."""
+    :func:`~physai.interface.gripper_panels.gripper_widget`)."""
     m = gripper.build()
 
     def qpos(name):

@@ -1,7 +1,7 @@
 """Chapter 6's page panel: the STS3215's settings on the fitted arm, run by MuJoCo in the reader's browser.
 
-The kernel half is :mod:`physai.interface.servo_firmware_panels`
-(:func:`~physai.interface.servo_firmware_panels.settings_panel`); this module writes the page half, as chapters 1
+The panel's description and physics are :mod:`physai.interface.servo_firmware_panels` (in Jupyter and Colab:
+:func:`~physai.interface.servo_firmware_panels.settings_widget`); this module writes the page half, as chapters 1
 to 4 have theirs (:mod:`physai.interface.web`):
 
 - :func:`settings_twin`: the panel's first view, the step and the segment precomputed by Python MuJoCo
@@ -53,8 +53,8 @@ STORED_STEP_DEG = 0.01
 PAGE_NOTE = ('The chapter\'s fitted spring with the settings: kp from P and the supply, forcerange from the supply and '
              'the torque limit, kv keeping each joint\'s lag, Goal_Speed as a slew limit on the set point (0: none). '
              'The backlash is left out on this page: its play is a second hinge on every joint, another model than '
-             'the one the page runs; the kernel panel (Jupyter, Colab) has it. The segment replays the recorded '
-             'commands at 30 Hz, open loop.')
+             'the one the page runs; in Jupyter or Colab the same panel, run by the kernel, has it. The segment '
+             'replays the recorded commands at 30 Hz, open loop.')
 """The page panel's caption."""
 
 PAGE_WORDS = {'running': 'running MuJoCo…'}
@@ -150,15 +150,15 @@ def settings_twin(spring: JointModel, episode: Episode, load: float, *, p_regist
     return web.first_view(spec, 'servo_firmware_panels.js',
                           grid={'p_register': list(p_registers), 'goal_speed': list(goal_speeds)}, parts=parts,
                           constants=settings_constants(spring, segment, load),
-                          fallback='This panel draws on the book\'s page; in Jupyter or Colab use the live panel '
-                                   'above.')
+                          fallback='This panel draws on the book\'s page; in Jupyter or Colab the cell above shows '
+                                   'the same panel, its runs made by the kernel\'s Python MuJoCo.')
 
 
 def settings_live(episode: Episode) -> HTML:
     """Chapter 6's panel runs MuJoCo in the reader's browser: :func:`physai.interface.web_arm.arm_xml` and the two
     runs' commands (rad, every joint) and starts: the step and the segment of ``episode``, as
     :func:`settings_twin` cuts them. Shows nothing in Jupyter (the kernel's panel is
-    :func:`~physai.interface.servo_firmware_panels.settings_panel`)."""
+    :func:`~physai.interface.servo_firmware_panels.settings_widget`)."""
     if not isinstance(episode, Episode):
         raise TypeError(f'episode must be a physai.engine.datasets.Episode, got {type(episode).__name__}')
     segment = sfp.segment_of(episode)

@@ -8,7 +8,7 @@ those values, in the form the page's first view stores them (:class:`physai.inte
 sends them back (``reply``), which the chapter's ``decode`` and ``draw`` draw as they draw a stored frame.
 
 The parts that are cheap answer at once (``now``); the slow ones (``later``, each a
-:class:`physai.interface.live.Deferred`) answer from their cache when they can, else are run on a worker thread
+:class:`Deferred`) answer from their cache when they can, else are run on a worker thread
 after the first reply, in their order, each sent in a further reply as it is ready (the last one ``complete``), as
 the matplotlib panel does. A ``later`` part may share a ``now`` part's name: the ``now`` one is a cheap first answer
 (chapter 1: the step response's first second where the whole run is long), replaced when the ``later`` one is ready.
@@ -24,8 +24,10 @@ import inspect
 import json
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import anywidget
 import mujoco
@@ -34,7 +36,6 @@ import traitlets
 
 from physai.experiments.servo_panel import servo_kp_curve, servo_stability, servo_step, servo_step_start
 from physai.interface import position_actuators_panels as ch1
-from physai.interface.live import Deferred
 from physai.interface.panel import PanelSpec
 from physai.interface.plots import COLORS
 
@@ -42,6 +43,75 @@ STATIC = Path(__file__).with_name('static')
 """The bundled front end: ``panels.js`` (``widget.js`` and all it imports) and ``panels.css`` (the panel's rules of
 ``book/_static/physai.css``), written by ``python -m physai.book.widget_bundle`` (generated, not committed: a
 committed bundle would go stale with every change to the page's modules)."""
+
+
+class Deferred:
+    """A slow part of a panel's results, computed off the hot path: the widget answers a control with what is
+    ready, then fills this part in (moved here from the retired matplotlib renderer, ``physai.interface.live``).
+
+    ``Deferred(func)`` wraps ``func``, called with the panel's values it names (extra keys are ignored, as with
+    :func:`physai.experiments.registry.cached`; bind fixed arguments with ``functools.partial``). :meth:`get`
+    returns the stored result for the current values, or None when it is not computed yet (the reply then carries
+    null and the page keeps that part's picture); :class:`PanelWidget`'s worker thread computes the missing parts,
+    in its ``later`` order, and replies after each. An exception raised by ``func`` is stored too and raised again by
+    :meth:`get`, so the widget replies with it.
+
+    Args:
+      func: the slow computation (e.g. a map over a grid for one timestep and integrator).
+      maxsize: results kept, most recently used first.
+    """
+
+    def __init__(self, func: Callable, *, maxsize: int = 32):
+        self.func = func
+        self.names = tuple(p.name for p in inspect.signature(func).parameters.values()
+                           if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+        self.maxsize = maxsize
+        self.calls = 0
+        """Real computations so far (tests count them)."""
+        self._store: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _key(self, values: dict) -> tuple:
+        return tuple((name, values[name]) for name in self.names if name in values)
+
+    def ready(self, values: dict) -> bool:
+        """Whether the result for ``values`` is stored."""
+        with self._lock:
+            return self._key(values) in self._store
+
+    def get(self, values: dict) -> Any:
+        """The stored result for ``values``, or None if not computed yet (a stored exception is raised)."""
+        with self._lock:
+            entry = self._store.get(self._key(values))
+        if entry is None:
+            return None
+        ok, result = entry
+        if not ok:
+            raise result
+        return result
+
+    def compute(self, values: dict) -> Any:
+        """Compute (or fetch) the result for ``values`` and store it; returns it (raises what ``func`` raised)."""
+        key = self._key(values)
+        with self._lock:
+            entry = self._store.get(key)
+        if entry is None:
+            try:
+                entry = (True, self.func(**dict(key)))
+            except Exception as exc:  # kept: the widget replies with it and stays alive
+                entry = (False, exc)
+            with self._lock:
+                self.calls += 1
+                self._store[key] = entry
+                self._store.move_to_end(key)
+                while len(self._store) > self.maxsize:
+                    self._store.popitem(last=False)
+        return self.get(values)
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._store.clear()
+            self.calls = 0
 
 
 class PanelWidget(anywidget.AnyWidget):

@@ -364,6 +364,7 @@ export class ArmView {
   play(clip, r, playing, t) {
     const view = this.view;
     this.why.textContent = '';
+    this.stage.style.visibility = '';
     view.setClip(clip, {rate: this.speed});
     this.shown = r;   // the run the view shows (a test waits until it is the panel's last, this.record)
     this.started = true;
@@ -385,6 +386,14 @@ export class ArmView {
       this.why.textContent = `3D view: the arm's meshes have ${view.nbody} bodies, the kernel's model ${content.nbody}`;
       return;
     }
+    if (!content.frames) {   // no run to play where the plot draws none (a chaotic replay): the note says why
+      view.pause();
+      this.stage.style.visibility = 'hidden';
+      this.shown = r;
+      this.cursor(NaN);
+      this.why.textContent = content.note || '';
+      return;
+    }
     const [time, xpos, xquat, ghostXpos, ghostXquat] = buffers.map((b) => new Float64Array(arrayBuffer(b)));
     if (this.kind === 'hold') {
       this.holdLabel(r);
@@ -392,6 +401,7 @@ export class ArmView {
     } else {
       this.play({time, xpos, xquat, ghost: {xpos: ghostXpos, xquat: ghostXquat}}, r, playing, t);
     }
+    if (content.note) this.why.textContent = content.note;   // e.g. where a replay that diverged ends
   }
 
   // the view's time on the plots: a thin vertical line, made once per plot and then only moved (its transform), so
