@@ -7,11 +7,11 @@ stays in the kernel: a control sends its values (the ``request`` trait), Python 
 those values, in the form the page's first view stores them (:class:`physai.interface.web.Part`'s ``compute``), and
 sends them back (``reply``), which the chapter's ``decode`` and ``draw`` draw as they draw a stored frame.
 
-The parts that are cheap answer at once (``now``); the slow ones (``later``, each a
-:class:`physai.interface.live.Deferred`) answer from their cache when they can, else are run on a worker thread
-after the first reply, in their order, each sent in a further reply as it is ready (the last one ``complete``), as
-the matplotlib panel does. A ``later`` part may share a ``now`` part's name: the ``now`` one is a cheap first answer
-(chapter 1: the step response's first second where the whole run is long), replaced when the ``later`` one is ready.
+The parts that are cheap answer at once (``now``); the slow ones (``later``, each a :class:`Deferred`) answer from
+their cache when they can, else are run on a worker thread after the first reply, in their order, each sent in a
+further reply as it is ready (the last one ``complete``). A ``later`` part may share a ``now`` part's name: the
+``now`` one is a cheap first answer (chapter 1: the step response's first second where the whole run is long),
+replaced when the ``later`` one is ready.
 
 :func:`arm3d_messages` answers a widget's 3D view (chapters 3 and 4): the view's files and each run's poses, as
 binary buffers. :func:`servo_widget` is chapter 1's.
@@ -24,8 +24,10 @@ import inspect
 import json
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import anywidget
 import mujoco
@@ -34,7 +36,6 @@ import traitlets
 
 from physai.experiments.servo_panel import servo_kp_curve, servo_stability, servo_step, servo_step_start
 from physai.interface import position_actuators_panels as ch1
-from physai.interface.live import Deferred
 from physai.interface.panel import PanelSpec
 from physai.interface.plots import COLORS
 
@@ -42,6 +43,74 @@ STATIC = Path(__file__).with_name('static')
 """The bundled front end: ``panels.js`` (``widget.js`` and all it imports) and ``panels.css`` (the panel's rules of
 ``book/_static/physai.css``), written by ``python -m physai.book.widget_bundle`` (generated, not committed: a
 committed bundle would go stale with every change to the page's modules)."""
+
+
+class Deferred:
+    """A slow part of a panel's results, computed off the first reply: the widget answers a request with what is
+    ready, then fills this part in (:class:`PanelWidget`'s ``later``).
+
+    ``Deferred(func)`` wraps ``func``, called with the panel's values it names (extra keys are ignored, as with
+    :func:`physai.experiments.registry.cached`; bind fixed arguments with ``functools.partial``). :meth:`get` returns
+    the stored result for the values, or None when it is not computed yet; :meth:`compute` computes and stores it
+    (the widget's worker thread calls it, in the order of ``later``, and replies after each). An exception raised by
+    ``func`` is stored too and raised again by :meth:`get`, so the widget replies with it.
+
+    Args:
+      func: the slow computation (e.g. a map over a grid for one timestep and integrator).
+      maxsize: results kept, most recently used first.
+    """
+
+    def __init__(self, func: Callable, *, maxsize: int = 32):
+        self.func = func
+        self.names = tuple(p.name for p in inspect.signature(func).parameters.values()
+                           if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+        self.maxsize = maxsize
+        self.calls = 0
+        """Real computations so far (tests count them)."""
+        self._store: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _key(self, values: dict) -> tuple:
+        return tuple((name, values[name]) for name in self.names if name in values)
+
+    def ready(self, values: dict) -> bool:
+        """Whether the result for ``values`` is stored."""
+        with self._lock:
+            return self._key(values) in self._store
+
+    def get(self, values: dict) -> Any:
+        """The stored result for ``values``, or None if not computed yet (a stored exception is raised)."""
+        with self._lock:
+            entry = self._store.get(self._key(values))
+        if entry is None:
+            return None
+        ok, result = entry
+        if not ok:
+            raise result
+        return result
+
+    def compute(self, values: dict) -> Any:
+        """Compute (or fetch) the result for ``values`` and store it; returns it (raises what ``func`` raised)."""
+        key = self._key(values)
+        with self._lock:
+            entry = self._store.get(key)
+        if entry is None:
+            try:
+                entry = (True, self.func(**dict(key)))
+            except Exception as exc:  # kept: the widget replies with it and stays alive
+                entry = (False, exc)
+            with self._lock:
+                self.calls += 1
+                self._store[key] = entry
+                self._store.move_to_end(key)
+                while len(self._store) > self.maxsize:
+                    self._store.popitem(last=False)
+        return self.get(values)
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._store.clear()
+            self.calls = 0
 
 
 class PanelWidget(anywidget.AnyWidget):
@@ -220,14 +289,19 @@ def servo_widget(*, kp: float = 100.0, armature: float = 0.028, timestep: float 
                  duration: float = 3.0) -> PanelWidget:
     """Chapter 1's panel (:func:`~physai.interface.position_actuators_panels.servo_spec`) as a widget: the page's
     ``position_actuators_panels.js`` drawing the step response (:func:`~physai.experiments.servo_panel.servo_step`),
-    the kp curve and the stability map that Python MuJoCo runs at the controls' exact values. Arguments as
-    :func:`~physai.interface.position_actuators_panels.servo_panel`.
+    the kp curve and the stability map that Python MuJoCo runs at the controls' exact values.
 
-    As the matplotlib panel, where the whole step response would not fit the panel's budget (RK4 below a 1 ms step,
+    Where the whole step response would not fit the panel's budget (RK4 below a 1 ms step,
     :data:`~physai.experiments.servo_panel.PANEL_STEP_BUDGET`) the first reply draws its first second
     (:func:`~physai.experiments.servo_panel.servo_step_start`, the same samples), the readout saying the rest is
     coming and no sag or rise marked (they would describe that second only), and the worker's first reply the whole
-    run; a run that diverged within that second is the whole story and reads as such."""
+    run; a run that diverged within that second is the whole story and reads as such.
+
+    Args:
+      kp, armature, timestep, integrator, dampratio: the controls' start and reset values (SI units).
+      q0: start angle, rad (the command is 0).
+      duration: simulated time of the step response, s.
+    """
     spec = ch1.servo_spec(kp=kp, armature=armature, timestep=timestep, integrator=integrator, dampratio=dampratio,
                           q0=q0, duration=duration)
     whole = Deferred(functools.partial(_step, q0=q0, duration=duration, ylim=spec.plot('step').ylim))
