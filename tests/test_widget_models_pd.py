@@ -220,13 +220,17 @@ def test_pd_widget_sends_the_hold_physai_runs_alone(change):
 def test_each_pd_move_makes_at_most_one_simulation_call(monkeypatch):
     """A move's first answer is one simulation: in-step one Batch.rollout of the whole run, in-loop none (one MjData
     steps it, where a 50 Hz controller used to cost 150 Python calls of Batch.rollout); a setting seen before
-    simulates nothing."""
+    simulates nothing. (Counted on this thread: other widgets' workers may be running ensembles meanwhile.)"""
+    import threading
     import mujoco.batch
     from physai.engine import hold
-    calls, lone = [], []
-    rollout, lone_loop = mujoco.batch.Batch.rollout, hold._lone_loop
-    monkeypatch.setattr(mujoco.batch.Batch, 'rollout', lambda self, *a, **k: calls.append(1) or rollout(self, *a, **k))
-    monkeypatch.setattr(hold, '_lone_loop', lambda *a, **k: lone.append(1) or lone_loop(*a, **k))
+    calls, lone, here = [], [], threading.get_ident()
+
+    def count(into, func):
+        return lambda *a, **k: (threading.get_ident() == here and into.append(1)) or func(*a, **k)
+
+    monkeypatch.setattr(mujoco.batch.Batch, 'rollout', count(calls, mujoco.batch.Batch.rollout))
+    monkeypatch.setattr(hold, '_lone_loop', count(lone, hold._lone_loop))
     w = ch3.pd_widget()
     values = {**w.spec.defaults, 'kp': 640.0}
     w.frame(values)  # what the first reply carries (the ensemble comes from the worker, which this does not start)
