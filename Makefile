@@ -59,6 +59,13 @@ pdf: $(STAMP) node_modules/.package-lock.json pdf-debs
 wheel: $(STAMP) node_modules/.package-lock.json
 	$(BIN)/python -m physai.book.wheel dist
 
+# The panel widget's front end (physai.interface.widget), bundled from the page's modules (physai.book.widget_bundle;
+# generated, not committed): the chapters' panel cells make the widget, which needs it.
+WIDGET_FRONT_END := physai/interface/static/panels.js
+$(WIDGET_FRONT_END): $(STAMP) node_modules/.package-lock.json $(wildcard book/_static/panels/*.js) book/_static/physai.css \
+                     physai/book/widget_bundle.py
+	$(BIN)/python -m physai.book.widget_bundle
+
 # The notebooks run twice: as stored, and with every simulation's start nudged by 1e-12 rad (physai.engine.perturb), which
 # moves the last bits the way another processor would; the stored outputs must survive both.
 NBVAL := $(BIN)/python -m pytest --nbval notebooks --nbval-sanitize-with notebooks/nbval_sanitize.cfg -p no:cacheprovider
@@ -87,8 +94,7 @@ test-physai: $(STAMP) node_modules/.package-lock.json
 
 # The tests marked site (tests/conftest.py: those that open pages or read the built book, and the Colab edition's,
 # whose fake-Colab runs execute the chapters), and all the others.
-test-site: $(STAMP) node_modules/.package-lock.json
-	@$(WIDGET_BUNDLE)
+test-site: $(STAMP) node_modules/.package-lock.json $(WIDGET_FRONT_END)
 	$(TIMED) 'pytest -m site' $(BIN)/python -m pytest tests -m site
 
 test-others: $(STAMP) node_modules/.package-lock.json
@@ -119,11 +125,7 @@ quick-benchmarks:
 	done; rm -f $$log; \
 	if [ -n "$$failed" ]; then echo "benchmarks that failed in quick mode:$$failed"; exit 1; fi
 
-# Chapters 4 to 6 show their panel as a widget (physai.interface.widget), whose front end is generated: built when
-# missing (make test builds it once, before its parallel jobs, which all read it).
-WIDGET_BUNDLE := test -f physai/interface/static/panels.js || $(BIN)/python -m physai.book.widget_bundle
-test-chapters: $(STAMP) node_modules/.package-lock.json
-	@$(WIDGET_BUNDLE)
+test-chapters: $(STAMP) $(WIDGET_FRONT_END)
 	$(TIMED) 'nbval plain' $(NBVAL)
 	PHYSAI_PERTURB=1e-12 $(TIMED) 'nbval nudged' $(NBVAL)
 
@@ -157,6 +159,7 @@ test-newest: node_modules/.package-lock.json
 	fi
 	@$(MAKE) --no-print-directory $(NEWEST)/.installed
 	@$(NEWEST_BIN)/python -c "import mujoco; print('make test-newest: MuJoCo', mujoco.__version__)"
+	$(NEWEST_BIN)/python -m physai.book.widget_bundle
 	$(NEWEST_BIN)/python -m pytest tests
 	$(subst $(BIN)/,$(NEWEST_BIN)/,$(NBVAL))
 	PHYSAI_PERTURB=1e-12 $(subst $(BIN)/,$(NEWEST_BIN)/,$(NBVAL))

@@ -134,16 +134,6 @@ def panel_page(tmp_path, browser):
         yield open_, errors
 
 
-# --- chapter 1: the servo panel (test_live, test_position_actuators_panels) ------------------------
-
-
-@pytest.fixture(scope='module')
-def panel():
-    """Chapter 1's live servo panel, shared by a module's tests."""
-    from physai.interface import position_actuators_panels
-    return position_actuators_panels.servo_panel()
-
-
 # --- chapter 3: the pd-rate ensembles (test_where_pd_runs, test_where_pd_runs_panels) ----------------
 
 

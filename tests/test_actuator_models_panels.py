@@ -1,12 +1,11 @@
-"""physai.interface.actuator_models_panels: chapter 2's live panel at extreme settings, its readout, and its page's
-precomputed first view over the model and the effort limit (byte-stable, robust to a nudge, redrawn in headless
-Chromium)."""
+"""physai.interface.actuator_models_panels: chapter 2's panel physics and readout, and its page's precomputed first
+view over the model and the effort limit (byte-stable, robust to a nudge, redrawn in headless Chromium). The same panel
+in the kernel, pendulum_widget, is tested in tests/test_widget_models_pd.py."""
 
-import io
 import json
+import math
 
 import numpy as np
-from PIL import Image
 
 from physai.engine import pendulum
 from physai.interface import actuator_models_panels, plots, web
@@ -16,18 +15,6 @@ from physai.laws import drives
 # ---------------------------------------------------------------------------------------------
 # the live panel and its static twin
 
-
-def test_panel_survives_every_model_at_extreme_settings():
-    """No slider position raises or blanks the panel: a diverged run is drawn and flagged."""
-    panel = actuator_models_panels.actuator_panel()
-    for model in actuator_models_panels.MODELS:
-        for change in ({'kp': 30000.0, 'timestep': 0.02}, {'kv': 300.0, 'forcerange': 100.0},
-                       {'kp': 1.0, 'kv': 0.1, 'armature': 0.1}, {'forcerange': 0.5, 'delay': 60},
-                       {'velocity_limit': 1.0, 'integrator': 'RK4'}):
-            png = panel.update(model=model, **change)
-            assert panel.error is None, (model, change, panel.error)
-            assert png[:4] == b'\x89PNG'
-        panel.reset()
 
 
 def test_panel_readout_says_a_run_that_never_settles_is_still_swinging():
@@ -77,9 +64,12 @@ def test_panel_flags_the_explicit_pd_that_explodes():
 
 
 def test_panel_defaults_are_the_ones_the_panel_starts_from():
+    """The Try-it suggestions change PANEL_DEFAULTS, the description's own defaults (the notebook's widget starts
+    there: tests/test_widget_models_pd.py)."""
     import inspect
-    signature = inspect.signature(actuator_models_panels.actuator_panel).parameters
+    signature = inspect.signature(actuator_models_panels.actuator_spec).parameters
     assert {name: p.default for name, p in signature.items()} == actuator_models_panels.PANEL_DEFAULTS
+    assert actuator_models_panels.actuator_spec().defaults == actuator_models_panels.PANEL_DEFAULTS
 
 
 def test_the_try_it_suggestions_do_what_their_worked_answers_say():
@@ -146,14 +136,6 @@ def test_first_view_redraws_in_a_browser_without_a_kernel(panel_page):
     assert errors == []
 
 
-def test_kernel_panel_renders_the_description():
-    panel = actuator_models_panels.actuator_panel()
-    spec = actuator_models_panels.actuator_spec()
-    assert [c.name for c in spec.controls] == list(panel.controls) and panel.values == spec.defaults
-    for ax, plot in zip(panel.figure.axes[:3], spec.plots):
-        assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == (plot.xlabel, plot.ylabel, plot.title)
-        assert [t.get_text() for t in ax.get_legend().get_texts()] == [e.label for e in plot.legend]
-
 
 def test_panel_offers_the_remotized_pd_whose_default_table_just_holds_the_link():
     """The panel's remotized PD limits the torque to E hanging and E/2 at horizontal: at the default E = 6 N·m,
@@ -168,38 +150,21 @@ def test_panel_offers_the_remotized_pd_whose_default_table_just_holds_the_link()
     run, metrics = actuator_models_panels.panel_run('remotized PD', *args, 5.0, 8.0, 0)
     assert metrics['p2p_deg'] > plots.SWINGING_P2P_DEG and metrics['error_deg'] > 10
     assert actuator_models_panels.panel_readout(run, metrics).startswith('still swinging:')
-    panel = actuator_models_panels.actuator_panel(model='remotized PD')
-    assert panel.update(forcerange=2.0, delay=30)[:4] == b'\x89PNG' and panel.error is None
 
 
-def test_panel_effort_limit_steps_the_torque_axes_without_redrawing_the_figure():
-    """Each torque scale is drawn once when the panel is made; after that no effort limit, on any model,
-    redraws the whole figure, and the axes always show the limit and the hold torque."""
-    panel = actuator_models_panels.actuator_panel()
-    redraws = panel.full_redraws
+def test_panel_effort_limit_steps_the_torque_axes():
+    """The torque axes change in steps: every effort limit, on any model, gets a step of PANEL_TORQUE_STEPS that shows
+    the limit and the hold torque with a quarter to spare (no limit: 64 N·m), so most moves keep the axes; the page
+    and the widget draw them from the same steps (pendulum_constants; laws.js's mirror: tests/test_web_pendulum.py)."""
+    steps = actuator_models_panels.PANEL_TORQUE_STEPS
+    assert actuator_models_panels.pendulum_constants()['torqueSteps'] == steps
     for model in actuator_models_panels.MODELS:
         for limit in (0.5, 3.0, 7.5, 11.5, 22.5, 44.5, 60.0, 99.5, 100.0):
-            png = panel.update(model=model, forcerange=limit)
-            top = panel.state['ax2'].get_ylim()[1]
-            assert panel.state['ax3'].get_ylim()[1] == top
-            assert top in actuator_models_panels.PANEL_TORQUE_STEPS
-            if model in ('DC motor', 'remotized PD') or limit < actuator_models_panels.PANEL_NO_LIMIT:
+            actuator = actuator_models_panels.panel_actuator(model, 400.0, 20.0, limit, 8.0, 12)
+            e = actuator.table[0][1] if model == 'remotized PD' else actuator.forcerange
+            top = actuator_models_panels.panel_torque_top(float(e))
+            assert top in steps
+            if math.isfinite(e):
                 assert top >= 1.25 * max(limit, pendulum.TAU_G)
-    assert panel.full_redraws == redraws
-    panel._background = None  # force the full path: the same picture
-    full = panel.update()
-    assert np.array_equal(np.asarray(Image.open(io.BytesIO(png))), np.asarray(Image.open(io.BytesIO(full))))
-
-
-def test_panel_draws_the_remotized_limit_following_the_angle_and_the_ideal_limit_flat():
-    """The remotized PD's limit over time is its table read at the run's angle (E hanging, E/2 at horizontal), not
-    a constant ±E; the ideal PD's is the constant clamp."""
-    panel = actuator_models_panels.actuator_panel(model='remotized PD')
-    panel.update(model='remotized PD', forcerange=6.0)
-    t, y = panel.state['limit'].get_data()
-    high = np.asarray(y[:len(t) // 2], dtype=float)
-    assert np.nanmax(high) - np.nanmin(high) > 1.0  # it moves with the angle
-    assert np.nanmax(high) <= 6.0 + 1e-12 and np.nanmin(high) >= 3.0 - 1e-12
-    panel.update(model='ideal PD', forcerange=6.0)
-    t, y = panel.state['limit'].get_data()
-    assert set(np.asarray(y, dtype=float)[np.isfinite(np.asarray(y, dtype=float))]) == {6.0, -6.0}
+            else:
+                assert top == 64.0

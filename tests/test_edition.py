@@ -252,13 +252,14 @@ def test_the_browser_live_panels_are_left_out_of_the_edition(page):
     assert live, f'{page} has no browser live panel: the test looks for web.*_live / web_arm.*_live'
     code = '\n'.join(text(c) for c in committed(page)['cells'] if c['cell_type'] == 'code')
     assert not edition.LIVE_CALL.search(code)
-    assert '_widget(' in code or '_panel(' in code  # the kernel's panel (chapters 4-6: the page's, a widget)
+    # the kernel's panel, which Colab shows: the page's panel as a widget (chapters 1-3), or the ipywidgets one
+    assert '_widget(' in code or '_panel(' in code
 
 
 def test_a_live_panel_cell_that_does_more_than_show_the_panel_is_refused():
     assert edition.shows_only_a_live_panel('from physai.interface import web\nweb.servo_live()')
     assert edition.shows_only_a_live_panel('from physai.interface import web_arm\nweb_arm.sysid_live(held, fitted)')
-    assert not edition.shows_only_a_live_panel('panel = position_actuators_panels.servo_panel()\npanel')
+    assert not edition.shows_only_a_live_panel('panel = widget.servo_widget()\npanel')
     with pytest.raises(ValueError, match='chapter cell 7: a cell that shows a browser live panel must hold only'):
         edition.shows_only_a_live_panel('x = 2\nweb.servo_live()', 'chapter cell 7')
 

@@ -8,7 +8,7 @@ import pytest
 
 from physai.engine import link
 from physai.experiments import registry, servo_panel
-from physai.interface import live
+from physai.interface.panel import common_controls
 from physai.laws import stability
 from physai.engine.link import LINK_INERTIA
 
@@ -39,7 +39,7 @@ def test_panel_top_kp_sits_on_the_implicitfast_bound_and_never_settles():
     """kp 30000 at armature 0.028, ζ = 1: hω = 4.830, on implicitfast's bound 2 + 2√2 (growth per step
     1.001), so the link flips about the command for the whole run, neither flagged as diverged nor settled.
     discrete, which has no bound, settles at the same point."""
-    kp_top = live.common_controls()[0].max
+    kp_top = common_controls()[0].max
     run = servo_panel.servo_step(kp_top, 0.028, 0.005, 'implicitfast')
     assert run.params.h_omega == pytest.approx(2 + 2 * math.sqrt(2), abs=0.005)
     assert not run.diverged and not run.settled and run.p2p_deg > 90
@@ -57,4 +57,4 @@ def test_top_kp_swing_is_a_slow_divergence_that_mujoco_grows_by_the_predicted_fa
     assert efold['mujoco'] == pytest.approx(efold['linear_step'], rel=0.01)
     swing = rows['swing growth']
     assert swing['mujoco'] > 5 and swing['mujoco'] == pytest.approx(swing['linear_step'], rel=0.01)
-    assert servo_panel.PANEL_KP_GRID[-1] == live.common_controls()[0].max  # the panel's top kp
+    assert servo_panel.PANEL_KP_GRID[-1] == common_controls()[0].max  # the panel's top kp

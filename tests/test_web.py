@@ -498,7 +498,7 @@ def test_first_view_stays_with_webassembly_off_and_says_why_without_javascript(s
     context = browser.new_context(java_script_enabled=False)
     page = context.new_page()
     page.goto(site + '/')
-    assert 'use the live panel above' in page.inner_text('#physai-panel-servo')
+    assert 'the cell above shows the same panel' in page.inner_text('#physai-panel-servo')
     context.close()
     page, requests, errors = open_page(browser, site + '/?servo-kp=3000', webassembly=False)
     wait_built(page, 'servo')

@@ -1,10 +1,9 @@
-"""physai.interface.where_pd_runs_panels: chapter 3's live panel and its page's precomputed first view, against
-the pd-rate ensembles."""
+"""physai.interface.where_pd_runs_panels: chapter 3's panel words and its page's precomputed first view, against the
+pd-rate ensembles; the bitmap text of the kernel panels of chapters 4 to 6. The same panel in the kernel, pd_widget, is
+tested in tests/test_widget_models_pd.py."""
 
 import math
 
-import mujoco
-import mujoco.batch
 import numpy as np
 import pytest
 
@@ -84,79 +83,9 @@ def test_a_chattering_hold_and_a_diverged_one_read_as_failures():
     assert bad.state == 'diverged' and where_pd_runs_panels.pd_bad(bad) and 'diverged' in note
 
 
-def test_panel_slider_moves_redraw_only_the_animated_artists():
-    """Rate, kp and backend moves keep the axes (no full redraw): the live panel stays under 100 ms."""
-    panel = where_pd_runs_panels.pd_panel()
-    before = panel.full_redraws
-    for change in ({'rate_hz': 120.0}, {'kp': 1500.0}, {'backend': 'in-step'}, {'rate_hz': 400.0},
-                   {'kp': 700.0}, {'backend': 'in-loop'}):
-        panel.update(**change)
-        assert panel.error is None, panel.error
-    assert panel.full_redraws == before
 
 
-def test_panel_survives_extreme_settings_without_errors():
-    panel = where_pd_runs_panels.pd_panel()
-    for change in ({'backend': 'in-step'}, {'armature': 0.0, 'rate_hz': 1000.0}, {'kp': 30000.0},
-                   {'timestep': 0.02, 'integrator': 'Euler'}, {'kv': 0.0, 'backend': 'in-loop'}):
-        panel.update(**change)
-        assert panel.error is None, panel.error
-    panel.reset()
-    assert panel.values['rate_hz'] == 50.0 and panel.error is None
 
-
-def test_panel_draws_the_hold_and_curves_the_unbatched_computations_give():
-    """What the panel draws is hold_responses' run for the same setting and growth_curve's values, whichever
-    path computed them: the lone in-loop run, the in-step rollout, the stacked curves."""
-    panel = where_pd_runs_panels.pd_panel()
-    for change in ({'rate_hz': 120.0, 'kp': 700.0}, {'backend': 'in-step', 'armature': 0.0}):
-        panel.update(**change)
-        v = panel.values
-        params = hold.HoldParams(rate_hz=v['rate_hz'], backend=v['backend'], kp=v['kp'], kv=v['kv'],
-                                 armature=v['armature'], timestep=v['timestep'], integrator=v['integrator'])
-        (run,) = hold.hold_responses([params], nthread=1)
-        t, q = panel.state['q'].get_data()
-        np.testing.assert_array_equal(q, np.degrees(run.q[:, run.worst]))
-        for backend, line in panel.state['lines'].items():
-            expected = [where_pd_runs.growth_curve([r], backend=backend, kp=v['kp'], kv=v['kv'], armature=v['armature'],
-                                                   timestep=v['timestep'], integrator=v['integrator'])[0]
-                        for r in where_pd_runs_panels.PANEL_RATES_HZ]
-            np.testing.assert_array_equal(line.get_data()[1], np.minimum(expected, 2.0))
-
-
-def test_each_update_makes_at_most_one_batched_simulation_call(monkeypatch):
-    """In-step a move is one Batch.rollout of the whole run; in-loop none (one MjData steps it), where a 50 Hz
-    controller used to cost 150 Python calls of Batch.rollout; a cached setting simulates nothing."""
-    calls = []
-    rollout = mujoco.batch.Batch.rollout
-    monkeypatch.setattr(mujoco.batch.Batch, 'rollout', lambda self, *a, **k: calls.append(1) or rollout(self, *a, **k))
-    lone = []
-    lone_loop = hold._lone_loop
-    monkeypatch.setattr(hold, '_lone_loop', lambda *a, **k: lone.append(1) or lone_loop(*a, **k))
-    panel = where_pd_runs_panels.pd_panel()
-    calls.clear(), lone.clear()
-    panel.update(kp=640.0)  # in-loop at 50 Hz
-    assert (len(calls), len(lone)) == (0, 1)
-    panel.update(backend='in-step')
-    assert (len(calls), len(lone)) == (1, 1)
-    panel.update(backend='in-loop')  # seen before: nothing simulated
-    assert (len(calls), len(lone)) == (1, 1)
-
-
-def test_a_diverged_setting_is_flagged_and_no_range_change_redraws_the_axes():
-    """RK4 without armature at 20 ms diverges (the joint damping is explicit on the light gripper): the verdict
-    says so, the panel draws no error, and neither that run nor one leaving ±80° redraws the whole figure (both
-    ranges were drawn when the panel was made)."""
-    panel = where_pd_runs_panels.pd_panel()
-    before = panel.full_redraws
-    panel.update(integrator='RK4', armature=0.0, timestep=0.02)
-    assert panel.error is None
-    assert 'diverged' in panel.state['note'].get_text()
-    panel.reset()
-    panel.update(rate_hz=10.0)  # a 10 Hz controller swings the arm past 80°
-    assert panel.state['ylim'] == (-where_pd_runs_panels.PANEL_YLIM_WIDE_DEG, where_pd_runs_panels.PANEL_YLIM_WIDE_DEG)
-    assert panel.error is None
-    assert panel.full_redraws == before
 
 
 @pytest.mark.parametrize('ha', ['left', 'center', 'right'])
@@ -188,11 +117,19 @@ def test_bitmap_text_lands_where_matplotlib_draws_the_same_text(ha, va):
 
 
 def test_bitmap_text_is_drawn_once_per_string():
-    """Back at a setting drawn before, the note and title bitmaps are reused, not drawn again."""
-    panel = where_pd_runs_panels.pd_panel()
-    panel.update(rate_hz=60.0)
+    """Back at a string drawn before (a kernel panel's note at a setting seen before), the bitmap is reused, not drawn
+    again."""
+    from physai.interface import plots
+    fig = plots.detached_figure((4.0, 2.0), dpi=80)
+    ax = fig.add_axes((0, 0, 1, 1))
+    text = where_pd_runs_panels.add_bitmap_text(ax, 0.02, 0.04, transform=ax.transAxes, fontsize=8.5,
+                                                bbox=dict(facecolor='white', edgecolor='none', alpha=0.85, pad=1.5))
+    assert isinstance(text, where_pd_runs_panels.BitmapText)
+    for words in ('in-loop at 60 Hz: chatters', 'in-loop at 50 Hz: chatters'):
+        text.set_text(words)
+        fig.canvas.draw()
     misses = where_pd_runs_panels._text_bitmap.cache_info().misses
-    panel.update(rate_hz=50.0)
-    panel.update(rate_hz=60.0)
+    for words in ('in-loop at 60 Hz: chatters', 'in-loop at 50 Hz: chatters'):
+        text.set_text(words)
+        fig.canvas.draw()
     assert where_pd_runs_panels._text_bitmap.cache_info().misses == misses
-    assert isinstance(panel.state['note'], where_pd_runs_panels.BitmapText)

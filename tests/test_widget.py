@@ -18,10 +18,12 @@ import pytest
 pytest.importorskip('anywidget')
 
 from physai.engine import link  # noqa: E402
+from physai.experiments import servo_panel  # noqa: E402
 from physai.experiments.servo_panel import (  # noqa: E402
     PANEL_FIRST_PART, servo_kp_curve, servo_stability, servo_step_start)
 from physai.interface import position_actuators_panels as ch1  # noqa: E402
 from physai.interface import web, widget  # noqa: E402
+from physai.laws.checks import INTEGRATORS  # noqa: E402
 
 
 @pytest.fixture(scope='module', autouse=True)
@@ -94,6 +96,8 @@ def test_a_long_run_answers_first_with_its_first_second_marked_partial_then_whol
     assert first['tEnd'] == PANEL_FIRST_PART and 'the rest is on its way' in first['readout']
     response = link.step_response(**values, q0=-0.5, duration=3.0)
     assert whole['tEnd'] == 3.0 and whole['readout'] == ch1.plots.readout(response)
+    full = servo_panel.servo_step.__wrapped__(**values)
+    np.testing.assert_array_equal(start.q, full.q[:len(start.q)])  # the first second is the whole run's, sample for sample
     assert replies[1]['frame']['step'] == whole   # the worker's first reply is the whole run (then curve, map)
     q = np.array(web.unpack(whole['q'], ch1.TRACE_STEP_DEG), dtype=float)
     assert np.nanmax(np.abs(q - np.clip(np.degrees(response.q), -50.0, 20.0))) <= ch1.TRACE_STEP_DEG / 2 + 1e-9
@@ -117,6 +121,140 @@ def test_a_value_out_of_range_is_an_error_reply_naming_it():
     assert 'kp must be in' in reply['error'] and '-5.0' in reply['error']
     w.request = {'generation': 2, 'values': OFF_GRID}
     assert 'frame' in wait_reply(w, 2, complete=False)
+
+
+def ask(w, generation: int, complete: bool = True, **values) -> dict:
+    """Set the widget's request as its front end does (every control's value, the defaults changed by ``values``)
+    and return the reply to it (the complete one unless ``complete`` is False)."""
+    w.request = {'generation': generation, 'values': {**w.spec.defaults, **values}}
+    return wait_reply(w, generation, complete=complete)
+
+
+@pytest.mark.parametrize('integrator', INTEGRATORS)
+def test_the_most_extreme_corner_of_every_slider_is_answered_and_flagged(integrator):
+    """kp 30000, no armature, h = 20 ms: hω ≈ 54; only discrete (implicit stiffness) stays stable. Every integrator
+    gets an answer, no error, its step response flagged diverged exactly where MuJoCo's run diverged, with the time it
+    gave up (the page writes it after the word: the description's 'after')."""
+    w = widget.servo_widget()
+    step = ask(w, 1, complete=False, kp=30000.0, armature=0.0, timestep=0.020, integrator=integrator)['frame']['step']
+    assert step['diverged'] == (integrator != 'discrete')
+    assert (step['readout'] == 'diverged') == step['diverged'] and (step['tEnd'] < 3.0) == step['diverged']
+    assert step['bad'] or not step['diverged']
+
+
+def test_a_kp_move_reuses_the_kp_curve_and_the_stability_map():
+    """The sag/rise-vs-kp curve does not depend on kp, the stability map not on kp or armature: a kp move runs one
+    step response and is answered whole at once (the curve and the map from the widget's store, no worker run); an
+    armature move reruns the curve only, an integrator move the map too. (Counted on this widget's parts: another
+    widget's worker may be running the same functions meanwhile.)"""
+    w = widget.servo_widget()
+    step, curve, stab = (w.later[name] for name in ('step', 'curve', 'map'))
+    base = {'armature': 0.0213, 'timestep': 0.0041, 'integrator': 'implicitfast'}
+    ask(w, 1, **base)
+    calls = (step.calls, curve.calls, stab.calls)
+    for generation, kp in enumerate((120.0, 300.0, 1000.0, 7.0), start=2):
+        assert ask(w, generation, complete=False, **base, kp=kp)['complete']
+    assert (step.calls, curve.calls, stab.calls) == (calls[0] + 4, calls[1], calls[2])
+    ask(w, 10, **{**base, 'armature': 0.0227})
+    assert (curve.calls, stab.calls) == (calls[1] + 1, calls[2])
+    ask(w, 11, **{**base, 'armature': 0.0227, 'integrator': 'Euler'})
+    assert (curve.calls, stab.calls) == (calls[1] + 2, calls[2] + 1)
+
+
+def test_the_map_of_a_timestep_and_integrator_is_computed_once():
+    """Moving away and back never reruns a map the widget has made: of these moves only implicit at 5.1 ms and Euler
+    at 9.3 ms are new maps."""
+    w = widget.servo_widget()
+    values = {'timestep': 0.0093, 'integrator': 'implicit'}
+    ask(w, 1, **values)
+    calls = w.later['map'].calls
+    for generation, change in enumerate(({'kp': 40.0}, {'armature': 0.05}, {'timestep': 0.0051},
+                                         {'timestep': 0.0093}, {'integrator': 'Euler'}, {'integrator': 'implicit'}),
+                                        start=2):
+        values.update(change)
+        ask(w, generation, **values)
+    assert w.later['map'].calls == calls + 2
+
+
+def test_the_replied_parts_equal_the_uncached_computation():
+    """What the widget sends for a setting is the page's form of physai's runs there, computed afresh (the cached
+    functions' uncached originals): the step response with its verdict, the kp curve and the map, which shows both
+    kinds of cell. The bound the page draws over the map, from the constants the widget sends, is servo_bounds'."""
+    kp, armature, h, integrator = 40.0, 0.013, 0.0117, 'Euler'  # hω 0.57, under Euler's 0.83: settles
+    w = widget.servo_widget()
+    frame = ask(w, 1, kp=kp, armature=armature, timestep=h, integrator=integrator)['frame']
+    stab = servo_panel.servo_stability.__wrapped__(h, integrator)
+    curve = servo_panel.servo_kp_curve.__wrapped__(armature, h, integrator)
+    step = servo_panel.servo_step.__wrapped__(kp, armature, h, integrator)
+    assert frame['map'] == ch1.map_part(stab)
+    assert stab['diverged'].any() and not stab['diverged'].all()
+    assert frame['curve'] == ch1.curve_part(curve)
+    assert frame['step'] == ch1.step_part(step, ylim=w.spec.plot('step').ylim)
+    assert step.settled and frame['step']['readout'] == ch1.plots.readout(step)
+    constants = w.data['constants']
+    bounds = servo_panel.servo_bounds(h, integrator)
+    star = constants['criticalHOmega'][integrator]['1']
+    np.testing.assert_allclose((star / h) ** 2 * (constants['link']['inertia'] + bounds['bound_armature']),
+                               bounds['bound_kp'], rtol=1e-7)
+
+
+def test_a_diverged_setting_is_flagged_in_all_three_parts():
+    """kp 30000 with no armature at h = 20 ms under Euler: the step diverges (MuJoCo's bad-acceleration warning), the
+    kp curve marks the runs that never settle, the top kp among them, and the map's cell there is unstable."""
+    w = widget.servo_widget()
+    frame = ask(w, 1, kp=30000.0, armature=0.0, timestep=0.020, integrator='Euler')['frame']
+    assert frame['step']['diverged'] and frame['step']['bad'] and frame['step']['readout'] == 'diverged'
+    assert w.spec.say('after', t=frame['step']['tEnd']).startswith('after 0.')  # MuJoCo gave up within the first second
+    assert servo_panel.PANEL_KP_GRID[-1] == 30000.0 and frame['curve']['bad'][-1]
+    assert frame['map'][-1][0] == 1  # top kp, no armature
+
+
+def test_the_widget_carries_its_description_and_starts_and_resets_at_its_defaults():
+    """The front end builds its controls and plots from the description the widget sends (the page's JSON of
+    servo_spec); the panel starts, and its reset returns, at the description's defaults; the state is JSON (what
+    ipywidgets sends) and reads back the same."""
+    w = widget.servo_widget()
+    assert w.data['spec'] == ch1.servo_spec().to_json() and w.data['module'] == 'position_actuators_panels.js'
+    assert w.spec.defaults == {'kp': 100.0, 'armature': 0.028, 'timestep': 0.005, 'integrator': 'implicitfast',
+                               'dampratio': 1.0}
+    assert json.loads(json.dumps(w.data))['spec'] == w.data['spec']  # all of it JSON, the description unchanged by it
+    reply = ask(w, 1)
+    assert json.loads(json.dumps(reply)) == reply and reply['values'] == w.spec.defaults
+
+
+@pytest.mark.parametrize('values, words', [
+    ({'kp': 1e9}, 'kp must be in [1, 30000] N·m/rad'), ({'armature': -1.0}, 'armature must be in [0, 0.1]'),
+    ({'timestep': 5.0}, 'timestep must be in [0.5, 20] ms'), ({'kp': float('nan')}, 'kp must be in'),
+    ({'integrator': 'Verlet'}, 'integrator must be one of'), ({'gain': 3.0}, "no control 'gain'")])
+def test_a_value_no_control_can_give_is_an_error_reply_naming_it(values, words):
+    """A value beyond a slider's range, NaN, an unknown option or control: a reply naming it and what is allowed, no
+    physics run; the widget answers the next request."""
+    w = widget.servo_widget()
+    assert words in ask(w, 1, **values)['error']
+    assert 'frame' in ask(w, 2, complete=False)
+
+
+def test_a_panel_cell_without_a_front_end_has_one_output_with_stable_text():
+    """Under nbval a panel cell has one output, the widget's view and its fixed text (nothing printed, no figure, no
+    physics run before a front end asks): chapters 1, 2 and 3's cells as the notebooks hold them."""
+    nbformat = pytest.importorskip('nbformat')
+    nbclient = pytest.importorskip('nbclient')
+    cells = ['from physai.interface import widget\npanel = widget.servo_widget()\npanel',
+             'from physai.interface import actuator_models_panels\n'
+             'panel = actuator_models_panels.pendulum_widget(**actuator_models_panels.PANEL_DEFAULTS)\npanel',
+             'from physai.interface import where_pd_runs_panels\npanel = where_pd_runs_panels.pd_widget()\npanel']
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nbclient.NotebookClient(nb, timeout=300, kernel_name='python3').execute()
+    texts = []
+    for cell in nb.cells:
+        assert len(cell.outputs) == 1, cell.outputs
+        output = cell.outputs[0]
+        assert output.output_type == 'execute_result' and 'image/png' not in output.data
+        assert set(output.data) == {'application/vnd.jupyter.widget-view+json', 'text/plain'}
+        texts.append(output.data['text/plain'])
+    assert texts[0] == ("panel servo (kp, armature, timestep, integrator, dampratio): the book page's panel, run by "
+                        'this kernel')
+    assert texts[1].startswith('panel pendulum (model, kp,') and texts[2].startswith('panel pd (kp, armature,')
 
 
 def test_bundle_is_one_small_module_with_the_panel_styles(bundle):

@@ -21,6 +21,7 @@ from physai.experiments.where_pd_runs import worst_growth  # noqa: E402
 from physai.interface import actuator_models_panels as ch2  # noqa: E402
 from physai.interface import where_pd_runs_panels as ch3  # noqa: E402
 from physai.interface import web  # noqa: E402
+from physai.laws import drives  # noqa: E402
 from test_widget import bundle, wait_reply  # noqa: E402,F401  (bundle: the module's front end, built once)
 
 
@@ -121,6 +122,134 @@ def test_the_cells_stored_text_is_stable():
         texts = [w._repr_mimebundle_()[0]['text/plain'] for w in (a, b)]
         assert texts[0] == texts[1] == repr(a)
         assert controls in texts[0]
+
+
+def first_replies(w, changes) -> list[dict]:
+    """Each of ``changes`` applied in turn to the widget's defaults (as a reader moves one control after another),
+    sent as its front end sends a request; the first reply to each."""
+    values, replies = dict(w.spec.defaults), []
+    for generation, change in enumerate(changes, start=1):
+        values.update(change)
+        w.request = {'generation': generation, 'values': dict(values)}
+        replies.append(wait_reply(w, generation, complete=False))
+    return replies
+
+
+def test_pendulum_widget_answers_every_model_at_extreme_settings():
+    """No control position leaves the panel without an answer: every model at the ends of the sliders gets its run
+    and readout (a diverged run flagged, in the failure colour), never an error reply."""
+    w = ch2.pendulum_widget()
+    changes = []
+    for model in ch2.MODELS:
+        changes += [{'model': model, 'kp': 30000.0, 'timestep': 0.02}, {'kv': 300.0, 'forcerange': 100.0},
+                    {'kp': 1.0, 'kv': 0.1, 'armature': 0.1}, {'forcerange': 0.5, 'delay': 60},
+                    {'velocity_limit': 1.0, 'integrator': 'RK4'}, dict(w.spec.defaults, model=model)]
+    changes.append({'model': 'remotized PD', 'forcerange': 2.0, 'delay': 30})
+    for change, reply in zip(changes, first_replies(w, changes)):
+        assert 'error' not in reply, (change, reply)
+        run = reply['frame']['run']
+        assert run['readout'] and (not run['diverged'] or run['bad']), (change, run)
+
+
+def test_the_notebooks_pendulum_widget_starts_where_the_try_it_suggestions_start():
+    """Chapter 2's notebook opens the widget at PANEL_DEFAULTS, the setting each Try-it suggestion changes
+    (PANEL_TRIES): its controls start and reset there; without arguments it opens where the page's panel does."""
+    w = ch2.pendulum_widget(**ch2.PANEL_DEFAULTS)
+    assert w.spec.defaults == ch2.PANEL_DEFAULTS
+    assert w.data['spec'] == ch2.actuator_spec(**ch2.PANEL_DEFAULTS).to_json()
+    assert ch2.pendulum_widget().spec.defaults == {**ch2.PANEL_DEFAULTS, **ch2.TWIN_START}
+    assert w.data['module'] == 'actuator_models_panels.js' and w.data['constants']['torqueSteps'] == \
+        ch2.PANEL_TORQUE_STEPS
+
+
+def test_the_remotized_limit_the_page_draws_follows_the_runs_angle():
+    """The remotized PD's limit over time is its table read at the run's angle (E hanging, E/2 at horizontal): at
+    the angles the widget sends for E = 6 N·m it moves by more than 1 N·m within [3, 6] N·m (the page draws it from
+    them with laws.js's remotizedLimit, Python's to the bit: tests/test_web_pendulum.py); the ideal PD's is ±E."""
+    w = ch2.pendulum_widget()
+    (reply,) = first_replies(w, [{'model': 'remotized PD', 'forcerange': 6.0}])
+    q = np.radians(np.array(web.unpack(reply['frame']['run']['q'], ch2.STORED_STEPS['q']), dtype=float))
+    actuator = ch2.panel_actuator('remotized PD', w.spec.defaults['kp'], w.spec.defaults['kv'], 6.0, 8.0, 12)
+    high = np.asarray(drives.remotized_limit(q, actuator.table))
+    assert np.max(high) - np.min(high) > 1.0 and np.max(high) <= 6.0 + 1e-12 and np.min(high) >= 3.0 - 1e-12
+    low, high = ch2.panel_actuator('ideal PD', 100.0, 5.0, 6.0, 8.0, 12).limits(q, np.zeros_like(q))
+    assert set(np.unique(high)) == {6.0} and set(np.unique(low)) == {-6.0}
+
+
+def test_pd_widget_answers_extreme_settings_and_flags_a_diverged_hold():
+    """Rate, kp, backend and the ends of the sliders all get a hold and its note, never an error reply (kp 30000
+    without armature under RK4 at 0.5 ms grows past any float per tick: inf, not an OverflowError); RK4 without
+    armature at 20 ms diverges (the joint damping is explicit on the light gripper) and the note says so, in the
+    failure colour; a 10 Hz controller swings the arm past ±80°, so the page's module draws the wide range (its
+    constants carry both)."""
+    w = ch3.pd_widget()
+    changes = [{'rate_hz': 120.0}, {'kp': 1500.0}, {'backend': 'in-step'}, {'rate_hz': 400.0}, {'kp': 700.0},
+               {'backend': 'in-loop'}, {'backend': 'in-step'}, {'armature': 0.0, 'rate_hz': 1000.0},
+               {'kp': 30000.0}, {'timestep': 0.02, 'integrator': 'Euler'}, {'kv': 0.0, 'backend': 'in-loop'},
+               {'timestep': 0.0005, 'integrator': 'RK4', 'kv': ch3.SO101_KV},
+               dict(w.spec.defaults, integrator='RK4', armature=0.0, timestep=0.02), dict(w.spec.defaults, rate_hz=10.0),
+               w.spec.defaults]
+    replies = first_replies(w, changes)
+    for change, reply in zip(changes, replies):
+        assert 'error' not in reply, (change, reply)
+    diverged, slow = replies[-3]['frame']['run'], replies[-2]['frame']['run']
+    assert diverged['state'] == 'diverged' and diverged['bad'] and 'diverged' in diverged['words']
+    assert w.data['constants']['ylimDeg'] == [ch3.PANEL_YLIM_DEG, ch3.PANEL_YLIM_WIDE_DEG]
+    swing = np.array(web.unpack(slow['sample'], ch3.TRACE_STEP_DEG), dtype=float)
+    assert np.nanmax(np.abs(swing)) > ch3.PANEL_YLIM_DEG
+    assert w.spec.defaults['rate_hz'] == 50.0 and replies[-1]['values'] == w.spec.defaults
+
+
+@pytest.mark.parametrize('change', [{'rate_hz': 120.0, 'kp': 700.0}, {'backend': 'in-step', 'armature': 0.0}])
+def test_pd_widget_sends_the_hold_physai_runs_alone(change):
+    """What the widget sends at once is hold_responses' run for the same setting, on its own (no batch, one thread),
+    the joint it shows its worst, packed to the stored resolution: whichever path computed it (the lone in-loop run,
+    the in-step rollout). The growth curves the page computes itself (tests/test_web_arm.py checks them against
+    growth_curve)."""
+    w = ch3.pd_widget()
+    (reply,) = first_replies(w, [change])
+    v = reply['values']
+    (run,) = hold_responses([HoldParams(**v)], nthread=1)
+    clip = (-ch3.PANEL_YLIM_WIDE_DEG - 5.0, ch3.PANEL_YLIM_WIDE_DEG + 5.0)
+    part = reply['frame']['run']
+    assert part['joint'] == run.worst
+    assert part['sample'] == web.trace(np.degrees(run.q[:, run.worst]), ch3.TRACE_STEP_DEG, clip)
+    assert part['target'] == web.trace(np.degrees(run.target[:, run.worst]), ch3.TRACE_STEP_DEG, clip)
+
+
+def test_each_pd_move_makes_at_most_one_simulation_call(monkeypatch):
+    """A move's first answer is one simulation: in-step one Batch.rollout of the whole run, in-loop none (one MjData
+    steps it, where a 50 Hz controller used to cost 150 Python calls of Batch.rollout); a setting seen before
+    simulates nothing. (Counted on this thread: other widgets' workers may be running ensembles meanwhile.)"""
+    import threading
+    import mujoco.batch
+    from physai.engine import hold
+    calls, lone, here = [], [], threading.get_ident()
+
+    def count(into, func):
+        return lambda *a, **k: (threading.get_ident() == here and into.append(1)) or func(*a, **k)
+
+    monkeypatch.setattr(mujoco.batch.Batch, 'rollout', count(calls, mujoco.batch.Batch.rollout))
+    monkeypatch.setattr(hold, '_lone_loop', count(lone, hold._lone_loop))
+    w = ch3.pd_widget()
+    values = {**w.spec.defaults, 'kp': 640.0}
+    w.frame(values)  # what the first reply carries (the ensemble comes from the worker, which this does not start)
+    assert (len(calls), len(lone)) == (0, 1)
+    w.frame({**values, 'backend': 'in-step'})
+    assert (len(calls), len(lone)) == (1, 1)
+    w.frame(values)
+    assert (len(calls), len(lone)) == (1, 1)
+
+
+def test_the_pd_widget_carries_its_description():
+    """The front end builds its controls and plots from the page's description (pd_spec's JSON, with the widget's
+    pending words added) and the chapter's constants; the panel starts and resets at the description's defaults."""
+    w = ch3.pd_widget()
+    spec = ch3.pd_spec().to_json()
+    assert w.data['spec'] == {**spec, 'words': {**spec['words'], **ch3.WIDGET_WORDS}}
+    assert w.data['module'] == 'where_pd_runs_panels.js' and w.spec.defaults == ch3.pd_spec().defaults
+    assert w.data['constants'] == json.loads(json.dumps({**ch3.pd_constants(), **{k: w.data['constants'][k]
+                                                         for k in ('colors', 'pythonMujoco')}}))
 
 
 # ---------------------------------------------------------------------------------------------------------------

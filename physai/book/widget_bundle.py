@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -145,7 +146,11 @@ def main(argv=None) -> int:
         return 0
     OUT.mkdir(exist_ok=True)
     for name, text in files.items():
-        (OUT / name).write_text(text)
+        # whole or not at all: a kernel making a widget meanwhile (make test runs the chapters beside the tests that
+        # build this) reads the old file or the new one, never half of one
+        part = OUT / f'.{name}.{os.getpid()}'
+        part.write_text(text)
+        os.replace(part, OUT / name)
         print(f'{OUT / name}: {len(text.encode())} bytes')
     if args.arm3d:
         for name, size in build_arm3d().items():

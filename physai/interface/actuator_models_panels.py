@@ -1,12 +1,13 @@
 """Chapter 2's live panel: the pendulum under each actuator model, and a sweep's runs on one axes.
 
-The panel is described once, :func:`actuator_spec` (controls, plots, words), and rendered twice: :func:`actuator_panel`
-in the kernel, :func:`forcerange_twin` with :func:`physai.interface.web.pendulum_live` on the published page
-(``book/_static/panels/actuator_models_panels.js``: the first view precomputed here over the model and the effort
-limit, then MuJoCo in the reader's browser). Its physics is :func:`panel_run`: :func:`physai.engine.pendulum.simulate`
-for the chosen model (implicit, ideal PD, DC motor, delayed PD, remotized PD) with kp, kv, effort and velocity limits,
-delay, armature, timestep and integrator; it draws the step response with its readout (:func:`panel_readout`), the
-applied torque and the path in the torque-speed plane. :func:`plot_runs` draws a sweep's runs on one axes.
+The panel is described once, :func:`actuator_spec` (controls, plots, words), and drawn by the page's
+``book/_static/panels/actuator_models_panels.js`` in two places: on the published page, :func:`forcerange_twin` with
+:func:`physai.interface.web.pendulum_live` (the first view precomputed here over the model and the effort limit, then
+MuJoCo in the reader's browser), and in Jupyter or Colab, :func:`pendulum_widget` (Python MuJoCo in the kernel runs
+every setting). Its physics is :func:`panel_run`: :func:`physai.engine.pendulum.simulate` for the chosen model
+(implicit, ideal PD, DC motor, delayed PD, remotized PD) with kp, kv, effort and velocity limits, delay, armature,
+timestep and integrator; the panel draws the step response with its readout (:func:`panel_readout`), the applied
+torque and the path in the torque-speed plane. :func:`plot_runs` draws a sweep's runs on one axes.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 from IPython.display import HTML
 
-from physai.experiments import registry
-from physai.interface import live, plots, web
+from physai.interface import plots, web
 from physai.interface.panel import Choice, Entry, LogSlider, PanelSpec, Plot, Slider, common_controls
 from physai.engine.pendulum import CONTROL_RATE, PendulumParams, Run, Step, TAU_G, TIMESTEP, simulate
 from physai.experiments.actuator_models import (DC_SATURATION, EFFORT_KP, EFFORT_KV, EFFORT_SWINGING, SWEEPS, TAIL,
@@ -55,7 +55,7 @@ def panel_verdict(run: Run, metrics: dict) -> str:
 
 
 BAD_VERDICTS = ('diverged', 'swinging')
-"""The verdicts that read as a failure (the diverged colour, on the page and in the kernel): a run still creeping
+"""The verdicts that read as a failure (the diverged colour of the panel's readout): a run still creeping
 toward its command is slow, not unstable."""
 
 
@@ -127,7 +127,7 @@ PANEL_TORQUE_STEPS = (4.0, 8.0, 16.0, 32.0, 64.0, 128.0)
 
 def panel_torque_top(limit: float) -> float:
     """The torque axes' half-range for an effort limit (N·m, inf for none): a step of :data:`PANEL_TORQUE_STEPS`,
-    so most moves of the effort slider keep the axes, and each step's axes are drawn once."""
+    so most moves of the effort slider keep the axes (the page's ``panelTorqueTop`` is its mirror)."""
     if not math.isfinite(limit):
         return 64.0
     need = 1.25 * max(limit, TAU_G)
@@ -171,7 +171,8 @@ def panel_run(model: str, kp: float, kv: float, armature: float, timestep: float
 
 PANEL_DEFAULTS = {'model': 'ideal PD', 'kp': 100.0, 'kv': 5.0, 'armature': 0.0, 'timestep': TIMESTEP,
                   'integrator': 'implicitfast', 'forcerange': 6.0, 'velocity_limit': 8.0, 'delay': 12}
-"""The live panel's starting values (the defaults of :func:`actuator_panel`)."""
+"""The starting values of the panel the chapter's Try-it suggestions change (:func:`actuator_spec`'s defaults; the
+notebook's widget starts there: ``pendulum_widget(**PANEL_DEFAULTS)``)."""
 
 PANEL_TRIES = {
     'ideal PD, kv 100, no limit': {'kv': 100.0, 'forcerange': PANEL_NO_LIMIT},
@@ -247,97 +248,6 @@ def note_values() -> dict:
             'rate': CONTROL_RATE, 'stall': DC_SATURATION, 'share': PANEL_REMOTIZED_SHARE}
 
 
-def actuator_panel(*, model: str = 'ideal PD', kp: float = 100.0, kv: float = 5.0,
-                   armature: float = 0.0, timestep: float = TIMESTEP,
-                   integrator: str = 'implicitfast', forcerange: float = 6.0,
-                   velocity_limit: float = 8.0, delay: int = 12):
-    """Chapter 2's live panel in the kernel: :func:`actuator_spec` rendered with ipywidgets and matplotlib, one actuator
-    model on the pendulum, redrawn on every change.
-
-    Controls: the model (implicit, ideal PD, DC motor, delayed PD, remotized PD), the book's common four (kp,
-    armature, timestep, integrator) and the models' own kv, effort limit (for the remotized PD its limit hanging,
-    half of it at horizontal), velocity limit (DC motor, stall torque 12 N·m) and delay (delayed and remotized PD,
-    physics steps). Plots: (1) the step response 0 → 90° with the command, its settling error and rise time, a
-    diverged run flagged; (2) the applied torque with the limits that clip it; (3) the path in the torque-speed plane
-    with the allowed band.
-
-    Returns:
-      A :class:`physai.interface.live.Panel`.
-    """
-    spec = actuator_spec(model=model, kp=kp, kv=kv, armature=armature, timestep=timestep, integrator=integrator,
-                         forcerange=forcerange, velocity_limit=velocity_limit, delay=delay)
-    run_cached = registry.cached(panel_run, maxsize=16)
-
-    def compute(values: dict) -> dict:
-        run, metrics = run_cached(**values)
-        return {'run': run, 'metrics': metrics, 'actuator': run.actuator}
-
-    def setup(fig) -> dict:
-        step, torque, plane = spec.plots
-        ax1, ax2, ax3 = fig.subplots(1, 3, gridspec_kw={'width_ratios': [p.width for p in spec.plots]})
-        ax1.step([0, PANEL_STEP.at, PANEL_DURATION], [0, 90, 90], where='post', color=COLORS['command'], lw=1, ls='--')
-        (q_line,) = ax1.plot([], [], color=COLORS['response'], animated=True)
-        readout = ax1.text(0.98, 0.05, '', transform=ax1.transAxes, ha='right', va='bottom', fontsize=9, animated=True,
-                           bbox=dict(facecolor='white', edgecolor='none', alpha=0.85, pad=1.5))
-        flag = ax1.text(0.5, 0.55, spec.say('flag'), transform=ax1.transAxes, ha='center', va='center',
-                        color=COLORS['diverged'], fontsize=16, fontweight='bold', visible=False, animated=True,
-                        bbox=dict(facecolor='white', edgecolor=COLORS['diverged'], pad=3))
-        plots.apply_plot(ax1, step)
-        plots.legend(ax1, step)
-        (tau_line,) = ax2.plot([], [], color=COLORS['response'], animated=True)
-        (limit_line,) = ax2.plot([], [], color=COLORS['bound'], lw=1, ls=':', animated=True)
-        ax2.axhline(TAU_G, color=COLORS['sag'], lw=1, ls='--')
-        plots.apply_plot(ax2, torque)
-        plots.legend(ax2, torque)
-        (band,) = ax3.plot([], [], color=COLORS['bound'], lw=1.5, animated=True)
-        (path,) = ax3.plot([], [], color=COLORS['response'], lw=1, animated=True)
-        plots.apply_plot(ax3, plane)
-        plots.legend(ax3, plane)
-        fig.subplots_adjust(left=0.06, right=0.985, bottom=0.15, top=0.9, wspace=0.35)
-        return {'ax2': ax2, 'ax3': ax3, 'q': q_line, 'readout': readout, 'flag': flag,
-                'tau': tau_line, 'limit': limit_line, 'band': band, 'path': path, 'ylim': None}
-
-    def draw(state: dict, results: dict, values: dict) -> None:
-        run, metrics, actuator = results['run'], results['metrics'], results['actuator']
-        state['q'].set_data(run.t, np.clip(np.degrees(np.nan_to_num(run.q)), -30, 160))
-        state['flag'].set_visible(run.diverged)
-        state['readout'].set_color(COLORS['diverged'] if panel_verdict(run, metrics) in BAD_VERDICTS else '#222222')
-        state['readout'].set_text(panel_readout(run, metrics))
-        remotized = isinstance(actuator, RemotizedPD)
-        e = float(actuator.table[0][1]) if remotized else float(actuator.forcerange)
-        top = panel_torque_top(e)
-        if top != state['ylim']:  # static artists change only when the scale steps
-            for ax in (state['ax2'], state['ax3']):
-                ax.set_ylim(-top, top)
-            state['ylim'] = top
-        n = len(run.torque)
-        state['tau'].set_data(run.t[:n], np.clip(np.nan_to_num(run.torque), -2 * top, 2 * top))
-        # a constant clamp (ideal, implicit and delayed PD); the DC motor's and the remotized PD's limits move
-        if isinstance(actuator, (IdealPD, ImplicitPD)) and not isinstance(actuator, (DCMotor, RemotizedPD)):
-            state['limit'].set_data([0, PANEL_DURATION, np.nan, 0, PANEL_DURATION], [e, e, np.nan, -e, -e])
-            w = PANEL_SPEED_AXIS
-            state['band'].set_data([-w, w, w, -w, -w], [e, e, -e, -e, e])
-        else:
-            low, high = actuator.limits(run.q[:n], run.v[:n])  # the remotized limit follows the angle
-            state['limit'].set_data(np.concatenate([run.t[:n], [np.nan], run.t[:n]]),
-                                    np.concatenate([high, [np.nan], low]))
-            speeds = np.linspace(-PANEL_SPEED_AXIS, PANEL_SPEED_AXIS, 241)
-            # the band at the run's last angle (the DC motor's does not depend on it)
-            low, high = (np.broadcast_to(x, speeds.shape)  # the remotized limit is the same at every speed
-                         for x in actuator.limits(float(run.q[n]) if remotized else 0.0, speeds))
-            state['band'].set_data(np.concatenate([speeds, speeds[::-1], speeds[:1]]),
-                                   np.concatenate([high, low[::-1], high[:1]]))
-        state['path'].set_data(np.clip(run.v[:n], -40, 40), np.clip(run.torque, -2 * top, 2 * top))
-        return top  # the view: every non-animated artist follows from the torque axes' range
-
-    panel = live.Panel(spec.controls, compute=compute, setup=setup, draw=draw, figsize=(13.0, 3.9), dpi=80,
-                       views=len(PANEL_TORQUE_STEPS) + 1)
-    # one effort limit per torque step (and none): each step's axes are drawn now, not on a slider move
-    limits = [min(step / 1.25, PANEL_NO_LIMIT - 0.5) for step in PANEL_TORQUE_STEPS] + [PANEL_NO_LIMIT]
-    panel.warm([{'forcerange': limit} for limit in limits])
-    return panel
-
-
 # ---------------------------------------------------------------------------------------------
 # The page panel: its precomputed first view
 
@@ -397,8 +307,8 @@ explicit ideal PD at its gains with the limit below the hold torque, which swing
 def forcerange_twin(*, forceranges: Sequence[float] = TWIN_FORCERANGES, models: Sequence[str] = MODELS, **defaults):
     """Chapter 2's page panel (:func:`actuator_spec`) with its first view precomputed: a run of every model at every
     effort limit of ``forceranges`` (the chapter's effort-limit sweep and no limit), the other controls at the
-    panel's start: :data:`TWIN_START` (the sweep's E = 2 N·m run), changed by ``defaults`` (as :func:`actuator_panel`'s
-    keywords), the rest as :func:`actuator_panel` starts. On the page a reader's model or effort limit picks the
+    panel's start: :data:`TWIN_START` (the sweep's E = 2 N·m run), changed by ``defaults`` (as :func:`actuator_spec`'s
+    keywords), the rest as :func:`actuator_spec` starts. On the page a reader's model or effort limit picks the
     precomputed run until MuJoCo runs in the page (:func:`physai.interface.web.pendulum_live`, in the next cell), which
     starts from the same setting.
 
@@ -411,8 +321,8 @@ def forcerange_twin(*, forceranges: Sequence[float] = TWIN_FORCERANGES, models: 
                              lambda model, forcerange: run_part({**fixed, 'model': model, 'forcerange': forcerange}))}
     return web.first_view(spec, 'actuator_models_panels.js', grid={'model': models, 'forcerange': forceranges},
                           parts=parts, constants=pendulum_constants(),
-                          fallback='This panel draws on the book\'s page; in Jupyter or Colab use the live panel '
-                                   'above.')
+                          fallback='This panel draws on the book\'s page; in Jupyter or Colab the cell above shows '
+                                   'the same panel, run by the kernel.')
 
 
 def pendulum_widget(**defaults):
@@ -424,7 +334,7 @@ def pendulum_widget(**defaults):
     The first reply's time per control: benchmarks/bench_widget_models_pd.py; the check costs two runs more.
 
     Args:
-      defaults: as :func:`forcerange_twin`'s (:func:`actuator_panel`'s keywords), changing :data:`TWIN_START`.
+      defaults: as :func:`forcerange_twin`'s (:func:`actuator_spec`'s keywords), changing :data:`TWIN_START`.
 
     Returns:
       A :class:`physai.interface.widget.PanelWidget` (needs ``anywidget``).

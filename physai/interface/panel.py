@@ -403,10 +403,15 @@ class PanelSpec:
         return dataclasses.replace(self, controls=controls)
 
     def check(self, values: Mapping) -> dict:
-        """``values`` (SI) checked against the controls: a complete dict, or ValueError naming the first wrong one."""
+        """``values`` (SI) checked against the controls: a complete dict, or ValueError naming the first wrong one (a
+        name no control has is wrong too)."""
         missing = [c.name for c in self.controls if c.name not in values]
         if missing:
             raise ValueError(f'panel {self.key}: values must name every control, missing {", ".join(missing)}')
+        unknown = [name for name in values if name not in {c.name for c in self.controls}]
+        if unknown:
+            raise ValueError(f'panel {self.key} has no control {", ".join(map(repr, unknown))}; controls: '
+                             f'{", ".join(c.name for c in self.controls)}')
         return {c.name: c.check(values[c.name]) for c in self.controls}
 
     def say(self, word: str, **values) -> str:

@@ -478,11 +478,3 @@ def mark_step_response(ax: Axes, response, **kwargs) -> StepResponseMarks:
     marks = StepResponseMarks(ax, **kwargs)
     marks.update(response)
     return marks
-
-
-def mark_point(ax: Axes, x: float, y: float, *, color: str = COLORS['current'],
-               label: str | None = 'current', animated: bool = False) -> mpl.lines.Line2D:
-    """A hollow circle marking the current setting; move it later with ``.set_data([x], [y])``."""
-    (point,) = ax.plot([x], [y], 'o', ms=9, mfc='none', mec=color, mew=2, label=label, zorder=5,
-                       animated=animated)
-    return point

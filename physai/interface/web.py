@@ -1,7 +1,8 @@
 """The page panel: a chapter's panel on the published book, where no kernel runs, drawn by the book's JavaScript.
 
-A chapter's live panel is described once (:class:`physai.interface.panel.PanelSpec`); the kernel renders it with
-:mod:`physai.interface.live`, the page with ``book/_static/panels/`` from the two blocks this module writes:
+A chapter's live panel is described once (:class:`physai.interface.panel.PanelSpec`) and drawn by
+``book/_static/panels/``: in Jupyter or Colab as a widget whose physics the kernel runs (:mod:`physai.interface.widget`),
+on the page from the two blocks this module writes:
 
 - :func:`first_view` (the chapter's ``*_twin`` function, e.g.
   :func:`physai.interface.position_actuators_panels.servo_twin`): the description as JSON, the chapter's constants,

@@ -191,7 +191,7 @@ def model_xml(m: mujoco.MjModel, title: str, *, geoms: bool = True) -> str:
 def pd_live() -> HTML:
     """Chapter 3's panel runs MuJoCo in the reader's browser: :func:`arm_xml`. Show it in the cell after
     :func:`~physai.interface.where_pd_runs_panels.pd_twin`. In Jupyter it shows nothing (the kernel's own panel is
-    :func:`~physai.interface.where_pd_runs_panels.pd_panel`)."""
+    :func:`~physai.interface.where_pd_runs_panels.pd_widget`)."""
     return engine_block('pd', arm_xml())
 
 

@@ -1,12 +1,13 @@
 """Chapter 3's live panel: the SO-101 holding a pose with its PD in the control loop or in MuJoCo's step.
 
-The panel is described once, :func:`pd_spec` (controls, plots, words), and rendered twice: :func:`pd_panel` in the
-kernel, :func:`pd_twin` with :func:`physai.interface.web_arm.pd_live` on the published page
-(``book/_static/panels/where_pd_runs_panels.js``: the first view precomputed here, then MuJoCo in the reader's
-browser). It holds Menagerie's SO-101 at the standby pose with the controller at ``rate_hz`` and draws the worst
-joint's hold against the command and the growth per tick against the controller rate (the analytic bound from
+The panel is described once, :func:`pd_spec` (controls, plots, words), and drawn by the page's
+``book/_static/panels/where_pd_runs_panels.js`` in two places: on the published page, :func:`pd_twin` with
+:func:`physai.interface.web_arm.pd_live` (the first view precomputed here, then MuJoCo in the reader's browser), and in
+Jupyter or Colab, :func:`pd_widget` (Python MuJoCo in the kernel runs every setting, and poses the arm in 3D). It holds
+Menagerie's SO-101 at the standby pose with the controller at ``rate_hz`` and draws the worst joint's hold against the
+command and the growth per tick against the controller rate (the analytic bound from
 :mod:`physai.experiments.where_pd_runs`); a chattering hold is reported as its ensemble (:func:`ensemble_text`).
-:class:`BitmapText` is the text artist both chapter 3's and chapter 4's kernel panels redraw at every slider move.
+:class:`BitmapText` is the text artist the kernel panels of chapters 4, 5 and 6 redraw at every slider move.
 """
 
 from __future__ import annotations
@@ -21,15 +22,13 @@ import numpy as np
 from matplotlib import font_manager
 from matplotlib.text import Text
 
-from physai.experiments import registry
-from physai.interface import live, plots, web
+from physai.interface import plots, web
 from physai.interface.panel import Choice, Entry, LogSlider, PanelSpec, Plot, Slider, common_controls
 from physai.engine.hold import (CHATTER_TURNS, DURATION, ENSEMBLE_PROBE, ENSEMBLE_SIZE, MOVE_TIME, PHYSICS_TIMESTEP,
                                 QUIET_P2P, SETTLE_WINDOW, SO101_ARMATURE, SO101_FORCERANGE, SO101_KP, SO101_KV, STANDBY,
                                 TURN_SIZE, HoldEnsemble, HoldParams, HoldResponse, hold_ensembles, hold_responses,
                                 so101_base, so101_joints)
-from physai.experiments.where_pd_runs import (RATES_HZ, growth_curve, rate_ensembles, standby_inertia,
-                                              worst_growth)
+from physai.experiments.where_pd_runs import RATES_HZ, rate_ensembles, standby_inertia, worst_growth
 from physai.laws import robust
 from physai.laws.loop import BACKENDS
 
@@ -232,7 +231,7 @@ def pd_spec(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO10
 
 
 def pd_note(response: HoldResponse, growth: float, *, rate_hz: float, backend: str) -> str:
-    """The two-line note :func:`pd_panel` writes on its trajectory plot, in the words of :data:`NOTE_WORDS`: where
+    """The two-line note on one hold's trajectory (:func:`run_part`), in the words of :data:`NOTE_WORDS`: where
     the PD runs and how often, the shown joint's peak-to-peak over the last second and its chatter tone, how far the
     joints sit from the command, and the run's verdict (:attr:`~physai.engine.hold.HoldResponse.state`) with the growth per
     tick."""
@@ -248,99 +247,10 @@ def pd_note(response: HoldResponse, growth: float, *, rate_hz: float, backend: s
 
 
 def pd_bad(response: HoldResponse) -> bool:
-    """Whether the note reads as a failure (the diverged colour on the page and in the kernel): the run diverged or
+    """Whether the note reads as a failure (the diverged colour of the panel's note): the run diverged or
     chatters. A run still moving one way, or holding still, is no failure of the PD, however far off it sits (the note
     says how far)."""
     return response.state in ('diverged', 'chatters')
-
-
-def pd_panel(*, rate_hz: float = 50.0, backend: str = 'in-loop', kp: float = SO101_KP,
-             kv: float = SO101_KV, armature: float = SO101_ARMATURE, timestep: float = PHYSICS_TIMESTEP,
-             integrator: str = 'implicitfast'):
-    """Chapter 3's live panel in the kernel: :func:`pd_spec` rendered with ipywidgets and matplotlib.
-
-    Every change reruns the SO-101 hold (:func:`hold_responses`) and redraws (1) the worst joint's
-    trajectory and its command, with its peak-to-peak over the last second and whether it chatters, and
-    (2) the growth per controller tick of both backends against the controller rate, the current one marked.
-
-    Returns:
-      A :class:`physai.interface.live.Panel`; show it as the last expression of a cell.
-    """
-    spec = pd_spec(rate_hz=rate_hz, backend=backend, kp=kp, kv=kv, armature=armature, timestep=timestep,
-                   integrator=integrator)
-    joint_names = so101_joints()
-
-    @registry.cached(maxsize=16)
-    def run(rate_hz, backend, kp, kv, armature, timestep, integrator):
-        params = HoldParams(rate_hz=rate_hz, backend=backend, kp=kp, kv=kv, armature=armature,
-                            timestep=timestep, integrator=integrator)
-        return hold_responses([params], nthread=1)[0]
-
-    @registry.cached(maxsize=16)
-    def curves(kp, kv, armature, timestep, integrator):  # not the rate or the backend: both curves drawn
-        return {b: growth_curve(PANEL_RATES_HZ, backend=b, kp=kp, kv=kv, armature=armature,
-                                timestep=timestep, integrator=integrator) for b in BACKENDS}
-
-    def compute(values):
-        response = run(**values)
-        growth = worst_growth(**values)
-        return {'response': response, 'curves': curves(**values), 'growth': growth}
-
-    def setup(fig):
-        hold, stability = spec.plots
-        ax1, ax2 = fig.subplots(1, 2, gridspec_kw={'width_ratios': [p.width for p in spec.plots]})
-        (target,) = ax1.plot([], [], color=plots.COLORS['command'], lw=1, ls='--', animated=True)
-        (q_line,) = ax1.plot([], [], color=plots.COLORS['response'], lw=1.2, animated=True)
-        ax1.axvspan(DURATION - SETTLE_WINDOW, DURATION, color=plots.COLORS['shade'], zorder=0)
-        note = add_bitmap_text(ax1, 0.02, 0.04, transform=ax1.transAxes, fontsize=8.5,
-                               bbox=dict(facecolor='white', edgecolor='none', alpha=0.85, pad=1.5))
-        plots.apply_plot(ax1, hold, title=False)
-        # the legend sits above the axes, clear of every joint's trajectory, so it never has to move
-        plots.legend(ax1, hold)
-        lines = {b: ax2.plot([], [], color=BACKEND_COLORS[b], animated=True)[0] for b in BACKENDS}
-        ax2.axhline(1.0, color=plots.COLORS['bound'], lw=1, ls='--')
-        point = plots.mark_point(ax2, rate_hz, 1.0, label=None, animated=True)
-        plots.apply_plot(ax2, stability)
-        plots.legend(ax2, stability)
-        fig.subplots_adjust(left=0.07, right=0.98, bottom=0.15, top=0.9, wspace=0.28)
-        # the title names the worst joint: animated, so it is blitted with the curves; where set_title puts it
-        above = mpl.transforms.ScaledTranslation(0.0, mpl.rcParams['axes.titlepad'] / 72, fig.dpi_scale_trans)
-        title = add_bitmap_text(ax1, 0.0, 1.0, va='baseline', fontsize=9.5, transform=ax1.transAxes + above)
-        return {'ax1': ax1, 'title': title, 'target': target, 'q': q_line, 'note': note, 'lines': lines,
-                'point': point, 'ylim': (-PANEL_YLIM_DEG, PANEL_YLIM_DEG), 'wide': False}
-
-    def draw(state, results, values):
-        r, growth = results['response'], results['growth']
-        j = r.worst
-        state['q'].set_data(r.t, np.degrees(r.q[:, j]))
-        state['target'].set_data(r.t, np.degrees(r.target[:, j]))
-        # two ranges only, both drawn once (pd_panel draws the wide one at start-up): a slider move then
-        # redraws just the animated artists, whichever range it needs
-        with np.errstate(invalid='ignore'):  # a diverged run's NaN is neither in nor out
-            wide = state['wide'] or bool(np.any(np.abs(np.degrees(r.q[:, j])) > PANEL_YLIM_DEG))
-        half = PANEL_YLIM_WIDE_DEG if wide else PANEL_YLIM_DEG
-        ylim = (-half, half)
-        if ylim != state['ylim']:
-            state['ax1'].set_ylim(*ylim)
-            state['ylim'] = ylim
-        state['title'].set_text(spec.say('title', joint=joint_names[j]))
-        # the note goes on the side the move leaves free (above a move down, below a move up)
-        down = STANDBY[j] < 0
-        state['note'].set_position((0.02, 0.96 if down else 0.04))
-        state['note'].set_verticalalignment('top' if down else 'bottom')
-        state['note'].set_text(pd_note(r, growth, rate_hz=values['rate_hz'], backend=values['backend']))
-        state['note'].set_color(plots.COLORS['diverged'] if pd_bad(r) else '#222222')
-        for b, line in state['lines'].items():
-            line.set_data(PANEL_RATES_HZ, np.minimum(results['curves'][b], 2.0))
-        state['point'].set_data([values['rate_hz']], [min(growth, 2.0)])
-        return ylim  # the view key: the one thing about the axes a setting changes
-
-    panel = live.Panel(spec.controls, compute=compute, setup=setup, draw=draw, figsize=(12.0, 3.8), dpi=80)
-    panel.state['wide'] = True  # draw the wide range once now, so no slider move waits for it
-    panel.update()
-    panel.state['wide'] = False
-    panel.update()
-    return panel
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -383,7 +293,7 @@ def pd_twin(**defaults):
     """Chapter 3's page panel (:func:`pd_spec`) with its first view precomputed: at each controller rate of the
     chapter's table (:data:`physai.experiments.where_pd_runs.RATES_HZ`), both backends and the armature on or off
     (:data:`TWIN_ARMATURES`), the hold's ensemble (:func:`physai.experiments.where_pd_runs.rate_ensembles`) as its
-    verdict and one draw; the other controls at the panel's start (``defaults``, as :func:`pd_panel`'s). The growth per
+    verdict and one draw; the other controls at the panel's start (``defaults``, as :func:`pd_spec`'s). The growth per
     tick the page computes itself, at every setting. On the page MuJoCo then runs in the reader's browser
     (:func:`physai.interface.web_arm.pd_live`, in the next cell).
 
@@ -400,8 +310,8 @@ def pd_twin(**defaults):
     return web.first_view(spec, 'where_pd_runs_panels.js',
                           grid={'rate_hz': [float(r) for r in RATES_HZ], 'backend': BACKENDS, 'armature': TWIN_ARMATURES},
                           parts=parts, constants=pd_constants(),
-                          fallback='This panel draws on the book\'s page; in Jupyter or Colab use the live panel '
-                                   'above.')
+                          fallback='This panel draws on the book\'s page; in Jupyter or Colab the cell above shows '
+                                   'the same panel, run by the kernel.')
 
 
 def run_part(response: HoldResponse, growth: float) -> dict:
@@ -475,14 +385,14 @@ def pd_widget(**defaults):
     come from the kernel when a reader opens it (:func:`physai.interface.widget.arm3d_messages`).
 
     Args:
-      defaults: as :func:`pd_twin`'s (:func:`pd_panel`'s keywords).
+      defaults: as :func:`pd_twin`'s (:func:`pd_spec`'s keywords).
 
     Returns:
       A :class:`physai.interface.widget.PanelWidget` (needs ``anywidget``).
     """
     from physai.interface import widget  # anywidget only where the widget is asked for
     # the one run is kept (a thread-safe store): the second reply, with the ensemble, and the 3D view use it again
-    one = live.Deferred(_one_hold, maxsize=16)
+    one = widget.Deferred(_one_hold, maxsize=16)
     spec = pd_spec(**defaults)
     spec = dataclasses.replace(spec, words={**spec.words, **WIDGET_WORDS})
 
@@ -492,7 +402,7 @@ def pd_widget(**defaults):
         return part
 
     w = widget.PanelWidget(spec, 'where_pd_runs_panels.js', constants=pd_constants(), now={'run': run},
-                           later={'hold': live.Deferred(_ensemble_hold, maxsize=16)})
+                           later={'hold': widget.Deferred(_ensemble_hold, maxsize=16)})
 
     def poses(values, content):
         magnify = content.get('magnify')

@@ -7,11 +7,11 @@ stays in the kernel: a control sends its values (the ``request`` trait), Python 
 those values, in the form the page's first view stores them (:class:`physai.interface.web.Part`'s ``compute``), and
 sends them back (``reply``), which the chapter's ``decode`` and ``draw`` draw as they draw a stored frame.
 
-The parts that are cheap answer at once (``now``); the slow ones (``later``, each a
-:class:`Deferred`) answer from their cache when they can, else are run on a worker thread
-after the first reply, in their order, each sent in a further reply as it is ready (the last one ``complete``), as
-the matplotlib panel does. A ``later`` part may share a ``now`` part's name: the ``now`` one is a cheap first answer
-(chapter 1: the step response's first second where the whole run is long), replaced when the ``later`` one is ready.
+The parts that are cheap answer at once (``now``); the slow ones (``later``, each a :class:`Deferred`) answer from
+their cache when they can, else are run on a worker thread after the first reply, in their order, each sent in a
+further reply as it is ready (the last one ``complete``). A ``later`` part may share a ``now`` part's name: the
+``now`` one is a cheap first answer (chapter 1: the step response's first second where the whole run is long),
+replaced when the ``later`` one is ready.
 
 :func:`arm3d_messages` answers a widget's 3D view (chapters 3 and 4): the view's files and each run's poses, as
 binary buffers. :func:`servo_widget` is chapter 1's.
@@ -46,15 +46,14 @@ committed bundle would go stale with every change to the page's modules)."""
 
 
 class Deferred:
-    """A slow part of a panel's results, computed off the hot path: the widget answers a control with what is
-    ready, then fills this part in (moved here from the retired matplotlib renderer, ``physai.interface.live``).
+    """A slow part of a panel's results, computed off the first reply: the widget answers a request with what is
+    ready, then fills this part in (:class:`PanelWidget`'s ``later``).
 
     ``Deferred(func)`` wraps ``func``, called with the panel's values it names (extra keys are ignored, as with
-    :func:`physai.experiments.registry.cached`; bind fixed arguments with ``functools.partial``). :meth:`get`
-    returns the stored result for the current values, or None when it is not computed yet (the reply then carries
-    null and the page keeps that part's picture); :class:`PanelWidget`'s worker thread computes the missing parts,
-    in its ``later`` order, and replies after each. An exception raised by ``func`` is stored too and raised again by
-    :meth:`get`, so the widget replies with it.
+    :func:`physai.experiments.registry.cached`; bind fixed arguments with ``functools.partial``). :meth:`get` returns
+    the stored result for the values, or None when it is not computed yet; :meth:`compute` computes and stores it
+    (the widget's worker thread calls it, in the order of ``later``, and replies after each). An exception raised by
+    ``func`` is stored too and raised again by :meth:`get`, so the widget replies with it.
 
     Args:
       func: the slow computation (e.g. a map over a grid for one timestep and integrator).
@@ -290,14 +289,19 @@ def servo_widget(*, kp: float = 100.0, armature: float = 0.028, timestep: float 
                  duration: float = 3.0) -> PanelWidget:
     """Chapter 1's panel (:func:`~physai.interface.position_actuators_panels.servo_spec`) as a widget: the page's
     ``position_actuators_panels.js`` drawing the step response (:func:`~physai.experiments.servo_panel.servo_step`),
-    the kp curve and the stability map that Python MuJoCo runs at the controls' exact values. Arguments as
-    :func:`~physai.interface.position_actuators_panels.servo_panel`.
+    the kp curve and the stability map that Python MuJoCo runs at the controls' exact values.
 
-    As the matplotlib panel, where the whole step response would not fit the panel's budget (RK4 below a 1 ms step,
+    Where the whole step response would not fit the panel's budget (RK4 below a 1 ms step,
     :data:`~physai.experiments.servo_panel.PANEL_STEP_BUDGET`) the first reply draws its first second
     (:func:`~physai.experiments.servo_panel.servo_step_start`, the same samples), the readout saying the rest is
     coming and no sag or rise marked (they would describe that second only), and the worker's first reply the whole
-    run; a run that diverged within that second is the whole story and reads as such."""
+    run; a run that diverged within that second is the whole story and reads as such.
+
+    Args:
+      kp, armature, timestep, integrator, dampratio: the controls' start and reset values (SI units).
+      q0: start angle, rad (the command is 0).
+      duration: simulated time of the step response, s.
+    """
     spec = ch1.servo_spec(kp=kp, armature=armature, timestep=timestep, integrator=integrator, dampratio=dampratio,
                           q0=q0, duration=duration)
     whole = Deferred(functools.partial(_step, q0=q0, duration=duration, ylim=spec.plot('step').ylim))
