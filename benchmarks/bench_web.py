@@ -14,19 +14,19 @@ figures show. Chapter 2's velocity limit is timed on the DC motor and its delay 
 them). The row ``kp, discrete`` moves kp with the discrete integrator, which MuJoCo 3.14.0 runs in the page like the
 others.
 
-Baseline in the same run: each chapter's kernel panel (position_actuators_panels.servo_panel,
-actuator_models_panels.actuator_panel) updating for the same kp changes (rerun with Python MuJoCo and redraw the
-PNG).
+Baseline in the same run: each chapter's widget (physai.interface.widget.servo_widget,
+actuator_models_panels.pendulum_widget, gripper_panels.gripper_widget) computing the runs of the same kp changes in
+Python MuJoCo (latency.kernel_kp_latencies: no drawing).
 
 Prints a table per chapter (control, median and 95th percentile of (a) and (b) in ms) and a line per chapter
-``chapter N: browser <X> ms median (worst control <C>), p95 <Y> ms; goal 50 ms: <met|missed>; kernel panel <Z> ms;
+``chapter N: browser <X> ms median (worst control <C>), p95 <Y> ms; goal 50 ms: <met|missed>; kernel <Z> ms;
 ratio <Z/X>``. This machine is shared: figures measured under other processes' load are inflated.
 
 Chapter 5's grasp (the gripper closing on the cube, then holding it: 2 s of contacts, 400 MuJoCo steps at the panel's
 5 ms, thousands at a fine timestep) goes in slices, as chapters 3 and 4's runs do (bench_web_arm.py), so its table
 has their three columns: (a) the first slice drawn, (b) the whole grasp drawn with its verdict, (c) (b) and the next
 animation frame; its line is theirs (latency.staged_report): ``chapter 5: browser first picture <A> ms median, p95 <B>;
-whole <C> ms median (worst control <W>), p95 <D>; painted <E> ms median (worst control); goal 50 ms: ...; kernel panel
+whole <C> ms median (worst control <W>), p95 <D>; painted <E> ms median (worst control); goal 50 ms: ...; kernel
 <Z> ms; ratio kernel / whole <R>``.
 
 Run: ``.venv/bin/python benchmarks/bench_web.py [--values 40] [--chapters 1 2 5]``. ``--quick`` (as ``make test`` runs
@@ -56,9 +56,9 @@ from test_web import servo_blocks  # noqa: E402
 from test_web_pendulum import pendulum_blocks  # noqa: E402
 from test_web_gripper import gripper_blocks  # noqa: E402
 
-from physai.interface.actuator_models_panels import actuator_panel  # noqa: E402
-from physai.interface.gripper_panels import gripper_panel  # noqa: E402
-from physai.interface.position_actuators_panels import servo_panel  # noqa: E402
+from physai.interface.actuator_models_panels import pendulum_widget  # noqa: E402
+from physai.interface.gripper_panels import gripper_widget  # noqa: E402
+from physai.interface.widget import servo_widget  # noqa: E402
 
 MEASURE = """async ([id, value]) => {
     const input = document.getElementById(id);""" + FRAME_AND_TASK + """
@@ -197,14 +197,14 @@ def main() -> None:
         for name, (handled, painted) in by_control.items():
             print(f'{name:<16}{statistics.median(handled):>11.1f}{p95(handled):>9.1f}'
                   f'{statistics.median(painted):>16.1f}{p95(painted):>13.1f}')
-        panel = servo_panel() if chapter == 1 else actuator_panel()
+        panel = servo_widget() if chapter == 1 else pendulum_widget()
         kernel = kernel_kp_latencies(panel, min(args.values, 20), f'chapter {chapter} kernel kp')
         worst = max(by_control, key=lambda k: statistics.median(by_control[k][0]))
         x = statistics.median(by_control[worst][0])
         y = max(p95(h) for h, _ in by_control.values())
         z = statistics.median(kernel)
         summary.append(f'chapter {chapter}: browser {x:.1f} ms median (worst control {worst}), p95 {y:.1f} ms; '
-                       f'goal 50 ms: {"met" if x < 50 else "missed"}; kernel panel {z:.1f} ms; '
+                       f'goal 50 ms: {"met" if x < 50 else "missed"}; kernel {z:.1f} ms; '
                        f'ratio {z / x if x > 0 else math.inf:.1f}')
     if 5 in args.chapters:
         summary.append(gripper_summary(args.values))
@@ -215,7 +215,7 @@ def gripper_summary(n: int) -> str:
     """Chapter 5's table printed, and its line returned."""
     results = gripper_latencies(n)
     print('chapter 5')
-    kernel = kernel_kp_latencies(gripper_panel(), min(n, 12), 'chapter 5 kernel kp')
+    kernel = kernel_kp_latencies(gripper_widget(), min(n, 12), 'chapter 5 kernel kp')
     return staged_report('chapter 5', results, kernel, run='grasp')
 
 if __name__ == '__main__':

@@ -18,13 +18,13 @@ its own (as the browser dispatches a slider's input), from the input event to:
 the wait for the screen's next frame, up to 17 ms at 60 Hz. The row ``kp, discrete`` moves kp with the discrete
 integrator, which MuJoCo 3.14.0 runs in the page like the others.
 
-Baseline in the same run: the kernel's panel (physai.interface.where_pd_runs_panels.pd_panel, or
-physai.interface.servo_sysid_panels.sysid_panel) updating for the same kp changes (rerun with Python MuJoCo 3.17.0
-and redraw the PNG).
+Baseline in the same run: the chapter's widget (physai.interface.where_pd_runs_panels.pd_widget, or
+physai.interface.servo_sysid_panels.sysid_widget) computing the runs of the same kp changes in Python MuJoCo 3.17.0
+(latency.kernel_kp_latencies: no drawing).
 
 Prints a table (control, median and 95th percentile of (a), (b) and (c) in ms), then the last line
 ``chapter <N>: browser first picture <A> ms median, p95 <B>; whole <C> ms median (worst control <W>), p95 <D>;
-painted <E> ms median (worst control); goal 50 ms: <met|missed> ...; kernel panel <Z> ms; ratio kernel / whole
+painted <E> ms median (worst control); goal 50 ms: <met|missed> ...; kernel <Z> ms; ratio kernel / whole
 <Z/C>``. This machine is shared: figures measured under other processes' load are inflated.
 
 Run: ``.venv/bin/python benchmarks/bench_web_arm.py [--chapter 3|4] [--values 12]``. ``--quick`` (as ``make test``
@@ -50,8 +50,8 @@ from browser import (CHROMIUM, ENGINE, FRAME_AND_TASK, NO_ENGINE, chromium, open
 from latency import kernel_kp_latencies, preflight, staged_report  # noqa: E402
 from test_web_arm import ARM_COLUMN_PX, held_out, pd_blocks, sysid_blocks  # noqa: E402
 
-from physai.interface.servo_sysid_panels import sysid_panel  # noqa: E402
-from physai.interface.where_pd_runs_panels import pd_panel  # noqa: E402
+from physai.interface.servo_sysid_panels import sysid_widget  # noqa: E402
+from physai.interface.where_pd_runs_panels import pd_widget  # noqa: E402
 
 MEASURE = """async ([key, name, value]) => {
     const panel = window.physaiPanels[key];
@@ -128,7 +128,7 @@ def main() -> None:
     preflight(CHROMIUM, ENGINE, NO_ENGINE)
     results = browser_latencies(args.chapter, args.values)
     print(f'load average {os.getloadavg()[0]:.1f} after the browser runs')
-    panel = pd_panel() if args.chapter == 3 else sysid_panel(*held_out())
+    panel = pd_widget() if args.chapter == 3 else sysid_widget(*held_out())
     kernel = kernel_kp_latencies(panel, min(args.values, 12), 'kernel kp')
     print(staged_report(f'chapter {args.chapter}', results, kernel))
 

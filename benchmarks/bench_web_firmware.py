@@ -9,11 +9,11 @@ first picture (the first slice of the new runs drawn, or the whole when it fits 
 1.5 s step and the 6 s segment simulated and drawn with the readouts), (c) painted ((b) and the next animation frame).
 ``--values`` changes per control, spread over its range (every option of the integrator, cycling).
 
-Baseline in the same run: the kernel's panel (physai.interface.servo_firmware_panels.settings_panel) updating for
-``--values`` P registers (rerun with Python MuJoCo 3.17.0 and redraw the PNG).
+Baseline in the same run: the chapter's widget (physai.interface.servo_firmware_panels.settings_widget) computing
+the runs of ``--values`` P registers in Python MuJoCo 3.17.0 (latency.kernel_latencies: no drawing).
 
 Prints the table, then the last line ``chapter 6: browser first picture <A> ms median, p95 <B>; whole <C> ms median
-(worst control <W>), p95 <D>; painted <E> ms median (worst control); goal 50 ms: <met|missed> ...; kernel panel
+(worst control <W>), p95 <D>; painted <E> ms median (worst control); goal 50 ms: <met|missed> ...; kernel
 <Z> ms``.
 This machine is shared: figures measured under other processes' load are inflated.
 
@@ -27,7 +27,6 @@ import os
 import pathlib
 import sys
 import tempfile
-import time
 
 import numpy as np
 from tqdm import tqdm
@@ -38,10 +37,10 @@ sys.path.insert(0, str(ROOT / 'benchmarks'))
 
 from bench_web_arm import MEASURE  # noqa: E402
 from browser import CHROMIUM, ENGINE, NO_ENGINE, chromium, open_page, scratch_site, serve, wait_live  # noqa: E402
-from latency import preflight, staged_report  # noqa: E402
+from latency import kernel_latencies, preflight, staged_report  # noqa: E402
 from test_web_firmware import LOAD, firmware_blocks, held_out, spring  # noqa: E402
 
-from physai.interface.servo_firmware_panels import settings_panel  # noqa: E402
+from physai.interface.servo_firmware_panels import settings_widget  # noqa: E402
 
 KEY = 'firmware'
 
@@ -75,18 +74,12 @@ def browser_latencies(n: int) -> dict[str, tuple[list[float], list[float], list[
     return out
 
 
-def kernel_latencies(n: int) -> list[float]:
-    """ms per update of the kernel panel over n P registers, after one update to warm it up."""
-    panel = settings_panel(spring(), held_out(), LOAD)
-    panel.update()
-    times = []
-    for p in tqdm(np.linspace(1, 64, n), desc='kernel P', leave=False):
-        panel.values['p_register'] = float(round(p))
-        panel.values['supply_voltage'] = 7.4 + 1e-9 * p  # no cache answers
-        start = time.perf_counter()
-        panel.update()
-        times.append(1e3 * (time.perf_counter() - start))
-    return times
+def kernel_p_latencies(n: int) -> list[float]:
+    """ms of the kernel's widget for the runs of n P registers (latency.kernel_latencies), each with its own supply
+    voltage so that no cache answers."""
+    widget = settings_widget(spring(), held_out(), LOAD)
+    return kernel_latencies(widget, [{'p_register': float(round(p)), 'supply_voltage': 7.4 + 1e-9 * p}
+                                     for p in np.linspace(1, 64, n)], 'kernel P')
 
 
 def main() -> None:
@@ -99,7 +92,7 @@ def main() -> None:
     preflight(CHROMIUM, ENGINE, NO_ENGINE)
     results = browser_latencies(args.values)
     print(f'load average {os.getloadavg()[0]:.1f} after the browser runs')
-    kernel = kernel_latencies(min(args.values, 12))
+    kernel = kernel_p_latencies(min(args.values, 12))
     print(staged_report('chapter 6', results, kernel))
 
 if __name__ == '__main__':

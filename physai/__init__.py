@@ -31,9 +31,10 @@ import-linter, the contract is in ``pyproject.toml``). Read it from the bottom u
    request checked before any work), ``identify`` (the fit and what the recording pins down), ``fit_report``
    (the MJCF file and the report), ``outputs`` (files written safely).
 5. ``physai.interface``: what a reader sees. ``plots`` (the figure style), ``diagrams``, ``tables`` (result
-   tables), ``panel`` (a live panel described once), ``live`` (its kernel renderer: sliders, choices, the blitted
-   figure), ``web`` and ``web_arm`` (its page renderer: the precomputed first view, MuJoCo's WebAssembly build in
-   the reader's browser), ``arm_frames`` (the SO-101 rendered by MuJoCo for the notebook), and one ``*_panels``
+   tables), ``panel`` (a live panel described once), ``web`` and ``web_arm`` (the page panel: the
+   precomputed first view, MuJoCo's WebAssembly build in the reader's browser), ``widget`` (the same panel in a
+   notebook, an anywidget whose physics runs in the kernel; ``nodelay``, a Jupyter Server connection without
+   Nagle's delay for presenting it), ``arm_frames`` (the SO-101 rendered by MuJoCo for the notebook), and one ``*_panels``
    module per chapter.
 6. ``physai.book``: the book's own tooling. ``prose`` (numbers glued into the text), ``colab`` (every
    chapter's first cell), ``edition`` (the Colab edition), ``buildit`` (the learner's Build-it checks),

@@ -1,5 +1,5 @@
 """A local JupyterLab for the browser tests and benchmarks of the panel widget (tests/test_widget.py,
-benchmarks/bench_widget.py): the server on 127.0.0.1, a notebook written for it, its cells run in headless Chromium.
+benchmarks/bench_panel.py): the server on 127.0.0.1, a notebook written for it, its cells run in headless Chromium.
 Not a test module itself.
 """
 

@@ -23,7 +23,8 @@ from physai.engine import datasets
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / 'notebooks').glob('*.ipynb'))
-PHYSAI_SPEC = 'physai @ git+https://github.com/physai-book/simulated-actuators@v0.1.0'
+PHYSAI_SPEC = ('physai @ https://github.com/physai-book/simulated-actuators/releases/download/v0.1.0/'
+               'physai-0.1.0-py3-none-any.whl')
 PIP = [sys.executable, '-m', 'pip']
 REQUIRES = ['mujoco==3.17.0', 'mujoco-menagerie==2026.10.4', 'numpy>=1.26', 'pandas>=2.0',
             'huggingface_hub>=0.20; extra == "hub"']
@@ -398,7 +399,11 @@ def test_colab_installs_the_release_in_config_which_is_the_version_tag_or_a_comm
     assert colab.VERSION == version
     assert colab.RELEASE == config['colab_release']
     assert colab.RELEASE == f'v{version}' or re.fullmatch(r'[0-9a-f]{40}', colab.RELEASE), colab.RELEASE
-    assert colab.PHYSAI_SPEC.endswith(f'@{colab.RELEASE}') and f"'{colab.PHYSAI_SPEC}'" in colab.INSTALL_CELL
+    assert f"'{colab.PHYSAI_SPEC}'" in colab.INSTALL_CELL
+    if colab.RELEASE.startswith('v'):   # the release's wheel, the name make wheel gives it
+        assert colab.PHYSAI_SPEC.endswith(f'/releases/download/{colab.RELEASE}/physai-{version}-py3-none-any.whl')
+    else:
+        assert colab.PHYSAI_SPEC.endswith(f'@{colab.RELEASE}')
     assert f'physai {version}' in colab.INSTALL_CELL
 
 

@@ -66,14 +66,6 @@ def test_log_axis_labels_decades_plainly():
     plt.close(fig)
 
 
-def test_detached_figure_is_white_and_unknown_to_pyplot():
-    """A live panel's figure must never be shown by the inline backend at the end of a cell."""
-    before = plt.get_fignums()
-    fig = plots.detached_figure((4, 3))
-    assert plt.get_fignums() == before
-    assert matplotlib.colors.to_hex(fig.get_facecolor()) == '#ffffff'
-
-
 def test_book_style_has_white_background_and_grid():
     with plots.book_style():
         assert matplotlib.rcParams['figure.facecolor'] == 'white'

@@ -69,7 +69,7 @@ def pd_constants() -> dict:
 
 def python_holds(settings) -> list[dict]:
     """Python MuJoCo's holds for settings named as the panel names them: the joints every step, the worst joint,
-    peak-to-peak, whether it diverged, the growth per tick at the rate, the kernel panel's note."""
+    peak-to-peak, whether it diverged, the growth per tick at the rate, the widget's note."""
     params = [HoldParams(**s) for s in settings]
     out = []
     for s, r in zip(settings, hold_responses(params, nthread=1)):

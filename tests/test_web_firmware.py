@@ -228,7 +228,7 @@ console.log(JSON.stringify(cases.map((c) => {{
 
 def test_js_verdicts_and_words_are_python_s_for_every_verdict():
     """The page's verdict and readout lines for runs that diverged, chatter, rattle not at all, or stay quiet (the
-    Node runs above are all quiet): the same as the kernel panel's on the same figures."""
+    Node runs above are all quiet): the same as the widget's on the same figures."""
     segment = sfp.segment_of(held_out())
     k = web_firmware.settings_constants(spring(), segment, LOAD)
     smooth = np.add.outer(np.linspace(0.0, sfp.STEP_DEG, sfp.STEP_FRAMES), np.zeros(5))

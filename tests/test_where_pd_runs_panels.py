@@ -1,5 +1,5 @@
 """physai.interface.where_pd_runs_panels: chapter 3's panel words and its page's precomputed first view, against the
-pd-rate ensembles; the bitmap text of the kernel panels of chapters 4 to 6. The same panel in the kernel, pd_widget, is
+pd-rate ensembles. The same panel in the kernel, pd_widget, is
 tested in tests/test_widget_models_pd.py."""
 
 import math
@@ -81,55 +81,3 @@ def test_a_chattering_hold_and_a_diverged_one_read_as_failures():
     bad, _, note = _note(backend='in-step', integrator='RK4', timestep=0.005, kp=10000.0, kv=0.0, armature=0.0,
                          rate_hz=1000.0)
     assert bad.state == 'diverged' and where_pd_runs_panels.pd_bad(bad) and 'diverged' in note
-
-
-
-
-
-
-
-@pytest.mark.parametrize('ha', ['left', 'center', 'right'])
-@pytest.mark.parametrize('va', ['top', 'bottom', 'center', 'baseline'])
-def test_bitmap_text_lands_where_matplotlib_draws_the_same_text(ha, va):
-    """The panels' fast text puts its ink where matplotlib's own Text puts the same string (within 2 px), with the
-    same box, so swapping one for the other moves nothing on the figure."""
-    from physai.interface import plots
-
-    def ink(kind):
-        fig = plots.detached_figure((4.0, 2.0), dpi=80)
-        ax = fig.add_axes((0, 0, 1, 1))
-        ax.set_axis_off()
-        kwargs = dict(transform=ax.transAxes, ha=ha, va=va, fontsize=9, color='black',
-                      bbox=dict(facecolor='#ffee00', edgecolor='none', pad=2))
-        text = 'p2p 1.23e-03 rad\nchatters, 7 Hz'
-        if kind == 'bitmap':
-            where_pd_runs_panels.add_bitmap_text(ax, 0.5, 0.5, text, animated=False, **kwargs)
-        else:
-            ax.text(0.5, 0.5, text, **kwargs)
-        fig.canvas.draw()
-        rgb = np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(int)
-        dark, box = rgb.sum(axis=2) < 200, (rgb[..., 2] < 100) & (rgb[..., 0] > 200)
-        return [(np.flatnonzero(m.any(axis=0))[[0, -1]], np.flatnonzero(m.any(axis=1))[[0, -1]]) for m in (dark, box)]
-
-    for (x_ours, y_ours), (x_mpl, y_mpl) in zip(ink('bitmap'), ink('matplotlib')):
-        np.testing.assert_allclose(x_ours, x_mpl, atol=2)
-        np.testing.assert_allclose(y_ours, y_mpl, atol=2)
-
-
-def test_bitmap_text_is_drawn_once_per_string():
-    """Back at a string drawn before (a kernel panel's note at a setting seen before), the bitmap is reused, not drawn
-    again."""
-    from physai.interface import plots
-    fig = plots.detached_figure((4.0, 2.0), dpi=80)
-    ax = fig.add_axes((0, 0, 1, 1))
-    text = where_pd_runs_panels.add_bitmap_text(ax, 0.02, 0.04, transform=ax.transAxes, fontsize=8.5,
-                                                bbox=dict(facecolor='white', edgecolor='none', alpha=0.85, pad=1.5))
-    assert isinstance(text, where_pd_runs_panels.BitmapText)
-    for words in ('in-loop at 60 Hz: chatters', 'in-loop at 50 Hz: chatters'):
-        text.set_text(words)
-        fig.canvas.draw()
-    misses = where_pd_runs_panels._text_bitmap.cache_info().misses
-    for words in ('in-loop at 60 Hz: chatters', 'in-loop at 50 Hz: chatters'):
-        text.set_text(words)
-        fig.canvas.draw()
-    assert where_pd_runs_panels._text_bitmap.cache_info().misses == misses

@@ -1,7 +1,7 @@
 """The Colab set-up: the short first code cell of every chapter, and the work it hands over to this module.
 
 On Google Colab (``'google.colab' in sys.modules``) the first cell, ``INSTALL_CELL``, does two things and nothing
-else: it installs ``physai`` from the book's repository (``pip install --no-deps``, so nothing else moves yet), then
+else: it installs ``physai`` from the book's release (its wheel, ``pip install --no-deps``, so nothing else moves yet), then
 runs this file by its path and calls :func:`setup`. Anywhere else it does nothing and prints nothing, so nbval and
 local runs are unaffected.
 
@@ -52,8 +52,15 @@ RELEASE = 'v0.1.0'
 :data:`VERSION`) or an exact commit, never a branch (a test checks both). Changed for a release only: see
 ``CHANGELOG.md``."""
 
-PHYSAI_SPEC = f'physai @ git+{REPOSITORY_URL}@{RELEASE}'
-"""What pip installs as physai on Colab: the release this edition was generated from."""
+WHEEL = f'physai-{VERSION}-py3-none-any.whl'
+"""physai's wheel as ``make wheel`` names it, attached to the release (``CHANGELOG.md``'s release steps)."""
+
+PHYSAI_SPEC = (f'physai @ {REPOSITORY_URL}/releases/download/{RELEASE}/{WHEEL}' if RELEASE.startswith('v')
+               else f'physai @ git+{REPOSITORY_URL}@{RELEASE}')
+"""What pip installs as physai on Colab: the release's wheel, which holds the panels' front end (bundled by esbuild
+from the page's modules, never committed, so a source install from git has no panels: the widget then says which
+files are missing). An exact commit as :data:`RELEASE` (a pre-release check) installs that commit's source, without
+panels."""
 
 PIP_FAILED = f'pip could not install physai {VERSION} (see above): check github.com is reachable, then rerun.'
 """The one line the first cell stops with when pip cannot install physai."""

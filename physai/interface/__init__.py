@@ -1,1 +1,1 @@
-"""What a reader sees: the figure style, live panels (Jupyter, Colab) and their static twins (the published page)."""
+"""What a reader sees: the figure style, the result tables and the live panels (on the page and in notebooks)."""

@@ -331,7 +331,7 @@ def pendulum_widget(**defaults):
     at once with that one run (:func:`run_record`), as the page draws once MuJoCo runs in it, then with the first
     view's form of it (:func:`run_part`: the same run, checked for chaos by two runs from nudged starts), so that the
     verdict it settles on is the first view's at that setting: a chaotic setting's verdict alone, ``(chaotic: …)``.
-    The first reply's time per control: benchmarks/bench_widget_models_pd.py; the check costs two runs more.
+    The first reply's time per control: benchmarks/bench_panel.py; the check costs two runs more.
 
     Args:
       defaults: as :func:`forcerange_twin`'s (:func:`actuator_spec`'s keywords), changing :data:`TWIN_START`.

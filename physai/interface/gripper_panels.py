@@ -161,7 +161,7 @@ def gripper_widget():
     """Chapter 5's page panel (:func:`gripper_spec`) as a Jupyter widget (:class:`physai.interface.widget.PanelWidget`):
     the page's ``gripper_panels.js`` drawing the grasp Python MuJoCo runs at the controls' exact values
     (:func:`grasp_part`, as the first view stores one). The grasp (a few hundred ms, more at a fine timestep:
-    ``benchmarks/bench_widget_arm.py``) comes in the widget's second reply; the first says it is running."""
+    ``benchmarks/bench_panel.py``) comes in the widget's second reply; the first says it is running."""
     from physai.interface import widget
     spec = gripper_spec()
     spec = dataclasses.replace(spec, words={**spec.words, **WIDGET_WORDS})

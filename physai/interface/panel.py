@@ -1,4 +1,4 @@
-"""A live panel described once: its controls, its plots and its words, which both of its renderers read.
+"""A live panel described once: its controls, its plots and its words, which the page's code draws everywhere.
 
 Every chapter's live panel is one :class:`PanelSpec`, written in the chapter's ``*_panels`` module:
 
@@ -11,15 +11,16 @@ Every chapter's live panel is one :class:`PanelSpec`, written in the chapter's `
 - **words**: templates of what the panel writes (its readout, its notes), in Python's format syntax
   (``'sag {sag:.3f}°'``); :meth:`PanelSpec.say` fills one in.
 
-The two renderers read the same description, so that adding a control is one line here plus the physics it feeds:
+The description goes as JSON (:meth:`PanelSpec.to_json`) to one renderer, ``book/_static/panels/ui.js``, which
+builds the controls, ``figures.js`` the plots, and ``spec.js`` fills in the words (``format``, a mirror of
+``str.format`` for the specs used here, tested against it). It draws the panel in two places, so that adding a
+control is one line here plus the physics it feeds:
 
-- the kernel panel (Jupyter, Colab): :class:`physai.interface.live.Panel` makes an ipywidgets control of each
-  control and a matplotlib axes of each plot (:func:`physai.interface.plots.apply_plot` sets its labels, limits and
-  legend);
-- the page panel (the published book, no kernel): :mod:`physai.interface.web` writes the description as JSON
-  (:meth:`PanelSpec.to_json`) into the page, where ``book/_static/panels/ui.js`` builds the same controls and
-  ``figures.js`` the same plots, and ``spec.js`` fills in the same words (``format``, a mirror of ``str.format``
-  for the specs used here, tested against it).
+- the page panel (the published book, no kernel): :mod:`physai.interface.web` writes the description and a
+  precomputed first view into the page, and MuJoCo's WebAssembly build runs each setting in the reader's browser;
+- the notebook's panel (Jupyter, JupyterLab, Colab): :class:`physai.interface.widget.PanelWidget`, an anywidget
+  whose front end is the same modules bundled, sends each setting to the kernel, where the book's Python MuJoCo runs
+  it (:meth:`PanelSpec.check` refuses a value no control can give, naming it).
 
 This is the pattern of anywidget (state declared once, in Python, and a module that only draws it).
 """

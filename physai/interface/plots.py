@@ -18,13 +18,8 @@ Usage in a notebook::
     plots.log_axis(ax2, 'both')                    # decades labelled 1, 10, 100, 1000
     plots.label(ax2, 'kp (N·m/rad)', 'sag (deg)')
 
-The same marks can be moved in place, which is what the live panel does on every slider change::
-
-    marks = plots.StepResponseMarks(ax1)
-    marks.update(response)                          # set_data on existing artists, nothing rebuilt
-
-A kernel panel's axes follow its description (:class:`physai.interface.panel.Plot`, the page panel reads the same):
-:func:`apply_plot` sets an axes' labels, limits and log scales from it, :func:`legend` draws its legend.
+The panels themselves are drawn by the page's code, on the page and in the notebooks' widgets
+(:mod:`physai.interface.widget`); these helpers are for the chapters' figures.
 """
 
 from __future__ import annotations
@@ -38,7 +33,6 @@ import matplotlib as mpl
 import matplotlib.ticker as mticker
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from physai.engine.link import SETTLE_WINDOW, SETTLED_P2P_DEG
@@ -116,7 +110,7 @@ COLORS = {
     'fitted': PALETTE['blue'],
     'menagerie': PALETTE['red'],
 }
-"""The book's colors by meaning, shared by the figures, the live panels and the static twins."""
+"""The book's colors by meaning, shared by the figures and the panels (``physai.interface.web`` sends them to the page's code)."""
 
 MIN_FONT_PT = 9.0
 """The smallest text a book figure sets (tick labels, legends, notes), in points."""
@@ -158,8 +152,7 @@ def shown_text_px(metadata: dict, image_width_px: float, shown_width_px: float) 
 def lift_small_text(fig: Figure, minimum: float = MIN_FONT_PT) -> int:
     """Set every visible text of ``fig`` smaller than ``minimum`` points to ``minimum``; returns how many.
 
-    A figure shown in the book never sets text under :data:`MIN_FONT_PT` (a live panel's compact legend, say, drawn
-    into a chapter's figure): the display hook (:func:`record_figure_text`) calls this before rendering.
+    A figure shown in the book never sets text under :data:`MIN_FONT_PT` (a compact legend, say): the display hook (:func:`record_figure_text`) calls this before rendering.
     """
     from matplotlib.text import Text
     fig.canvas.draw()  # tick labels exist once drawn
@@ -214,87 +207,12 @@ def book_style() -> Iterator[None]:
         yield
 
 
-def detached_figure(figsize: tuple[float, float] = (12.0, 3.6), *, dpi: float = 80) -> Figure:
-    """A figure with the book's style that pyplot does not know about.
-
-    Jupyter's inline backend shows every pyplot figure at the end of a cell; a live panel must not
-    add such an output, so it draws into a figure made here and renders it itself.
-
-    Args:
-      figsize: (width, height), inches.
-      dpi: dots per inch of the rendered image.
-    """
-    with book_style():
-        fig = Figure(figsize=figsize, dpi=dpi, facecolor='white')
-        FigureCanvasAgg(fig)
-    return fig
-
-
 def label(ax: Axes, xlabel: str, ylabel: str, title: str | None = None) -> None:
     """Axis labels (with units, e.g. ``'time (s)'``) and an optional title."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title is not None:
         ax.set_title(title)
-
-
-def apply_plot(ax: Axes, plot, *, title: bool = True) -> Axes | None:
-    """Set ``ax`` as a panel description's :class:`~physai.interface.panel.Plot` says: axis labels, limits and log
-    scales (plain decades), and the title unless ``title`` is False (a panel that rewrites it draws its own).
-
-    Returns:
-      The right-hand axes of the plot's second y axis (``plot.y2``), or None.
-    """
-    label(ax, plot.xlabel, plot.ylabel, plot.title if title else None)
-    ax.set_xlim(*plot.xlim)
-    ax.set_ylim(*plot.ylim)
-    for which, log in (('x', plot.xlog), ('y', plot.ylog)):
-        if log:
-            log_axis(ax, which)
-    if plot.xticks:
-        ax.set_xticks([v for v, _ in plot.xticks], [text for _, text in plot.xticks], fontsize=MIN_FONT_PT - 2)
-        ax.grid(False, axis='x')
-    if plot.y2 is None:
-        return None
-    right = ax.twinx()
-    right.set_ylim(*plot.y2.lim)
-    if plot.y2.log:
-        log_axis(right, 'y')
-    right.grid(False)
-    right.spines['right'].set_visible(True)
-    right.set_ylabel(plot.y2.label, color=plot.y2.color)
-    return right
-
-
-def legend_handles(plot) -> list:
-    """Artists that stand for the entries of a :class:`~physai.interface.panel.Plot`'s legend (a line, a dashed or
-    dotted line, a filled box, a cross, a hollow circle, a filled square), labelled."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-    handles = []
-    for e in plot.legend:
-        if e.mark == 'box':
-            handles.append(Patch(color=e.color, label=e.label))
-        elif e.mark in ('x', 'o', 's'):
-            handles.append(Line2D([], [], ls='none', marker=e.mark, color=e.color, mfc='none' if e.mark == 'o' else
-                                  e.color, mew=2, ms=6, label=e.label))
-        else:
-            handles.append(Line2D([], [], color=e.color, lw=1.6, label=e.label,
-                                  ls={'line': '-', 'dash': '--', 'dot': ':'}[e.mark]))
-    return handles
-
-
-LEGEND_LOC = {'ur': 'upper right', 'ul': 'upper left', 'lr': 'lower right', 'll': 'lower left'}
-
-
-def legend(ax: Axes, plot, **kwargs):
-    """The legend of a :class:`~physai.interface.panel.Plot` on ``ax``, in its corner (``above`` or ``below``: outside
-    the axes, in a row, clear of the data); ``kwargs`` go to ``ax.legend``."""
-    rows = {'above': dict(loc='lower right', bbox_to_anchor=(1.0, 1.0), borderaxespad=0.2),
-            'below': dict(loc='upper center', bbox_to_anchor=(0.5, -0.09))}
-    where = ({**rows[plot.corner], 'ncol': len(plot.legend), 'frameon': False} if plot.corner in rows
-             else dict(loc=LEGEND_LOC[plot.corner]))
-    return ax.legend(handles=legend_handles(plot), **{'fontsize': MIN_FONT_PT - 1.5, **where, **kwargs})
 
 
 def _plain_decade(value: float, _pos=None) -> str:
@@ -357,14 +275,12 @@ class StepResponseMarks:
       ylim: fixed angle limits, degrees. A diverged run is clipped to them, so the flag, not the
         scale, tells the story.
       duration: length of the time axis, s (the run's duration; a diverged run ends early).
-      animated: mark the moving artists animated (a live panel then redraws only them; a figure
-        saved normally must leave this False, or they would not be drawn).
-      legend: draw the legend (a panel draws its description's instead).
+      legend: draw the legend.
     """
 
     def __init__(self, ax: Axes, *, color: str = COLORS['response'],
                  ylim: tuple[float, float] = (-40.0, 15.0), duration: float = 3.0,
-                 animated: bool = False, legend: bool = True):
+                 legend: bool = True):
         self.ax = ax
         self.ylim = ylim
         self.duration = duration
@@ -385,9 +301,6 @@ class StepResponseMarks:
         label(ax, 'time (s)', 'joint angle q (deg)')
         ax.set_xlim(0, duration)
         ax.set_ylim(*ylim)
-        for artist in (self.trajectory, self.settled, self.levels, self.rise, self.readout,
-                       self.flag):
-            artist.set_animated(animated)
         if legend:
             ax.legend(loc='upper right', ncols=2, fontsize=MIN_FONT_PT)
 

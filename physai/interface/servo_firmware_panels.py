@@ -218,7 +218,7 @@ def settings_widget(spring: JointModel, episode: Episode, load: float, *,
     ``servo_firmware_panels.js`` drawing the step and the segment Python MuJoCo runs at the controls' exact values,
     as the page's first view stores them (:func:`physai.interface.web_firmware.runs_part`). It has every control of
     :func:`settings_spec`, the backlash too (the kernel runs the play's second hinge, which the page cannot). The two
-    runs (0.1 to 0.5 s: ``benchmarks/bench_widget_arm.py``) come in the widget's second reply; the first says they are
+    runs (0.1 to 0.5 s: ``benchmarks/bench_panel.py``) come in the widget's second reply; the first says they are
     running.
 
     Args:

@@ -307,7 +307,7 @@ def sysid_widget(episode: Episode, base: ArmServo, *, joints: Sequence[str] = PA
     """Chapter 4's page panel (:func:`sysid_spec`) as a Jupyter widget (:class:`physai.interface.widget.PanelWidget`):
     the page's ``servo_sysid_panels.js`` drawing the replay Python MuJoCo runs at the controls' exact values, stored
     as the first view stores one (:func:`panel_draws`, :func:`replay_part`: a chaotic setting shows its verdict
-    alone). The four replays (a few hundred ms together: ``benchmarks/bench_widget_arm.py``) come in the widget's second
+    alone). The four replays (a few hundred ms together: ``benchmarks/bench_panel.py``) come in the widget's second
     reply; the first says they are running. Its 3D view plays what the overlay draws: the replay from the recorded
     start against the recording (:func:`replay_poses`, posed by Python MuJoCo, sent when the view asks:
     :func:`widget.arm3d_messages <physai.interface.widget.arm3d_messages>`, as chapter 3's), ending where a replay

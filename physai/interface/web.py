@@ -16,7 +16,7 @@ on the page from the two blocks this module writes:
   on every control reruns the physics in the page.
 
 Without WebAssembly the first view stays, its other controls off, and the panel says why; without the book's script
-(Jupyter, Colab) the block shows one line pointing at the kernel panel.
+(Jupyter, Colab) the block shows one line pointing at the notebook's panel (the widget).
 
 :data:`ENGINE` is MuJoCo 3.14.0 (npm ``@mujoco/mujoco``, the newest release of that package; its single-threaded
 build: the multi-threaded one needs cross-origin-isolation headers a static site cannot count on); the book's
@@ -208,7 +208,7 @@ def first_view(spec: PanelSpec, module: str, *, grid: Mapping[str, Sequence], pa
 def engine_block(key: str, xml: str, **extra) -> HTML:
     """The hidden block that lets panel ``key`` run MuJoCo in the page: the model's MJCF text, the engine
     (:data:`ENGINE`) and its divergence rule (:func:`engine_rule`), and ``extra`` JSON-ready data the chapter's runs
-    need. Shows nothing in Jupyter or Colab (``hidden``), where the kernel panel runs the physics."""
+    need. Shows nothing in Jupyter or Colab (``hidden``), where the notebook's panel (the widget) runs the physics in the kernel."""
     engine = {'package': ENGINE.package, 'version': ENGINE.version, 'megabytes': ENGINE.megabytes,
               'compressedMegabytes': ENGINE.compressed_megabytes, **engine_rule()}
     data = {'engine': engine, 'xml': xml, **extra}

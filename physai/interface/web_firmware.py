@@ -12,7 +12,7 @@ to 4 have theirs (:mod:`physai.interface.web`):
 
 The page panel has every control of the kernel's but the backlash: the play is a second hinge per joint
 (:func:`physai.engine.firmware.add_play`), another model than the arm the page compiles, so the page leaves it to the
-kernel panel and its note says so. Goal_Speed is the slew limit as the chapter's replay applies it: every physics step's
+notebook's panel (the widget) and its note says so. Goal_Speed is the slew limit as the chapter's replay applies it: every physics step's
 command clipped to within ``slewmax*dt`` of the step before (:func:`physai.laws.sts3215.slew_limited`), which moves
 the ``<position>`` servo exactly as MuJoCo's ``pid`` actuator with ``slewmax`` does (``tests/test_firmware.py``).
 kp and forcerange come from the P register and the supply through BAM's law in Python; the page reads them from a
@@ -39,7 +39,7 @@ from physai.interface.web_arm import arm_xml
 from physai.laws import checks, sts3215
 
 PAGE_FIELDS = ('p_register', 'supply_voltage', 'torque_limit', 'goal_speed', 'timestep', 'integrator')
-"""The page panel's controls: the kernel panel's without the backlash."""
+"""The page panel's controls: the notebook panel's (the widget's) without the backlash."""
 
 TWIN_P = (8, 16, 32)
 """The P registers of the first view (16: LeRobot's default; 32: where owners report jitter)."""
@@ -58,7 +58,7 @@ PAGE_NOTE = ('The chapter\'s fitted spring with the settings: kp from P and the 
 """The page panel's caption."""
 
 PAGE_WORDS = {'running': 'running MuJoCo…'}
-"""The page's words besides the kernel panel's: while MuJoCo runs a setting."""
+"""The page's words besides the widget's: while MuJoCo runs a setting."""
 
 
 def page_spec(segment: Episode, *, settings: sts3215.Settings = sts3215.Settings()) -> PanelSpec:

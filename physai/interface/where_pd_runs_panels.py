@@ -7,20 +7,15 @@ Jupyter or Colab, :func:`pd_widget` (Python MuJoCo in the kernel runs every sett
 Menagerie's SO-101 at the standby pose with the controller at ``rate_hz`` and draws the worst joint's hold against the
 command and the growth per tick against the controller rate (the analytic bound from
 :mod:`physai.experiments.where_pd_runs`); a chattering hold is reported as its ensemble (:func:`ensemble_text`).
-:class:`BitmapText` is the text artist the kernel panels of chapters 4, 5 and 6 redraw at every slider move.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 
-import matplotlib as mpl
 import mujoco
 import numpy as np
-from matplotlib import font_manager
-from matplotlib.text import Text
 
 from physai.interface import plots, web
 from physai.interface.panel import Choice, Entry, LogSlider, PanelSpec, Plot, Slider, common_controls
@@ -31,134 +26,6 @@ from physai.engine.hold import (CHATTER_TURNS, DURATION, ENSEMBLE_PROBE, ENSEMBL
 from physai.experiments.where_pd_runs import RATES_HZ, rate_ensembles, standby_inertia, worst_growth
 from physai.laws import robust
 from physai.laws.loop import BACKENDS
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Text that changes at every slider move, drawn as one bitmap
-
-
-class BitmapText(Text):
-    """A text artist drawn as one bitmap, cached per string: for the text a live panel changes at every move.
-
-    matplotlib 3.11 draws a string glyph by glyph (about 3 ms a string plus 0.15 ms a glyph here): the two lines
-    of a panel's verdict cost 15-20 ms, as much as the simulation behind them. This draws the same string in the
-    same font file at the same pixel size with PIL's FreeType, as one RGBA bitmap (~1 ms; the latest 256 are
-    kept), and blits it. Honoured: position and transform, ``ha`` (left, center, right), ``va`` (top, bottom,
-    center, baseline), colour and alpha, several lines (``linespacing`` 'normal' or a factor), and a ``bbox`` with
-    facecolor, edgecolor and pad. Not honoured: rotation, math text, wrapping. Add it with :func:`add_bitmap_text`.
-    """
-
-    def draw(self, renderer):
-        if renderer is not None:
-            self._renderer = renderer
-        if not self.get_visible() or not self.get_text():
-            return
-        px_per_pt = renderer.points_to_pixels(1.0)
-        size_px = round(self.get_fontsize() * px_per_pt, 2)
-        path = font_manager.findfont(self.get_fontproperties())
-        face = edge = (0.0, 0.0, 0.0, 0.0)
-        pad_px = edge_px = 0.0
-        patch = self.get_bbox_patch()
-        if patch is not None:
-            face, edge = tuple(patch.get_facecolor()), tuple(patch.get_edgecolor())
-            pad_px = patch.get_boxstyle().pad * size_px  # the pad is a fraction of the font size
-            edge_px = patch.get_linewidth() * px_per_pt if edge[3] > 0 else 0.0
-        image, (left, top, width, height, descent) = _text_bitmap(
-            self.get_text(), path, size_px, mpl.colors.to_rgba(self.get_color(), self.get_alpha()),
-            self.get_linespacing(), pad_px, face, edge, edge_px)
-        x, y = self.get_transform().transform(self.get_unitless_position())  # display px, y upwards
-        ha, va = self.get_horizontalalignment(), self.get_verticalalignment()
-        if ha not in _HA or va not in _VA:
-            raise ValueError(f'BitmapText supports ha in {sorted(_HA)} and va in {sorted(_VA)}, got {ha!r}, {va!r}')
-        text_top = y + {'top': 0.0, 'bottom': height, 'center': height / 2, 'baseline': height - descent}[va]
-        x0 = x - _HA[ha] * width - left
-        y0 = text_top + top - image.shape[0]
-        gc = renderer.new_gc()
-        renderer.draw_image(gc, round(x0), round(y0), image[::-1])  # the bitmap's rows run downwards
-        gc.restore()
-        self.stale = False
-
-
-_HA = {'left': 0.0, 'center': 0.5, 'right': 1.0}
-_VA = ('top', 'bottom', 'center', 'baseline')
-
-
-def add_bitmap_text(ax, x: float, y: float, text: str = '', **kwargs) -> BitmapText:
-    """A :class:`BitmapText` at (x, y) on ``ax`` (data coordinates unless ``transform`` is given), animated so a
-    live panel blits it; ``kwargs`` as ``ax.text``'s."""
-    artist = BitmapText(x, y, text, **{'transform': ax.transData, 'animated': True, **kwargs})
-    ax.add_artist(artist)
-    artist.set_clip_path(None)  # add_artist clips to the axes; a title sits above them
-    artist.set_clip_on(False)
-    return artist
-
-
-@functools.lru_cache(maxsize=16)
-def _font(path: str, size_px: float):
-    from PIL import ImageFont
-    # the basic layout advances glyphs as matplotlib does (raqm's shaping makes a line a few pixels wider)
-    return ImageFont.truetype(path, size=size_px, layout_engine=ImageFont.Layout.BASIC)
-
-
-@functools.lru_cache(maxsize=16)
-def _font_extent(path: str, size_px: float) -> tuple[float, float, float]:
-    """The font's own ascent, descent and line gap, px: what matplotlib 3.11 sizes every line with (the OS/2 table,
-    else hhea), before it widens a line whose glyphs reach further."""
-    font = font_manager.get_font(path)
-    scale = size_px / font.get_sfnt_table('head')['unitsPerEm']
-    for table, gap, ascent, descent in (('OS/2', 'sTypoLineGap', 'sTypoAscender', 'sTypoDescender'),
-                                        ('hhea', 'lineGap', 'ascent', 'descent')):
-        values = font.get_sfnt_table(table)
-        if values is not None:
-            return values[ascent] * scale, -values[descent] * scale, values[gap] * scale
-    ascent, descent = _font(path, size_px).getmetrics()
-    return float(ascent), float(descent), 0.0
-
-
-@functools.lru_cache(maxsize=256)
-def _text_bitmap(text: str, path: str, size_px: float, color: tuple, linespacing, pad_px: float, face: tuple,
-                 edge: tuple, edge_px: float) -> tuple[np.ndarray, tuple[float, ...]]:
-    """The string's bitmap, (H, W, 4) uint8 straight RGBA, row 0 on top, and the text block inside it, px:
-    ``(left, top, width, height, descent)`` (descent: below the last line's baseline).
-
-    Lines are stacked as matplotlib 3.11 stacks them: each at least the font's ascent and descent (plus half the
-    line gap each when there are several lines, with ``linespacing`` 'normal'), or ``linespacing`` times the font's
-    height."""
-    from PIL import Image, ImageDraw
-    font = _font(path, size_px)
-    min_ascent, min_descent, gap = _font_extent(path, size_px)
-    lines = text.split('\n')
-    if len(lines) == 1:
-        gap = 0.0
-    extents = []  # (ascent, descent) of each line, px
-    for line in lines:
-        _, top, _, bottom = font.getbbox(line, anchor='ls') if line else (0, 0, 0, 0)
-        if linespacing == 'normal':
-            extents.append((max(-top, min_ascent) + gap / 2, max(bottom, min_descent) + gap / 2))
-        else:
-            leading = float(linespacing) * (min_ascent + min_descent) - (bottom - top)
-            extents.append((-top + leading / 2, bottom + leading / 2))
-    width = max(font.getlength(line) for line in lines)
-    height = sum(a + d for a, d in extents)
-    border = pad_px + edge_px
-    mask = Image.new('L', (math.ceil(width + 2 * border), math.ceil(height + 2 * border)), 0)
-    draw = ImageDraw.Draw(mask)
-    baseline = border
-    for line, (a, d) in zip(lines, extents):
-        baseline += a
-        draw.text((border, baseline), line, font=font, fill=255, anchor='ls')
-        baseline += d
-    ink = np.asarray(mask, dtype=float)[..., None] / 255.0 * color[3]  # coverage times the text's alpha
-    back = np.empty(ink.shape[:2] + (4,))
-    back[...] = face
-    if edge_px > 0:
-        e = max(1, round(edge_px))
-        for rim in (np.s_[:e, :], np.s_[-e:, :], np.s_[:, :e], np.s_[:, -e:]):
-            back[rim] = edge
-    alpha = ink + back[..., 3:] * (1.0 - ink)  # the text over its box
-    rgb = (np.asarray(color[:3]) * ink + back[..., :3] * back[..., 3:] * (1.0 - ink)) / np.where(alpha > 0, alpha, 1.0)
-    image = np.round(255.0 * np.concatenate([rgb, alpha], axis=2)).astype(np.uint8)
-    return image, (border, border, width, height, extents[-1][1])
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -380,7 +247,7 @@ def pd_widget(**defaults):
     one hold (:func:`run_part`, as the page draws once MuJoCo runs in it, its note saying that the ensemble's verdict
     is coming: :data:`WIDGET_WORDS`), then with the hold's ensemble
     (:func:`hold_part` of :func:`physai.engine.hold.hold_ensembles`, 8 or 64 runs) as the first view stores it: the
-    ensemble's verdict, and its run 0 as the trace (the times of both: benchmarks/bench_widget_models_pd.py). The growth per tick the page's module computes itself.
+    ensemble's verdict, and its run 0 as the trace (the times of both: benchmarks/bench_panel.py). The growth per tick the page's module computes itself.
     Its 3D view plays the one run, posed by Python MuJoCo (:func:`hold_poses`); the view's module and the arm's meshes
     come from the kernel when a reader opens it (:func:`physai.interface.widget.arm3d_messages`).
 

@@ -1,7 +1,7 @@
 // Chapter 6's page panel (physai.interface.servo_firmware_panels: settings_spec; web_firmware: settings_twin,
 // settings_live): the STS3215's settings on the chapter's fitted arm, a 20° step of the shoulder lift and a 6 s
-// segment of the held-out teleoperation replayed at 30 Hz, with the readouts of the kernel panel. The backlash is
-// the kernel panel's only (its play is a second hinge on every joint, another model than the page's).
+// segment of the held-out teleoperation replayed at 30 Hz, with the readouts of the notebook's panel. The backlash is
+// the notebook panel's only (its play is a second hinge on every joint, another model than the page's).
 // Both runs are a few thousand MuJoCo steps, run in slices (ui.js's drive); the next input drops the run in progress.
 import {Model, diverged} from './engine.js';
 import {summarizeReplay, unpack} from './laws.js';
