@@ -78,9 +78,10 @@ document.documentElement.classList.add('physai-js');
    in its box, each with the table's first column (the row's name) and a run of the others, every header over its own
    column as in the whole table: the reader compares rows down a column as before and never scrolls sideways. The
    parts are cut where they fit, as evenly as the widths allow; the whole table stays in the box, hidden, and comes
-   back whenever the column has room for it (a wider window, a phone turned). A table is cut as soon as the page has
-   parsed it, before it is first drawn, so nothing moves after the reader sees it; one in a folded answer, when the
-   answer opens (a zero-height ruler in the box reports the column's width: the box itself changes height when cut).
+   back whenever the column has room for it (a wider window, a phone turned). A zero-height ruler in each box reports
+   the column's width (a ResizeObserver, whose reports come between a layout and its paint: the table is cut before
+   it is first drawn, so nothing moves after the reader sees it; one in a folded answer, when the answer opens); the
+   box itself would not do, as cutting changes its height. Rulers go in as soon as the page has parsed each table.
    Without JavaScript the whole table scrolls in its box. */
 (function () {
   const BOX = 'physai-table';
@@ -157,8 +158,7 @@ document.documentElement.classList.add('physai-js');
     ruler.className = 'physai-table-ruler';
     ruler.setAttribute('aria-hidden', 'true');
     box.insertBefore(ruler, box.firstChild);
-    fit(box);
-    rulers.observe(ruler);
+    rulers.observe(ruler);   // its first report comes after the next layout, before that frame is painted
   }
 
   // a box the parser has finished: something follows it or one of its ancestors
