@@ -358,7 +358,8 @@ PARTS_JS = """cls => {
                 partRows.forEach((row, r) => {
                     const cell = row.cells[j];
                     if (!cell || text(cell) !== rows[r][c])
-                        problems.push(name + `: part ${p + 1}, row ${r + 1}, ${head}: ${cell && text(cell)} for ${rows[r][c]}`);
+                        problems.push(name + `: part ${p + 1}, row ${r + 1}, ${head}: `
+                                      + `${cell && text(cell)} for ${rows[r][c]}`);
                     else if (cell.scrollWidth > cell.clientWidth + 1)
                         problems.push(name + `: part ${p + 1}, row ${r + 1}, ${head}: ${text(cell)} is cut`);
                 });
@@ -386,7 +387,8 @@ PAST_THEIR_BOX_JS = """cls => {
             panel = panel || opaque;
             const left = q.left + e.clientLeft, right = left + e.clientWidth;
             const past = Math.max(left - r.left, r.right - right);
-            if (past > 0.5) out.push(`${table.textContent.trim().slice(0, 40)}: ${past.toFixed(0)} px past ${e.className}`);
+            if (past > 0.5)
+                out.push(`${table.textContent.trim().slice(0, 40)}: ${past.toFixed(0)} px past ${e.className}`);
         }
     });
     return out;
