@@ -77,9 +77,8 @@ document.documentElement.classList.add('physai-js');
 /* A result table (physai.interface.tables) wider than its column (on a phone: 8 of the book's 92, none at 1280 px) is
    set as two or more narrower tables in its box, each with the table's first column (the row's name) and a run of
    the others, every header over its own column as in the whole table: the reader compares rows down a column as
-   before and never scrolls sideways. The
-   parts are cut where they fit, as evenly as the widths allow; the whole table stays in the box, hidden, and comes
-   back whenever the column has room for it (a wider window, a phone turned). A zero-height ruler in each box reports
+   before and never scrolls sideways. The parts are cut where they fit, as evenly as the widths allow; the whole table
+   stays in the box, hidden, and comes back whenever the column has room for it (a wider window, a phone turned). A zero-height ruler in each box reports
    the column's width (a ResizeObserver, whose reports come between a layout and its paint: the table is cut before
    it is first drawn, so nothing moves after the reader sees it; one in a folded answer, when the answer opens); the
    box itself would not do, as cutting changes its height. Rulers go in as soon as the page has parsed each table.
