@@ -6,7 +6,8 @@ with nothing stored: a first visit, as a reader's is. Requests off the site are 
 
 - at 1280 px no result table is wider than its column (``physai.interface.tables`` renders them) and no printed text
   runs past its box (Build-it listings wrap); no chapter prints a text table any more;
-- at 390 px (a phone) no page is wider than the screen: a wide table scrolls inside its own box;
+- at 390 px (a phone) no page is wider than the screen: a table wider than its column is shown in parts
+  (physai.js; tests/test_site.py checks them), and at 1280 px none is;
 - no page logs a console error or throws, in the light or the dark theme; the tables' text is the page's own colour;
 - every page names the book's favicon and the site serves it, an SVG;
 - the bookkeeping at a chapter's top (the Colab set-up cell and the imports) is folded away on the page.
@@ -97,6 +98,9 @@ def test_at_desktop_width_every_result_table_fits_its_column_and_printed_text_wr
         wide = [f'{b["kind"]} {b["width"]:.0f} px in {b["room"]} px: {b["text"]!r}' for b in boxes
                 if b['scrolls'] or b['width'] > b['room'] + 1]
         assert not wide, f'{page} at 1280 px: wider than the column:\n' + '\n'.join(wide)
+        parted = visit.page.evaluate('cls => document.querySelectorAll(`.${cls} > table.physai-part`).length',
+                                     tables.CSS_CLASS)
+        assert not parted, f'{page} at 1280 px: {parted} tables in parts (physai.js cuts only a table too wide)'
         text_tables = [b['text'] for b in boxes if b['kind'] == 'text' and len(b['lines']) > 1
                        and re.match(KEYS_LINE, b['lines'][0])]
         assert not text_tables, f'{page}: tables still printed as text: {text_tables}'

@@ -92,11 +92,11 @@ def site(built_site):
 class PageVisit:
     """One page opened in a fresh context, with the JavaScript errors and failed requests it produced."""
 
-    def __init__(self, browser, url, *, theme='light', width=1280, height=900, scale=1):
+    def __init__(self, browser, url, *, theme='light', width=1280, height=900, scale=1, init=''):
         self.url = url
         self.context = browser.new_context(viewport={'width': width, 'height': height}, device_scale_factor=scale)
         self.context.add_init_script(f'localStorage.setItem("theme", "{theme}"); '
-                                     f'localStorage.setItem("mode", "{theme}");')
+                                     f'localStorage.setItem("mode", "{theme}");' + init)
         self.context.route('**/*', self._only_local)
         self.page = self.context.new_page()
         self.errors = []
@@ -328,23 +328,115 @@ SPILLING_HEADERS_JS = """cls => Array.from(document.querySelectorAll('article .'
     th.getClientRects().length && th.scrollWidth > th.clientWidth + 1).map((th) =>
     `${th.textContent.replace(/\\s+/g, ' ').trim()}: ${th.scrollWidth} px in ${th.clientWidth}`)"""
 
-PHONE_WIDE_RESULT_TABLES = {'notebooks/01_position_actuators': 3, 'notebooks/04_servo_sysid': 3,
-                            'notebooks/05_gripper': 1}
-"""How many result tables of each chapter still scroll sideways in their box at 390 px (physai.css sets them smaller
-and tighter on a phone, and lets those of 7 columns or more use the page's side margins; the widest, 8 to 14 columns
-of figures, do not fit even at 10 CSS px): 7 of the book's 92, where 43 did at the tables' desktop size (chapter 4's
-`saturation_deg`, which its prose names, fits)."""
+# What is wrong with a page's result tables in parts (physai.js cuts a table wider than its column into narrower
+# tables, each with the first column): the whole table still drawn, a part not drawn, a cell of the whole shown in no
+# part or in two, or under another header or in another row, the first column missing from a part, a cell's text cut.
+PARTS_JS = """cls => {
+    const text = (el) => el.textContent.replace(/\\s+/g, ' ').trim();
+    const problems = [];
+    let parted = 0;
+    document.querySelectorAll('article .' + cls + '.physai-parted').forEach((box) => {
+        parted += 1;
+        const whole = box.querySelector(':scope > table.physai-whole');
+        const parts = Array.from(box.querySelectorAll(':scope > table.physai-part'));
+        const name = text(whole.tHead.rows[0].cells[0]) + ' | ' + text(whole.tHead.rows[0].cells[1]);
+        if (whole.getClientRects().length) problems.push(name + ': the whole table is drawn beside its parts');
+        if (parts.length < 2) problems.push(name + `: ${parts.length} parts`);
+        const heads = Array.from(whole.tHead.rows[0].cells).map(text);
+        const rows = Array.from(whole.tBodies[0].rows).map((row) => Array.from(row.cells).map(text));
+        const seen = heads.map(() => 0);
+        parts.forEach((part, p) => {
+            if (!part.getClientRects().length) problems.push(name + `: part ${p + 1} is not drawn`);
+            const partHeads = Array.from(part.tHead.rows[0].cells).map(text);
+            const partRows = Array.from(part.tBodies[0].rows);
+            if (partRows.length !== rows.length) problems.push(name + `: part ${p + 1} has ${partRows.length} rows`);
+            if (partHeads[0] !== heads[0]) problems.push(name + `: part ${p + 1} starts with ${partHeads[0]}`);
+            partHeads.forEach((head, j) => {
+                const c = heads.indexOf(head, j === 0 ? 0 : 1);
+                if (c < 0) { problems.push(name + `: part ${p + 1} has a header ${head} the table has not`); return; }
+                if (j > 0) seen[c] += 1;
+                partRows.forEach((row, r) => {
+                    const cell = row.cells[j];
+                    if (!cell || text(cell) !== rows[r][c])
+                        problems.push(name + `: part ${p + 1}, row ${r + 1}, ${head}: `
+                                      + `${cell && text(cell)} for ${rows[r][c]}`);
+                    else if (cell.scrollWidth > cell.clientWidth + 1)
+                        problems.push(name + `: part ${p + 1}, row ${r + 1}, ${head}: ${text(cell)} is cut`);
+                });
+            });
+        });
+        seen.forEach((n, c) => { if (c > 0 && n !== 1) problems.push(name + `: ${heads[c]} is in ${n} parts`); });
+    });
+    return {parted, problems};
+}"""
+
+# The result tables of a page that are drawn and reach past a box that clips them (a folded output's details) or
+# past the panel they sit on (the nearest ancestor with a background: in the dark theme an output's light panel).
+PAST_THEIR_BOX_JS = """cls => {
+    const out = [];
+    document.querySelectorAll('article .' + cls + ' > table').forEach((table) => {
+        if (!table.getClientRects().length) return;
+        const r = table.getBoundingClientRect();
+        let panel = false;
+        for (let e = table.parentElement.parentElement; e && e.tagName !== 'ARTICLE'; e = e.parentElement) {
+            const s = getComputedStyle(e), q = e.getBoundingClientRect();
+            const alpha = (s.backgroundColor.match(/[\\d.]+/g) || []).map(Number)[3];
+            const clips = s.overflowX !== 'visible';
+            const opaque = !panel && s.backgroundColor !== 'transparent' && (alpha === undefined || alpha > 0.5);
+            if (!clips && !opaque) continue;
+            panel = panel || opaque;
+            const left = q.left + e.clientLeft, right = left + e.clientWidth;
+            const past = Math.max(left - r.left, r.right - right);
+            if (past > 0.5)
+                out.push(`${table.textContent.trim().slice(0, 40)}: ${past.toFixed(0)} px past ${e.className}`);
+        }
+    });
+    return out;
+}"""
+
+# The smallest type of a page's drawn result tables (CSS px): in parts, and the others.
+SMALLEST_TYPE_JS = """cls => {
+    const smallest = {parts: Infinity, others: Infinity};
+    document.querySelectorAll('article .' + cls + ' td, article .' + cls + ' th').forEach((cell) => {
+        if (!cell.getClientRects().length) return;
+        const key = cell.closest('table.physai-part') ? 'parts' : 'others';
+        smallest[key] = Math.min(smallest[key], parseFloat(getComputedStyle(cell).fontSize));
+    });
+    return smallest;
+}"""
+
+# Run before the page's scripts: how many result tables are in parts two frames after the page is parsed (physai.js
+# cuts them in a ResizeObserver's report, between a layout and its paint, so by the first frames: none is cut later,
+# under the reader's eyes).
+PARTED_EARLY_INIT = """document.addEventListener('DOMContentLoaded', () => requestAnimationFrame(() =>
+    requestAnimationFrame(() => { window.partedEarly = document.querySelectorAll('.physai-parted').length; })));"""
+
+PHONE_PARTED_CHAPTERS = ('notebooks/01_position_actuators', 'notebooks/04_servo_sysid', 'notebooks/05_gripper')
+"""The chapters whose widest result tables (8 to 14 columns of figures) do not fit a phone's column even at 10 CSS px,
+and so are shown in parts there: 8 of the book's 92 tables in the light theme (chapters 1: 4, 4: 3, 5: 1), where 43
+scrolled sideways at the tables' desktop size, 7 with the page's smaller phone type."""
 
 
+@pytest.mark.parametrize('theme', ['light', 'dark'])
 @pytest.mark.parametrize('page', CHAPTERS)
-def test_on_a_phone_the_result_tables_fit_the_column_but_the_widest(site, browser, page):
-    """At 390x844 a result table fits the text column (no sideways scroll in its box) but for the few counted in
-    PHONE_WIDE_RESULT_TABLES, no header's text runs into the next (a header as wide as its longest word), and the
-    page itself does not scroll sideways (a table let into the margins stays inside the screen)."""
-    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), width=390, height=844) as visit:
+def test_on_a_phone_every_result_table_fits_the_column_the_widest_in_parts(site, browser, page, theme):
+    """At 390x844, every folded output opened as a reader would: no result table scrolls sideways in its box, none
+    reaches past a box that clips it or the panel it sits on, no header's text runs into the next (a header as wide as
+    its longest word), the page does not scroll sideways. A table wider than the column shows as parts (physai.js):
+    each cell of the table in one part, in its row and under its own header, the row's name (the first column) in
+    every part, no cell's text cut, the parts' type no smaller than the page's other tables'. At 1280 px the same page
+    shows every table whole, and at 390 px again in parts."""
+    with PageVisit(browser, urllib.parse.urljoin(site, page + '.html'), theme=theme, width=390, height=844,
+                   init=PARTED_EARLY_INIT) as visit:
+        next_frames(visit.page)
+        early, now = visit.page.evaluate("() => [window.partedEarly, document.querySelectorAll('.physai-parted').length]")
+        assert early == now, f'{page} at 390 px: {now} tables in parts, {early} of them by the first frames'
+        visit.page.evaluate("() => document.querySelectorAll('article details').forEach(d => { d.open = true; })")
+        next_frames(visit.page)
         wide = visit.page.evaluate(WIDE_RESULT_TABLES_JS, tables.CSS_CLASS)
-        assert len(wide) <= PHONE_WIDE_RESULT_TABLES.get(page, 0), \
-            f'{page} at 390 px: {len(wide)} result tables scroll sideways:\n' + '\n'.join(wide)
+        assert not wide, f'{page} at 390 px: {len(wide)} result tables scroll sideways:\n' + '\n'.join(wide)
+        past = visit.page.evaluate(PAST_THEIR_BOX_JS, tables.CSS_CLASS)
+        assert not past, f'{page} at 390 px ({theme}): tables past their box or panel: {past[:5]}'
         spilling = visit.page.evaluate(SPILLING_HEADERS_JS, tables.CSS_CLASS)
         assert not spilling, f'{page} at 390 px: headers wider than their cells: {spilling[:5]}'
         outside = visit.page.evaluate("""cls => Array.from(document.querySelectorAll('article .' + cls)).filter((box) =>
@@ -353,6 +445,22 @@ def test_on_a_phone_the_result_tables_fit_the_column_but_the_widest(site, browse
                                       tables.CSS_CLASS)
         assert not outside, f'{page} at 390 px: {outside} result tables reach past the screen'
         assert visit.page.evaluate('() => document.documentElement.scrollWidth') <= 390
+        parts = visit.page.evaluate(PARTS_JS, tables.CSS_CLASS)
+        print(f'{page} at 390 px ({theme}): {parts["parted"]} result tables in parts')
+        assert not parts['problems'], f'{page} at 390 px: {parts["problems"][:5]}'
+        if page in PHONE_PARTED_CHAPTERS:
+            assert parts['parted'] >= 1, f'{page} at 390 px: its widest tables are not in parts'
+            smallest = visit.page.evaluate(SMALLEST_TYPE_JS, tables.CSS_CLASS)
+            assert smallest['parts'] >= smallest['others'], f'{page} at 390 px: parts in smaller type: {smallest}'
+            visit.page.set_viewport_size({'width': 1280, 'height': 844})
+            next_frames(visit.page)
+            assert visit.page.evaluate(PARTS_JS, tables.CSS_CLASS)['parted'] == 0, f'{page}: parts at 1280 px'
+            assert not visit.page.evaluate(WIDE_RESULT_TABLES_JS, tables.CSS_CLASS), f'{page}: wide tables at 1280 px'
+            visit.page.set_viewport_size({'width': 390, 'height': 844})
+            next_frames(visit.page)
+            again = visit.page.evaluate(PARTS_JS, tables.CSS_CLASS)
+            assert again['parted'] == parts['parted'] and not again['problems'], f'{page}: back at 390 px: {again}'
+            assert not visit.page.evaluate(WIDE_RESULT_TABLES_JS, tables.CSS_CLASS), f'{page}: back at 390 px'
 
 
 def stored_figures(page: str) -> list[dict]:
@@ -1172,15 +1280,18 @@ LAYOUT_SHIFT_JS = """() => new Promise((resolve) => {
 })"""
 
 
+@pytest.mark.parametrize('width, height', [(1280, 800), (390, 844)])
 @pytest.mark.parametrize('page', list(CHAPTER_PANELS))
-def test_a_link_to_a_chapter_s_panel_opens_on_it_without_the_page_jumping(site, browser, page):
-    """Opened at ``#physai-panel-KEY`` (1280x800, nothing cached): every image carries its width and height and every
-    answer is folded from the first paint, and the page moves to the panel once, when the math above it is typeset and
-    the panel drawn (physai.js): by then the cumulative layout shift is under 0.1 (Core Web Vitals' good; the browser's
-    own early jump gave 0.51-0.66), the panel is at the window's top and the address has its anchor back."""
+def test_a_link_to_a_chapter_s_panel_opens_on_it_without_the_page_jumping(site, browser, page, width, height):
+    """Opened at ``#physai-panel-KEY`` (1280x800 and a phone's 390x844, nothing cached): every image carries its
+    width and height and every answer is folded from the first paint, and the page moves to the panel once, when the
+    math above it is typeset and the panel drawn (physai.js): by then the cumulative layout shift is under 0.1 (Core
+    Web Vitals' good; the browser's own early jump gave 0.51-0.66), the panel is at the window's top and the address
+    has its anchor back. On the phone the tables above it too wide for the column are in parts from their first paint
+    (physai.js), not cut after it."""
     key = CHAPTER_PANELS[page]
     url = urllib.parse.urljoin(site, f'{page}.html#physai-panel-{key}')
-    with PageVisit(browser, url, width=1280, height=800) as visit:
+    with PageVisit(browser, url, width=width, height=height) as visit:
         visit.page.wait_for_function('key => location.hash === "#physai-panel-" + key', arg=key, timeout=PANEL_TIMEOUT_MS)
         next_frames(visit.page)
         unsized = visit.page.eval_on_selector_all('main img', 'imgs => imgs.filter((i) => !i.getAttribute("width")).map((i) => i.src)')
@@ -1188,5 +1299,5 @@ def test_a_link_to_a_chapter_s_panel_opens_on_it_without_the_page_jumping(site, 
         top = visit.page.evaluate('key => document.getElementById("physai-panel-" + key).getBoundingClientRect().top', key)
         assert 0 <= top <= 200, f'{page}: the panel is at {top:.0f} px, not at the window\'s top'
         shift = visit.page.evaluate(LAYOUT_SHIFT_JS)
-        print(f'{page}: cumulative layout shift {shift["total"]:.3f}')
+        print(f'{page} at {width} px: cumulative layout shift {shift["total"]:.3f}')
         assert shift['total'] < 0.1, f'{page}: layout shift {shift["total"]:.3f}: {shift["moved"][:5]}'

@@ -73,3 +73,121 @@ document.documentElement.classList.add('physai-js');
   let pending = null;
   window.addEventListener('resize', function () { clearTimeout(pending); pending = setTimeout(fit, 100); });
 })();
+
+/* A result table (physai.interface.tables) wider than its column (on a phone: 8 of the book's 92, none at 1280 px) is
+   set as two or more narrower tables in its box, each with the table's first column (the row's name) and a run of
+   the others, every header over its own column as in the whole table: the reader compares rows down a column as
+   before and never scrolls sideways. The parts are cut where they fit, as evenly as the widths allow; the whole table
+   stays in the box, hidden, and comes back whenever the column has room for it (a wider window, a phone turned). A zero-height ruler in each box reports
+   the column's width (a ResizeObserver, whose reports come between a layout and its paint: the table is cut before
+   it is first drawn, so nothing moves after the reader sees it; one in a folded answer, when the answer opens); the
+   box itself would not do, as cutting changes its height. Rulers go in as soon as the page has parsed each table.
+   Without JavaScript the whole table scrolls in its box. */
+(function () {
+  const BOX = 'physai-table';
+  if (!window.ResizeObserver || !window.MutationObserver) return;
+  const rulers = new ResizeObserver(function (entries) {
+    entries.forEach(function (entry) { fit(entry.target.parentElement); });
+  });
+
+  // table restricted to the columns in keep (indices, in order): a copy with the other cells removed
+  function part(table, keep) {
+    const copy = table.cloneNode(true);
+    copy.removeAttribute('id');
+    copy.classList.remove('physai-whole');
+    copy.classList.add('physai-part');
+    copy.querySelectorAll('tr').forEach(function (row) {
+      Array.from(row.cells).forEach(function (cell, index) { if (!keep.includes(index)) cell.remove(); });
+    });
+    return copy;
+  }
+
+  function range(from, to) {
+    const out = [];
+    for (let i = from; i < to; i += 1) out.push(i);
+    return out;
+  }
+
+  // the runs of columns 1..n-1 (each shown after column 0) that fit room: first the fewest parts, cutting each where
+  // the next column would not fit; then the same number of parts with the columns shared out evenly, when those fit
+  function cuts(box, table, n, room) {
+    const fits = function (keep) {
+      const probe = box.appendChild(part(table, keep));
+      const width = probe.getBoundingClientRect().width;
+      probe.remove();
+      return width <= room + 0.5;
+    };
+    const greedy = [];
+    let start = 1;
+    while (start < n) {
+      let end = start + 1;
+      while (end < n && fits([0].concat(range(start, end + 1)))) end += 1;
+      greedy.push(range(start, end));
+      start = end;
+    }
+    const k = greedy.length, columns = n - 1, even = [];
+    for (let i = 0, at = 1; i < k; i += 1) {
+      const size = Math.floor(columns / k) + (i < columns % k ? 1 : 0);
+      even.push(range(at, at + size));
+      at += size;
+    }
+    return even.every(function (run) { return fits([0].concat(run)); }) ? even : greedy;
+  }
+
+  function fit(box) {
+    if (!box) return;
+    const ruler = box.querySelector(':scope > .physai-table-ruler');
+    const table = box.querySelector(':scope > table:not(.physai-part)');
+    if (!ruler || !table) return;
+    const room = ruler.getBoundingClientRect().width;
+    if (!room || String(room) === box.dataset.fittedTo) return;   // folded away, or already fitted to this width
+    box.dataset.fittedTo = String(room);
+    box.querySelectorAll(':scope > table.physai-part').forEach(function (old) { old.remove(); });
+    table.classList.remove('physai-whole');
+    box.classList.remove('physai-parted');
+    const n = table.tHead && table.tHead.rows.length ? table.tHead.rows[0].cells.length : 0;
+    if (n < 3 || table.getBoundingClientRect().width <= room + 0.5) return;
+    table.classList.add('physai-whole');   // hidden by physai.css while its parts show
+    cuts(box, table, n, room).forEach(function (run) { box.appendChild(part(table, [0].concat(run))); });
+    box.classList.add('physai-parted');
+  }
+
+  function watch(box) {
+    if (box.querySelector(':scope > .physai-table-ruler')) return;
+    const ruler = document.createElement('div');
+    ruler.className = 'physai-table-ruler';
+    ruler.setAttribute('aria-hidden', 'true');
+    box.insertBefore(ruler, box.firstChild);
+    rulers.observe(ruler);   // its first report comes after the next layout, before that frame is painted
+  }
+
+  // a box the parser has finished: something follows it or one of its ancestors
+  function parsed(node) {
+    for (let n = node; n && n !== document.body; n = n.parentNode) if (n.nextSibling) return true;
+    return false;
+  }
+
+  let pending = [];
+  const parsing = new MutationObserver(function (records) {
+    records.forEach(function (record) {
+      record.addedNodes.forEach(function (node) {
+        if (node.nodeType === 1 && node.classList.contains(BOX)) pending.push(node);
+      });
+    });
+    pending = pending.filter(function (box) {
+      if (!parsed(box)) return true;
+      watch(box);
+      return false;
+    });
+  });
+  if (document.readyState === 'loading') {
+    parsing.observe(document.documentElement, {childList: true, subtree: true});
+  }
+  function all() {
+    parsing.disconnect();
+    pending = [];
+    document.querySelectorAll('.' + BOX).forEach(watch);
+  }
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', all);
+  else all();
+})();

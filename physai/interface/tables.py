@@ -9,7 +9,8 @@ as Jupyter displays an object:
 - ``text/html`` (``_repr_html_``): the same cells, in the same fixed formats, under readable headers with units,
   "sag (°)" for ``sag_deg`` (:mod:`physai.experiments.columns`); the key stays in the header's tooltip. Compact type,
   headers that wrap between words, numbers right-aligned in tabular figures, words left-aligned; in a box that
-  scrolls sideways on its own when a phone is narrower than the table, so the page never widens. The style travels
+  scrolls sideways on its own when a phone is narrower than the table, so the page never widens (the book's page
+  shows such a table in narrower parts instead, each with the first column: book/_static/physai.js). The style travels
   with the table (a ``<style>`` scoped to :data:`CSS_CLASS`), so it reads the same on the book's page, in Jupyter
   and on Colab, in light and dark themes (colours are the text's own, borders and stripes translucent grey).
 
