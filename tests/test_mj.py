@@ -158,7 +158,18 @@ def test_a_batch_reports_each_simulation_that_blew_up():
 
 # --- Ctrl-C around MuJoCo's rollouts ---------------------------------------------------------------------------------
 
-def test_ctrl_c_inside_the_block_is_held_and_raised_once_the_block_ends():
+@pytest.fixture
+def python_handles_sigint():
+    """SIGINT handled by Python (``KeyboardInterrupt``), as in a terminal, for the test; the handler before it after.
+    A process started in the background by a shell without job control (a CI runner's ``cmd &``) begins with SIGINT
+    ignored, where deferred_interrupt rightly does nothing."""
+    import signal
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_ctrl_c_inside_the_block_is_held_and_raised_once_the_block_ends(python_handles_sigint):
     import os
     import signal
     before = signal.getsignal(signal.SIGINT)
@@ -175,7 +186,7 @@ def test_ctrl_c_inside_the_block_is_held_and_raised_once_the_block_ends():
     assert signal.getsignal(signal.SIGINT) is before
 
 
-def test_ctrl_c_during_a_rollout_lets_the_rollout_finish_and_then_stops():
+def test_ctrl_c_during_a_rollout_lets_the_rollout_finish_and_then_stops(python_handles_sigint):
     """An interrupt inside a MuJoCo rollout was lost in 3 of 6 runs of fit-servo (it carried on and exited 0); here it
     arrives while the C++ rollout runs, which returns whole, and is raised the moment it has."""
     import os
