@@ -285,7 +285,7 @@ def test_sysid_widget_calls_a_rattling_replay_bad(real):
     assert ch4.replay_status(ch4.panel_replay(held, arm_replay.MENAGERIE, values)).startswith('chatters')
     part = complete(w, values)['frame']['replay']
     assert part == {'chaotic': True, 'mae': part['mae'], 'diverged': False}
-    assert w.spec.say('chaotic', mae=part['mae']).startswith('chaotic: no single replay')
+    assert w.spec.say('chaotic', mae=part['mae']).startswith('chaotic: nudged replays part')
 
 
 def test_sysid_widget_calls_a_replay_far_off_the_recording_so(real):

@@ -226,10 +226,12 @@ def slim_arm_joints() -> tuple[str, ...]:
 
 
 WIDGET_WORDS = {'pending': 'running MuJoCo…',
+                'chaotic': 'chaotic: nudged replays part, so none is drawn · MAE ≈ {mae:.2g}°',
                 'arm3d_chaotic': 'chaotic: no single replay to play, as the plot draws none',
                 'arm3d_stopped': 'diverged: MuJoCo stopped the replay at {t:.2f} s, where the view ends'}
-"""The widget's words besides the page's: while the kernel runs a setting; the 3D view's note on a chaotic setting
-and on a replay that diverged (kept out of :func:`sysid_spec`, whose words the page's stored first view carries)."""
+"""The widget's words besides the page's: while the kernel runs a setting; its verdict on a chaotic setting (the
+page's says its first view stores no single replay); the 3D view's note on a chaotic setting and on a replay that
+diverged (kept out of :func:`sysid_spec`, whose words the page's stored first view carries)."""
 
 
 def panel_draws(episode: Episode, base: ArmServo, values: dict) -> list[Replay]:
