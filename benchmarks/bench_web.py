@@ -205,7 +205,7 @@ def main() -> None:
         z = statistics.median(kernel)
         summary.append(f'chapter {chapter}: browser {x:.1f} ms median (worst control {worst}), p95 {y:.1f} ms; '
                        f'goal 50 ms: {"met" if x < 50 else "missed"}; kernel {z:.1f} ms; '
-                       f'ratio {z / x if x > 0 else math.inf:.1f}')
+                       f'ratio {z / x if x > 0 else math.inf:.2g}')
     if 5 in args.chapters:
         summary.append(gripper_summary(args.values))
     print('\n'.join(summary))

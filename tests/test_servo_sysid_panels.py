@@ -70,18 +70,27 @@ def test_a_chaotic_first_view_frame_stores_its_verdict_and_survives_a_nudge(real
     assert all(re.fullmatch(words, spec.say('chaotic', mae=r['mae'])) for r in chaotic)
 
 
-def test_the_spec_refuses_a_wrong_servo_or_episode_by_name():
-    """The panel's description (which the page's first view and the widget are made from) names what it refuses."""
+@pytest.mark.parametrize('build', ['sysid_spec', 'sysid_twin', 'sysid_widget'])
+def test_each_way_to_make_the_panel_refuses_a_wrong_servo_or_episode_by_name(build):
+    """The panel's description, the page's first view and the widget name what they refuse, before any replay (each
+    case once ended in an AttributeError when the retired matplotlib panel first drew)."""
+    make = getattr(servo_sysid_panels, build)
     episode = arm_replay.synthetic_dataset(nepisode=1, seconds=1.0)[0]
     with pytest.raises(TypeError, match="base must be a physai.engine.arm_replay.ArmServo .*got 'x'"):
-        servo_sysid_panels.sysid_spec(episode, 'x')
+        make(episode, 'x')
     with pytest.raises(TypeError, match="episode must be a physai.engine.datasets.Episode .*got 'x'"):
-        servo_sysid_panels.sysid_twin('x', arm_replay.MENAGERIE)
+        make('x', arm_replay.MENAGERIE)
+    with pytest.raises(ValueError, match="joints must be two of"):
+        make(episode, arm_replay.MENAGERIE, joints=('gripper', 'elbow_flex'))
     with pytest.raises(ValueError, match="joints must hold each item once"):
-        servo_sysid_panels.sysid_spec(episode, arm_replay.MENAGERIE, joints=('elbow_flex', 'elbow_flex'))
+        make(episode, arm_replay.MENAGERIE, joints=('elbow_flex', 'elbow_flex'))
+    one = dataclasses.replace(episode, action=episode.action[:1], state=episode.state[:1],
+                              timestamp=episode.timestamp[:1])
+    with pytest.raises(ValueError, match='episode must hold at least 2 frames'):
+        make(one, arm_replay.MENAGERIE)
     no_arm = dataclasses.replace(episode, joints=tuple(f'j{i}' for i in range(len(episode.joints))))
     with pytest.raises(ValueError, match='episode must hold at least 2 frames of the arm joints'):
-        servo_sysid_panels.sysid_spec(no_arm, arm_replay.MENAGERIE)
+        make(no_arm, arm_replay.MENAGERIE)
 
 
 # --- the words on a replay: each follows from the run it labels --------------------------------------------------
