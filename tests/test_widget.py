@@ -103,6 +103,40 @@ def test_a_long_run_answers_first_with_its_first_second_marked_partial_then_whol
     assert np.nanmax(np.abs(q - np.clip(np.degrees(response.q), -50.0, 20.0))) <= ch1.TRACE_STEP_DEG / 2 + 1e-9
 
 
+def test_the_worker_lets_the_first_reply_go_before_the_slow_parts(monkeypatch):
+    """In a kernel, the worker computes a slow part only once ipykernel's IOPub thread has sent the first reply (it
+    asks the thread to run a marker after what is queued and waits for it), so that MuJoCo called from Python on the
+    worker does not hold up that reply; a part already computed waits for nothing. Outside a kernel it goes on at once."""
+    import threading
+    from types import SimpleNamespace
+    events = []
+
+    class IOPubThread:   # ipykernel's IOPubThread: runs scheduled functions in order, on its own thread
+        thread = threading.current_thread()
+
+        def schedule(self, f):
+            events.append('marker scheduled')
+            threading.Timer(0.05, lambda: (events.append('queue sent'), f())).start()
+
+    shell = SimpleNamespace(kernel=SimpleNamespace(iopub_socket=SimpleNamespace(io_thread=IOPubThread())))
+    monkeypatch.setattr('IPython.get_ipython', lambda: shell)
+    assert widget.iopub_sent() and events == ['marker scheduled', 'queue sent']
+    w = widget.servo_widget()
+    part = w.later['curve']
+    compute = part.compute
+    part.compute = lambda values: events.append('physics') or compute(values)
+    events.clear()
+    w.request = {'generation': 1, 'values': {**OFF_GRID, 'timestep': 0.0031}}
+    wait_reply(w, 1)
+    assert events[:3] == ['marker scheduled', 'queue sent', 'physics'], events
+    events.clear()
+    w.request = {'generation': 2, 'values': {**OFF_GRID, 'timestep': 0.0031}}   # all stored: nothing to wait for
+    wait_reply(w, 2)
+    assert events == [], events
+    monkeypatch.setattr('IPython.get_ipython', lambda: None)
+    assert widget.iopub_sent() and events == []
+
+
 def test_a_run_that_fits_the_budget_is_answered_whole_at_once():
     """At 1 ms RK4 (the budget's edge) the first reply already is the whole run: nothing partial to replace."""
     w = widget.servo_widget()

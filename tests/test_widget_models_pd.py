@@ -41,6 +41,20 @@ PENDULUM_CHAOTIC = {**ch2.PANEL_DEFAULTS, 'kv': 100.0}
 disagree): the chapter's Try-it 'ideal PD, kv 100, E 6', a run still creeping at the end."""
 
 
+def whole_run(w, generation: int) -> dict:
+    """The first reply to request ``generation`` that carries the whole hold (not its start)."""
+    end = time.monotonic() + 60.0
+    while time.monotonic() < end:
+        r = w.reply
+        if r.get('generation') == generation and 'done' not in r['frame']['run']:
+            return r
+        time.sleep(0.005)
+    raise AssertionError(f'no whole hold for request {generation}: {w.reply}')
+
+
+CLIP = (-ch3.PANEL_YLIM_WIDE_DEG - 5.0, ch3.PANEL_YLIM_WIDE_DEG + 5.0)
+
+
 def test_pendulum_reply_is_mujocos_run_at_the_exact_values():
     """A control change reruns the pendulum at exactly its values, answered at once: its trace is physai's run there
     (physai.engine.pendulum.simulate, tested against mj_step in tests/test_pendulum.py) to the stored resolution, its
@@ -77,13 +91,14 @@ def test_pendulum_settles_on_the_first_views_chaos_verdict():
 
 
 def test_pd_reply_is_one_hold_then_its_ensemble():
-    """Chapter 3's widget answers at once with one hold at exactly the controls' values (physai.engine.hold, the
-    trace to its stored 0.01°, its note pd_note's with a last line saying that the ensemble's verdict is coming),
-    then with the hold's ensemble as the page's first view stores it (hold_part of hold_ensembles): the verdict over
-    its runs, the trace its run 0, the same run. The pending words are the widget's: the page's description has none."""
+    """Chapter 3's widget answers with one hold at exactly the controls' values (physai.engine.hold, the trace to
+    its stored 0.01°, its note pd_note's with a last line saying that the ensemble's verdict is coming; its start
+    before it: test_a_long_hold_answers_first_with_its_start_on_the_joint_shown_last), then with the hold's ensemble
+    as the page's first view stores it (hold_part of hold_ensembles): the verdict over its runs, the trace its run 0,
+    the same run. The pending words are the widget's: the page's description has none."""
     w = ch3.pd_widget()
     w.request = {'generation': 3, 'values': PD_OFF_GRID}
-    first = wait_reply(w, 3, complete=False)
+    first = whole_run(w, 3)
     response = hold_responses([HoldParams(**PD_OFF_GRID)], nthread=1)[0]
     run = first['frame']['run']
     note = ch3.pd_note(response, worst_growth(**PD_OFF_GRID), rate_hz=333.0, backend='in-loop')
@@ -192,29 +207,69 @@ def test_pd_widget_answers_extreme_settings_and_flags_a_diverged_hold():
     replies = first_replies(w, changes)
     for change, reply in zip(changes, replies):
         assert 'error' not in reply, (change, reply)
-    diverged, slow = replies[-3]['frame']['run'], replies[-2]['frame']['run']
+    diverged = replies[-3]['frame']['run']
     assert diverged['state'] == 'diverged' and diverged['bad'] and 'diverged' in diverged['words']
+    assert w.spec.defaults['rate_hz'] == 50.0 and replies[-1]['values'] == w.spec.defaults
     assert w.data['constants']['ylimDeg'] == [ch3.PANEL_YLIM_DEG, ch3.PANEL_YLIM_WIDE_DEG]
+    w.request = {'generation': len(changes) + 1, 'values': dict(w.spec.defaults, rate_hz=10.0)}
+    slow = whole_run(w, len(changes) + 1)['frame']['run']
     swing = np.array(web.unpack(slow['sample'], ch3.TRACE_STEP_DEG), dtype=float)
     assert np.nanmax(np.abs(swing)) > ch3.PANEL_YLIM_DEG
-    assert w.spec.defaults['rate_hz'] == 50.0 and replies[-1]['values'] == w.spec.defaults
 
 
 @pytest.mark.parametrize('change', [{'rate_hz': 120.0, 'kp': 700.0}, {'backend': 'in-step', 'armature': 0.0}])
 def test_pd_widget_sends_the_hold_physai_runs_alone(change):
-    """What the widget sends at once is hold_responses' run for the same setting, on its own (no batch, one thread),
-    the joint it shows its worst, packed to the stored resolution: whichever path computed it (the lone in-loop run,
-    the in-step rollout). The growth curves the page computes itself (tests/test_web_arm.py checks them against
-    growth_curve)."""
+    """The whole hold the widget sends is hold_responses' run for the same setting, on its own (no batch, one
+    thread), the joint it shows its worst, packed to the stored resolution: whichever path computed it (the lone
+    in-loop run, the in-step rollout). The growth curves the page computes itself (tests/test_web_arm.py checks them
+    against growth_curve)."""
     w = ch3.pd_widget()
-    (reply,) = first_replies(w, [change])
-    v = reply['values']
-    (run,) = hold_responses([HoldParams(**v)], nthread=1)
-    clip = (-ch3.PANEL_YLIM_WIDE_DEG - 5.0, ch3.PANEL_YLIM_WIDE_DEG + 5.0)
+    w.request = {'generation': 1, 'values': {**w.spec.defaults, **change}}
+    reply = whole_run(w, 1)
+    (run,) = hold_responses([HoldParams(**reply['values'])], nthread=1)
     part = reply['frame']['run']
     assert part['joint'] == run.worst
-    assert part['sample'] == web.trace(np.degrees(run.q[:, run.worst]), ch3.TRACE_STEP_DEG, clip)
-    assert part['target'] == web.trace(np.degrees(run.target[:, run.worst]), ch3.TRACE_STEP_DEG, clip)
+    assert part['sample'] == web.trace(np.degrees(run.q[:, run.worst]), ch3.TRACE_STEP_DEG, CLIP)
+    assert part['target'] == web.trace(np.degrees(run.target[:, run.worst]), ch3.TRACE_STEP_DEG, CLIP)
+
+
+def test_a_long_hold_answers_first_with_its_start_on_the_joint_shown_last():
+    """A hold longer than the first reply's budget (the chapter's 1 ms step: 3000 steps) answers first with its start,
+    PANEL_FIRST_STEPS steps (600; a quarter of that under RK4, four times the cost a step), sample for sample the whole
+    run's, with no words (the page's module then says "running…") and no verdict colour; the whole hold follows.
+    The start is drawn on the joint of the latest whole hold (before any, its own worst), as the page draws one; a
+    hold within the budget (a 6 ms step: 500 steps) is whole at once."""
+    w = ch3.pd_widget()
+    values = {**w.spec.defaults, 'rate_hz': 120.0, 'kp': 700.0}
+    frame, complete = w.frame(values)   # what the first reply carries
+    start, whole = frame['run'], hold_responses([HoldParams(**values)], nthread=1)[0]
+    n = ch3.PANEL_FIRST_STEPS
+    assert not complete and frame['hold'] is None and len(whole.t) == 3000 > n
+    assert (start['done'], start['words'], start['state'], start['bad']) == (n, None, 'running', False)
+    joint = ch3.hold_start(**values).worst
+    assert start['joint'] == joint
+    assert start['sample'] == web.trace(np.degrees(whole.q[:n, joint]), ch3.TRACE_STEP_DEG, CLIP)
+    assert start['target'] == web.trace(np.degrees(whole.target[:n, joint]), ch3.TRACE_STEP_DEG, CLIP)
+    w.request = {'generation': 1, 'values': values}
+    assert whole_run(w, 1)['frame']['run']['joint'] == whole.worst
+    rk4 = {**values, 'integrator': 'RK4', 'kp': 701.0}
+    start = w.frame(rk4)[0]['run']
+    assert start['done'] == n // 4 and start['joint'] == whole.worst
+    coarse = w.frame({**values, 'timestep': 0.006})[0]['run']
+    assert 'done' not in coarse and coarse['words'].startswith('in-loop at 120 Hz')
+
+
+def test_a_start_that_diverged_says_so_at_once():
+    """A start in which MuJoCo flagged the run says what the whole run will say, diverged (MuJoCo's warning counters
+    only rise), in the failure colour, with the ensemble still to come; the whole hold's note follows, the same."""
+    w = ch3.pd_widget()
+    values = {**w.spec.defaults, 'integrator': 'RK4', 'armature': 0.0, 'timestep': 0.008}
+    start = w.frame(values)[0]['run']
+    assert start['state'] == 'diverged' and start['bad'] and start['done'] == ch3.PANEL_FIRST_STEPS // 4
+    assert start['words'].startswith('in-loop at 50 Hz: diverged') and 'is coming' in start['words']
+    w.request = {'generation': 1, 'values': values}
+    whole = whole_run(w, 1)['frame']['run']
+    assert whole['state'] == 'diverged' and whole['words'].split('\n')[0] == start['words'].split('\n')[0]
 
 
 def test_each_pd_move_makes_at_most_one_simulation_call(monkeypatch):
@@ -233,7 +288,7 @@ def test_each_pd_move_makes_at_most_one_simulation_call(monkeypatch):
     monkeypatch.setattr(hold, '_lone_loop', count(lone, hold._lone_loop))
     w = ch3.pd_widget()
     values = {**w.spec.defaults, 'kp': 640.0}
-    w.frame(values)  # what the first reply carries (the ensemble comes from the worker, which this does not start)
+    w.frame(values)  # what the first reply carries, the hold's start (the rest comes from the worker, not started)
     assert (len(calls), len(lone)) == (0, 1)
     w.frame({**values, 'backend': 'in-step'})
     assert (len(calls), len(lone)) == (1, 1)
@@ -337,11 +392,12 @@ PENDULUM_TO_CHAOS = ('timestep', 0.02)
 """A move after PENDULUM_MOVES to where the page's first view says chaotic (run_part): the DC motor at a 20 ms step,
 still swinging."""
 
-PD_MOVES = (('timestep', 0.004), ('kp', 300.0), ('armature', 0.01), ('backend', 'in-step'), ('integrator', 'Euler'),
+PD_MOVES = (('timestep', 0.006), ('kp', 300.0), ('armature', 0.01), ('backend', 'in-step'), ('integrator', 'Euler'),
             ('kv', 5.0), ('rate_hz', 200.0))
 """Each control of chapter 3's panel moved, in this order, to a value whose hold and note differ from the one before
-(the integrator matters to the servo in the step); the coarse timestep first keeps every later run short, and the
-last setting holds still (an ensemble of 8 runs)."""
+(the integrator matters to the servo in the step); the coarse timestep first keeps every later run short (500 steps,
+within the first reply's budget: each first reply is a whole hold with its verdict), and the last setting holds still
+(an ensemble of 8 runs)."""
 
 # every verdict a panel writes, in order, with the generation of the request it answers (the test reads the one a
 # move's first reply wrote, not a later one's, nor one the move before's further reply wrote after the move)

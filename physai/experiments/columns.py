@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 
 UNIT_SUFFIXES = (('_rad_s', 'rad/s'), ('_deg', '°'), ('_rad', 'rad'), ('_ms', 'ms'), ('_s', 's'),
-                 ('_hz', 'Hz'), ('_pct', '%'), ('_mm', 'mm'), ('_cm', 'cm'))
+                 ('_hz', 'Hz'), ('_pct', '%'), ('_mm', 'mm'), ('_cm', 'cm'), ('_kg', 'kg'))
 """(suffix, unit) of the keys that name their unit, longest first where one ends another (``_rad_s`` before ``_s``)."""
 
 QUANTITIES = {

@@ -23,6 +23,7 @@ from physai.engine.hold import (CHATTER_TURNS, DURATION, ENSEMBLE_PROBE, ENSEMBL
                                 QUIET_P2P, SETTLE_WINDOW, SO101_ARMATURE, SO101_FORCERANGE, SO101_KP, SO101_KV, STANDBY,
                                 TURN_SIZE, HoldEnsemble, HoldParams, HoldResponse, hold_ensembles, hold_responses,
                                 so101_base, so101_joints)
+from physai.experiments.servo_panel import INTEGRATOR_COST
 from physai.experiments.where_pd_runs import RATES_HZ, rate_ensembles, standby_inertia, worst_growth
 from physai.laws import robust
 from physai.laws.loop import BACKENDS
@@ -185,17 +186,54 @@ def run_part(response: HoldResponse, growth: float) -> dict:
     """One hold run in the form of :func:`hold_part` less the ensemble: the joint it shows
     (:attr:`~physai.engine.hold.HoldResponse.worst`), that joint's command and angle every physics step (packed at
     :data:`TRACE_STEP_DEG`), the run's note (:func:`pd_note`, with the growth per tick ``growth``) and state, and
-    ``bad`` (:func:`pd_bad`). What the kernel's widget answers at once, before the ensemble's verdict."""
+    ``bad`` (:func:`pd_bad`). What the kernel's widget answers with before the ensemble's verdict."""
     j, p = response.worst, response.params
-    clip = (-PANEL_YLIM_WIDE_DEG - 5.0, PANEL_YLIM_WIDE_DEG + 5.0)
     return {'joint': j, 'words': pd_note(response, growth, rate_hz=p.rate_hz, backend=p.backend),
-            'state': response.state, 'bad': pd_bad(response), 'h': p.timestep,
-            'target': web.trace(np.degrees(response.target[:, j]), TRACE_STEP_DEG, clip),
-            'sample': web.trace(np.degrees(response.q[:, j]), TRACE_STEP_DEG, clip)}
+            'state': response.state, 'bad': pd_bad(response), 'h': p.timestep, **_traces(response, j)}
+
+
+def _traces(response: HoldResponse, joint: int) -> dict:
+    clip = (-PANEL_YLIM_WIDE_DEG - 5.0, PANEL_YLIM_WIDE_DEG + 5.0)
+    return {'target': web.trace(np.degrees(response.target[:, joint]), TRACE_STEP_DEG, clip),
+            'sample': web.trace(np.degrees(response.q[:, joint]), TRACE_STEP_DEG, clip)}
 
 
 def _one_hold(rate_hz, backend, kp, kv, armature, timestep, integrator) -> HoldResponse:
     return hold_responses([HoldParams(**locals())], nthread=1)[0]
+
+
+PANEL_FIRST_STEPS = 600
+"""Physics steps, weighted by :data:`physai.experiments.servo_panel.INTEGRATOR_COST` (RK4 four), of the hold the
+widget runs before its first reply: about 4 ms of MuJoCo on this book's 2-core machine, near the page's first slice
+(a whole hold at the chapter's 1 ms is 3000 steps, 20-25 ms, RK4's 65-75 ms). A longer hold answers first with its
+start (:func:`hold_start`: at 1 ms the move to the standby pose and a little of the hold), drawn as the page draws a
+hold MuJoCo is still running in the browser ("running… 0.6 / 3.0 s"), then whole."""
+
+
+def hold_start(rate_hz, backend, kp, kv, armature, timestep, integrator) -> HoldResponse | None:
+    """The first :data:`PANEL_FIRST_STEPS` weighted steps of the hold at these values, sample for sample the start
+    of the whole run (the same arithmetic, however far it runs: :func:`physai.engine.hold.read_at`); None when the
+    whole hold fits that budget. Its figures describe only that start, except a divergence, which the whole run
+    shares (MuJoCo's warning counters only rise)."""
+    weight = INTEGRATOR_COST.get(integrator, 1)
+    steps = max(2, round(DURATION / timestep))
+    if steps * weight <= PANEL_FIRST_STEPS:
+        return None
+    first = max(2, PANEL_FIRST_STEPS // weight)
+    params = HoldParams(rate_hz=rate_hz, backend=backend, kp=kp, kv=kv, armature=armature, timestep=timestep,
+                        integrator=integrator)
+    return hold_responses([params], duration=first * timestep, nthread=1)[0]
+
+
+def start_part(response: HoldResponse, growth: float, joint: int | None = None) -> dict:
+    """The start of a hold (:func:`hold_start`) as the widget's first reply: :func:`run_part`'s form on ``joint``
+    (the joint the panel showed last; None: the start's own worst), ``done``, the physics steps run so far, and no
+    words, so that the page's module says the run is on its way, unless the start diverged: then the whole run's
+    note (a diverged run reads as diverged at every length), in the failure colour."""
+    j, p = (response.worst if joint is None else joint), response.params
+    words = pd_note(response, growth, rate_hz=p.rate_hz, backend=p.backend) if response.diverged else None
+    return {'joint': j, 'words': words, 'state': 'diverged' if response.diverged else 'running',
+            'bad': response.diverged, 'h': p.timestep, 'done': len(response.t), **_traces(response, j)}
 
 
 ARM3D_FRAMES = 750
@@ -235,21 +273,24 @@ def _ensemble_hold(rate_hz, backend, kp, kv, armature, timestep, integrator) -> 
 
 
 WIDGET_WORDS = {'pending': '{words}\none run so far: the ensemble\'s verdict ({probe} or {n} runs) is coming…'}
-"""The widget's words besides the page's: its first reply's note, one run's, until the verdict of the hold's ensemble
-(:func:`physai.engine.hold.hold_ensembles`: :data:`~physai.engine.hold.ENSEMBLE_PROBE` runs from nearby starts,
-:data:`~physai.engine.hold.ENSEMBLE_SIZE` if one of them moves) comes; kept out of :func:`pd_spec`, whose words the page's
-stored first view carries."""
+"""The widget's words besides the page's: the note of one whole hold (:func:`run_part`), until the verdict of the
+hold's ensemble (:func:`physai.engine.hold.hold_ensembles`: :data:`~physai.engine.hold.ENSEMBLE_PROBE` runs from nearby
+starts, :data:`~physai.engine.hold.ENSEMBLE_SIZE` if one of them moves) comes; kept out of :func:`pd_spec`, whose words
+the page's stored first view carries."""
 
 
 def pd_widget(**defaults):
     """Chapter 3's page panel (:func:`pd_spec`, as :func:`pd_twin` opens it) as a Jupyter widget: the page's
-    ``where_pd_runs_panels.js`` drawing what Python MuJoCo runs at the controls' exact values. It answers at once with
-    one hold (:func:`run_part`, as the page draws once MuJoCo runs in it, its note saying that the ensemble's verdict
-    is coming: :data:`WIDGET_WORDS`), then with the hold's ensemble
-    (:func:`hold_part` of :func:`physai.engine.hold.hold_ensembles`, 8 or 64 runs) as the first view stores it: the
-    ensemble's verdict, and its run 0 as the trace (the times of both: benchmarks/bench_panel.py). The growth per tick the page's module computes itself.
-    Its 3D view plays the one run, posed by Python MuJoCo (:func:`hold_poses`); the view's module and the arm's meshes
-    come from the kernel when a reader opens it (:func:`physai.interface.widget.arm3d_messages`).
+    ``where_pd_runs_panels.js`` drawing what Python MuJoCo runs at the controls' exact values. It answers in up to
+    three replies, as the page draws a hold while MuJoCo runs it in the browser: at once the hold's start where the
+    whole hold is longer than :data:`PANEL_FIRST_STEPS` (:func:`start_part`, on the joint the panel showed last, the
+    module saying "running…"), then the whole hold (:func:`run_part`, its note saying that the ensemble's verdict is
+    coming: :data:`WIDGET_WORDS`), then the hold's ensemble (:func:`hold_part` of
+    :func:`physai.engine.hold.hold_ensembles`, 8 or 64 runs) as the first view stores it: the ensemble's verdict, and
+    its run 0 as the trace (the times of each: benchmarks/bench_panel.py). The growth per tick the page's module
+    computes itself. Its 3D view plays the whole hold, posed by Python MuJoCo (:func:`hold_poses`); the view's module
+    and the arm's meshes come from the kernel when a reader opens it
+    (:func:`physai.interface.widget.arm3d_messages`).
 
     Args:
       defaults: as :func:`pd_twin`'s (:func:`pd_spec`'s keywords).
@@ -258,18 +299,32 @@ def pd_widget(**defaults):
       A :class:`physai.interface.widget.PanelWidget` (needs ``anywidget``).
     """
     from physai.interface import widget  # anywidget only where the widget is asked for
-    # the one run is kept (a thread-safe store): the second reply, with the ensemble, and the 3D view use it again
+    # the one run is kept (a thread-safe store): the ensemble's reply and the 3D view use it again
     one = widget.Deferred(_one_hold, maxsize=16)
     spec = pd_spec(**defaults)
     spec = dataclasses.replace(spec, words={**spec.words, **WIDGET_WORDS})
+    shown = {'joint': None}  # the joint of the latest whole hold: a start is drawn on it, as the page draws one
 
-    def run(values: dict) -> dict:
+    def whole(values: dict) -> dict:
         part = run_part(one.compute(values), worst_growth(**values))
         part['words'] = spec.say('pending', words=part['words'], probe=ENSEMBLE_PROBE, n=ENSEMBLE_SIZE)
+        shown['joint'] = part['joint']
         return part
 
-    w = widget.PanelWidget(spec, 'where_pd_runs_panels.js', constants=pd_constants(), now={'run': run},
-                           later={'hold': widget.Deferred(_ensemble_hold, maxsize=16)})
+    run_whole = widget.whole_part(spec, whole, maxsize=16)
+    starts = widget.Deferred(hold_start, maxsize=16)
+
+    def first(values: dict) -> dict:
+        start = starts.compute(values)
+        if start is None:  # the whole hold fits the first reply's budget
+            return run_whole.compute(values)
+        part = start_part(start, worst_growth(**values), shown['joint'])
+        if part['words'] is not None:
+            part['words'] = spec.say('pending', words=part['words'], probe=ENSEMBLE_PROBE, n=ENSEMBLE_SIZE)
+        return part
+
+    w = widget.PanelWidget(spec, 'where_pd_runs_panels.js', constants=pd_constants(), now={'run': first},
+                           later={'run': run_whole, 'hold': widget.Deferred(_ensemble_hold, maxsize=16)})
 
     def poses(values, content):
         magnify = content.get('magnify')

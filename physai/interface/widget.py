@@ -8,8 +8,8 @@ those values, in the form the page's first view stores them (:class:`physai.inte
 sends them back (``reply``), which the chapter's ``decode`` and ``draw`` draw as they draw a stored frame.
 
 The parts that are cheap answer at once (``now``); the slow ones (``later``, each a :class:`Deferred`) answer from
-their cache when they can, else are run on a worker thread after the first reply, in their order, each sent in a
-further reply as it is ready (the last one ``complete``). A ``later`` part may share a ``now`` part's name: the
+their cache when they can, else are run on a worker thread once the first reply has left the kernel
+(:func:`iopub_sent`), in their order, each sent in a further reply as it is ready (the last one ``complete``). A ``later`` part may share a ``now`` part's name: the
 ``now`` one is a cheap first answer (chapter 1: the step response's first second where the whole run is long),
 replaced when the ``later`` one is ready.
 
@@ -206,6 +206,8 @@ class PanelWidget(anywidget.AnyWidget):
                 generation, values = self._job
                 self._job = None
             parts, checked = list(self.later.values()), self.spec.check(values)
+            if any(not part.ready(checked) for part in parts):
+                iopub_sent()   # the first reply on its way before the physics takes the interpreter
             for i, part in enumerate(parts):
                 if generation != self._latest:
                     break  # a newer request: its own job follows
@@ -229,6 +231,28 @@ class PanelWidget(anywidget.AnyWidget):
             return False
         self._reply({'generation': generation, 'values': values, 'frame': frame, 'complete': complete})
         return True
+
+
+def iopub_sent(timeout: float = 0.1) -> bool:
+    """Wait until the kernel's IOPub thread has sent every message queued before this call; whether it did in time.
+
+    ipykernel queues a widget's message for its IOPub thread, which sends it when it next holds the interpreter
+    lock. A worker thread that starts the slow parts at once (MuJoCo steps called from Python) takes turns with it,
+    every few milliseconds (``sys.getswitchinterval``), and the first reply reached the page 30-60 ms late in chapter
+    6's panel (``benchmarks/bench_panel.py``). Here the worker waits until the queue is through, as ipykernel's own
+    ``OutStream.flush`` waits; outside an ipykernel kernel (tests, a script) it returns at once.
+    """
+    try:
+        from IPython import get_ipython
+        thread = get_ipython().kernel.iopub_socket.io_thread
+        alive = thread.thread.is_alive()
+    except AttributeError:   # no IPython, no kernel, no IOPub thread
+        return True
+    if not alive:
+        return True
+    sent = threading.Event()
+    thread.schedule(sent.set)
+    return sent.wait(timeout)
 
 
 def whole_part(spec: PanelSpec, part: Callable[[dict], object], *, maxsize: int = 32) -> Deferred:

@@ -44,20 +44,22 @@ export default class PdPanel extends Panel {
   // ---- the two sources of results
 
   // a stored configuration: its ensemble's words and one draw of its worst joint (the growth is computed here); or
-  // the kernel's reply, whose ensemble (hold) is null until Python has run it: its one run (run) and that run's note
+  // the kernel's reply, whose ensemble (hold) is null until Python has run it: its one run (run) and that run's note,
+  // or at first the run's start (its steps so far, done, and no note unless it diverged), drawn as a run on its way
   decode(frame, values) {
     const s = frame.hold ?? frame.run, k = this.constants;
     const target = unpack(s.target, k.traceStep), sample = unpack(s.sample, k.traceStep);
     return {joint: s.joint, h: s.h, steps: sample.length, targetDeg: target, qDeg: sample, diverged: s.state === 'diverged',
             bad: s.bad, note: frame.hold ? this.say('ensemble', {words: s.words, n: s.n}) : s.words,
-            growth: this.growth(values)};
+            done: frame.hold ? null : s.done ?? null, growth: this.growth(values)};
   }
 
   // a widget's reply, drawn as a stored frame; its run (at the reply's values, posed by the kernel) to the 3D view
   fromKernel(reply) {
     super.fromKernel(reply);
     if (!reply.frame || reply.generation !== this.asked?.generation) return;
-    if (this.arm3d.record?.generation === reply.generation) return;   // the second reply: the same run
+    if (this.arm3d.record?.generation === reply.generation) return;   // a further reply: the same run
+    if (reply.frame.run.done != null) return;   // the run's start: the view waits for the whole run
     const v = reply.values;
     this.arm3d.setRun({generation: reply.generation, values: v, params: {backend: v.backend, rateHz: v.rate_hz},
                        warned: reply.frame.run.state === 'diverged'});
@@ -125,7 +127,7 @@ export default class PdPanel extends Panel {
 
   draw(results, values) {
     this.drawGrowth(results.growth, values);
-    this.drawHold(results, values, null);
+    this.drawHold(results, values, results.done ?? null);
   }
 
   drawGrowth(g, v) {
