@@ -168,7 +168,7 @@ def test_without_friction_loss_the_arm_chatters_where_the_growth_is_just_above_o
         ensembles = hold.hold_ensembles([HoldParams(rate_hz=r, backend='in-loop') for r in quiet])
     finally:  # nothing built from the friction-free arm outlives the test
         hold.shared_hold_model.cache_clear()
-        hold._batch.cache_clear()
+        hold._thread_batch.cache_clear()
     assert all(e.state == 'chatters' and e.n == hold.ENSEMBLE_SIZE for e in ensembles)
 
 

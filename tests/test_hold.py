@@ -220,3 +220,33 @@ def test_implicit_kv_moves_kv_into_the_damping_that_implicitfast_takes_implicitl
     diagonal = d.qDeriv[what_if.D_rowadr + what_if.D_diag]  # qDeriv is stored sparse, row by row
     np.testing.assert_allclose(-diagonal, base.dof_damping + 2.5, rtol=1e-12)
     assert np.all(hold.hold_model(HoldParams(backend='in-loop')).dof_damping == base.dof_damping)
+
+
+def test_two_threads_running_holds_at_once_get_each_their_own_runs():
+    """A panel widget's worker runs holds while its first reply (or a notebook cell, or another widget) runs others:
+    two threads calling hold_responses at once, in-step with the same set-up and different gains (the models a batch
+    pools per set-up, the batch of the same size), each get the runs they get alone, to the bit. With one pool and one
+    batch for both, each thread's gains were written into the other's models mid-run (a 64-run ensemble read 'mixed:
+    8 of 64 chatter' where alone it chatters in all 64)."""
+    import threading
+    setups = [[HoldParams(backend='in-step', kp=kp, kv=kv, armature=0.01, timestep=0.006, integrator='Euler',
+                          rate_hz=200.0, start_offset=1e-9 * i) for i in range(8)] for kp, kv in ((300.0, 5.0),
+                                                                                              (900.0, 1.0))]
+    alone = [[r.q for r in hold.hold_responses(params, nthread=1)] for params in setups]
+    for _ in range(3):
+        together, errors = [None, None], []
+
+        def run(i):
+            try:
+                together[i] = [r.q for r in hold.hold_responses(setups[i], nthread=1)]
+            except Exception as exc:  # reported below, not lost in the thread
+                errors.append(exc)
+        threads = [threading.Thread(target=run, args=(i,)) for i in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        for i in (0, 1):
+            for got, want in zip(together[i], alone[i]):
+                np.testing.assert_array_equal(got, want)

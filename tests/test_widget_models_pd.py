@@ -392,12 +392,12 @@ PENDULUM_TO_CHAOS = ('timestep', 0.02)
 """A move after PENDULUM_MOVES to where the page's first view says chaotic (run_part): the DC motor at a 20 ms step,
 still swinging."""
 
-PD_MOVES = (('timestep', 0.006), ('kp', 300.0), ('armature', 0.01), ('backend', 'in-step'), ('integrator', 'Euler'),
+PD_MOVES = (('timestep', 0.004), ('kp', 300.0), ('armature', 0.01), ('backend', 'in-step'), ('integrator', 'Euler'),
             ('kv', 5.0), ('rate_hz', 200.0))
 """Each control of chapter 3's panel moved, in this order, to a value whose hold and note differ from the one before
-(the integrator matters to the servo in the step); the coarse timestep first keeps every later run short (500 steps,
-within the first reply's budget: each first reply is a whole hold with its verdict), and the last setting holds still
-(an ensemble of 8 runs)."""
+(the integrator matters to the servo in the step); the coarse timestep first keeps every later run short (750 steps:
+its start first, "running…", then the whole hold's verdict), and the last setting holds still (an ensemble of 8 runs,
+at 5 or 6 ms it chatters)."""
 
 # every verdict a panel writes, in order, with the generation of the request it answers (the test reads the one a
 # move's first reply wrote, not a later one's, nor one the move before's further reply wrote after the move)
@@ -420,8 +420,9 @@ def move(page, key: str, name: str, value) -> None:
 
 
 def move_each(page, key: str, moves, plot: str) -> None:
-    """Move each control of ``moves`` in turn; after each, the kernel's first reply to it redraws ``plot`` and writes
-    a verdict other than the one the move before it wrote."""
+    """Move each control of ``moves`` in turn; after each, the kernel's first reply to it redraws ``plot``, and the
+    first verdict written for it (past a "running…" line, while a long hold is on its way) is other than the one the
+    move before it wrote."""
     panel = f'window.physaiPanels[{key!r}]'
     before = (page.inner_html(f'#physai-panel-{key} .pl-plots'), page.evaluate(f'{panel}.verdicts.at(-1)'))
     for name, value in moves:
@@ -429,8 +430,11 @@ def move_each(page, key: str, moves, plot: str) -> None:
         move(page, key, name, value)
         page.wait_for_function(f'() => {panel}.asked.generation > {generation} && !{panel}.asked.first',
                                timeout=60000)
-        now = (page.inner_html(f'#physai-panel-{key} svg.pl-{plot}'),
-               page.evaluate(f'{panel}.verdicts[{panel}.verdictsFor.findIndex((g) => g > {generation})]'))
+        plot_now = page.inner_html(f'#physai-panel-{key} svg.pl-{plot}')
+        verdict = (f'{panel}.verdicts.find((text, i) => {panel}.verdictsFor[i] > {generation} && '
+                   "!text.startsWith('running…'))")
+        page.wait_for_function(f'() => {verdict} !== undefined', timeout=60000)
+        now = (plot_now, page.evaluate(f'() => {verdict}'))
         assert now[0] != before[0], f'{key}: the {plot} plot did not change when {name} moved'
         assert now[1] != before[1], f'{key}: the verdict stayed {now[1]!r} when {name} moved'
         before = (now[0], now[1])

@@ -22,6 +22,7 @@ import dataclasses
 import functools
 import math
 import numbers
+import threading
 from collections.abc import Sequence
 
 import mujoco
@@ -233,9 +234,11 @@ def _implicit_kv_model(kv: float, armature: float, timestep: float, integrator: 
     return m
 
 
-@functools.lru_cache(maxsize=8)
-def _servo_pool(armature: float, timestep: float, integrator: str) -> list:
-    """Private in-step models of one set-up, whose gains :func:`_batch_models` rewrites for each batch."""
+@functools.lru_cache(maxsize=32)
+def _servo_pool(armature: float, timestep: float, integrator: str, thread: int) -> list:
+    """Private in-step models of one set-up, whose gains :func:`_batch_models` rewrites for each batch: one pool per
+    thread (``threading.get_ident()``), since two threads running holds at once (a panel widget's worker and a
+    notebook cell, or two widgets) would otherwise write their gains into each other's models mid-run."""
     return []
 
 
@@ -253,7 +256,7 @@ def _batch_models(params: Sequence[HoldParams]) -> list[mujoco.MjModel]:
         setup, gains = (p.armature, p.timestep, p.integrator), (p.kp, p.kv, p.forcerange)
         in_use = gains_in_use.setdefault(setup, {})
         if gains not in in_use:
-            pool = _servo_pool(*setup)
+            pool = _servo_pool(*setup, threading.get_ident())
             if len(pool) <= len(in_use):
                 pool.append(copy.copy(shared_hold_model('in-step', SO101_KP, SO101_KV, *setup, SO101_FORCERANGE)))
             m = pool[len(in_use)]
@@ -423,9 +426,14 @@ def hold_responses(params: Sequence[HoldParams], *, duration: float = DURATION,
     return [results[i] for i in range(len(params))]
 
 
-@functools.lru_cache(maxsize=4)
 def _batch(nsim: int, nthread: int) -> mujoco.batch.Batch:
-    """A reusable batch of ``nsim`` SO-101 simulations (its models are set per call)."""
+    """A reusable batch of ``nsim`` SO-101 simulations (its models are set per call), this thread's own: a batch
+    set, reset and rolled out by two threads at once mixes their runs (:func:`_servo_pool`)."""
+    return _thread_batch(nsim, nthread, threading.get_ident())
+
+
+@functools.lru_cache(maxsize=16)
+def _thread_batch(nsim: int, nthread: int, thread: int) -> mujoco.batch.Batch:
     return mujoco.batch.Batch(so101_base(), nsim, nthread=nthread)
 
 

@@ -15,6 +15,7 @@ import copy
 import dataclasses
 import functools
 import math
+import threading
 from collections.abc import Sequence
 
 import mujoco
@@ -166,8 +167,14 @@ def _base_model() -> mujoco.MjModel:
     return mujoco.MjModel.from_xml_string(LINK_XML)
 
 
-@functools.cache
 def _scratch_data() -> mujoco.MjData:
+    """This thread's scratch data for ``mj_setConst`` (a panel widget's worker and its first reply build models at
+    the same time)."""
+    return _thread_scratch_data(threading.get_ident())
+
+
+@functools.lru_cache(maxsize=16)
+def _thread_scratch_data(thread: int) -> mujoco.MjData:
     return mujoco.MjData(_base_model())
 
 
