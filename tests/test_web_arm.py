@@ -135,7 +135,7 @@ def test_arm_xml_gives_physai_s_trajectories_in_python(monkeypatch):
     from physai.engine import hold
 
     params = [HoldParams(**s) for s in SETTINGS]
-    caches = (hold.shared_hold_model, hold._servo_pool, hold._batch)
+    caches = (hold.shared_hold_model, hold._servo_pool, hold._thread_batch)
 
     def runs():
         for cache in caches:
