@@ -17,6 +17,7 @@ import pytest
 pytest.importorskip('anywidget')
 
 from physai.engine.hold import HoldParams, hold_ensembles, hold_responses  # noqa: E402
+from physai.experiments.servo_panel import INTEGRATOR_COST  # noqa: E402
 from physai.experiments.where_pd_runs import worst_growth  # noqa: E402
 from physai.interface import actuator_models_panels as ch2  # noqa: E402
 from physai.interface import where_pd_runs_panels as ch3  # noqa: E402
@@ -244,7 +245,7 @@ def test_a_long_hold_answers_first_with_its_start_on_the_joint_shown_last():
     frame, complete = w.frame(values)   # what the first reply carries
     start, whole = frame['run'], hold_responses([HoldParams(**values)], nthread=1)[0]
     n = ch3.PANEL_FIRST_STEPS
-    assert not complete and frame['hold'] is None and len(whole.t) == 3000 > n
+    assert not complete and frame['hold'] is None and len(whole.t) == round(ch3.DURATION / values['timestep']) > n
     assert (start['done'], start['words'], start['state'], start['bad']) == (n, None, 'running', False)
     joint = ch3.hold_start(**values).worst
     assert start['joint'] == joint
@@ -254,7 +255,7 @@ def test_a_long_hold_answers_first_with_its_start_on_the_joint_shown_last():
     assert whole_run(w, 1)['frame']['run']['joint'] == whole.worst
     rk4 = {**values, 'integrator': 'RK4', 'kp': 701.0}
     start = w.frame(rk4)[0]['run']
-    assert start['done'] == n // 4 and start['joint'] == whole.worst
+    assert start['done'] == n // INTEGRATOR_COST['RK4'] and start['joint'] == whole.worst
     coarse = w.frame({**values, 'timestep': 0.006})[0]['run']
     assert 'done' not in coarse and coarse['words'].startswith('in-loop at 120 Hz')
 
@@ -265,7 +266,7 @@ def test_a_start_that_diverged_says_so_at_once():
     w = ch3.pd_widget()
     values = {**w.spec.defaults, 'integrator': 'RK4', 'armature': 0.0, 'timestep': 0.008}
     start = w.frame(values)[0]['run']
-    assert start['state'] == 'diverged' and start['bad'] and start['done'] == ch3.PANEL_FIRST_STEPS // 4
+    assert start['state'] == 'diverged' and start['bad'] and start['done'] == ch3.PANEL_FIRST_STEPS // INTEGRATOR_COST['RK4']
     assert start['words'].startswith('in-loop at 50 Hz: diverged') and 'is coming' in start['words']
     w.request = {'generation': 1, 'values': values}
     whole = whole_run(w, 1)['frame']['run']

@@ -23,7 +23,7 @@ from physai.engine.hold import (CHATTER_TURNS, DURATION, ENSEMBLE_PROBE, ENSEMBL
                                 QUIET_P2P, SETTLE_WINDOW, SO101_ARMATURE, SO101_FORCERANGE, SO101_KP, SO101_KV, STANDBY,
                                 TURN_SIZE, HoldEnsemble, HoldParams, HoldResponse, hold_ensembles, hold_responses,
                                 so101_base, so101_joints)
-from physai.experiments.servo_panel import INTEGRATOR_COST
+from physai.experiments.servo_panel import INTEGRATOR_COST, panel_step_cost
 from physai.experiments.where_pd_runs import RATES_HZ, rate_ensembles, standby_inertia, worst_growth
 from physai.laws import robust
 from physai.laws.loop import BACKENDS
@@ -215,11 +215,9 @@ def hold_start(rate_hz, backend, kp, kv, armature, timestep, integrator) -> Hold
     of the whole run (the same arithmetic, however far it runs: :func:`physai.engine.hold.read_at`); None when the
     whole hold fits that budget. Its figures describe only that start, except a divergence, which the whole run
     shares (MuJoCo's warning counters only rise)."""
-    weight = INTEGRATOR_COST.get(integrator, 1)
-    steps = max(2, round(DURATION / timestep))
-    if steps * weight <= PANEL_FIRST_STEPS:
+    if panel_step_cost(timestep, integrator, DURATION) <= PANEL_FIRST_STEPS:
         return None
-    first = max(2, PANEL_FIRST_STEPS // weight)
+    first = max(2, PANEL_FIRST_STEPS // INTEGRATOR_COST.get(integrator, 1))
     params = HoldParams(rate_hz=rate_hz, backend=backend, kp=kp, kv=kv, armature=armature, timestep=timestep,
                         integrator=integrator)
     return hold_responses([params], duration=first * timestep, nthread=1)[0]
@@ -305,9 +303,13 @@ def pd_widget(**defaults):
     spec = dataclasses.replace(spec, words={**spec.words, **WIDGET_WORDS})
     shown = {'joint': None}  # the joint of the latest whole hold: a start is drawn on it, as the page draws one
 
+    def pending(part: dict) -> dict:
+        if part['words'] is not None:  # a start on its way has none
+            part['words'] = spec.say('pending', words=part['words'], probe=ENSEMBLE_PROBE, n=ENSEMBLE_SIZE)
+        return part
+
     def whole(values: dict) -> dict:
-        part = run_part(one.compute(values), worst_growth(**values))
-        part['words'] = spec.say('pending', words=part['words'], probe=ENSEMBLE_PROBE, n=ENSEMBLE_SIZE)
+        part = pending(run_part(one.compute(values), worst_growth(**values)))
         shown['joint'] = part['joint']
         return part
 
@@ -318,10 +320,7 @@ def pd_widget(**defaults):
         start = starts.compute(values)
         if start is None:  # the whole hold fits the first reply's budget
             return run_whole.compute(values)
-        part = start_part(start, worst_growth(**values), shown['joint'])
-        if part['words'] is not None:
-            part['words'] = spec.say('pending', words=part['words'], probe=ENSEMBLE_PROBE, n=ENSEMBLE_SIZE)
-        return part
+        return pending(start_part(start, worst_growth(**values), shown['joint']))
 
     w = widget.PanelWidget(spec, 'where_pd_runs_panels.js', constants=pd_constants(), now={'run': first},
                            later={'run': run_whole, 'hold': widget.Deferred(_ensemble_hold, maxsize=16)})

@@ -9,8 +9,8 @@ sends them back (``reply``), which the chapter's ``decode`` and ``draw`` draw as
 
 The parts that are cheap answer at once (``now``); the slow ones (``later``, each a :class:`Deferred`) answer from
 their cache when they can, else are run on a worker thread once the first reply has left the kernel
-(:func:`iopub_sent`), in their order, each sent in a further reply as it is ready (the last one ``complete``). A ``later`` part may share a ``now`` part's name: the
-``now`` one is a cheap first answer (chapter 1: the step response's first second where the whole run is long),
+(:func:`iopub_sent`), in their order, each sent in a further reply as it is ready (the last one ``complete``). A
+``later`` part may share a ``now`` part's name: the ``now`` one is a cheap first answer (chapter 1: the step response's first second where the whole run is long),
 replaced when the ``later`` one is ready.
 
 :func:`arm3d_messages` answers a widget's 3D view (chapters 3 and 4): the view's files and each run's poses, as
@@ -237,16 +237,16 @@ def iopub_sent(timeout: float = 0.1) -> bool:
     """Wait until the kernel's IOPub thread has sent every message queued before this call; whether it did in time.
 
     ipykernel queues a widget's message for its IOPub thread, which sends it when it next holds the interpreter
-    lock. A worker thread that starts the slow parts at once (MuJoCo steps called from Python) takes turns with it,
-    every few milliseconds (``sys.getswitchinterval``), and the first reply reached the page 30-60 ms late in chapter
-    6's panel (``benchmarks/bench_panel.py``). Here the worker waits until the queue is through, as ipykernel's own
-    ``OutStream.flush`` waits; outside an ipykernel kernel (tests, a script) it returns at once.
+    lock. With the worker starting the slow parts at once (MuJoCo steps called from Python), chapter 6's first reply
+    reached the page 40-70 ms later than with the worker waiting (``benchmarks/bench_panel.py``: its backlash control,
+    55-83 ms median to the first redraw, now 12-14 ms). Here the worker waits until the queue is through, as
+    ipykernel's own ``OutStream.flush`` waits; outside an ipykernel kernel (tests, a script) it returns at once.
     """
     try:
         from IPython import get_ipython
         thread = get_ipython().kernel.iopub_socket.io_thread
         alive = thread.thread.is_alive()
-    except AttributeError:   # no IPython, no kernel, no IOPub thread
+    except (ImportError, AttributeError):   # no IPython, no kernel, no IOPub thread
         return True
     if not alive:
         return True
